@@ -1,0 +1,117 @@
+import { pollAcquire } from '../../core/acquire-loop';
+import { ReleaseNotifier } from '../../core/release-notifier';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendLock,
+  LockBackend,
+  LockBackendCapabilities,
+} from '../../interfaces/lock-backend.interface';
+
+/**
+ * In-process locks: the embedded default and the reference implementation of the backend contract.
+ * One entry per key holds an exclusive owner or a set of shared owners, each with an expiry on the
+ * monotonic clock; expired holders are purged lazily on every access. Fencing tokens come from a
+ * per-key counter that outlives the entry, so they grow across holders and expiry. Waiters sleep on
+ * a ReleaseNotifier, woken by release, or by the holder's expiry (retryAfter).
+ */
+interface Entry {
+  writer?: { owner: string; expiresAt: number };
+  readers: Map<string, number>;
+}
+
+export interface MemoryLockBackendOptions {
+  /** Clock in ms (monotonic); injectable for tests. Default performance.now. */
+  now?: () => number;
+}
+
+export class MemoryLockBackend implements LockBackend {
+  readonly name = 'memory';
+  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
+  private readonly entries = new Map<string, Entry>();
+  private readonly fences = new Map<string, bigint>();
+  private readonly notifier = new ReleaseNotifier();
+  private readonly now: () => number;
+
+  constructor(options: MemoryLockBackendOptions = {}) {
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    return pollAcquire(request, async () => this.attempt(request), { backend: this.name, notifier: this.notifier });
+  }
+
+  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    const now = this.now();
+    return locks.map((lock) => {
+      const entry = this.live(lock.key, now);
+      if (lock.mode === 'exclusive') {
+        if (entry?.writer?.owner !== lock.owner) return false;
+        entry.writer.expiresAt = now + lock.ttl;
+        return true;
+      }
+      if (!entry?.readers.has(lock.owner)) return false;
+      entry.readers.set(lock.owner, now + lock.ttl);
+      return true;
+    });
+  }
+
+  async release(lock: BackendLock): Promise<void> {
+    const entry = this.entries.get(lock.key);
+    if (!entry) return;
+    if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
+    else if (lock.mode === 'shared') entry.readers.delete(lock.owner);
+    else return;
+    if (!entry.writer && entry.readers.size === 0) this.entries.delete(lock.key);
+    this.notifier.notify(lock.key);
+  }
+
+  async close(): Promise<void> {
+    this.notifier.notifyAll();
+  }
+
+  /** Deletes a key behind its holders' backs (tests and admin tooling: simulates an operator's DEL). */
+  forceDelete(key: string): void {
+    this.entries.delete(key);
+    this.notifier.notify(key);
+  }
+
+  private attempt(request: BackendAcquireRequest): BackendAcquireResult {
+    const now = this.now();
+    const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
+    if (entry.writer) return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
+    if (request.mode === 'exclusive') {
+      if (entry.readers.size > 0) return { acquired: false, retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now) };
+      entry.writer = { owner: request.owner, expiresAt: now + request.ttl };
+    } else {
+      entry.readers.set(request.owner, now + request.ttl);
+    }
+    this.entries.set(request.key, entry);
+    const fencingToken = (this.fences.get(request.key) ?? 0n) + 1n;
+    this.fences.set(request.key, fencingToken);
+    return { acquired: true, fencingToken };
+  }
+
+  /** The key's entry with expired holders purged (waking waiters when any expired). */
+  private live(key: string, now: number): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    let freed = false;
+    if (entry.writer && entry.writer.expiresAt <= now) {
+      entry.writer = undefined;
+      freed = true;
+    }
+    for (const [owner, expiresAt] of entry.readers) {
+      if (expiresAt <= now) {
+        entry.readers.delete(owner);
+        freed = true;
+      }
+    }
+    if (!entry.writer && entry.readers.size === 0) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    if (freed) queueMicrotask(() => this.notifier.notify(key));
+    return entry;
+  }
+}

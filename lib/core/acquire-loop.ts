@@ -1,0 +1,77 @@
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import type { BackendAcquireRequest, BackendAcquireResult } from '../interfaces/lock-backend.interface';
+import type { ReleaseNotifier } from './release-notifier';
+
+export interface PollAcquireOptions {
+  /** Backend name for errors. */
+  readonly backend: string;
+  /** Wakes the waiter when a release is announced; without it the loop polls with backoff. */
+  readonly notifier?: ReleaseNotifier;
+  /** First poll delay in ms (doubles up to maxDelay, with full jitter). Default 10. */
+  readonly minDelay?: number;
+  /** Largest poll delay in ms. Default 500. */
+  readonly maxDelay?: number;
+  /** With a notifier: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
+  readonly fallbackDelay?: number;
+}
+
+/**
+ * The wait loop of every try-once backend (memory, Redis, Redlock, SQL): attempt; on busy, sleep
+ * until a release notification, the lock's own expiry (the attempt's retryAfter) or a jittered
+ * backoff, whichever comes first; stop when the request's signal aborts (deadline or cancel).
+ * A failed attempt (backend unreachable) is retried while the budget lasts; when it runs out, the
+ * last failure surfaces as LockBackendUnavailableError, never as a timeout.
+ */
+export async function pollAcquire(
+  request: BackendAcquireRequest,
+  attempt: () => Promise<BackendAcquireResult>,
+  options: PollAcquireOptions,
+): Promise<BackendAcquireResult> {
+  const minDelay = options.minDelay ?? 10;
+  const maxDelay = options.maxDelay ?? 500;
+  const fallback = options.fallbackDelay ?? 1_000;
+  let delay = minDelay;
+  for (;;) {
+    const listener = options.notifier?.listen(request.key);
+    let busy: BackendAcquireResult | undefined;
+    let failure: unknown;
+    try {
+      busy = await attempt();
+      if (busy.acquired) {
+        listener?.dispose();
+        return busy;
+      }
+    } catch (error) {
+      failure = error;
+    }
+    if (request.wait === 0 || request.signal.aborted) {
+      listener?.dispose();
+      if (failure !== undefined) throw asUnavailable(failure, options.backend, request.key);
+      return busy as BackendAcquireResult;
+    }
+    let sleep = listener && failure === undefined ? fallback : Math.random() * delay;
+    delay = Math.min(delay * 2, maxDelay);
+    if (busy && !busy.acquired && busy.retryAfter !== undefined) sleep = Math.min(sleep, busy.retryAfter + 1);
+    if (listener) await listener.wait(sleep, request.signal);
+    else await sleepFor(sleep, request.signal);
+  }
+}
+
+export function asUnavailable(error: unknown, backend: string, key?: string): DistributedLockError {
+  if (error instanceof DistributedLockError) return error;
+  return new LockBackendUnavailableError(backend, 'the request failed', { key, cause: error });
+}
+
+export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

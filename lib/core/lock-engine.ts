@@ -1,0 +1,293 @@
+import { randomBytes } from 'node:crypto';
+import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME, DEFAULT_KEY_PREFIX, DEFAULT_OPERATION_TIMEOUT_MS, MAX_KEY_LENGTH } from '../distributed-lock.constants';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import type { LockBackend } from '../interfaces/lock-backend.interface';
+import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
+import { asUnavailable } from './acquire-loop';
+import { LockHandle, type LeaseOps } from './lock-handle';
+import { checkLockKey } from './lock-key';
+import { LockLease, safeValidity } from './lock-lease';
+import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
+import { ReentrancyScopes } from './reentrancy';
+import { Watchdog } from './watchdog';
+
+export interface LockEngineOptions {
+  /** One backend (registered as 'default')... */
+  backend?: LockBackend;
+  /** ...or several by name, one of them named 'default'. */
+  backends?: Record<string, LockBackend>;
+  /** Prepended to every key. Default 'lock:'. */
+  keyPrefix?: string;
+  defaults?: LockDefaults;
+  /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
+  operationTimeout?: number;
+}
+
+/**
+ * The framework-free engine: validates options, resolves keys, runs acquires against a deadline,
+ * keeps reentrancy per async context, owns one watchdog per backend, and hands out LockHandles.
+ * LockService (the Nest layer) is a thin wrapper over it.
+ */
+export class LockEngine {
+  readonly backends: ReadonlyMap<string, LockBackend>;
+  readonly keyPrefix: string;
+  readonly defaults: ResolvedDefaults;
+  readonly operationTimeout: number;
+  private readonly watchdogs = new Map<string, Watchdog>();
+  private readonly held = new Set<LockLease>();
+  private readonly scopes = new ReentrancyScopes();
+  private readonly backendNames: string[];
+  private closed = false;
+  private readonly ops: LeaseOps = {
+    extend: (lease, ttl) => this.extendLease(lease, ttl),
+    release: (lease) => this.releaseHold(lease),
+  };
+
+  constructor(options: LockEngineOptions) {
+    const o = validateEngineOptions(options);
+    this.backends = o.backends;
+    this.backendNames = [...o.backends.keys()];
+    this.keyPrefix = o.keyPrefix;
+    this.defaults = o.defaults;
+    this.operationTimeout = o.operationTimeout;
+    for (const [name, backend] of this.backends) {
+      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, name, what, budget)));
+    }
+  }
+
+  /** Validated options for one call; exposed so @Locked can validate at startup. */
+  resolveOptions(options: LockOptions | undefined, key?: string) {
+    return resolveLockOptions(options, this.defaults, this.backendNames, key);
+  }
+
+  backend(name = DEFAULT_BACKEND_NAME): LockBackend {
+    const backend = this.backends.get(name);
+    if (!backend) throw new InvalidLockOptionsError('backend', name, this.backendNames.map((n) => `'${n}'`).join(', '));
+    return backend;
+  }
+
+  /** Acquires `key`, waiting up to `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline. */
+  async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
+    const handle = await this.acquireOrNull(key, options);
+    return handle.handle ?? Promise.reject(handle.error);
+  }
+
+  /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
+  async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
+    const result = await this.acquireOrNull(key, { wait: 0, ...options });
+    if (result.handle) return result.handle;
+    if (result.error instanceof LockAcquireTimeoutError) return null;
+    throw result.error;
+  }
+
+  /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
+  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+    return this.scopes.run(async () => {
+      const handle = await this.acquire(key, options);
+      try {
+        return await raceLost(Promise.resolve().then(() => fn(handle)), handle.signal);
+      } finally {
+        await handle.release().catch(() => undefined);
+      }
+    });
+  }
+
+  /** Opens a reentrancy scope: acquires inside it re-enter locks taken earlier in it. */
+  runInScope<T>(fn: () => T): T {
+    return this.scopes.run(fn);
+  }
+
+  /** The handle of a lock held in the current async context (the innermost if key is omitted). */
+  current(key?: string, backend = DEFAULT_BACKEND_NAME): LockHandle | undefined {
+    const leases = this.scopes.visible();
+    const lease =
+      key === undefined ? leases[leases.length - 1] : this.scopes.find(ReentrancyScopes.id(backend, this.keyPrefix + key));
+    return lease ? new LockHandle(lease, { extend: this.ops.extend, release: async () => undefined }) : undefined;
+  }
+
+  /** Number of locks held through this engine (all backends). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /** Releases every held lock, stops every watchdog and closes the backends' own resources. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const leases = [...this.held];
+    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, l.backendName, what)).catch(() => undefined)));
+    for (const w of this.watchdogs.values()) w.stop();
+    await Promise.all([...this.backends.values()].map((b) => b.close().catch(() => undefined)));
+  }
+
+  private async acquireOrNull(key: string, options?: LockOptions): Promise<{ handle?: LockHandle; error?: unknown }> {
+    if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
+    const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
+    const backend = this.backend(o.backend);
+    const fullKey = checkLockKey(typeof key === 'string' ? this.keyPrefix + key : key, Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength));
+    if (o.mode === 'shared' && !backend.capabilities.shared) {
+      throw new InvalidLockOptionsError('mode', 'shared', `'exclusive' (backend "${o.backend}" does not support shared locks)`, key);
+    }
+    const id = ReentrancyScopes.id(o.backend, fullKey);
+    const existing = this.scopes.find(id);
+    if (existing) {
+      if (existing.mode === 'shared' && o.mode === 'exclusive') {
+        throw new InvalidLockOptionsError('mode', 'exclusive', `'shared': this context already holds "${key}" shared, and upgrading would deadlock`, key);
+      }
+      existing.holds++;
+      return { handle: new LockHandle(existing, this.ops) };
+    }
+    o.signal?.throwIfAborted();
+
+    const owner = randomBytes(16).toString('hex');
+    const controller = new AbortController();
+    const deadline = setTimeout(() => controller.abort(), o.wait);
+    const onCancel = () => controller.abort();
+    o.signal?.addEventListener('abort', onCancel, { once: true });
+    let lease: LockLease | undefined;
+    const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
+    const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
+    const startedAt = performance.now();
+    try {
+      const attempt = backend.acquire(request);
+      const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
+      const result = await this.call(attempt, o.backend, 'acquire', budget, key, () => {
+        // The answer came after we gave up: give back a grant nobody will use.
+        attempt.then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined)).catch(() => undefined);
+      });
+      if (!result.acquired) {
+        if (o.signal?.aborted) throw o.signal.reason;
+        return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
+      }
+      if (o.signal?.aborted) {
+        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch(() => undefined);
+        throw o.signal.reason;
+      }
+      lease = new LockLease(key, fullKey, owner, o.mode, o.ttl, result.fencingToken, backend, o.backend, startedAt,
+        Math.min(result.validity ?? Infinity, safeValidity(o.ttl)), o.maxHold, (l) => this.forget(l));
+      this.held.add(lease);
+      this.watchdogs.get(o.backend)?.add(lease);
+      this.scopes.remember(id, lease);
+      return { handle: new LockHandle(lease, this.ops) };
+    } finally {
+      clearTimeout(deadline);
+      o.signal?.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private forget(lease: LockLease): void {
+    this.held.delete(lease);
+    this.watchdogs.get(lease.backendName)?.delete(lease);
+  }
+
+  private async releaseHold(lease: LockLease): Promise<void> {
+    if (lease.holds > 1) {
+      lease.holds--;
+      return;
+    }
+    lease.holds = 0;
+    await lease.release((op, what) => this.call(op, lease.backendName, what, this.operationTimeout, lease.key));
+  }
+
+  private async extendLease(lease: LockLease, ttl: number): Promise<void> {
+    const startedAt = performance.now();
+    const [ok] = await this.call(lease.backend.renew([{ ...lease.lock, ttl }]), lease.backendName, 'extend', this.operationTimeout, lease.key);
+    if (!ok) {
+      lease.lose('extend found it deleted, expired or owned by another owner');
+      lease.signal.throwIfAborted();
+    }
+    if (lease.state !== 'held') return lease.signal.throwIfAborted();
+    lease.ttl = ttl;
+    lease.validUntil = startedAt + safeValidity(ttl);
+    lease.confirmed(startedAt, ttl);
+  }
+
+  /**
+   * Runs one backend call within `budget` ms. A call that fails or does not answer in time becomes
+   * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
+   */
+  private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
+        onLate?.();
+      }, budget);
+      op.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error) => {
+          clearTimeout(timer);
+          reject(asUnavailable(error, backend, key));
+        },
+      );
+    });
+  }
+}
+
+/** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
+export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function validateEngineOptions(options: LockEngineOptions) {
+  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object');
+  const known = new Set(['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'isGlobal', 'httpErrors']);
+  for (const name of Object.keys(options)) {
+    if (!known.has(name)) throw new InvalidLockOptionsError(name, (options as Record<string, unknown>)[name], `one of ${[...known].join(', ')} (unknown option)`);
+  }
+  const backends = new Map<string, LockBackend>();
+  if (options.backend !== undefined && options.backends !== undefined) {
+    throw new InvalidLockOptionsError('backends', options.backends, 'either "backend" or "backends", not both');
+  }
+  if (options.backends !== undefined) {
+    if (options.backends === null || typeof options.backends !== 'object') throw new InvalidLockOptionsError('backends', options.backends, 'an object of named LockBackend instances');
+    for (const [name, b] of Object.entries(options.backends)) backends.set(name, checkBackend(`backends.${name}`, b));
+    if (!backends.has(DEFAULT_BACKEND_NAME)) {
+      throw new InvalidLockOptionsError('backends', Object.keys(options.backends).join(', '), `a set of backends with one named '${DEFAULT_BACKEND_NAME}'`);
+    }
+  } else if (options.backend !== undefined) {
+    backends.set(DEFAULT_BACKEND_NAME, checkBackend('backend', options.backend));
+  } else {
+    throw new InvalidLockOptionsError('backend', undefined, 'a LockBackend instance (e.g. new MemoryLockBackend()) or "backends"');
+  }
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (typeof keyPrefix !== 'string' || keyPrefix.length > 128 || /[\u0000-\u001f\u007f{}]/.test(keyPrefix)) {
+    throw new InvalidLockOptionsError('keyPrefix', keyPrefix, 'a string of at most 128 characters without control characters or { }');
+  }
+  return {
+    backends,
+    keyPrefix,
+    defaults: resolveDefaults(options.defaults),
+    operationTimeout: options.operationTimeout === undefined ? DEFAULT_OPERATION_TIMEOUT_MS : checkDuration('operationTimeout', options.operationTimeout, 1),
+  };
+}
+
+function checkBackend(option: string, b: unknown): LockBackend {
+  const ok = b !== null && typeof b === 'object' && ['acquire', 'renew', 'release', 'close'].every((m) => typeof (b as Record<string, unknown>)[m] === 'function') && typeof (b as LockBackend).capabilities === 'object';
+  if (!ok) throw new InvalidLockOptionsError(option, b, 'a LockBackend instance (MemoryLockBackend, RedisLockBackend, ...)');
+  return b as LockBackend;
+}
+
+export { DistributedLockError };

@@ -1,0 +1,92 @@
+import {
+  DEFAULT_BACKEND_NAME,
+  DEFAULT_TTL_MS,
+  DEFAULT_WAIT_MS,
+  MAX_DURATION_MS,
+  MIN_TTL_MS,
+} from '../distributed-lock.constants';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import type { LockMode } from '../interfaces/lock-backend.interface';
+import type { LockDefaults, LockOnBusy, LockOptions, ResolvedLockOptions } from '../interfaces/lock-options.interface';
+
+/**
+ * The one place where lock options are validated and defaulted. Runs for forRoot, forRootAsync,
+ * @Locked (at decoration time) and every LockService call alike.
+ */
+const MODES: readonly LockMode[] = ['exclusive', 'shared'];
+const ON_BUSY: readonly LockOnBusy[] = ['wait', 'skip', 'fail'];
+
+export function checkDuration(option: string, value: unknown, min: number, key?: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
+    throw new InvalidLockOptionsError(option, value, `an integer number of ms from ${min} to ${MAX_DURATION_MS}`, key);
+  }
+  return value;
+}
+
+export function checkMode(option: string, value: unknown, key?: string): LockMode {
+  if (!MODES.includes(value as LockMode)) throw new InvalidLockOptionsError(option, value, `'exclusive' or 'shared'`, key);
+  return value as LockMode;
+}
+
+export function checkOnBusy(option: string, value: unknown, key?: string): LockOnBusy {
+  if (!ON_BUSY.includes(value as LockOnBusy)) throw new InvalidLockOptionsError(option, value, `'wait', 'skip' or 'fail'`, key);
+  return value as LockOnBusy;
+}
+
+function checkObject(option: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InvalidLockOptionsError(option, value, 'an object');
+  }
+  return value as Record<string, unknown>;
+}
+
+const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold']);
+const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'signal', 'onBusy']);
+
+function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
+  for (const name of Object.keys(value)) {
+    if (!allowed.has(name)) throw new InvalidLockOptionsError(`${option}.${name}`, value[name], `one of ${[...allowed].join(', ')} (unknown option)`);
+  }
+}
+
+/** Validates module-level defaults; every missing one takes the package default. */
+export function resolveDefaults(input: unknown, option = 'defaults'): Required<Omit<LockDefaults, 'maxHold'>> & { maxHold: number | undefined } {
+  const d = checkObject(option, input);
+  rejectUnknown(option, d, DEFAULT_KEYS);
+  return {
+    ttl: d.ttl === undefined ? DEFAULT_TTL_MS : checkDuration(`${option}.ttl`, d.ttl, MIN_TTL_MS),
+    wait: d.wait === undefined ? DEFAULT_WAIT_MS : checkDuration(`${option}.wait`, d.wait, 0),
+    mode: d.mode === undefined ? 'exclusive' : checkMode(`${option}.mode`, d.mode),
+    onBusy: d.onBusy === undefined ? 'wait' : checkOnBusy(`${option}.onBusy`, d.onBusy),
+    maxHold: d.maxHold === undefined ? undefined : checkDuration(`${option}.maxHold`, d.maxHold, 1),
+  };
+}
+
+export type ResolvedDefaults = ReturnType<typeof resolveDefaults>;
+
+/** Validates the options of one call (or one @Locked declaration) over the resolved defaults. */
+export function resolveLockOptions(
+  input: LockOptions | undefined,
+  defaults: ResolvedDefaults,
+  backendNames: readonly string[] | undefined,
+  key?: string,
+): ResolvedLockOptions {
+  const o = checkObject('options', input) as LockOptions & Record<string, unknown>;
+  rejectUnknown('options', o, CALL_KEYS);
+  const backend = o.backend === undefined ? DEFAULT_BACKEND_NAME : o.backend;
+  if (typeof backend !== 'string' || (backendNames !== undefined && !backendNames.includes(backend))) {
+    throw new InvalidLockOptionsError('backend', backend, backendNames ? backendNames.map((n) => `'${n}'`).join(', ') : 'a registered backend name', key);
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new InvalidLockOptionsError('signal', o.signal, 'an AbortSignal', key);
+  }
+  return {
+    ttl: o.ttl === undefined ? defaults.ttl : checkDuration('ttl', o.ttl, MIN_TTL_MS, key),
+    wait: o.wait === undefined ? defaults.wait : checkDuration('wait', o.wait, 0, key),
+    mode: o.mode === undefined ? defaults.mode : checkMode('mode', o.mode, key),
+    backend,
+    maxHold: o.maxHold === undefined ? defaults.maxHold : checkDuration('maxHold', o.maxHold, 1, key),
+    signal: o.signal,
+  };
+}

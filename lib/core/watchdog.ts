@@ -1,0 +1,113 @@
+import type { LockBackend } from '../interfaces/lock-backend.interface';
+import type { LockLease } from './lock-lease';
+
+/** Largest number of locks renewed in one backend call (one pipelined round trip on Redis). */
+const MAX_BATCH = 5_000;
+
+/**
+ * One per backend: a single timer renews every due lease of that backend in one batched
+ * backend.renew() call at ttl/3, and declares a lease lost when its validity ends without a
+ * confirmed renewal (lock gone, or backend unreachable for too long). Never throws from a timer.
+ */
+export class Watchdog {
+  private readonly leases = new Set<LockLease>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = false;
+
+  constructor(
+    private readonly backend: LockBackend,
+    private readonly call: <T>(op: Promise<T>, what: string, budget: number) => Promise<T>,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  add(lease: LockLease): void {
+    if (this.stopped) return;
+    this.leases.add(lease);
+    this.arm(Math.min(lease.nextRenewAt, lease.validUntil));
+  }
+
+  delete(lease: LockLease): void {
+    this.leases.delete(lease);
+    if (this.leases.size === 0) this.disarm();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.leases.clear();
+    this.disarm();
+  }
+
+  private arm(at: number): void {
+    if (this.stopped || at >= this.timerAt) return;
+    this.disarm();
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, at - this.now()));
+    this.timer.unref();
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    try {
+      const now = this.now();
+      const due: LockLease[] = [];
+      let next = Infinity;
+      for (const lease of this.leases) {
+        if (lease.validUntil <= now) {
+          lease.lose(
+            lease.renewUntil <= now
+              ? 'maxHold reached, renewal stopped and the ttl ran out'
+              : 'its ttl ran out before a renewal was confirmed (backend slow or unreachable)',
+          );
+          continue;
+        }
+        if (!lease.renewing && lease.nextRenewAt <= now && lease.renewUntil > now) due.push(lease);
+        else next = Math.min(next, lease.renewing || lease.renewUntil <= now ? lease.validUntil : Math.min(lease.nextRenewAt, lease.validUntil));
+      }
+      for (let i = 0; i < due.length; i += MAX_BATCH) void this.renew(due.slice(i, i + MAX_BATCH));
+      if (next < Infinity) this.arm(next);
+    } catch {
+      // A tick must never throw; the next add() re-arms.
+    }
+  }
+
+  private async renew(batch: LockLease[]): Promise<void> {
+    const startedAt = this.now();
+    for (const lease of batch) lease.renewing = true;
+    const budget = Math.max(1, Math.min(...batch.map((l) => l.validUntil)) - startedAt);
+    let results: boolean[] | undefined;
+    try {
+      results = await this.call(this.backend.renew(batch.map((l) => l.lock)), 'renew', budget);
+    } catch {
+      results = undefined;
+    }
+    const now = this.now();
+    let next = Infinity;
+    batch.forEach((lease, i) => {
+      lease.renewing = false;
+      if (lease.state !== 'held') return;
+      if (results === undefined) {
+        // Unreachable: retry soon; the lease is lost if its validity ends first.
+        lease.nextRenewAt = now + Math.min(lease.ttl / 10, 500);
+      } else if (results[i]) {
+        lease.confirmed(startedAt, lease.ttl);
+      } else {
+        lease.lose('a renewal found it deleted, expired or owned by another owner');
+        return;
+      }
+      next = Math.min(next, lease.nextRenewAt, lease.validUntil);
+    });
+    if (next < Infinity) this.arm(next);
+  }
+}

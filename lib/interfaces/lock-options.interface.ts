@@ -1,0 +1,45 @@
+import type { LockMode } from './lock-backend.interface';
+
+/** What a `@Locked` method does when the lock is held by someone else. */
+export type LockOnBusy = 'wait' | 'skip' | 'fail';
+
+/** Options of one acquire (LockService.acquire / tryAcquire / withLock). All durations in ms. */
+export interface LockOptions {
+  /** ms the lock survives a silent holder; the watchdog renews it every ttl/3 while held. */
+  ttl?: number;
+  /** ms to wait for a busy lock (a deadline, not a retry count). 0 = try once. */
+  wait?: number;
+  /** 'exclusive' (default) or 'shared' (many readers, or one writer). */
+  mode?: LockMode;
+  /** Name of a backend registered with `backends`; default 'default'. */
+  backend?: string;
+  /** Stop renewing after this many ms held; the lock then expires ttl later and the handle signals loss. */
+  maxHold?: number;
+  /** Cancels a wait; acquire rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of `@Locked(key, options)`. */
+export interface LockedOptions extends Omit<LockOptions, 'signal'> {
+  /** 'wait' (default) waits up to `wait`; 'skip' returns undefined without running; 'fail' throws at once. */
+  onBusy?: LockOnBusy;
+}
+
+/** Defaults applied to every acquire unless the call overrides them. */
+export interface LockDefaults {
+  ttl?: number;
+  wait?: number;
+  mode?: LockMode;
+  onBusy?: LockOnBusy;
+  maxHold?: number;
+}
+
+/** Fully resolved, validated options of one acquire. */
+export interface ResolvedLockOptions {
+  ttl: number;
+  wait: number;
+  mode: LockMode;
+  backend: string;
+  maxHold: number | undefined;
+  signal: AbortSignal | undefined;
+}
