@@ -4,7 +4,7 @@ module.exports = {
   rootDir: '.',
   roots: ['<rootDir>/lib', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   moduleFileExtensions: ['ts', 'js', 'json'],
   testTimeout: 60000,
   // Servers started by a spec are stopped in its afterAll; this catches a leaked handle instead of hanging CI.

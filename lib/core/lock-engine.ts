@@ -127,7 +127,8 @@ export class LockEngine {
     if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
     const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
     const backend = this.backend(o.backend);
-    const fullKey = checkLockKey(typeof key === 'string' ? this.keyPrefix + key : key, Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength));
+    checkLockKey(key);
+    const fullKey = checkLockKey(this.keyPrefix + key, Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength));
     if (o.mode === 'shared' && !backend.capabilities.shared) {
       throw new InvalidLockOptionsError('mode', 'shared', `'exclusive' (backend "${o.backend}" does not support shared locks)`, key);
     }
