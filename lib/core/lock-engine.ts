@@ -54,7 +54,7 @@ export class LockEngine {
     this.defaults = o.defaults;
     this.operationTimeout = o.operationTimeout;
     for (const [name, backend] of this.backends) {
-      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, name, what, budget)));
+      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget)));
     }
   }
 
@@ -118,7 +118,7 @@ export class LockEngine {
     if (this.closed) return;
     this.closed = true;
     const leases = [...this.held];
-    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, l.backendName, what)).catch(() => undefined)));
+    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch(() => undefined)));
     for (const w of this.watchdogs.values()) w.stop();
     await Promise.all([...this.backends.values()].map((b) => b.close().catch(() => undefined)));
   }
@@ -155,7 +155,7 @@ export class LockEngine {
     try {
       const attempt = backend.acquire(request);
       const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
-      const result = await this.call(attempt, o.backend, 'acquire', budget, key, () => {
+      const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
         attempt.then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined)).catch(() => undefined);
       });
@@ -179,6 +179,12 @@ export class LockEngine {
     }
   }
 
+  /** Registered name and kind, as errors show them: "default (redis)". */
+  private label(name: string): string {
+    const kind = this.backends.get(name)?.name;
+    return kind && kind !== name ? `${name} (${kind})` : name;
+  }
+
   private forget(lease: LockLease): void {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
@@ -190,12 +196,12 @@ export class LockEngine {
       return;
     }
     lease.holds = 0;
-    await lease.release((op, what) => this.call(op, lease.backendName, what, this.operationTimeout, lease.key));
+    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key));
   }
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();
-    const [ok] = await this.call(lease.backend.renew([{ ...lease.lock, ttl }]), lease.backendName, 'extend', this.operationTimeout, lease.key);
+    const [ok] = await this.call(lease.backend.renew([{ ...lease.lock, ttl }]), this.label(lease.backendName), 'extend', this.operationTimeout, lease.key);
     if (!ok) {
       lease.lose('extend found it deleted, expired or owned by another owner');
       lease.signal.throwIfAborted();

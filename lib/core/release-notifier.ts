@@ -27,6 +27,7 @@ export class ReleaseNotifier {
     return {
       wait: (ms, signal) =>
         new Promise<void>((resolve) => {
+          let timer: NodeJS.Timeout | undefined;
           const done = () => {
             clearTimeout(timer);
             signal.removeEventListener('abort', done);
@@ -35,7 +36,7 @@ export class ReleaseNotifier {
           };
           if (fired || signal.aborted) return done();
           wake = done;
-          const timer = setTimeout(done, Math.max(0, ms));
+          timer = setTimeout(done, Math.max(0, ms));
           signal.addEventListener('abort', done, { once: true });
         }),
       dispose,

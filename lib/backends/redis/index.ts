@@ -1,0 +1,2 @@
+export { RedisLockBackend } from './redis.backend';
+export type { RedisLockBackendOptions, RedisClientLike } from './redis.backend';
