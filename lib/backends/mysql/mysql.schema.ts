@@ -1,0 +1,73 @@
+/**
+ * Tables and statements of the MySQL/MariaDB backend. Only the table name (a validated plain
+ * identifier, see checkTableName) is spliced into SQL; every value is a `?` parameter of a
+ * prepared statement. Times are DATETIME(3) in UTC from the server's UTC_TIMESTAMP(3): immune to
+ * the session time zone, DST and the application's clock.
+ *
+ * <table>        one row per holder: an exclusive holder, or one of several shared holders.
+ * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
+ * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
+ */
+export interface MySqlStatements {
+  readonly ddl: readonly string[];
+  readonly lockKey: string;
+  readonly holders: string;
+  readonly purge: string;
+  readonly nextFence: string;
+  readonly insert: string;
+  readonly release: string;
+  readonly dropKey: string;
+  renew(count: number): string;
+  alive(count: number): string;
+}
+
+export function mysqlStatements(table: string): MySqlStatements {
+  const t = `\`${table}\``;
+  const keys = `\`${table}_keys\``;
+  const fence = `\`${table}_fence\``;
+  const rows = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? 'SELECT ? AS k, ? AS o, ? AS us' : 'SELECT ?, ?, ?')).join(' UNION ALL ');
+  return {
+    ddl: [
+      `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key   VARBINARY(2048) NOT NULL COMMENT 'full lock key as UTF-8 bytes: binary, so no case folding or trailing-space padding',
+  owner      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT '128-bit owner token, hex',
+  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive or shared',
+  expires_at DATETIME(3) NOT NULL COMMENT 'UTC, database server clock',
+  fence      BIGINT UNSIGNED NOT NULL COMMENT 'fencing token of this grant',
+  PRIMARY KEY (lock_key, owner)
+) ENGINE=InnoDB`,
+      `CREATE TABLE IF NOT EXISTS ${keys} (
+  lock_key VARBINARY(2048) NOT NULL PRIMARY KEY
+) ENGINE=InnoDB`,
+      `CREATE TABLE IF NOT EXISTS ${fence} (
+  id    TINYINT UNSIGNED NOT NULL PRIMARY KEY,
+  value BIGINT UNSIGNED NOT NULL
+) ENGINE=InnoDB`,
+      `INSERT IGNORE INTO ${fence} (id, value) VALUES (1, 0)`,
+    ],
+    // Creates or X-locks the key's mutex row: concurrent acquires of one key queue here (briefly,
+    // never across a wait), acquires of other keys do not.
+    lockKey: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
+    // Locks every holder row of the key (so no renewal can slip in) and reads each one's time left.
+    holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us FROM ${t} WHERE lock_key = ? FOR UPDATE`,
+    purge: `DELETE FROM ${t} WHERE lock_key = ? AND expires_at <= UTC_TIMESTAMP(3)`,
+    // LAST_INSERT_ID(expr) hands the new value back in the OK packet (insertId): one round trip.
+    // The row stays locked until COMMIT, so grants of one key get strictly growing tokens.
+    nextFence: `INSERT INTO ${fence} (id, value) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1)`,
+    insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?)`,
+    release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
+    // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
+    dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
+    // One statement renews a whole batch: only rows that are still ours and unexpired match.
+    renew: (n) =>
+      `UPDATE ${t} AS h JOIN (${rows(n)}) AS i ON h.lock_key = i.k AND h.owner = i.o ` +
+      `SET h.expires_at = UTC_TIMESTAMP(3) + INTERVAL i.us MICROSECOND WHERE h.expires_at > UTC_TIMESTAMP(3)`,
+    alive: (n) =>
+      `SELECT lock_key, owner FROM ${t} WHERE (lock_key, owner) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')}) AND expires_at > UTC_TIMESTAMP(3)`,
+  };
+}
+
+/** The DDL for DBAs who create the tables themselves (createTable: false). */
+export function mysqlDdl(table = 'distributed_locks'): string {
+  return mysqlStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+}

@@ -1,0 +1,66 @@
+import { execFile } from 'node:child_process';
+import { chownSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort, removeDir, ServerProcess, tempDir } from './server-process';
+
+const run = promisify(execFile);
+const BIN = '/usr/lib/postgresql/15/bin';
+const PG_USER = 'postgres';
+
+/**
+ * A private PostgreSQL 15 cluster (initdb into a temp dir) on a free loopback port, its socket in
+ * that dir; never the machine's own cluster on 5432. initdb and postgres refuse to run as root, so
+ * both run as the `postgres` OS user through setpriv, which exec()s: the child we signal IS the
+ * postmaster (kill, SIGSTOP/SIGCONT reach it directly). Trust auth on loopback, fsync off (a
+ * killed postmaster loses nothing: the kernel keeps the written pages).
+ */
+export class PostgresServer extends ServerProcess {
+  static async start(): Promise<PostgresServer> {
+    const dir = tempDir('postgres');
+    const uid = Number((await run('id', ['-u', PG_USER])).stdout.trim());
+    const gid = Number((await run('id', ['-g', PG_USER])).stdout.trim());
+    chownSync(dir, uid, gid);
+    const data = join(dir, 'data');
+    await run('setpriv', [...asPostgres(), join(BIN, 'initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C'], { cwd: dir });
+    const port = await freePort();
+    const server = new PostgresServer(
+      {
+        name: `postgres-${port}`,
+        command: 'setpriv',
+        args: [...asPostgres(), join(BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
+          '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_buffers=32MB'],
+        port,
+        startTimeoutMs: 60_000,
+      },
+      dir,
+    );
+    await server.start();
+    return server;
+  }
+
+  /** Connection options for pg (database `postgres`). */
+  get connection() {
+    return { host: '127.0.0.1', port: this.port, user: 'postgres', database: 'postgres' };
+  }
+
+  /** Runs SQL through psql (admin work in tests); resolves stdout (unaligned, tuples only). */
+  async sql(statement: string): Promise<string> {
+    const { stdout } = await run('psql', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-d', 'postgres', '-AtX', '-v', 'ON_ERROR_STOP=1', '-c', statement]);
+    return stdout.trim();
+  }
+
+  /** Immediate shutdown (SIGQUIT): the postmaster kills its backends at once, like a crash; start() recovers. */
+  async crash(): Promise<void> {
+    await this.kill('SIGQUIT');
+  }
+
+  async destroy(): Promise<void> {
+    await this.kill('SIGQUIT');
+    removeDir(this.dir);
+  }
+}
+
+function asPostgres(): string[] {
+  return [`--reuid=${PG_USER}`, `--regid=${PG_USER}`, '--init-groups', '--'];
+}
