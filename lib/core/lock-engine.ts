@@ -118,6 +118,8 @@ export class LockEngine {
     if (this.closed) return;
     this.closed = true;
     const leases = [...this.held];
+    // Code still running under a lock must learn that it no longer holds it.
+    for (const lease of leases) lease.lose('the lock module shut down and released it');
     await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch(() => undefined)));
     for (const w of this.watchdogs.values()) w.stop();
     await Promise.all([...this.backends.values()].map((b) => b.close().catch(() => undefined)));

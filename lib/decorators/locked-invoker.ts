@@ -1,0 +1,124 @@
+import { isObservable, Observable, type Subscription } from 'rxjs';
+import { raceLost, type LockEngine } from '../core/lock-engine';
+import type { LockHandle } from '../core/lock-handle';
+import { checkLockKey, type CompiledLockKey } from '../core/lock-key';
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
+import type { LockedOptions, LockOptions } from '../interfaces/lock-options.interface';
+import { engineRegistry } from '../discovery/engine-registry';
+import { MAX_KEY_LENGTH } from '../distributed-lock.constants';
+
+/** What @Locked recorded about one method. */
+export interface LockedMethod {
+  readonly where: string;
+  readonly key: CompiledLockKey;
+  readonly options: LockedOptions;
+  readonly currentLockIndex: number | undefined;
+  /** design:returntype is Observable: the wrapper returns a cold Observable that locks on subscribe. */
+  readonly returnsObservable: boolean;
+}
+
+/**
+ * Runs a @Locked method: resolve the key from the real arguments (after Nest's pipes, so the same
+ * rule holds on controllers and services), acquire in a fresh reentrancy scope, run the method,
+ * and hold the lock until its Promise settles or its Observable completes, errors or is
+ * unsubscribed. A lost lock fails the call at once with LockLostError.
+ */
+export function invokeLocked(instance: unknown, original: Function, args: unknown[], method: LockedMethod): unknown {
+  if (method.returnsObservable) return lockedObservable(instance, original, args, method);
+  const engine = engineRegistry.find(instance, method.where);
+  return engine.runInScope(async () => {
+    const handle = await acquireFor(engine, args, method);
+    if (!handle) return undefined;
+    let result: unknown;
+    try {
+      result = await raceLost(Promise.resolve().then(() => original.apply(instance, withHandle(args, method, handle))), handle.signal);
+    } catch (error) {
+      await handle.release().catch(() => undefined);
+      throw error;
+    }
+    if (isObservable(result)) return holdUntilDone(result, handle);
+    await handle.release().catch(() => undefined);
+    return result;
+  });
+}
+
+function lockedObservable(instance: unknown, original: Function, args: unknown[], method: LockedMethod): Observable<unknown> {
+  return new Observable((subscriber) => {
+    let inner: Subscription | undefined;
+    let handle: LockHandle | null | undefined;
+    let closed = false;
+    let engine: LockEngine;
+    try {
+      engine = engineRegistry.find(instance, method.where);
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    engine.runInScope(async () => {
+      handle = await acquireFor(engine, args, method);
+      if (!handle) return subscriber.complete();
+      if (closed) return void (await handle.release());
+      const h = handle;
+      const source = original.apply(instance, withHandle(args, method, h)) as Observable<unknown>;
+      inner = holdUntilDone(source, h).subscribe(subscriber);
+    }).catch((error) => subscriber.error(error));
+    return () => {
+      closed = true;
+      inner?.unsubscribe();
+      void handle?.release().catch(() => undefined);
+    };
+  });
+}
+
+/** Mirrors `source`, failing it with LockLostError when the lock is lost; releases on complete, error or unsubscribe. */
+function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observable<unknown> {
+  return new Observable((subscriber) => {
+    const onLost = () => subscriber.error(handle.signal.reason);
+    if (handle.signal.aborted) onLost();
+    else handle.signal.addEventListener('abort', onLost, { once: true });
+    const sub = source.subscribe({
+      next: (v) => subscriber.next(v),
+      error: (e) => subscriber.error(e),
+      complete: () => subscriber.complete(),
+    });
+    return () => {
+      handle.signal.removeEventListener('abort', onLost);
+      sub.unsubscribe();
+      void handle.release().catch(() => undefined);
+    };
+  });
+}
+
+async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMethod): Promise<LockHandle | null> {
+  const key = resolveKey(engine, args, method);
+  const { onBusy = engine.defaults.onBusy, ...rest } = method.options;
+  const options: LockOptions = onBusy === 'wait' ? rest : { ...rest, wait: 0 };
+  try {
+    return await engine.acquire(key, options);
+  } catch (error) {
+    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) return null;
+    throw error;
+  }
+}
+
+function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string {
+  const key = method.key.resolve(args);
+  try {
+    checkLockKey(key);
+    checkLockKey(engine.keyPrefix + key, Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength));
+  } catch (error) {
+    // A key built from request values that does not fit is the request's fault (400), not the code's.
+    const message = error instanceof DistributedLockError ? error.message.replace(/^Invalid lock option "key": /, '') : String(error);
+    throw new LockKeyResolutionError(method.key.template, message);
+  }
+  return key;
+}
+
+function withHandle(args: unknown[], method: LockedMethod, handle: LockHandle): unknown[] {
+  if (method.currentLockIndex === undefined) return args;
+  const copy = [...args];
+  copy[method.currentLockIndex] = handle;
+  return copy;
+}

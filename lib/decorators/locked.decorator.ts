@@ -1,0 +1,67 @@
+import 'reflect-metadata';
+import { UseInterceptors } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import { CURRENT_LOCK_PARAM_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
+import { compileLockKey, parseParameterNames, type LockKey } from '../core/lock-key';
+import { checkDuration, checkMode, checkOnBusy } from '../core/lock-options';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import type { LockedOptions } from '../interfaces/lock-options.interface';
+import { LockedInterceptor } from '../interceptors/locked.interceptor';
+import { MIN_TTL_MS } from '../distributed-lock.constants';
+import { invokeLocked, type LockedMethod } from './locked-invoker';
+
+const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold']);
+
+/**
+ * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
+ * parameter named id, `'<dto.customer.id>'` a path, `'<0>'` / `'<1.id>'` by position; values are
+ * encoded) or a function of the arguments. Works on controller handlers and on plain provider
+ * methods alike: the method is wrapped here, so the key sees the real arguments (after pipes).
+ * The wrapped method always returns a Promise, except one declared to return an Observable, which
+ * stays a cold Observable that locks on subscribe and releases when it ends.
+ *
+ * Errors in the template or options fail here, at class definition (application start-up).
+ */
+export function Locked(key: LockKey, options: LockedOptions = {}): MethodDecorator {
+  return (target, propertyKey, descriptor: PropertyDescriptor) => {
+    const original = descriptor?.value;
+    const where = `${(target as { constructor: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
+    if (typeof original !== 'function') throw new InvalidLockOptionsError('@Locked', original, `a method (${where})`);
+    checkLockedOptions(options, where);
+    const method: LockedMethod = {
+      where,
+      key: compileLockKey(key, parseParameterNames(original), where),
+      options: { ...options },
+      currentLockIndex: Reflect.getMetadata(CURRENT_LOCK_PARAM_METADATA, target, propertyKey),
+      returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
+    };
+    const wrapper = function (this: unknown, ...args: unknown[]) {
+      return invokeLocked(this, original, args, method);
+    };
+    // Keep what other decorators put on the method (route, Swagger, guards...), whichever order they run in.
+    for (const metaKey of Reflect.getMetadataKeys(original)) {
+      Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), wrapper);
+    }
+    Object.defineProperty(wrapper, 'name', { value: original.name });
+    Reflect.defineMetadata(LOCKED_METADATA, method, wrapper);
+    descriptor.value = wrapper;
+    UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
+    return descriptor;
+  };
+}
+
+/** Static checks of @Locked options; backend names are checked at bootstrap by the explorer. */
+function checkLockedOptions(options: LockedOptions, where: string): void {
+  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('@Locked options', options, `an object (${where})`);
+  for (const [name, value] of Object.entries(options)) {
+    if (!KNOWN.has(name)) throw new InvalidLockOptionsError(name, value, `one of ${[...KNOWN].join(', ')} (unknown option of @Locked on ${where})`);
+  }
+  if (options.ttl !== undefined) checkDuration('ttl', options.ttl, MIN_TTL_MS, where);
+  if (options.wait !== undefined) checkDuration('wait', options.wait, 0, where);
+  if (options.maxHold !== undefined) checkDuration('maxHold', options.maxHold, 1, where);
+  if (options.mode !== undefined) checkMode('mode', options.mode, where);
+  if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
+  if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {
+    throw new InvalidLockOptionsError('backend', options.backend, `a registered backend name (${where})`);
+  }
+}

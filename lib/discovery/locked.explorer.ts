@@ -1,0 +1,43 @@
+import { Inject, Injectable, type OnModuleInit, type OnApplicationShutdown } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LOCKED_METADATA } from '../distributed-lock.constants';
+import { LockEngine } from '../core/lock-engine';
+import type { LockedMethod } from '../decorators/locked-invoker';
+import { engineRegistry } from './engine-registry';
+
+/**
+ * At bootstrap, finds every provider and controller with @Locked methods, binds them to this
+ * module's engine, and checks what @Locked could not check at definition time (backend names), so
+ * a wrong name fails start-up rather than the first call.
+ */
+@Injectable()
+export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    @Inject(LockEngine) private readonly engine: LockEngine,
+  ) {}
+
+  onModuleInit(): void {
+    engineRegistry.open(this.engine);
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    for (const wrapper of wrappers) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      if (!instance || typeof instance !== 'object') continue;
+      const proto = Object.getPrototypeOf(instance);
+      if (!proto) continue;
+      let found = false;
+      for (const name of this.scanner.getAllMethodNames(proto)) {
+        const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as LockedMethod | undefined;
+        if (!method) continue;
+        found = true;
+        this.engine.resolveOptions({ ...method.options, onBusy: undefined } as never, method.where);
+      }
+      if (found) engineRegistry.register(instance, this.engine);
+    }
+  }
+
+  onApplicationShutdown(): void {
+    engineRegistry.close(this.engine);
+  }
+}

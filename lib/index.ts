@@ -1,0 +1,45 @@
+// Nest layer
+export { DistributedLockModule } from './distributed-lock.module';
+export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
+export { Locked } from './decorators/locked.decorator';
+export { CurrentLock } from './decorators/current-lock.decorator';
+export { LockedInterceptor, toHttpException } from './interceptors/locked.interceptor';
+export { LockService } from './services/lock.service';
+
+// Core
+export { LockEngine, raceLost } from './core/lock-engine';
+export type { LockEngineOptions } from './core/lock-engine';
+export { LockHandle } from './core/lock-handle';
+export { encodeKeyPart } from './core/lock-key';
+export type { LockKey, LockKeyFn } from './core/lock-key';
+export { pollAcquire } from './core/acquire-loop';
+export { ReleaseNotifier } from './core/release-notifier';
+export {
+  DEFAULT_TTL_MS,
+  DEFAULT_WAIT_MS,
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_OPERATION_TIMEOUT_MS,
+  MAX_KEY_LENGTH,
+  MIN_TTL_MS,
+} from './distributed-lock.constants';
+
+// Options and contracts
+export type { DistributedLockModuleOptions, LockHttpErrorMapper } from './interfaces/distributed-lock-module-options.interface';
+export type { LockOptions, LockedOptions, LockDefaults, LockOnBusy } from './interfaces/lock-options.interface';
+export type {
+  LockBackend,
+  LockBackendCapabilities,
+  LockMode,
+  BackendLock,
+  BackendAcquireRequest,
+  BackendAcquireResult,
+} from './interfaces/lock-backend.interface';
+
+// Errors
+export * from './errors';
+
+// Backends (none of them loads a driver: you pass your own client)
+export { MemoryLockBackend } from './backends/memory/memory.backend';
+export type { MemoryLockBackendOptions } from './backends/memory/memory.backend';
+export { RedisLockBackend } from './backends/redis';
+export type { RedisLockBackendOptions } from './backends/redis';

@@ -1,0 +1,38 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { LockEngine } from '../core/lock-engine';
+import type { LockHandle } from '../core/lock-handle';
+import type { LockOptions } from '../interfaces/lock-options.interface';
+
+/**
+ * The injectable face of the lock engine: acquire / tryAcquire / withLock. Keys are used as given
+ * (the module's keyPrefix is prepended); encode request values with encodeKeyPart().
+ */
+@Injectable()
+export class LockService implements OnApplicationShutdown {
+  constructor(@Inject(LockEngine) readonly engine: LockEngine) {}
+
+  /** Acquires the lock, waiting up to `wait` ms; LockAcquireTimeoutError when still busy. */
+  acquire(key: string, options?: LockOptions): Promise<LockHandle> {
+    return this.engine.acquire(key, options);
+  }
+
+  /** Acquires the lock if it is free (or frees within `wait`, default 0); otherwise null. */
+  tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
+    return this.engine.tryAcquire(key, options);
+  }
+
+  /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
+  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+    return this.engine.withLock(key, fn, options);
+  }
+
+  /** The handle of a lock held in the current async context (innermost, or by key). */
+  current(key?: string, backend?: string): LockHandle | undefined {
+    return this.engine.current(key, backend);
+  }
+
+  /** Releases every held lock (their signals abort) and stops every timer. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.close();
+  }
+}
