@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+
+/**
+ * Worker start-up must be cheap: the nemesis kills and restarts workers, and 8 ts-node processes
+ * compiling the package on 2 cores take ~20 s. So the harness transpiles lib/, test/support/ and
+ * test/torture/ once (TypeScript's transpileModule, the same isolated-modules emit ts-jest uses)
+ * into a temp dir keyed by the sources' content, and forks plain `node` on the JavaScript, with
+ * NODE_PATH pointing at the project's node_modules.
+ */
+export const ROOT = join(__dirname, '../..');
+const SOURCES = ['lib', 'test/support', 'test/torture'];
+
+function sources(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith('.ts') && !name.endsWith('.spec.ts') && !name.endsWith('.d.ts')) out.push(path);
+    }
+  };
+  for (const s of SOURCES) walk(join(ROOT, s));
+  return out.sort();
+}
+
+/** Returns the root of the JavaScript build (same layout as the repository). */
+export function buildWorkers(): string {
+  const files = sources();
+  const hash = createHash('sha256');
+  const texts = files.map((f) => readFileSync(f, 'utf8'));
+  files.forEach((f, i) => hash.update(relative(ROOT, f)).update('\0').update(texts[i]).update('\0'));
+  const out = join(tmpdir(), `ndl-torture-build-${hash.digest('hex').slice(0, 16)}`);
+  if (existsSync(join(out, '.complete'))) return out;
+  // Loaded only when a build is needed: typescript is a dev dependency of the harness, not of workers.
+  const ts = require('typescript') as typeof import('typescript');
+  const staging = `${out}.${process.pid}`;
+  files.forEach((file, i) => {
+    const { outputText } = ts.transpileModule(texts[i], {
+      fileName: file,
+      compilerOptions: {
+        module: ts.ModuleKind.CommonJS,
+        target: ts.ScriptTarget.ES2022,
+        experimentalDecorators: true,
+        emitDecoratorMetadata: true,
+        esModuleInterop: true,
+        isolatedModules: true,
+      },
+    });
+    const target = join(staging, relative(ROOT, file)).replace(/\.ts$/, '.js');
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, outputText);
+  });
+  writeFileSync(join(staging, '.complete'), new Date().toISOString());
+  try {
+    renameSync(staging, out);
+  } catch {
+    // Another run built the same sources first; theirs is identical.
+  }
+  return out;
+}
+
+/** Environment for `node` on the build: resolve packages from the project's node_modules. */
+export function buildEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, NODE_PATH: join(ROOT, 'node_modules') };
+}

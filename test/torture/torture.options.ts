@@ -1,0 +1,103 @@
+import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.backends';
+
+/**
+ * Command-line options of `npm run torture`, validated in one place. Bad input is a UsageError that
+ * names the flag, the value and what is allowed; nothing starts before the options are valid.
+ */
+export const FAULTS = ['kill', 'pause', 'restart', 'partition'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+export interface TortureOptions {
+  backend: BackendName;
+  workers: number;
+  durationMs: number;
+  faults: Fault[];
+  seed: number;
+  mode: 'exclusive' | 'shared';
+  ttl: number;
+  wait: number;
+  /** Where the JSON report goes; default <run dir>/report.json. */
+  report?: string;
+}
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export const USAGE = `usage: npm run torture -- --backend <${BACKEND_NAMES.join('|')}> [--workers 8] [--duration 60s]
+       [--faults kill,pause,restart,partition|none] [--seed N] [--mode exclusive|shared]
+       [--ttl 500ms] [--wait 2s] [--report path.json]`;
+
+/** "60s", "1.5m", "500ms", "2000" (ms) -> ms. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`--${flag}: cannot parse "${text}" as a duration; use e.g. 500ms, 20s, 10m`);
+  const ms = Math.round(Number(m[1]) * ({ ms: 1, s: 1_000, m: 60_000 } as const)[(m[2] ?? 'ms') as 'ms' | 's' | 'm']);
+  if (ms <= 0) throw new UsageError(`--${flag}: must be longer than 0 (got "${text}")`);
+  return ms;
+}
+
+function parseInteger(flag: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${flag}: got "${text}"; allowed: an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+export function parseTortureArgs(argv: readonly string[]): TortureOptions {
+  const raw = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const m = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
+    const value = m[2] ?? argv[++i];
+    if (value === undefined || (m[2] === undefined && value.startsWith('--'))) throw new UsageError(`--${m[1]} needs a value\n${USAGE}`);
+    raw.set(m[1], value);
+  }
+  const known = new Set(['backend', 'workers', 'duration', 'faults', 'seed', 'mode', 'ttl', 'wait', 'report']);
+  for (const flag of raw.keys()) if (!known.has(flag)) throw new UsageError(`unknown option --${flag}\n${USAGE}`);
+
+  const backend = raw.get('backend');
+  if (backend === undefined) throw new UsageError(`--backend is required\n${USAGE}`);
+  if (!(BACKEND_NAMES as readonly string[]).includes(backend)) {
+    throw new UsageError(`--backend: unknown backend "${backend}"; allowed: ${BACKEND_NAMES.join(', ')}`);
+  }
+  if (!TORTURE_BACKENDS[backend as BackendName]) {
+    throw new UsageError(`--backend: "${backend}" has not landed in this tree yet; available: ${Object.keys(TORTURE_BACKENDS).join(', ')}`);
+  }
+  const faultText = raw.get('faults') ?? FAULTS.join(',');
+  const faults = faultText === 'none' ? [] : faultText.split(',').map((f) => f.trim());
+  for (const f of faults) {
+    if (!(FAULTS as readonly string[]).includes(f)) throw new UsageError(`--faults: unknown fault "${f}"; allowed: ${FAULTS.join(', ')} (comma-separated) or none`);
+  }
+  const mode = raw.get('mode') ?? 'exclusive';
+  if (mode !== 'exclusive' && mode !== 'shared') throw new UsageError(`--mode: got "${mode}"; allowed: exclusive, shared`);
+  const ttl = parseDuration('ttl', raw.get('ttl') ?? '500ms');
+  if (ttl < 100) throw new UsageError(`--ttl: got ${ttl} ms; allowed: at least 100ms (the watchdog renews at ttl/3)`);
+  const options: TortureOptions = {
+    backend: backend as BackendName,
+    workers: parseInteger('workers', raw.get('workers') ?? '8', 2, 64),
+    durationMs: parseDuration('duration', raw.get('duration') ?? '60s'),
+    faults: [...new Set(faults as Fault[])],
+    seed: parseInteger('seed', raw.get('seed') ?? String(Date.now() % 1_000_000), 0, 2 ** 31 - 1),
+    mode,
+    ttl,
+    wait: parseDuration('wait', raw.get('wait') ?? '2s'),
+    report: raw.get('report'),
+  };
+  const minimum = minimumDuration(options);
+  if (options.durationMs < minimum) {
+    throw new UsageError(`--duration: got ${options.durationMs} ms; allowed: at least ${minimum} ms (faults need time, then 2 x ttl + wait of quiet for the liveness check)`);
+  }
+  return options;
+}
+
+/** Quiet tail after the nemesis stops: the liveness window plus a worker restart. */
+export function quietMs(o: Pick<TortureOptions, 'ttl' | 'wait'>): number {
+  return 2 * o.ttl + o.wait + 2_000;
+}
+
+export function minimumDuration(o: Pick<TortureOptions, 'ttl' | 'wait'>): number {
+  return quietMs(o) + 3_000;
+}

@@ -1,0 +1,26 @@
+import type { TortureReport } from './torture.runner';
+
+/** The one-screen summary of a run. */
+export function formatSummary(report: TortureReport): string {
+  const { options: o, result: r } = report;
+  const failed = Object.entries(r.ops.failed).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  const verdict = (n: number) => (n === 0 ? 'ok' : 'VIOLATION');
+  const lines = [
+    `== torture ${o.backend} (${o.mode}) seed ${o.seed}: ${o.workers} workers, ${Math.round(report.elapsedMs / 1000)} s, ttl ${o.ttl} ms, wait ${o.wait} ms`,
+    `faults injected    ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    ...report.notes.map((n) => `note               ${n}`),
+    `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted, failed: ${failed}`,
+    `locks lost         ${r.ops.lost} (writes skipped after own signal: ${r.ops.writesSkippedAfterLost})`,
+    `fenced resource    ${r.ops.writesAccepted} writes accepted, ${r.ops.writesRejected} rejected, ${r.ops.readsRejected} reads rejected, final value ${r.finalValue}` +
+      (o.mode === 'shared' ? `, ${r.ops.readerSections} reader sections` : ''),
+    `lost updates       ${r.lostUpdates}  ${verdict(r.lostUpdates)}`,
+    `overlaps           ${r.overlaps} writer/writer, ${r.readerWriterOverlaps} reader/writer  ${verdict(r.overlaps + r.readerWriterOverlaps)}`,
+    `tokens backwards   ${r.tokensBackwards}  ${r.tokensBackwards === 0 ? 'ok' : o.backend === 'redlock' ? '(best-effort fencing: reported, not a violation)' : 'VIOLATION'}`,
+    `writes after lost  ${r.writesAfterLost}  ${verdict(r.writesAfterLost)}`,
+    `liveness           ${r.stuckWorkers.length === 0 ? 'every worker progressed' : `stuck workers: ${r.stuckWorkers.join(', ')}`} after the heal; ${r.acceptedWritesAfterHeal} writes accepted after it  ${r.live ? 'ok' : 'VIOLATION'}`,
+    `without fencing    ${r.unfenced.lostUpdates} of ${r.unfenced.writeAttempts} updates would have been lost (${r.unfenced.overlappingSections} overlapping sections)`,
+    ...r.findings.slice(0, 8).map((f) => `  ! ${f}`),
+    `verdict            ${r.safe ? 'SAFE' : 'UNSAFE'}, ${r.live ? 'LIVE' : 'NOT LIVE'}; report ${o.report ?? `${report.dir}/report.json`}`,
+  ];
+  return lines.join('\n');
+}
