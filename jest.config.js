@@ -9,4 +9,5 @@ module.exports = {
   testTimeout: 60000,
   // Servers started by a spec are stopped in its afterAll; this catches a leaked handle instead of hanging CI.
   forceExit: true,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };
