@@ -1,0 +1,257 @@
+import { pollAcquire, sleepFor } from '../../core/acquire-loop';
+import { ReleaseNotifier } from '../../core/release-notifier';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendLock,
+  LockBackend,
+  LockBackendCapabilities,
+} from '../../interfaces/lock-backend.interface';
+import { ACQUIRE, lockKeys, RELEASE, RENEW } from '../redis/redis.scripts';
+import { minimumTtl, resolveRedlockOptions, runIdOf, type RedlockBackendOptions, type ResolvedRedlockOptions } from './redlock.options';
+import { gather, runScript, runScriptMany, tally, type Outcome, type RedlockClientLike, type RedlockSubscriberLike } from './redlock.quorum';
+
+/**
+ * Redlock over N independent Redis masters. Acquire runs the Redis backend's one-script acquire on
+ * every master at once with the same owner token; the lock is ours when a majority granted it and
+ * elapsed + drift (ttl x driftFactor + driftMargin) < ttl, valid for ttl - elapsed - drift from the
+ * start. Why it is safe (under Redlock's timing assumptions): two majorities of N always share a
+ * master, and on that master the script grants only one owner at a time; each master expires the
+ * key by itself, and we count validity from before the first request, minus the allowed drift.
+ * Renewal is the owner-checked extend on every master and needs a majority too, else the lock is
+ * lost. A failed attempt withdraws from every master at once. Fencing tokens are best-effort: the
+ * max of the granting majority's per-master tokens (each max(last + 1, server time in µs)), which
+ * grow across holders only while the masters' clocks agree and their fence keys survive.
+ */
+/** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
+const ROUND_TAIL_MS = 50;
+
+export class RedlockBackend implements LockBackend {
+  readonly name = 'redlock';
+  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'best-effort', sessionBased: false, maxKeyLength: 512 };
+  /** Votes needed: a strict majority of the masters. */
+  readonly quorum: number;
+  /** Smallest ttl that leaves any validity after the drift allowance. */
+  readonly minTtl: number;
+  private readonly o: ResolvedRedlockOptions;
+  private readonly clients: readonly RedlockClientLike[];
+  private readonly notifier: ReleaseNotifier | undefined;
+  private readonly subscribers: (RedlockSubscriberLike | undefined)[];
+  private readonly subscribed: (Promise<void> | undefined)[];
+  private duplicate: InvalidLockOptionsError | undefined;
+  private readonly distinct: Promise<void>;
+  private closed = false;
+
+  constructor(options: RedlockBackendOptions) {
+    this.o = resolveRedlockOptions(options);
+    this.clients = this.o.clients;
+    this.quorum = Math.floor(this.clients.length / 2) + 1;
+    this.minTtl = minimumTtl(this.o.driftFactor, this.o.driftMargin);
+    this.subscribers = this.clients.map(() => undefined);
+    this.subscribed = this.clients.map(() => undefined);
+    if (this.o.notifications) this.notifier = new ReleaseNotifier();
+    this.distinct = this.checkDistinct();
+  }
+
+  /**
+   * Constructs and waits until every master that answers within `timeout` told its run_id, so two
+   * clients of one server fail at startup (InvalidLockOptionsError naming both) rather than at first use.
+   */
+  static async create(options: RedlockBackendOptions): Promise<RedlockBackend> {
+    const backend = new RedlockBackend(options);
+    await backend.distinct;
+    if (backend.duplicate) {
+      await backend.close();
+      throw backend.duplicate;
+    }
+    return backend;
+  }
+
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    this.checkRequest(request);
+    // The core aborts request.signal at this moment; a round still running then must end (classified)
+    // before the core's short grace runs out, so no round outlives the deadline by more than ROUND_TAIL_MS.
+    const deadline = request.wait > 0 ? performance.now() + request.wait : Infinity;
+    const first = await this.attempt(request, deadline);
+    if (first.acquired || request.wait === 0 || request.signal.aborted) return first;
+    await this.subscribe(request.signal);
+    // Every retry starts after a random pause: contenders woken by the same release would otherwise
+    // split the vote again and again.
+    const retry = async () => {
+      await sleepFor(Math.random() * this.o.retryJitter, request.signal);
+      return this.attempt(request, deadline);
+    };
+    return pollAcquire(request, retry, { backend: this.name, notifier: this.notifier });
+  }
+
+  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    if (locks.length === 0) return [];
+    const calls = locks.map((l) => {
+      const k = lockKeys(l.key);
+      return [k.writer, k.readers, l.owner, l.ttl, l.mode] as const;
+    });
+    const timeout = Math.min(this.o.timeout, ...locks.map((l) => this.validityBudget(l.ttl)));
+    const n = this.clients.length;
+    const q = this.quorum;
+    // Per lock: decided once a majority extended it, or once so many masters refused or failed that no majority can.
+    const counts = (outcomes: readonly Outcome<unknown[]>[], i: number) => tally(outcomes.map((o) => (o?.ok ? { ok: true as const, value: o.value[i] } : o)), (r) => r === 1);
+    const decided = (outcomes: readonly Outcome<unknown[]>[]) =>
+      locks.every((_, i) => {
+        const c = counts(outcomes, i);
+        return c.yes >= q || c.no > n - q;
+      });
+    const outcomes = await gather(n, (m) => runScriptMany(this.clients[m], RENEW, 2, calls), decided, timeout);
+    return locks.map((lock, i) => {
+      const c = counts(outcomes, i);
+      if (c.yes >= q) return true;
+      if (c.no > n - q) return false;
+      throw this.unavailable('renew', c, lock.key, timeout);
+    });
+  }
+
+  async release(lock: BackendLock): Promise<void> {
+    const c = await this.withdraw(lock);
+    if (c.answered < this.quorum) throw this.unavailable('release', c, lock.key, this.o.timeout, ' (the rest expire by their ttl)');
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.subscribers.forEach((s) => s?.disconnect());
+    this.subscribers.fill(undefined);
+    this.subscribed.fill(undefined);
+    this.notifier?.notifyAll();
+  }
+
+  /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
+  private async attempt(request: BackendAcquireRequest, deadline: number): Promise<BackendAcquireResult> {
+    if (this.duplicate) throw this.duplicate;
+    const k = lockKeys(request.key);
+    const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
+    const n = this.clients.length;
+    const q = this.quorum;
+    const granted = (r: unknown) => Array.isArray(r) && r[0] === 1;
+    const startedAt = performance.now();
+    // After the validity budget a grant is useless. The round is not cut when the caller gives up: a
+    // cancelled waiter still learns the truth (busy or not) and withdraws what it got.
+    const timeout = Math.min(this.o.timeout, this.validityBudget(request.ttl), Math.max(ROUND_TAIL_MS, deadline + ROUND_TAIL_MS - startedAt));
+    const outcomes = await gather(
+      n,
+      (m) => runScript(this.clients[m], ACQUIRE, 3, args),
+      (o) => {
+        const c = tally(o, granted);
+        return c.yes >= q || c.no + c.failed > n - q;
+      },
+      timeout,
+    );
+    const elapsed = performance.now() - startedAt;
+    const c = tally(outcomes, granted);
+    const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
+    if (c.yes >= q && validity > 0) {
+      let fencingToken = 0n;
+      for (const o of outcomes) {
+        if (o?.ok && granted(o.value)) {
+          const token = BigInt((o.value as [number, string | number])[1]);
+          if (token > fencingToken) fencingToken = token;
+        }
+      }
+      return { acquired: true, fencingToken, validity };
+    }
+    // Not ours: withdraw from every master at once, including the silent ones (a late grant there
+    // runs before our release on the same connection).
+    await this.withdraw(request);
+    if (c.yes >= q) {
+      throw new LockBackendUnavailableError(this.name,
+        `a majority granted the lock but only after ${Math.round(elapsed)} ms, which with the drift allowance of ${this.drift(request.ttl)} ms leaves no validity of ttl ${request.ttl} ms`, { key: request.key });
+    }
+    if (c.answered < q) throw this.unavailable('acquire', c, request.key, timeout);
+    return { acquired: false, retryAfter: this.retryAfter(outcomes, c.yes) };
+  }
+
+  /** Owner-checked release on every master at once; resolves with how many answered. */
+  private async withdraw(lock: BackendLock) {
+    const k = lockKeys(lock.key);
+    const args = [k.writer, k.readers, lock.owner, lock.mode, this.o.channel, lock.key];
+    const outcomes = await gather(this.clients.length, (m) => runScript(this.clients[m], RELEASE, 2, args), () => false, this.o.timeout);
+    return tally(outcomes, () => true);
+  }
+
+  /** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
+  private retryAfter(outcomes: readonly Outcome<unknown>[], free: number): number | undefined {
+    const needed = this.quorum - free;
+    if (free > 0) return Math.ceil(Math.random() * this.o.retryJitter); // a split vote: the others withdraw now
+    const pttls = outcomes
+      .map((o) => (o?.ok && Array.isArray(o.value) ? Number(o.value[1]) : -1))
+      .filter((t) => t >= 0)
+      .sort((a, b) => a - b);
+    return pttls.length >= needed ? pttls[needed - 1] : undefined;
+  }
+
+  private drift(ttl: number): number {
+    return Math.ceil(ttl * this.o.driftFactor) + this.o.driftMargin;
+  }
+
+  private validityBudget(ttl: number): number {
+    return Math.max(1, ttl - this.drift(ttl));
+  }
+
+  private checkRequest(request: BackendAcquireRequest): void {
+    if (request.ttl < this.minTtl) {
+      throw new InvalidLockOptionsError('ttl', request.ttl,
+        `at least ${this.minTtl} ms for this RedlockBackend: with driftFactor ${this.o.driftFactor} and driftMargin ${this.o.driftMargin} ms a shorter ttl leaves no validity`, request.key);
+    }
+  }
+
+  private unavailable(what: string, c: { answered: number; failed: number; silent: number; firstError: unknown }, key: string, timeout: number, tail = '') {
+    return new LockBackendUnavailableError(this.name,
+      `${what}: only ${c.answered} of ${this.clients.length} masters answered, a majority of ${this.quorum} is needed; ${c.failed} failed, ${c.silent} gave no answer within ${timeout} ms${tail}`,
+      { key, cause: c.firstError });
+  }
+
+  /** Subscribes to the release channel on every master (once each); waits briefly, never for a dead master. */
+  private async subscribe(signal: AbortSignal): Promise<void> {
+    if (!this.notifier || this.closed) return;
+    const pending = this.clients.map((client, m) => {
+      if (this.subscribed[m]) return this.subscribed[m];
+      const sub = client.duplicate();
+      this.subscribers[m] = sub;
+      sub.on('message', (channel, message) => {
+        if (channel === this.o.channel) this.notifier?.notify(message);
+      });
+      // After a reconnect, releases may have been missed: let every waiter re-attempt.
+      sub.on('ready', () => this.notifier?.notifyAll());
+      sub.on('error', () => undefined);
+      const done = sub.subscribe(this.o.channel).then(() => undefined);
+      this.subscribed[m] = done.catch(() => {
+        if (this.subscribers[m] === sub) {
+          sub.disconnect();
+          this.subscribers[m] = undefined;
+          this.subscribed[m] = undefined;
+        }
+      });
+      return done;
+    });
+    // A release between our failed attempt and a live subscription is covered by the first retry,
+    // which pollAcquire makes after registering its listener; a dead master must not delay us.
+    await gather(pending.length, (m) => pending[m] as Promise<void>, (o) => tally(o, () => true).yes >= this.quorum, 200, signal);
+  }
+
+  /** Asks every master for its run_id; two clients on one server make every later call fail clearly. */
+  private async checkDistinct(): Promise<void> {
+    const outcomes = await gather(this.clients.length, async (m) => {
+      const info = this.clients[m].info;
+      return typeof info === 'function' ? runIdOf(await info.call(this.clients[m], 'server')) : undefined;
+    }, () => false, this.o.timeout);
+    const byId = new Map<string, number>();
+    outcomes.forEach((o, m) => {
+      if (!o?.ok || !o.value || this.duplicate) return;
+      const first = byId.get(o.value);
+      if (first !== undefined) {
+        this.duplicate = new InvalidLockOptionsError(`clients[${m}]`, `run_id ${o.value}`,
+          `a connection to a server other than clients[${first}] (both reach the same redis-server, which would count one master twice toward the majority)`);
+      }
+      byId.set(o.value, m);
+    });
+  }
+}

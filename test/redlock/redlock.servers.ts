@@ -1,0 +1,62 @@
+import Redis from 'ioredis';
+import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
+import type { RedlockBackendOptions } from '../../lib/backends/redlock/redlock.options';
+import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { RedisServer } from '../support/redis-server';
+
+/**
+ * N private, independent redis-server masters on free loopback ports (no replication, no
+ * persistence) for Redlock tests, plus the clients every backend of a test gets. A killed master
+ * restarts empty on its port, as a real master without persistence would.
+ */
+export class RedlockMasters {
+  private clients: Redis[] = [];
+
+  private constructor(readonly servers: RedisServer[]) {}
+
+  static async start(count = 5): Promise<RedlockMasters> {
+    return new RedlockMasters(await Promise.all(Array.from({ length: count }, () => RedisServer.start())));
+  }
+
+  get ports(): number[] {
+    return this.servers.map((s) => s.port);
+  }
+
+  /** A client per master, failing commands fast while a master is down (the app's usual settings). */
+  connect(): Redis[] {
+    const made = this.servers.map((s) => {
+      const c = new Redis({ port: s.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: false });
+      c.on('error', () => undefined);
+      return c;
+    });
+    this.clients.push(...made);
+    return made;
+  }
+
+  /** A backend over fresh clients: another process, as far as locks go. */
+  backend(options: Omit<RedlockBackendOptions, 'clients'> = {}): RedlockBackend {
+    return new RedlockBackend({ clients: this.connect(), ...options });
+  }
+
+  /** Deletes a lock's keys on every live master (an operator's DEL). */
+  async forceDelete(fullKey: string): Promise<void> {
+    const k = lockKeys(fullKey);
+    await Promise.all(this.servers.filter((s) => s.running).map((s) => s.cli('DEL', k.writer, k.readers)));
+  }
+
+  /** How many live masters hold `fullKey` exclusively for `owner`. */
+  holders(fullKey: string, owner: string): number {
+    const k = lockKeys(fullKey);
+    return this.servers.filter((s) => s.running && s.cli('GET', k.writer) === owner).length;
+  }
+
+  closeClients(): void {
+    this.clients.forEach((c) => c.disconnect());
+    this.clients = [];
+  }
+
+  async destroy(): Promise<void> {
+    this.closeClients();
+    await Promise.all(this.servers.map((s) => s.destroy()));
+  }
+}
