@@ -1,0 +1,6 @@
+export { ZooKeeperLockBackend } from './zookeeper.backend';
+export type { ZooKeeperLockBackendOptions } from './zookeeper.options';
+export type { ZooKeeperClientLike } from './zookeeper.client';
+export type { ZooKeeperLockStats } from './zookeeper.contender';
+export type { SessionState as ZooKeeperSessionState } from './zookeeper.session';
+export { encodeLockName, lockDirectory, type CuratorRecipe } from './zookeeper.nodes';

@@ -1,0 +1,291 @@
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
+import { errorCode, ERR_SESSION_EXPIRED, toBigInt, zk } from './zookeeper.client';
+import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
+import { checkOptions, type ZooKeeperLockBackendOptions } from './zookeeper.options';
+import { lockDirectory, MUTEX_LOCK_NAME, nodePrefix, protectedId, READ_LOCK_NAME, WRITE_LOCK_NAME, type CuratorRecipe } from './zookeeper.nodes';
+import { ZooKeeperSession, type SessionState } from './zookeeper.session';
+
+/**
+ * ZooKeeper locks in Apache Curator's layout (InterProcessMutex / InterProcessReadWriteLock), so
+ * Java services using Curator and this module exclude each other on the same path.
+ * Each contender owns one EPHEMERAL_SEQUENTIAL node under `<basePath>/<encoded key>`; the server's
+ * sequence orders them; a contender holds when Curator's predicate says so and otherwise watches
+ * exactly one node (no herd). Safety comes from ZooKeeper itself: creates are totally ordered and
+ * an ephemeral node lives exactly as long as its session, so two holders can never both see
+ * themselves first. We lose a lock when our node is deleted, our session expires, or the
+ * connection stays down longer than the session timeout (then we can no longer know). Fencing
+ * token = our node's czxid: zxids only grow, even when the directory is deleted and recreated.
+ */
+interface Holding {
+  readonly id: string;
+  readonly key: string;
+  readonly path: string;
+  readonly session: ZooKeeperSession;
+  readonly onLost: (reason: string, cause?: unknown) => void;
+  /** Local deadline: a lock the watchdog stops renewing is deleted after its ttl, like other backends' keys. */
+  expiresAt: number;
+  ended: boolean;
+}
+
+const ABORTED = Symbol('aborted');
+
+export class ZooKeeperLockBackend implements LockBackend {
+  readonly name = 'zookeeper';
+  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: true, maxKeyLength: 512 };
+  /** Counters for monitoring and tests. */
+  readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
+  readonly basePath: string;
+  readonly curatorRecipe: CuratorRecipe;
+  private session: ZooKeeperSession | undefined;
+  private readonly userClient: ZooKeeperLockBackendOptions['client'];
+  private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
+  private readonly expectedTimeout: number | undefined;
+  private readonly holdings = new Map<string, Holding>();
+  private readonly contenders = new Set<Contender>();
+  private readonly cleanups = new Set<Promise<unknown>>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepAt = Infinity;
+  private closed = false;
+
+  constructor(options: ZooKeeperLockBackendOptions) {
+    const o = checkOptions(options);
+    this.basePath = o.basePath;
+    this.curatorRecipe = o.curatorRecipe;
+    this.userClient = o.client;
+    this.factory = o.clientFactory;
+    this.expectedTimeout = o.sessionTimeout;
+    if (this.userClient) this.session = this.newSession(this.userClient, false);
+  }
+
+  /** 'connected', or the reason the locks of this backend are in doubt ('disconnected') or gone ('expired'). */
+  get connectionState(): SessionState {
+    return this.session?.state ?? (this.closed ? 'closed' : 'connecting');
+  }
+
+  /** true while the connection is down and locks are held: they may or may not still be ours. */
+  get inDoubt(): boolean {
+    return this.session?.state === 'disconnected' && [...this.holdings.values()].some((h) => h.session === this.session);
+  }
+
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const dir = lockDirectory(this.basePath, request.key);
+    const lockName = request.mode === 'shared' ? READ_LOCK_NAME : this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
+    const prefix = nodePrefix(protectedId(request.owner), lockName);
+    for (;;) {
+      const session = this.currentSession(request.key);
+      if (!session.connected) {
+        // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
+        const ok = request.wait === 0 && !session.fresh ? false : await session.whenConnected(request.wait === 0 ? undefined : request.signal);
+        if (!ok) {
+          if (session.dead && this.factory && !this.closed && !request.signal.aborted) continue;
+          // Still on a first connect that has not failed yet: a deadline or cancel, not an outage.
+          if (session.state === 'connecting' && request.signal.aborted) return { acquired: false };
+          throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key: request.key });
+        }
+      }
+      this.checkNegotiated(session, request.key);
+      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', request.wait === 0, this.stats);
+      this.contenders.add(contender);
+      const run = contender.run();
+      let outcome: Awaited<typeof run> | typeof ABORTED;
+      try {
+        outcome = request.wait === 0 ? await run : await raceAbort(run, request.signal);
+      } catch (error) {
+        this.contenders.delete(contender);
+        const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
+        if (expired && this.factory && !this.closed && !request.signal.aborted) continue; // queue again on a fresh session
+        throw new LockBackendUnavailableError(this.name, expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed', { key: request.key, cause: error });
+      }
+      if (outcome === ABORTED) {
+        const unanswered = contender.serverCall || !session.connected;
+        this.abandon(contender, run);
+        if (unanswered) throw new LockBackendUnavailableError(this.name, 'ZooKeeper did not answer before the wait deadline', { key: request.key });
+        return { acquired: false };
+      }
+      this.contenders.delete(contender);
+      if (!outcome) return { acquired: false };
+      if (this.closed) {
+        await zk.remove(session.client, outcome.path).catch(() => undefined);
+        throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key });
+      }
+      const holding: Holding = {
+        id: holdingId(request.key, request.owner), key: request.key, path: outcome.path, session, onLost: request.onLost,
+        expiresAt: performance.now() + request.ttl, ended: false,
+      };
+      this.holdings.set(holding.id, holding);
+      contender.onOwnDeleted = () => this.lose(holding, 'its ZooKeeper node was deleted', false);
+      if (contender.ownDeleted) this.lose(holding, 'its ZooKeeper node was deleted', false);
+      this.armSweep(holding.expiresAt);
+      return { acquired: true, fencingToken: outcome.czxid };
+    }
+  }
+
+  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    // One exists() per lock, all pipelined on the session's connection: one round trip for the batch.
+    return Promise.all(
+      locks.map(async (lock) => {
+        const h = this.holdings.get(holdingId(lock.key, lock.owner));
+        if (!h || h.ended) return false;
+        if (!h.session.connected) {
+          throw new LockBackendUnavailableError(this.name, `disconnected from ZooKeeper: the lock is in doubt until the session (${h.session.sessionTimeout} ms) is confirmed or expires`, { key: lock.key });
+        }
+        const startedAt = performance.now();
+        const stat = await zk.exists(h.session.client, h.path);
+        const ours = !!stat && toBigInt(stat.ephemeralOwner) === h.session.sessionId;
+        if (!ours) {
+          this.lose(h, 'its ZooKeeper node is gone', false);
+          return false;
+        }
+        if (h.ended) return false;
+        h.expiresAt = startedAt + lock.ttl;
+        this.armSweep(h.expiresAt);
+        return true;
+      }),
+    );
+  }
+
+  async release(lock: BackendLock): Promise<void> {
+    const id = holdingId(lock.key, lock.owner);
+    const dir = lockDirectory(this.basePath, lock.key);
+    for (const c of [...this.contenders]) if (c.owner === lock.owner && c.dir === dir) this.abandon(c);
+    const h = this.holdings.get(id);
+    if (!h) return;
+    this.holdings.delete(id);
+    h.ended = true;
+    if (h.session.dead) return; // the session's ephemeral nodes went with it
+    await zk.remove(h.session.client, h.path);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    for (const c of [...this.contenders]) this.abandon(c);
+    for (const h of [...this.holdings.values()]) this.lose(h, 'the lock backend was closed', true);
+    // Give our deletes a session timeout to reach the server; an owned client's close drops its nodes anyway.
+    const bound = Math.max(this.session?.sessionTimeout ?? 0, 1_000);
+    await Promise.race([Promise.allSettled([...this.cleanups]), new Promise((r) => setTimeout(r, bound).unref())]);
+    const session = this.session;
+    this.session = undefined;
+    await session?.close();
+  }
+
+  private currentSession(key: string): ZooKeeperSession {
+    if (this.closed) throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
+    if (this.session && !this.session.dead) return this.session;
+    if (!this.factory) {
+      throw new LockBackendUnavailableError(this.name, `${this.session?.lostReason ?? 'the ZooKeeper session ended'}; the client cannot be used again. Pass clientFactory so the backend opens a new session, or create a new client and backend`, { key });
+    }
+    let client: ReturnType<NonNullable<ZooKeeperLockBackendOptions['clientFactory']>>;
+    try {
+      client = this.factory();
+    } catch (error) {
+      throw new LockBackendUnavailableError(this.name, 'clientFactory threw', { key, cause: error });
+    }
+    this.session = this.newSession(checkOptions({ client }).client!, true);
+    return this.session;
+  }
+
+  private newSession(client: NonNullable<ZooKeeperLockBackendOptions['client']>, owned: boolean): ZooKeeperSession {
+    this.stats.sessions++;
+    return new ZooKeeperSession(client, owned, {
+      connected: (s) => {
+        // Watches are re-set by the driver; still, re-evaluate in case a notification fell in the gap.
+        for (const c of this.contenders) if (c.session === s) c.kick();
+      },
+      lost: (s, reason) => {
+        // Expired (or presumed so): every lock of the session is lost. When the session may still
+        // live (a long disconnection), the delete is queued and runs if the same session comes back.
+        for (const h of [...this.holdings.values()]) if (h.session === s) this.lose(h, reason, !s.dead);
+        if (s.dead) {
+          for (const c of this.contenders) if (c.session === s) c.kick();
+          if (s.owned) void s.close();
+        }
+      },
+    });
+  }
+
+  private checkNegotiated(session: ZooKeeperSession, key: string): void {
+    if (this.expectedTimeout === undefined || session.sessionTimeout === this.expectedTimeout) return;
+    throw new InvalidLockOptionsError(
+      'sessionTimeout', this.expectedTimeout,
+      `a session timeout the server accepts unchanged: it negotiated ${session.sessionTimeout} ms (ZooKeeper clamps requests into [minSessionTimeout, maxSessionTimeout], by default 2 to 20 ticks)`, key,
+    );
+  }
+
+  /** Ends a holding: tells its handle (onLost) and, when asked, deletes its node. Idempotent. */
+  private lose(h: Holding, reason: string, deleteNode: boolean): void {
+    if (h.ended) return;
+    h.ended = true;
+    this.holdings.delete(h.id);
+    try {
+      h.onLost(reason);
+    } catch {
+      // a listener's error must not stop the cleanup
+    }
+    if (deleteNode && !h.session.dead) this.track(zk.remove(h.session.client, h.path));
+  }
+
+  private abandon(c: Contender, run?: Promise<unknown>): void {
+    this.contenders.delete(c);
+    c.abandon();
+    if (run) this.track(run.then((grant) => (grant && !c.session.dead ? zk.remove(c.session.client, (grant as { path: string }).path) : undefined)));
+  }
+
+  private track(p: Promise<unknown>): void {
+    const tracked = p.catch(() => undefined).finally(() => this.cleanups.delete(tracked));
+    this.cleanups.add(tracked);
+  }
+
+  /** One timer for all holdings: a lock whose renewals stopped (maxHold, lost lease) is deleted after its ttl. */
+  private armSweep(at: number): void {
+    if (this.closed || at >= this.sweepAt) return;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepAt = at;
+    this.sweepTimer = setTimeout(() => this.sweep(), Math.max(0, at - performance.now()) + 1);
+    this.sweepTimer.unref();
+  }
+
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    this.sweepAt = Infinity;
+    try {
+      const now = performance.now();
+      let next = Infinity;
+      for (const h of [...this.holdings.values()]) {
+        if (h.expiresAt <= now) this.lose(h, 'it was not renewed within its ttl, so it was deleted', true);
+        else next = Math.min(next, h.expiresAt);
+      }
+      if (next < Infinity) this.armSweep(next);
+    } catch {
+      // never throw from a timer
+    }
+  }
+}
+
+function holdingId(key: string, owner: string): string {
+  return `${owner.length}:${owner}:${key}`;
+}
+
+/** Settles like `work`, or ABORTED as soon as `signal` aborts (the work goes on; the caller abandons it). */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  if (signal.aborted) {
+    return Promise.resolve(ABORTED);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,85 @@
+/**
+ * The part of node-zookeeper-client's Client the backend uses, typed structurally so the package
+ * never loads the driver itself (it is an optional peer dependency). Numeric constants mirror the
+ * driver's CreateMode / Exception / State values, which are ZooKeeper's wire values. (The driver
+ * ships no type declarations, so there is nothing to `import type` from it.)
+ */
+export interface ZooKeeperStat {
+  readonly czxid: Buffer | number | bigint;
+  readonly ephemeralOwner: Buffer | number | bigint;
+}
+
+export interface ZooKeeperError extends Error {
+  readonly code?: number;
+  getCode?(): number;
+}
+
+export interface ZooKeeperEvent {
+  readonly type: number;
+  readonly path: string;
+}
+
+type Callback<T> = (error: ZooKeeperError | null | undefined, result: T) => void;
+
+export interface ZooKeeperClientLike {
+  connect(): void;
+  close(): void;
+  create(path: string, data: Buffer | null, mode: number, callback: Callback<string>): void;
+  remove(path: string, version: number, callback: (error: ZooKeeperError | null | undefined) => void): void;
+  exists(path: string, callback: Callback<ZooKeeperStat | null>): void;
+  getData(path: string, watcher: (event: ZooKeeperEvent) => void, callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void): void;
+  getChildren(path: string, callback: Callback<string[]>): void;
+  mkdirp(path: string, callback: Callback<string>): void;
+  getState(): { readonly name: string; readonly code: number };
+  getSessionId(): Buffer;
+  getSessionTimeout(): number;
+  on(event: 'state', listener: (state: { readonly name: string; readonly code: number }) => void): unknown;
+  removeListener(event: 'state', listener: (state: { readonly name: string; readonly code: number }) => void): unknown;
+}
+
+export const CREATE_MODE_PERSISTENT = 0;
+export const CREATE_MODE_EPHEMERAL_SEQUENTIAL = 3;
+export const EVENT_NODE_DELETED = 2;
+export const STATE_DISCONNECTED = 0;
+export const STATE_SYNC_CONNECTED = 3;
+export const STATE_CONNECTED_READ_ONLY = 5;
+export const STATE_EXPIRED = -122;
+export const ERR_CONNECTION_LOSS = -4;
+export const ERR_NO_NODE = -101;
+export const ERR_NODE_EXISTS = -110;
+export const ERR_SESSION_EXPIRED = -112;
+
+export function errorCode(error: unknown): number | undefined {
+  const e = error as ZooKeeperError | undefined;
+  if (!e) return undefined;
+  if (typeof e.getCode === 'function') return e.getCode();
+  return typeof e.code === 'number' ? e.code : undefined;
+}
+
+/** A ZooKeeper long (czxid, session id) as bigint: the driver hands longs over as 8-byte big-endian buffers. */
+export function toBigInt(value: Buffer | number | bigint): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') return BigInt(value);
+  return value.readBigInt64BE(0);
+}
+
+/** Promisified driver calls; errors keep the driver's code (see errorCode). */
+export const zk = {
+  create: (c: ZooKeeperClientLike, path: string, mode: number) =>
+    new Promise<string>((resolve, reject) => c.create(path, null, mode, (e, p) => (e ? reject(e) : resolve(p)))),
+  remove: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<void>((resolve, reject) => c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve()))),
+  exists: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<ZooKeeperStat | null>((resolve, reject) => c.exists(path, (e, s) => (e ? reject(e) : resolve(s)))),
+  /** getData with a watch: resolves the stat, or null when the node is gone (then no watch is left behind). */
+  watch: (c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void) =>
+    new Promise<ZooKeeperStat | null>((resolve, reject) =>
+      c.getData(path, watcher, (e, _data, s) => (e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(s))),
+    ),
+  children: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<string[] | null>((resolve, reject) =>
+      c.getChildren(path, (e, list) => (e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list))),
+    ),
+  mkdirp: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<void>((resolve, reject) => c.mkdirp(path, (e) => (e && errorCode(e) !== ERR_NODE_EXISTS ? reject(e) : resolve()))),
+};

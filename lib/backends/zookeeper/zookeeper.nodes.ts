@@ -1,0 +1,111 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+
+/**
+ * Node naming and ordering, shared with Apache Curator so a Java service and this module exclude
+ * each other on the same lock path:
+ * - lock directory `<basePath>/<encoded key>`; one EPHEMERAL_SEQUENTIAL child per contender;
+ * - InterProcessMutex children are `_c_<uuid>-lock-<seq>`, InterProcessReadWriteLock children are
+ *   `_c_<uuid>-__READ__<seq>` / `_c_<uuid>-__WRIT__<seq>` (`_c_<uuid>-` is Curator's "protected"
+ *   prefix, which lets a client find its own node after a create whose answer was lost);
+ * - children sort by the text after the last lock name (the 10-digit sequence), exactly as
+ *   Curator's StandardLockInternalsDriver.fixForSorting does.
+ */
+export const PROTECTED_PREFIX = '_c_';
+export const MUTEX_LOCK_NAME = 'lock-';
+export const READ_LOCK_NAME = '__READ__';
+export const WRITE_LOCK_NAME = '__WRIT__';
+/** Our cap on one encoded node name. ZooKeeper's own bound is jute.maxbuffer (1 MiB) per request. */
+export const MAX_NODE_NAME_LENGTH = 1024;
+export const MAX_BASE_PATH_LENGTH = 512;
+
+/** Which Curator recipe our exclusive mode speaks: InterProcessMutex ('lock-') or the write half of InterProcessReadWriteLock ('__WRIT__'). */
+export type CuratorRecipe = 'mutex' | 'read-write';
+
+const SAFE = /^[A-Za-z0-9_:.-]$/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Encodes a full lock key into ONE node name, injectively: every character outside
+ * [A-Za-z0-9_:.-] (so `/`, `%`, NUL, controls, spaces, non-ASCII) becomes %XX of its UTF-8
+ * bytes; a name made only of dots (`.`, `..`: relative paths to ZooKeeper) has its dots encoded
+ * too. A literal `%` always becomes %25, so no encoded form can be produced by another key.
+ */
+export function encodeLockName(key: string): string {
+  if (typeof key !== 'string' || key.length === 0) throw new InvalidLockOptionsError('key', key, 'a non-empty string');
+  let out = '';
+  const allDots = /^\.+$/.test(key);
+  for (const ch of key) {
+    if (SAFE.test(ch) && !(allDots && ch === '.')) out += ch;
+    else for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  if (out.length > MAX_NODE_NAME_LENGTH) {
+    throw new InvalidLockOptionsError('key', key, `a key whose ZooKeeper node name (%XX-encoded) has at most ${MAX_NODE_NAME_LENGTH} characters (got ${out.length})`, key);
+  }
+  return out;
+}
+
+/** Checks a basePath: absolute, no trailing or double slash, no `.`/`..` components, no controls, not under /zookeeper. */
+export function checkBasePath(basePath: unknown): string {
+  const allowed = `an absolute ZooKeeper path like '/locks' (no trailing or double '/', no '.' or '..' components, no control characters, not under '/zookeeper', at most ${MAX_BASE_PATH_LENGTH} characters)`;
+  if (typeof basePath !== 'string' || basePath.length < 2 || basePath.length > MAX_BASE_PATH_LENGTH || !basePath.startsWith('/')) {
+    throw new InvalidLockOptionsError('basePath', basePath, allowed);
+  }
+  const parts = basePath.slice(1).split('/');
+  if (parts.some((p) => p === '' || p === '.' || p === '..') || CONTROL.test(basePath) || parts[0] === 'zookeeper') {
+    throw new InvalidLockOptionsError('basePath', basePath, allowed);
+  }
+  return basePath;
+}
+
+/** The directory of a lock: `<basePath>/<encoded key>`. Exported for tests and operators. */
+export function lockDirectory(basePath: string, key: string): string {
+  return `${basePath}/${encodeLockName(key)}`;
+}
+
+/** Curator's protected id is a UUID; ours is the 128-bit owner token laid out as one (8-4-4-4-12). */
+export function protectedId(owner: string): string {
+  const hex = /^[0-9a-f]{32}$/i.test(owner) ? owner.toLowerCase() : Buffer.from(owner, 'utf8').toString('hex').padEnd(32, '0').slice(0, 32);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The name prefix of our node (the server appends the 10-digit sequence). */
+export function nodePrefix(id: string, lockName: string): string {
+  return `${PROTECTED_PREFIX}${id}-${lockName}`;
+}
+
+/** Curator's fixForSorting over every lock name we know: the text after the last lock name. */
+export function sequenceOf(child: string): string {
+  for (const name of [READ_LOCK_NAME, WRITE_LOCK_NAME, MUTEX_LOCK_NAME]) {
+    const i = child.lastIndexOf(name);
+    if (i >= 0) return child.slice(i + name.length);
+  }
+  return child;
+}
+
+export function sortChildren(children: readonly string[]): string[] {
+  return [...children].sort((a, b) => {
+    const sa = sequenceOf(a);
+    const sb = sequenceOf(b);
+    return sa < sb ? -1 : sa > sb ? 1 : a < b ? -1 : a > b ? 1 : 0;
+  });
+}
+
+/** Readers are `__READ__` nodes; every other contender (mutex `lock-`, `__WRIT__`) excludes them. */
+export function isReader(child: string): boolean {
+  return child.includes(READ_LOCK_NAME);
+}
+
+export type Standing = { readonly held: true } | { readonly held: false; readonly watch: string } | { readonly held: false; readonly missing: true };
+
+/**
+ * Curator's predicates over the sorted children. Exclusive: held at index 0, else watch the
+ * node just before ours (one watcher per node: a release wakes exactly one waiter, no herd).
+ * Shared: held when no writer sorts before ours, else watch the earliest such writer.
+ */
+export function standing(sorted: readonly string[], ours: string, exclusive: boolean): Standing {
+  const index = sorted.indexOf(ours);
+  if (index < 0) return { held: false, missing: true };
+  if (exclusive) return index === 0 ? { held: true } : { held: false, watch: sorted[index - 1] };
+  for (let i = 0; i < index; i++) if (!isReader(sorted[i])) return { held: false, watch: sorted[i] };
+  return { held: true };
+}

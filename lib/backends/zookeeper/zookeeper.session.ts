@@ -1,0 +1,163 @@
+import {
+  STATE_CONNECTED_READ_ONLY,
+  STATE_DISCONNECTED,
+  STATE_EXPIRED,
+  STATE_SYNC_CONNECTED,
+  toBigInt,
+  type ZooKeeperClientLike,
+} from './zookeeper.client';
+
+export type SessionState = 'connecting' | 'connected' | 'disconnected' | 'expired' | 'closed';
+
+export interface SessionEvents {
+  /** The connection came back (same session): queued requests and watches resume. */
+  connected(session: ZooKeeperSession): void;
+  /**
+   * The session is gone (server said EXPIRED) or presumed gone (the connection stayed down
+   * longer than the negotiated session timeout): its ephemeral nodes, our locks, are gone too.
+   */
+  lost(session: ZooKeeperSession, reason: string): void;
+}
+
+/**
+ * One ZooKeeper session = one client. Tracks the connection state the driver reports and turns a
+ * disconnection that outlasts the session timeout into "lost": the server expires a session it has
+ * not heard from for that long, so past it we can no longer claim our ephemeral nodes exist
+ * (node-zookeeper-client itself only learns of the expiry when it reaches a server again).
+ */
+export class ZooKeeperSession {
+  state: SessionState;
+  /** Set while the session is (presumed) lost: final after EXPIRED or close, cleared if the same session reconnects. */
+  lostReason: string | undefined;
+  private doubtTimer: NodeJS.Timeout | undefined;
+  private waiters = new Set<() => void>();
+  private everConnected = false;
+  /** Negotiated timeout of the last connection (ms). */
+  sessionTimeout = 0;
+  sessionId = 0n;
+  private readonly onState = (s: { readonly code: number }) => this.handleState(s.code);
+
+  constructor(
+    readonly client: ZooKeeperClientLike,
+    /** true when the backend created the client (clientFactory) and must close it. */
+    readonly owned: boolean,
+    private readonly events: SessionEvents,
+  ) {
+    client.on('state', this.onState);
+    const code = client.getState()?.code;
+    this.state = 'connecting';
+    if (code === STATE_SYNC_CONNECTED || code === STATE_CONNECTED_READ_ONLY) this.markConnected();
+    else if (code === STATE_EXPIRED) this.markLost('the ZooKeeper session had expired before the backend got the client');
+    if (owned) client.connect();
+  }
+
+  get connected(): boolean {
+    return this.state === 'connected';
+  }
+
+  /** Resolves true once connected, false if the signal aborts first or the session is lost. */
+  whenConnected(signal?: AbortSignal): Promise<boolean> {
+    if (this.state === 'connected') return Promise.resolve(true);
+    if (this.dead || signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve(this.state === 'connected');
+      };
+      this.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Expired or closed: this client will never serve a request again. */
+  get dead(): boolean {
+    return this.state === 'expired' || this.state === 'closed';
+  }
+
+  /** True when this session never connected yet (a first connect may take a moment). */
+  get fresh(): boolean {
+    return !this.everConnected;
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    // node-zookeeper-client breaks (throws from its socket handler) when closed while its first
+    // handshake is in flight: let an owned client finish connecting first, for a bounded time.
+    if (this.owned && !this.everConnected && !this.dead) await this.whenConnected(AbortSignal.timeout(2_000));
+    this.clearDoubt();
+    this.client.removeListener('state', this.onState);
+    if (this.lostReason === undefined) this.lostReason = 'the backend was closed';
+    this.state = 'closed';
+    this.wakeWaiters();
+    if (this.owned) {
+      try {
+        this.client.close();
+      } catch {
+        // closing an already closed client is harmless
+      }
+    }
+  }
+
+  private handleState(code: number): void {
+    if (this.state === 'closed' || this.state === 'expired') return;
+    if (code === STATE_SYNC_CONNECTED || code === STATE_CONNECTED_READ_ONLY) {
+      // Back on the same session (even after a long outage, the server may have kept it): usable again.
+      this.lostReason = undefined;
+      this.markConnected();
+      this.events.connected(this);
+    } else if (code === STATE_DISCONNECTED) {
+      this.state = 'disconnected';
+      this.armDoubt();
+    } else if (code === STATE_EXPIRED) {
+      this.state = 'expired';
+      this.markLost('the ZooKeeper session expired');
+    }
+  }
+
+  private markConnected(): void {
+    this.clearDoubt();
+    this.state = 'connected';
+    this.everConnected = true;
+    this.sessionTimeout = this.client.getSessionTimeout();
+    try {
+      this.sessionId = toBigInt(this.client.getSessionId());
+    } catch {
+      this.sessionId = 0n;
+    }
+    this.wakeWaiters();
+  }
+
+  /** A disconnection longer than the session timeout means the server has (or may have) expired us. */
+  private armDoubt(): void {
+    if (this.doubtTimer || !this.everConnected) return;
+    const timeout = this.sessionTimeout;
+    this.doubtTimer = setTimeout(() => {
+      this.doubtTimer = undefined;
+      if (this.state !== 'disconnected') return;
+      try {
+        this.markLost(`the connection to ZooKeeper was down longer than the session timeout (${timeout} ms), so the session and its ephemeral lock nodes are presumed expired`);
+      } catch {
+        // never throw from a timer
+      }
+    }, timeout);
+    this.doubtTimer.unref();
+  }
+
+  private clearDoubt(): void {
+    if (this.doubtTimer) clearTimeout(this.doubtTimer);
+    this.doubtTimer = undefined;
+  }
+
+  private markLost(reason: string): void {
+    this.clearDoubt();
+    if (this.lostReason !== undefined) return;
+    this.lostReason = reason;
+    this.wakeWaiters();
+    this.events.lost(this, reason);
+  }
+
+  private wakeWaiters(): void {
+    for (const w of [...this.waiters]) w();
+  }
+}
