@@ -1,0 +1,106 @@
+import type { ReleaseNotifier } from '../../core/release-notifier';
+
+/** A pg notification as pg's Client emits it. */
+export interface PgNotification {
+  channel: string;
+  payload?: string;
+}
+
+/** The part of a pg `Client` (or a checked-out PoolClient) the listener uses. */
+export interface PgListenClientLike {
+  connect?(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  on(event: 'notification', cb: (message: PgNotification) => void): unknown;
+  on(event: 'error', cb: (error: Error) => void): unknown;
+  on(event: 'end', cb: () => void): unknown;
+  removeAllListeners(event?: string): unknown;
+}
+
+/** How the listener obtains and disposes of its one connection. */
+export interface PgListenConnector {
+  open(): Promise<PgListenClientLike>;
+  close(client: PgListenClientLike): Promise<void>;
+}
+
+/**
+ * ONE listening connection per backend (not one per waiter): LISTENs on the backend's channel and
+ * feeds every NOTIFY payload (a released key) into the ReleaseNotifier its waiters sleep on. When
+ * the connection breaks it reconnects with backoff, and after every (re)connect wakes all waiters,
+ * since releases may have been missed meanwhile. While it is down, waiters poll. Never throws from
+ * a timer or an event handler.
+ */
+export class PgReleaseListener {
+  private client: PgListenClientLike | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private delay = 100;
+  private started = false;
+  private closed = false;
+  listening = false;
+
+  constructor(
+    private readonly connector: PgListenConnector,
+    private readonly channel: string,
+    private readonly notifier: ReleaseNotifier,
+  ) {}
+
+  /** Starts listening in the background (idempotent); resolves once LISTEN is active or the first try failed. */
+  start(): Promise<void> {
+    if (this.started || this.closed) return Promise.resolve();
+    this.started = true;
+    return this.connect();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listening = false;
+    if (this.timer) clearTimeout(this.timer);
+    await this.drop();
+    this.notifier.notifyAll();
+  }
+
+  private async connect(): Promise<void> {
+    this.timer = undefined;
+    if (this.closed) return;
+    let client: PgListenClientLike | undefined;
+    try {
+      client = await this.connector.open();
+      this.client = client;
+      client.on('error', () => this.broken(client));
+      client.on('end', () => this.broken(client));
+      client.on('notification', (message) => {
+        if (message.channel === this.channel && message.payload !== undefined) this.notifier.notify(message.payload);
+      });
+      // The channel derives from the validated table name (a plain identifier): safe to quote in.
+      await client.query(`LISTEN "${this.channel}"`);
+      if (this.closed) return void (await this.drop());
+      this.listening = true;
+      this.delay = 100;
+      this.notifier.notifyAll();
+    } catch {
+      this.broken(client);
+    }
+  }
+
+  /** The connection failed or ended: drop it and reconnect later (unless closed). */
+  private broken(client: PgListenClientLike | undefined): void {
+    if (client !== undefined && client !== this.client) return; // an old connection's late event
+    this.listening = false;
+    void this.drop();
+    if (this.closed || this.timer) return;
+    this.timer = setTimeout(() => void this.connect(), this.delay);
+    this.timer.unref();
+    this.delay = Math.min(this.delay * 2, 2_000);
+  }
+
+  private async drop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    client.removeAllListeners('notification');
+    client.removeAllListeners('end');
+    // Keep an error listener: a late socket error on a dropped client must not crash the process.
+    client.removeAllListeners('error');
+    client.on('error', () => undefined);
+    await this.connector.close(client).catch(() => undefined);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Table and statements of the PostgreSQL backend. Only the table name (a validated plain
+ * identifier, see checkTableName) is spliced into SQL; every value is a $n parameter. Times are
+ * timestamptz from the server's clock_timestamp(), never the application's clock.
+ *
+ * <table>        one row per holder: an exclusive holder, or one of several shared holders.
+ * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
+ * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
+ * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a lock.
+ */
+export interface PostgresStatements {
+  readonly ddl: readonly string[];
+  readonly channel: string;
+  readonly mutex: string;
+  readonly holders: string;
+  readonly grant: string;
+  readonly renew: string;
+  readonly release: string;
+}
+
+export function postgresStatements(table: string): PostgresStatements {
+  const t = `"${table}"`;
+  const seq = `"${table}_fence"`;
+  return {
+    ddl: [
+      `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key   text        NOT NULL,  -- full lock key (exact, byte-wise equality)
+  owner      text        NOT NULL,  -- 128-bit owner token, hex
+  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+  expires_at timestamptz NOT NULL,  -- database server clock
+  fence      bigint      NOT NULL,  -- fencing token of this grant
+  PRIMARY KEY (lock_key, owner)
+)`,
+      `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
+    ],
+    channel: `${table}_released`,
+    mutex: 'SELECT pg_advisory_xact_lock($1::int4, hashtext($2::text))',
+    // Locks every holder row of the key in (lock_key, owner) order, the order renew locks in too.
+    holders:
+      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us ` +
+      `FROM ${t} WHERE lock_key = $1 ORDER BY owner FOR UPDATE`,
+    // Takes over expired rows of the key (a dead holder's) and inserts ours, in one statement.
+    grant:
+      `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND expires_at <= clock_timestamp()) ` +
+      `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) ` +
+      `VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', nextval('${seq}')) RETURNING fence::text AS fence`,
+    // One statement renews a whole batch; rows are locked in key order so two batches and an
+    // acquire can never deadlock; only rows that are still ours and unexpired are extended.
+    renew:
+      `WITH i AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS i(k, o, ms)), ` +
+      `mine AS (SELECT h.lock_key, h.owner, i.ms FROM ${t} h JOIN i ON h.lock_key = i.k AND h.owner = i.o ` +
+      `ORDER BY h.lock_key, h.owner FOR UPDATE OF h) ` +
+      `UPDATE ${t} h SET expires_at = clock_timestamp() + mine.ms * interval '1 millisecond' FROM mine ` +
+      `WHERE h.lock_key = mine.lock_key AND h.owner = mine.owner AND h.expires_at > clock_timestamp() RETURNING h.lock_key, h.owner`,
+    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours.
+    release:
+      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
+      `SELECT pg_notify($3, lock_key) FROM gone`,
+  };
+}
+
+/** The DDL for DBAs who create the table themselves (createTable: false). */
+export function postgresDdl(table = 'distributed_locks'): string {
+  return postgresStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+}
+
+/** A 32-bit class id for the table's advisory locks (FNV-1a of its name), so two tables never share mutexes. */
+export function advisoryClass(table: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(`nestjs-distributed-lock:${table}`, 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193);
+  }
+  return h | 0;
+}
