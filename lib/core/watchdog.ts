@@ -72,7 +72,9 @@ export class Watchdog {
           );
           continue;
         }
-        if (!lease.renewing && lease.nextRenewAt <= now && lease.renewUntil > now) due.push(lease);
+        // Renewing up to ttl/6 early lets leases taken at slightly different times share one batch;
+        // after that they stay aligned, so each tick is one backend call.
+        if (!lease.renewing && lease.nextRenewAt - lease.ttl / 6 <= now && lease.renewUntil > now) due.push(lease);
         else next = Math.min(next, lease.renewing || lease.renewUntil <= now ? lease.validUntil : Math.min(lease.nextRenewAt, lease.validUntil));
       }
       for (let i = 0; i < due.length; i += MAX_BATCH) void this.renew(due.slice(i, i + MAX_BATCH));
