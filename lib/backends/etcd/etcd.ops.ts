@@ -1,0 +1,141 @@
+import type { LockMode } from '../../interfaces/lock-backend.interface';
+import type { EtcdClientLike, EtcdKeyValue, EtcdRangeRequest } from './etcd.client';
+import { isContenderKey, prefixRangeEnd, SHARED_VALUE } from './etcd.keys';
+
+/**
+ * The etcd round trips of the lock, each one request (a transaction where several reads must see
+ * one revision). Contenders are ordered by create revision, exactly as Go's concurrency.Mutex:
+ * an exclusive contender holds when no contender is older; a shared one when no older contender
+ * is a writer. A waiter watches only its blocker: the youngest older contender (exclusive) or the
+ * youngest older writer (shared), so a release wakes one waiter, not the herd.
+ */
+const PAGE = 32;
+/** etcd's default --max-txn-ops is 128. */
+const MAX_TXN_OPS = 100;
+
+export interface Blocker {
+  readonly key: Buffer;
+  readonly rev: bigint;
+}
+
+export interface Position {
+  /** Our contender's create revision: the fencing token. */
+  readonly rev: bigint;
+  /** Whether our key still exists (false: deleted behind our back or its lease ended). */
+  readonly exists: boolean;
+  /** The contender to wait for, or undefined when we hold the lock. */
+  readonly blocker?: Blocker;
+  /** Store revision the answer was read at: watch the blocker from the next one, miss nothing. */
+  readonly revision: string;
+}
+
+export interface Contender {
+  readonly key: Buffer;
+  /** Prefix `NAME/` of the lock. */
+  readonly lockPrefix: Buffer;
+  readonly mode: LockMode;
+}
+
+const opts = (deadline: number) => ({ deadline });
+
+/** Older contenders, youngest first, below `maxRev`. */
+function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeRequest {
+  return { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), max_create_revision: String(maxRev), sort_order: 'Descend', sort_target: 'Create', limit };
+}
+
+/** The first blocker in a youngest-first page, skipping our own key and foreign keys. */
+function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
+  for (const kv of kvs) {
+    if (kv.key.equals(c.key) || !isContenderKey(kv.key, c.lockPrefix)) continue;
+    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE) return { key: kv.key, rev: BigInt(kv.create_revision) };
+  }
+  return undefined;
+}
+
+/** Pages on through older contenders when the first page held none that blocks us. */
+async function pageOn(client: EtcdClientLike, c: Contender, kvs: readonly EtcdKeyValue[], more: boolean, deadline: number): Promise<Blocker | undefined> {
+  let found = pick(c, kvs);
+  while (!found && more && kvs.length > 0) {
+    const oldest = BigInt(kvs[kvs.length - 1].create_revision);
+    const res = await client.kv.range(olderRange(c, oldest - 1n), opts(deadline));
+    ({ kvs, more } = res);
+    found = pick(c, kvs);
+  }
+  return found;
+}
+
+/**
+ * One transaction: create our key on the session lease if absent, and read the youngest
+ * contenders in the same revision (ours is the youngest then, so the next one is our predecessor).
+ * If the key exists already (a retry after a lost answer), adopt it and read our position.
+ */
+export async function createContender(client: EtcdClientLike, c: Contender, leaseId: string, deadline: number): Promise<Position> {
+  const res = await client.kv.txn(
+    {
+      compare: [{ key: c.key, target: 'Create', result: 'Equal', create_revision: 0 }],
+      success: [
+        { request_put: { key: c.key, value: Buffer.from(c.mode === 'shared' ? SHARED_VALUE : ''), lease: leaseId } },
+        { request_range: { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), sort_order: 'Descend', sort_target: 'Create', limit: PAGE + 1 } },
+      ],
+      failure: [{ request_range: { key: c.key } }],
+    },
+    opts(deadline),
+  );
+  if (!res.succeeded) {
+    const own = res.responses[0].response_range.kvs[0];
+    if (!own) return { rev: 0n, exists: false, revision: res.header.revision };
+    return findBlocker(client, c, BigInt(own.create_revision), deadline);
+  }
+  const page = res.responses[1].response_range;
+  const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
+  return { rev: BigInt(res.header.revision), exists: true, blocker, revision: res.header.revision };
+}
+
+/** One transaction: does our key still exist, and which older contender blocks us (if any)? */
+export async function findBlocker(client: EtcdClientLike, c: Contender, rev: bigint, deadline: number): Promise<Position> {
+  const res = await client.kv.txn({ success: [{ request_range: { key: c.key } }, { request_range: olderRange(c, rev - 1n) }] }, opts(deadline));
+  const own = res.responses[0].response_range.kvs[0];
+  if (!own || BigInt(own.create_revision) !== rev) return { rev, exists: false, revision: res.header.revision };
+  const page = res.responses[1].response_range;
+  const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
+  return { rev, exists: true, blocker, revision: res.header.revision };
+}
+
+/** Deletes our contender; with `rev`, only that incarnation of it (never a newer one). */
+export async function deleteContender(client: EtcdClientLike, key: Buffer, rev: bigint | undefined, deadline: number): Promise<void> {
+  if (rev === undefined) {
+    await client.kv.deleteRange({ key }, opts(deadline));
+    return;
+  }
+  await client.kv.txn(
+    { compare: [{ key, target: 'Create', result: 'Equal', create_revision: String(rev) }], success: [{ request_delete_range: { key } }] },
+    opts(deadline),
+  );
+}
+
+/** Whether a writer queued after our (shared) contender: then new readers must queue too (no writer starvation). */
+export async function writerQueuedAfter(client: EtcdClientLike, c: Contender, rev: bigint, deadline: number): Promise<boolean> {
+  const res = await client.kv.range(
+    { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), min_create_revision: String(rev + 1n), sort_order: 'Ascend', sort_target: 'Create' },
+    opts(deadline),
+  );
+  return res.kvs.some((kv) => isContenderKey(kv.key, c.lockPrefix) && kv.value.toString() !== SHARED_VALUE);
+}
+
+/** For each key: does it still exist as the incarnation we created (create revision and lease match)? */
+export async function verifyContenders(
+  client: EtcdClientLike,
+  items: readonly { key: Buffer; rev: bigint; leaseId: string }[],
+  deadline: number,
+): Promise<boolean[]> {
+  const out: boolean[] = [];
+  for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
+    const chunk = items.slice(i, i + MAX_TXN_OPS);
+    const res = await client.kv.txn({ success: chunk.map((it) => ({ request_range: { key: it.key, keys_only: true } })) }, opts(deadline));
+    chunk.forEach((it, j) => {
+      const kv = res.responses[j].response_range.kvs[0];
+      out.push(!!kv && BigInt(kv.create_revision) === it.rev && kv.lease === it.leaseId);
+    });
+  }
+  return out;
+}

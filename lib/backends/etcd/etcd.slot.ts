@@ -1,0 +1,325 @@
+import { sleepFor } from '../../core/acquire-loop';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type { BackendAcquireRequest, BackendAcquireResult, LockMode } from '../../interfaces/lock-backend.interface';
+import type { EtcdClientLike } from './etcd.client';
+import { createContender, deleteContender, findBlocker, writerQueuedAfter, type Contender } from './etcd.ops';
+import type { EtcdSession } from './etcd.session';
+import { waitForDelete } from './etcd.watch';
+
+/**
+ * The local side of one lock NAME in one backend. etcd's layout gives a session exactly one key
+ * per NAME (`NAME/<lease>`), so owners of this process cannot each queue on etcd: they queue here.
+ * An *incarnation* is one life of our key: created, queued on etcd, held, deleted. An exclusive
+ * owner always gets its own incarnation (a new key = a new, larger create revision = a new
+ * fencing token); shared owners may share one, but join a held one only while no writer queues
+ * behind it (else a stream of readers would starve the writer). The next incarnation starts only
+ * after the previous key's deletion is confirmed, so a stale key is never mistaken for ours.
+ */
+export interface SlotContext {
+  readonly client: EtcdClientLike;
+  readonly backend: string;
+  readonly callTimeout: number;
+  /** Re-read the position at least this often while watching (fallback for a lost event). */
+  readonly recheckInterval: number;
+  session(): Promise<EtcdSession>;
+  /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
+  idle(slot: LockSlot): void;
+}
+
+class Waiter {
+  /** Give up at the next answer from etcd: wait 0, or its signal aborted before any answer came. */
+  givingUp: boolean;
+  settled = false;
+  /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
+  seen = 0;
+  constructor(
+    readonly request: BackendAcquireRequest,
+    private readonly done: (result: BackendAcquireResult) => void,
+    private readonly failed: (error: unknown) => void,
+  ) {
+    this.givingUp = request.wait === 0;
+  }
+  get mode(): LockMode {
+    return this.request.mode;
+  }
+  settle(result: BackendAcquireResult): void {
+    if (!this.settled) (this.settled = true), this.done(result);
+  }
+  fail(error: unknown): void {
+    if (!this.settled) (this.settled = true), this.failed(error);
+  }
+}
+
+class Incarnation {
+  state: 'waiting' | 'held' | 'ended' = 'waiting';
+  session: EtcdSession | undefined;
+  key: Buffer | undefined;
+  rev: bigint | undefined;
+  readonly waiters = new Set<Waiter>();
+  readonly holders = new Map<string, BackendAcquireRequest['onLost']>();
+  answers = 0;
+  failure: unknown;
+  wake = new AbortController();
+  unsubscribe: () => void = () => undefined;
+  constructor(readonly mode: LockMode) {}
+}
+
+export class LockSlot {
+  private current: Incarnation | undefined;
+  private readonly queue: Waiter[] = [];
+  private cleanup: Promise<void> | undefined;
+  private cleanupFailure: unknown;
+
+  constructor(readonly fullKey: string, readonly lockPrefix: Buffer, private readonly ctx: SlotContext) {}
+
+  get empty(): boolean {
+    return !this.current && !this.cleanup && this.queue.length === 0;
+  }
+
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    return new Promise((resolve, reject) => {
+      const w = new Waiter(request, resolve, reject);
+      if (request.signal.aborted) w.givingUp = true;
+      request.signal.addEventListener('abort', () => this.abandon(w), { once: true });
+      const cur = this.current;
+      if (!cur && this.queue.length === 0) return this.start([w]);
+      const joinable = cur?.mode === 'shared' && w.mode === 'shared' && this.queue.length === 0;
+      if (joinable && cur.state === 'held') return void this.joinHeld(cur, w);
+      if (joinable && cur.state === 'waiting' && !w.givingUp) return this.join(cur, w);
+      // Another owner of this process holds or queues first: busy for a try-once, else queue locally.
+      if (w.givingUp) return w.settle({ acquired: false });
+      this.enqueue(w);
+    });
+  }
+
+  /** The held incarnation of `owner`, for renew and release. */
+  heldBy(owner: string): { session: EtcdSession; key: Buffer; rev: bigint } | undefined {
+    const cur = this.current;
+    if (cur?.state !== 'held' || !cur.holders.has(owner) || !cur.session || !cur.key || cur.rev === undefined) return undefined;
+    return { session: cur.session, key: cur.key, rev: cur.rev };
+  }
+
+  /** Owner-checked release: the key is deleted when the last local holder of it leaves. */
+  async release(owner: string): Promise<void> {
+    const cur = this.current;
+    if (!cur || !cur.holders.delete(owner)) return;
+    if (cur.holders.size === 0 && cur.waiters.size === 0) await this.end(cur, true);
+  }
+
+  /** Our key is gone (deleted behind our back, or its lease ended): every holder has lost the lock. */
+  lost(reason: string, cause?: unknown, rev?: bigint): void {
+    const cur = this.current;
+    if (cur?.state !== 'held' || (rev !== undefined && cur.rev !== rev)) return;
+    const holders = [...cur.holders.values()];
+    cur.holders.clear();
+    void this.end(cur, false);
+    for (const onLost of holders) onLost(reason, cause);
+  }
+
+  /** Backend closing: every waiter fails (holders were released by the engine first). */
+  close(): void {
+    const error = new LockBackendUnavailableError(this.ctx.backend, 'the backend was closed', { key: this.fullKey });
+    for (const w of this.queue.splice(0)) w.fail(error);
+    const cur = this.current;
+    if (cur) for (const w of cur.waiters) w.fail(error);
+    if (cur) cur.waiters.clear(), cur.wake.abort();
+  }
+
+  private start(group: Waiter[]): void {
+    group = group.filter((w) => !w.settled);
+    if (group.length === 0) return this.pump();
+    const inc = new Incarnation(group[0].mode);
+    for (const w of group) this.join(inc, w);
+    this.current = inc;
+    void this.run(inc);
+  }
+
+  private join(inc: Incarnation, w: Waiter): void {
+    w.seen = inc.answers;
+    inc.waiters.add(w);
+  }
+
+  /** A reader joins a held shared incarnation unless a writer queued behind it. */
+  private async joinHeld(inc: Incarnation, w: Waiter): Promise<void> {
+    this.join(inc, w);
+    let writerWaits: boolean;
+    try {
+      writerWaits = await writerQueuedAfter(this.ctx.client, this.contender(inc), inc.rev as bigint, Date.now() + this.ctx.callTimeout);
+    } catch (error) {
+      inc.waiters.delete(w);
+      w.fail(this.unavailable('reading the queue failed', error));
+      return this.afterLeave(inc);
+    }
+    inc.waiters.delete(w);
+    if (w.settled) return this.afterLeave(inc);
+    if (inc.state === 'held' && !writerWaits && this.queue.length === 0) {
+      inc.holders.set(w.request.owner, w.request.onLost);
+      return w.settle({ acquired: true, fencingToken: inc.rev as bigint });
+    }
+    if (w.givingUp) w.settle({ acquired: false });
+    else this.enqueue(w);
+    this.afterLeave(inc);
+  }
+
+  /** A waiter's signal aborted (deadline or cancel): leave, and settle once we know enough. */
+  private abandon(w: Waiter): void {
+    if (w.settled) return;
+    const queued = this.queue.indexOf(w);
+    if (queued >= 0) {
+      this.queue.splice(queued, 1);
+      return this.cleanupFailure ? w.fail(this.unavailable('deleting our previous key failed', this.cleanupFailure)) : w.settle({ acquired: false });
+    }
+    const inc = this.current;
+    if (!inc || !inc.waiters.has(w)) return;
+    if (inc.answers <= w.seen && this.cleanupFailure === undefined) {
+      w.givingUp = true; // no answer since it joined: the next one decides (the core bounds how long)
+      return;
+    }
+    inc.waiters.delete(w);
+    const failure = inc.failure ?? this.cleanupFailure ?? (inc.session && !inc.session.healthy ? new Error('session keepalives are not being answered') : undefined);
+    if (failure !== undefined) w.fail(this.unavailable('etcd did not answer', failure));
+    else w.settle({ acquired: false });
+    this.afterLeave(inc);
+  }
+
+  /** After a waiter left: an incarnation nobody waits for or holds is ended (a cancelled waiter deletes its key). */
+  private afterLeave(inc: Incarnation): void {
+    if (inc.state === 'ended' || inc.waiters.size > 0 || inc.holders.size > 0) return;
+    inc.wake.abort();
+    if (inc.state === 'held') void this.end(inc, true).catch(() => undefined);
+  }
+
+  /** Settles the waiters that were giving up, after an answer (busy or failed). */
+  private settleGivingUp(inc: Incarnation): void {
+    for (const w of inc.waiters) {
+      if (!w.givingUp || inc.answers <= w.seen) continue;
+      inc.waiters.delete(w);
+      if (inc.failure !== undefined) w.fail(this.unavailable('etcd did not answer', inc.failure));
+      else w.settle({ acquired: false });
+    }
+  }
+
+  /** Queue on etcd until granted or nobody waits any more. Never throws. */
+  private async run(inc: Incarnation): Promise<void> {
+    let backoff = 20;
+    if (this.cleanup) await this.cleanup;
+    while (inc.state === 'waiting' && inc.waiters.size > 0) {
+      const wake = (inc.wake = new AbortController());
+      try {
+        const session = await this.ctx.session();
+        if (inc.session !== session) this.bind(inc, session);
+        const c = this.contender(inc);
+        const deadline = Date.now() + this.ctx.callTimeout;
+        const pos = inc.rev === undefined ? await createContender(this.ctx.client, c, session.id, deadline) : await findBlocker(this.ctx.client, c, inc.rev, deadline);
+        inc.answers++;
+        inc.failure = undefined;
+        backoff = 20;
+        if (inc.state !== 'waiting' || !session.alive) continue;
+        // Our key vanished while we queued (deleted by an operator): queue again, at the back.
+        inc.rev = pos.exists ? pos.rev : undefined;
+        if (!pos.exists) continue;
+        if (!pos.blocker) return this.grant(inc);
+        this.settleGivingUp(inc);
+        if (inc.waiters.size === 0) break;
+        const next = (BigInt(pos.revision) + 1n).toString();
+        const watched = await waitForDelete(this.ctx.client, pos.blocker.key, next, wake.signal, this.ctx.recheckInterval);
+        if (watched.failure !== undefined) inc.failure = watched.failure;
+      } catch (error) {
+        inc.answers++;
+        inc.failure = error;
+        this.settleGivingUp(inc);
+        await sleepFor(Math.random() * backoff, wake.signal);
+        backoff = Math.min(backoff * 2, 1_000);
+      }
+    }
+    if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
+  }
+
+  private grant(inc: Incarnation): void {
+    inc.state = 'held';
+    for (const w of inc.waiters) {
+      inc.holders.set(w.request.owner, w.request.onLost);
+      w.settle({ acquired: true, fencingToken: inc.rev as bigint });
+    }
+    inc.waiters.clear();
+  }
+
+  /** Follows the session: a lost session ends held locks at once; waiters re-queue on the next one. */
+  private bind(inc: Incarnation, session: EtcdSession): void {
+    inc.unsubscribe();
+    inc.session = session;
+    inc.key = Buffer.concat([this.lockPrefix, Buffer.from(session.hex)]);
+    inc.rev = undefined;
+    inc.unsubscribe = session.onLost((reason, cause) => {
+      if (inc.state === 'held') this.lost(`the etcd session ended: ${reason}`, cause);
+      else if (inc.state === 'waiting') inc.wake.abort();
+    });
+  }
+
+  /**
+   * Ends an incarnation. With `remove`, deletes its key (retrying in the background until done or
+   * the session ends, since a leftover key would block everyone); the next local owner starts only
+   * then. Resolves or rejects with the first attempt, for release() to report.
+   */
+  private end(inc: Incarnation, remove: boolean): Promise<void> {
+    if (inc.state === 'ended') return Promise.resolve();
+    inc.state = 'ended';
+    inc.unsubscribe();
+    inc.wake.abort();
+    if (this.current === inc) this.current = undefined;
+    if (!remove || !inc.key || !inc.session) {
+      this.pump();
+      return Promise.resolve();
+    }
+    const { key, rev, session } = inc;
+    let first!: (error?: unknown) => void;
+    const firstAttempt = new Promise<void>((resolve, reject) => (first = (e) => (e === undefined ? resolve() : reject(e))));
+    const cleanup = (async () => {
+      for (let attempt = 0, delay = 50; ; attempt++, delay = Math.min(delay * 2, 2_000)) {
+        try {
+          await deleteContender(this.ctx.client, key, rev, Date.now() + this.ctx.callTimeout);
+          this.cleanupFailure = undefined;
+          if (attempt === 0) first();
+          return;
+        } catch (error) {
+          this.cleanupFailure = error;
+          if (attempt === 0) first(this.unavailable('deleting the lock key failed', error));
+          // A lost session took the key with it; otherwise retry while the process lives.
+          if (!session.alive) return;
+          await sleepFor(delay);
+        }
+      }
+    })();
+    this.cleanup = cleanup;
+    void cleanup.then(() => {
+      if (this.cleanup === cleanup) this.cleanup = undefined;
+      this.cleanupFailure = undefined;
+      this.pump();
+    });
+    return firstAttempt;
+  }
+
+  /** Starts the next local owner(s): the queue head, with the shared waiters right behind a shared head. */
+  private pump(): void {
+    if (this.current || this.cleanup) return;
+    while (this.queue.length > 0 && this.queue[0].settled) this.queue.shift();
+    const head = this.queue.shift();
+    if (!head) return this.ctx.idle(this);
+    const group = [head];
+    while (head.mode === 'shared' && this.queue[0]?.mode === 'shared') group.push(this.queue.shift() as Waiter);
+    this.start(group);
+  }
+
+  private enqueue(w: Waiter): void {
+    this.queue.push(w);
+    this.pump();
+  }
+
+  private contender(inc: Incarnation): Contender {
+    return { key: inc.key as Buffer, lockPrefix: this.lockPrefix, mode: inc.mode };
+  }
+
+  private unavailable(what: string, cause: unknown): LockBackendUnavailableError {
+    return new LockBackendUnavailableError(this.ctx.backend, what, { key: this.fullKey, cause });
+  }
+}

@@ -1,0 +1,42 @@
+import type { EtcdClientLike, EtcdWatcherLike } from './etcd.client';
+
+export interface WatchOutcome {
+  /** deleted: the blocker went away; recheck: look again (fallback timer, stream trouble); stopped: signal. */
+  readonly outcome: 'deleted' | 'recheck' | 'stopped';
+  /** Set when the watch stream failed: the waiter cannot currently see etcd. */
+  readonly failure?: unknown;
+}
+
+/**
+ * Waits until `key` is deleted, watching from `fromRevision` (the revision right after the read
+ * that found it, so a delete in between is replayed, never missed). Resolves 'recheck' after
+ * `fallbackMs` or when the watch stream drops: the caller re-reads its position, so a lost event
+ * can delay a waiter but never strand it. Never rejects.
+ */
+export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision: string, signal: AbortSignal, fallbackMs: number): Promise<WatchOutcome> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve({ outcome: 'stopped' });
+    let watcher: EtcdWatcherLike | undefined;
+    let done = false;
+    const finish = (result: WatchOutcome) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onStop);
+      watcher?.cancel().catch(() => undefined);
+      resolve(result);
+    };
+    const onStop = () => finish({ outcome: 'stopped' });
+    const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
+    signal.addEventListener('abort', onStop, { once: true });
+    try {
+      watcher = client.watch().key(key).startRevision(fromRevision).only('delete').watcher();
+      watcher.on('delete', () => finish({ outcome: 'deleted' }));
+      watcher.on('disconnected', (error) => finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }));
+      // A listener stays attached after we finish: an 'error' without one would be thrown by EventEmitter.
+      watcher.on('error', (error) => finish({ outcome: 'recheck', failure: error }));
+    } catch (error) {
+      finish({ outcome: 'recheck', failure: error });
+    }
+  });
+}
