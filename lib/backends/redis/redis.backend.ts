@@ -28,7 +28,11 @@ type Reply = unknown;
 export interface RedisClientLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<Reply>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<Reply>;
-  pipeline(): { evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown; exec(): Promise<[Error | null, Reply][] | null> };
+  pipeline(): {
+    evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
+    eval(script: string, numKeys: number, ...args: (string | number)[]): unknown;
+    exec(): Promise<[Error | null, Reply][] | null>;
+  };
   duplicate(): RedisSubscriberLike;
   wait?(numReplicas: number, timeout: number): Promise<number>;
   readonly isCluster?: boolean;
@@ -102,6 +106,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    if (locks.length === 0) return [];
     const calls = locks.map((l) => {
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode] as const;
@@ -114,13 +119,18 @@ export class RedisLockBackend implements LockBackend {
     const pipe = this.client.pipeline();
     for (const args of calls) pipe.evalsha(RENEW.sha, 2, ...args);
     const replies = (await pipe.exec()) ?? [];
-    return Promise.all(
-      replies.map(async ([error, reply], i) => {
-        if (error && /NOSCRIPT/.test(error.message)) return (await this.run(RENEW, 2, calls[i])) === 1;
-        if (error) throw error;
-        return reply === 1;
-      }),
-    );
+    const missing = replies.map((r, i) => (r[0] && /NOSCRIPT/.test(r[0].message) ? i : -1)).filter((i) => i >= 0);
+    if (missing.length) {
+      // Script cache was empty (first renewal, or a restarted server): one more pipeline with EVAL, which also caches it.
+      const retry = this.client.pipeline();
+      for (const i of missing) retry.eval(RENEW.source, 2, ...calls[i]);
+      const again = (await retry.exec()) ?? [];
+      missing.forEach((i, j) => (replies[i] = again[j]));
+    }
+    return replies.map(([error, reply]) => {
+      if (error) throw error;
+      return reply === 1;
+    });
   }
 
   async release(lock: BackendLock): Promise<void> {
