@@ -134,12 +134,13 @@ export class ZooKeeperEnsemble {
  * A TCP proxy between one client and the servers, for faults no server signal can make:
  * `freeze()` stops reading in both directions (bytes wait in the kernel, sockets stay open: the
  * process behind looks hung, like SIGSTOP, and its session expires on the server), `drop()` cuts
- * every connection and refuses new ones (the client sees a disconnection), `restore()` undoes
- * both. Bytes are held, never discarded, so a thawed stream stays valid.
+ * every connection and refuses new ones (the client sees a disconnection), `freezeReplies()`
+ * holds only the answers, `restore()` undoes all of them. Bytes are held, never discarded, so a thawed stream stays valid.
  */
 export class FaultProxy {
   private server!: Server;
   private readonly sockets = new Set<Socket>();
+  private readonly upstreamSockets = new Set<Socket>();
   private next = 0;
   frozen = false;
   dropped = false;
@@ -161,10 +162,16 @@ export class FaultProxy {
     for (const s of this.sockets) s.pause();
   }
 
+  /** Holds only the servers' replies: requests still arrive and are applied, their answers wait (a lost response, once dropped). */
+  freezeReplies(): void {
+    for (const s of this.upstreamSockets) s.pause();
+  }
+
   drop(): void {
     this.dropped = true;
     for (const s of this.sockets) s.destroy();
     this.sockets.clear();
+    this.upstreamSockets.clear();
   }
 
   restore(): void {
@@ -184,6 +191,7 @@ export class FaultProxy {
       // Round-robin over the servers; a dead one closes at once and the client retries (through us).
       const port = this.upstreams[this.next++ % this.upstreams.length];
       const upstream = connect({ port, host: '127.0.0.1' });
+      this.upstreamSockets.add(upstream);
       for (const s of [client, upstream]) {
         this.sockets.add(s);
         if (this.frozen) s.pause();
@@ -191,6 +199,7 @@ export class FaultProxy {
       const end = () => {
         this.sockets.delete(client);
         this.sockets.delete(upstream);
+        this.upstreamSockets.delete(upstream);
         client.destroy();
         upstream.destroy();
       };

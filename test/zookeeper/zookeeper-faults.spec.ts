@@ -1,0 +1,166 @@
+import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
+import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
+import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
+import { untilAborted } from '../conformance/conformance-tools';
+import { eventually } from '../support/server-process';
+import { connectedZkClient, FaultProxy, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { HolderProcess } from './holder-process';
+
+/**
+ * Faults against a real standalone ZooKeeper: holders killed or stopped in their own process, a
+ * connection cut past the session timeout, a create whose answer is lost, the server restarted
+ * under held locks and queued waiters. Times to recovery are printed (measured, not asserted).
+ */
+jest.setTimeout(90_000);
+
+const SHORT_SESSION_MS = 1_000;
+let server: ZooKeeperServer;
+let admin: ZooKeeperClientLike;
+const engines: LockEngine[] = [];
+const holders: HolderProcess[] = [];
+const proxies: FaultProxy[] = [];
+let n = 0;
+
+function engine(connectionString: string, sessionTimeout: number, ttl = 30_000): { engine: LockEngine; backend: ZooKeeperLockBackend } {
+  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(connectionString, sessionTimeout), sessionTimeout });
+  const e = new LockEngine({ backend, defaults: { ttl, wait: 20_000 } });
+  engines.push(e);
+  return { engine: e, backend };
+}
+
+const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const fresh = (name: string) => {
+  const key = `${name}-${++n}`;
+  return { key, dir: lockDirectory('/locks', `lock:${key}`) };
+};
+
+beforeAll(async () => {
+  server = await ZooKeeperServer.start();
+  admin = await connectedZkClient(server.connectionString);
+});
+
+afterAll(async () => {
+  await Promise.all(holders.map((h) => h.kill()));
+  await Promise.all(engines.map((e) => e.close()));
+  await Promise.all(proxies.map((p) => p.close()));
+  admin?.close();
+  await server?.destroy();
+});
+
+it('SIGKILL of the holder process: the lock frees after the session timeout, with a larger fencing token', async () => {
+  const { key } = fresh('sigkill');
+  const { holder, token } = await HolderProcess.start(server.connectionString, key, SHORT_SESSION_MS);
+  holders.push(holder);
+  const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
+  expect(await ours.tryAcquire(key)).toBeNull();
+  const started = performance.now();
+  await holder.kill();
+  const h = await ours.acquire(key, { wait: 20_000 });
+  console.log(`zookeeper: lock of a SIGKILLed holder freed after ${Math.round(performance.now() - started)} ms (session timeout ${SHORT_SESSION_MS} ms)`);
+  expect(h.fencingToken > token).toBe(true);
+  await h.release();
+});
+
+it('SIGSTOP of the holder: its session expires, the next owner gets a larger token, and after SIGCONT the holder learns it lost the lock', async () => {
+  const { key } = fresh('sigstop');
+  const { holder, token } = await HolderProcess.start(server.connectionString, key, SHORT_SESSION_MS);
+  holders.push(holder);
+  const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
+  holder.signal('SIGSTOP');
+  const h = await ours.acquire(key, { wait: 20_000 });
+  expect(h.fencingToken > token).toBe(true);
+  holder.signal('SIGCONT');
+  // It hears either the deletion of its node (queued before the server closed the connection) or the expiry itself.
+  expect(await holder.line(/^lost /)).toMatch(/session expired|node was deleted/);
+  expect(h.held).toBe(true);
+  await h.release();
+  await holder.kill();
+});
+
+it('a connection cut longer than the session timeout: in doubt first, then the signal aborts; a fresh session serves later acquires', async () => {
+  const proxy = await FaultProxy.start([server.port]);
+  proxies.push(proxy);
+  const { engine: cut, backend } = engine(proxy.connectionString, SHORT_SESSION_MS, 60_000);
+  const other = engine(server.connectionString, SHORT_SESSION_MS).engine;
+  const { key } = fresh('cut');
+  const h = await cut.acquire(key);
+  proxy.drop();
+  await eventually(() => backend.inDoubt);
+  expect(backend.connectionState).toBe('disconnected');
+  const reason = await untilAborted(h.signal, 20_000);
+  expect(reason).toBeInstanceOf(LockLostError);
+  expect((reason as Error).message).toMatch(/session timeout \(1000 ms\)/);
+  const next = await other.acquire(key, { wait: 20_000 });
+  expect(next.fencingToken > h.fencingToken).toBe(true);
+  await h.release(); // a lost handle's release is harmless
+  proxy.restore();
+  // The old client reconnects, hears EXPIRED; the backend opens a new session from clientFactory.
+  await next.release();
+  const again = await cut.acquire(key, { wait: 20_000 });
+  expect(backend.stats.sessions).toBe(2);
+  expect(again.fencingToken > next.fencingToken).toBe(true);
+  await again.release();
+});
+
+it('a create whose answer was lost is found again by its _c_<uuid>- prefix: one node, no orphan', async () => {
+  const proxy = await FaultProxy.start([server.port]);
+  proxies.push(proxy);
+  const { engine: e, backend } = engine(proxy.connectionString, 8_000);
+  const { key, dir } = fresh('lostcreate');
+  await (await e.acquire(key)).release(); // session up, directory exists
+  proxy.freezeReplies();
+  const acquiring = e.acquire(key, { wait: 20_000 });
+  const created = await eventually(async () => {
+    const list = await children(dir);
+    return list.length === 1 ? list[0] : undefined;
+  });
+  proxy.drop(); // the create happened; its answer dies with the connection (CONNECTION_LOSS)
+  proxy.restore();
+  const h = await acquiring;
+  expect(backend.stats.sessions).toBe(1); // same session: the node is still ours
+  expect(await children(dir)).toEqual([created]);
+  await h.release();
+  expect(await children(dir)).toEqual([]);
+});
+
+it('server restart with a holder and two queued waiters: locks survive, grants stay in order, no double grant, no orphan node', async () => {
+  const { key, dir } = fresh('restart');
+  const [a, b, c, d] = [0, 1, 2, 3].map(() => engine(server.connectionString, 8_000).engine);
+  const first = await a.acquire(key);
+  let active = 1;
+  let maxActive = 1;
+  const order: string[] = [];
+  const waiter = (e: LockEngine, name: string) =>
+    e.acquire(key, { wait: 60_000 }).then((h) => {
+      maxActive = Math.max(maxActive, ++active);
+      order.push(name);
+      return h;
+    });
+  const second = waiter(b, 'b');
+  await eventually(async () => (await children(dir)).length === 2);
+  const third = waiter(c, 'c');
+  await eventually(async () => (await children(dir)).length === 3);
+
+  const started = performance.now();
+  await server.kill();
+  await server.start();
+  expect(await eventually(() => d.tryAcquire(key).then((h) => h === null), 20_000, 100)).toBe(true);
+  console.log(`zookeeper: server restarted and serving the old sessions again after ${Math.round(performance.now() - started)} ms`);
+  expect(first.held).toBe(true);
+  expect(order).toEqual([]);
+
+  active--;
+  await first.release();
+  const h2 = await second;
+  active--;
+  await h2.release();
+  const h3 = await third;
+  active--;
+  await h3.release();
+  expect(order).toEqual(['b', 'c']);
+  expect(maxActive).toBe(1);
+  expect(h2.fencingToken > first.fencingToken && h3.fencingToken > h2.fencingToken).toBe(true);
+  await eventually(async () => (await children(dir)).length === 0);
+});

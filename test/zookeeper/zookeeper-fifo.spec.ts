@@ -1,0 +1,110 @@
+import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
+import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
+import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
+import { LockEngine } from '../../lib/core/lock-engine';
+import type { LockHandle } from '../../lib/core/lock-handle';
+import { eventually } from '../support/server-process';
+import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+
+/**
+ * Queue discipline: contenders are granted in the order their nodes were created (the server's
+ * sequence), and a release wakes exactly the one waiter that watches the released node: no herd.
+ * Notifications are counted by each backend (stats.watchNotifications).
+ */
+let server: ZooKeeperServer;
+let admin: ZooKeeperClientLike;
+const engines: LockEngine[] = [];
+let n = 0;
+
+function process(): { engine: LockEngine; backend: ZooKeeperLockBackend } {
+  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(server.connectionString, 5_000) });
+  const engine = new LockEngine({ backend, defaults: { ttl: 10_000, wait: 20_000 } });
+  engines.push(engine);
+  return { engine, backend };
+}
+
+const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const fresh = (name: string) => {
+  const key = `${name}-${++n}`;
+  return { key, dir: lockDirectory('/locks', `lock:${key}`) };
+};
+
+beforeAll(async () => {
+  server = await ZooKeeperServer.start();
+  admin = await connectedZkClient(server.connectionString);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  admin?.close();
+  await server?.destroy();
+});
+
+it('waiters are granted in arrival order, across processes and within one process', async () => {
+  const { key, dir } = fresh('fifo');
+  const p1 = process();
+  const p2 = process();
+  const first = await p1.engine.acquire(key);
+  const order: number[] = [];
+  const waiting: Promise<void>[] = [];
+  for (let i = 0; i < 6; i++) {
+    const e = (i % 3 === 0 ? p1 : p2).engine; // several owners of one process queue as well
+    waiting.push(
+      e.runInScope(() => e.acquire(key)).then(async (h) => {
+        order.push(i);
+        await h.release();
+      }),
+    );
+    await eventually(async () => (await children(dir)).length === i + 2); // arrival i is queued before i + 1 starts
+  }
+  await first.release();
+  await Promise.all(waiting);
+  expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  expect(await children(dir)).toEqual([]);
+});
+
+it('a release wakes exactly one waiting writer (watch notifications counted)', async () => {
+  const { key, dir } = fresh('herd');
+  const holder = process();
+  const waiters = Array.from({ length: 5 }, () => process());
+  const notifications = () => waiters.reduce((sum, w) => sum + w.backend.stats.watchNotifications, 0);
+  /** A round trip on every waiter's connection: ZooKeeper delivers a watch event before the answer to any later request. */
+  const settle = () => Promise.all(waiters.map((w) => w.engine.tryAcquire(`settle-${++n}`).then((h) => h?.release())));
+  let h: LockHandle = await holder.engine.acquire(key);
+  const granted: Promise<LockHandle>[] = [];
+  for (let i = 0; i < waiters.length; i++) {
+    granted.push(waiters[i].engine.acquire(key));
+    await eventually(async () => (await children(dir)).length === i + 2);
+  }
+  await settle();
+  expect(notifications()).toBe(0);
+  for (let i = 0; i < waiters.length; i++) {
+    await h.release();
+    h = await granted[i];
+    await settle();
+    expect(notifications()).toBe(i + 1); // one release, one woken waiter
+  }
+  await h.release();
+  expect(await children(dir)).toEqual([]);
+});
+
+it('readers queued behind a writer all wake on its release and hold together; a later writer waits for all of them', async () => {
+  const { key, dir } = fresh('readers');
+  const writer = process();
+  const readers = Array.from({ length: 4 }, () => process());
+  const w = await writer.engine.acquire(key);
+  const granted = readers.map((r) => r.engine.acquire(key, { mode: 'shared' }));
+  await eventually(async () => (await children(dir)).length === 5);
+  const lateWriter = writer.engine.runInScope(() => writer.engine.acquire(key));
+  await eventually(async () => (await children(dir)).length === 6);
+  await w.release();
+  const held = await Promise.all(granted);
+  expect(held.every((h) => h.held)).toBe(true);
+  let lateGranted = false;
+  void lateWriter.then(() => (lateGranted = true));
+  expect(await writer.engine.tryAcquire(`probe-${++n}`).then((h) => h?.release())).toBeUndefined(); // a round trip
+  expect(lateGranted).toBe(false);
+  await Promise.all(held.map((h) => h.release()));
+  await (await lateWriter).release();
+  expect(await children(dir)).toEqual([]);
+});
