@@ -99,7 +99,13 @@ export class EtcdLockBackend implements LockBackend {
     if (request.mode !== 'exclusive' && request.mode !== 'shared') return Promise.reject(new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key));
     let slot = this.slots.get(request.key);
     if (!slot) {
-      slot = new LockSlot(request.key, Buffer.from(etcdLockPrefix(request.key, this.prefix)), this.ctx);
+      let lockPrefix: Buffer;
+      try {
+        lockPrefix = Buffer.from(etcdLockPrefix(request.key, this.prefix));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      slot = new LockSlot(request.key, lockPrefix, this.ctx);
       this.slots.set(request.key, slot);
     }
     return slot.acquire(request);

@@ -30,6 +30,7 @@ export class EtcdSession {
   private sent: number[] = [];
   private tickTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<SessionLostListener>();
   private lostReason: string | undefined;
 
@@ -116,14 +117,30 @@ export class EtcdSession {
         if (this.state !== 'alive') return stream.end();
         this.stream = stream;
         stream.on('data', (res) => this.answered(stream, res.TTL));
-        stream.on('error', () => this.dropStream(stream));
-        stream.on('end', () => this.dropStream(stream));
+        stream.on('error', () => this.retrySoon(stream));
+        stream.on('end', () => this.retrySoon(stream));
         this.tick();
       },
       () => {
         this.opening = false;
+        this.retrySoon();
       },
     );
+  }
+
+  /**
+   * A broken stream (its member died, say) is replaced at once, on another member when the client
+   * has several, rather than at the next tick: validity keeps running meanwhile.
+   */
+  private retrySoon(stream?: EtcdKeepAliveStream): void {
+    if (stream && stream !== this.stream) return;
+    this.dropStream();
+    if (this.state !== 'alive' || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.tick();
+    }, 100);
+    this.retryTimer.unref();
   }
 
   private answered(stream: EtcdKeepAliveStream, ttlSeconds: string): void {
@@ -178,7 +195,8 @@ export class EtcdSession {
   private stop(): void {
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.tickTimer = this.expiryTimer = undefined;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.tickTimer = this.expiryTimer = this.retryTimer = undefined;
     this.dropStream();
   }
 
