@@ -1,0 +1,82 @@
+import { execFileSync } from 'node:child_process';
+import { EtcdCluster } from '../support/etcd-server';
+import { MariaDbServer } from '../support/mariadb-server';
+import { PostgresServer } from '../support/postgres-server';
+import { RedisServer } from '../support/redis-server';
+import { ZooKeeperServer } from '../support/zookeeper-server';
+
+/**
+ * The private servers one benchmark run uses: started on free loopback ports in temp dirs by the
+ * test harness (never the machine's own services), shared by every contender of a scenario so that
+ * ours and the competitors run against the very same processes. Started lazily, stopped at the end.
+ */
+export type System = 'memory' | 'redis' | 'redlock' | 'etcd' | 'zookeeper' | 'mysql' | 'postgres';
+
+interface Stoppable {
+  destroy(): Promise<void>;
+}
+
+export class BenchServers {
+  redis?: RedisServer;
+  /** Three independent masters for Redlock (ours and the redlock package). */
+  redlock?: RedisServer[];
+  etcd?: EtcdCluster;
+  zookeeper?: ZooKeeperServer;
+  mysql?: MariaDbServer;
+  postgres?: PostgresServer;
+  private readonly starting = new Map<System, Promise<void>>();
+  readonly versions: Record<string, string> = {};
+
+  /** Starts the servers `system` needs (once); rejects with the reason when it cannot. */
+  need(system: System): Promise<void> {
+    let p = this.starting.get(system);
+    if (!p) {
+      p = this.start(system);
+      this.starting.set(system, p);
+    }
+    return p;
+  }
+
+  private async start(system: System): Promise<void> {
+    switch (system) {
+      case 'memory':
+        return;
+      case 'redis':
+        this.redis = await RedisServer.start();
+        this.versions.redis = this.redis.cli('info', 'server').match(/redis_version:(\S+)/)?.[1] ?? '?';
+        return;
+      case 'redlock':
+        this.redlock = await Promise.all([0, 1, 2].map(() => RedisServer.start()));
+        return;
+      case 'etcd':
+        this.etcd = await EtcdCluster.start(1);
+        this.versions.etcd = firstLine(() => execFileSync('etcd', ['--version'], { encoding: 'utf8' })).replace('etcd Version: ', '');
+        return;
+      case 'zookeeper':
+        this.zookeeper = await ZooKeeperServer.start();
+        this.versions.zookeeper = '3.8.0 (Debian zookeeper package, OpenJDK 17)';
+        return;
+      case 'mysql':
+        this.mysql = await MariaDbServer.start();
+        this.versions.mariadb = firstLine(() => execFileSync('mariadbd', ['--version'], { encoding: 'utf8' }));
+        return;
+      case 'postgres':
+        this.postgres = await PostgresServer.start();
+        this.versions.postgres = firstLine(() => execFileSync('postgres', ['--version'], { encoding: 'utf8' }));
+        return;
+    }
+  }
+
+  async destroy(): Promise<void> {
+    const all: (Stoppable | undefined)[] = [this.redis, ...(this.redlock ?? []), this.etcd, this.zookeeper, this.mysql, this.postgres];
+    await Promise.all(all.map((s) => s?.destroy().catch(() => undefined)));
+  }
+}
+
+function firstLine(fn: () => string): string {
+  try {
+    return fn().split('\n')[0].trim();
+  } catch {
+    return '?';
+  }
+}

@@ -1,0 +1,51 @@
+import 'reflect-metadata';
+import { Controller, Get, Module, Param } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend, type LockBackend } from '../../lib';
+
+/**
+ * The HTTP app of scenario 3, run in its own process so the load generator does not share its
+ * event loop: Express (@nestjs/platform-express), one route with @Locked on a per-request key and
+ * the same route without it. `node -r ts-node/register/transpile-only decorator.app.ts memory`
+ * or `... redis <port>`; prints `PORT <n>` when listening.
+ */
+@Controller()
+class BenchController {
+  @Get('plain/:id')
+  plain(@Param('id') id: string) {
+    return { id };
+  }
+
+  @Get('locked/:id')
+  @Locked('item:<id>')
+  locked(@Param('id') id: string) {
+    return { id };
+  }
+}
+
+async function main(): Promise<void> {
+  const [kind, port] = process.argv.slice(2);
+  let backend: LockBackend;
+  if (kind === 'redis') {
+    const client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    client.on('error', () => undefined);
+    backend = new RedisLockBackend({ client });
+  } else {
+    backend = new MemoryLockBackend();
+  }
+
+  @Module({ imports: [DistributedLockModule.forRoot({ backend })], controllers: [BenchController] })
+  class BenchModule {}
+
+  const app = await NestFactory.create(BenchModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  process.stdout.write(`PORT ${address.port}\n`);
+  process.on('SIGTERM', () => void app.close().finally(() => process.exit(0)));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,99 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { BenchServers, type System } from './bench.servers';
+import { ALL_SYSTEMS, type BenchContext } from './bench.context';
+import { runUncontended } from './uncontended.scenario';
+import { runContended } from './contended.scenario';
+import { runDecorator } from './decorator.scenario';
+import { runWatchdog } from './watchdog.scenario';
+import { runScaling } from './scaling.scenario';
+import { renderReport, type BenchResults } from './bench.report';
+import { writeCharts } from './bench.chart';
+
+/**
+ * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling]
+ * [--systems=memory,redis,...] [--out=name]`: starts private servers, runs the scenarios (ours and
+ * the competitors alternating, in this one process, against the same servers), writes
+ * test/bench/results/<name>.json and .md and the charts under docs/bench/. Nothing asserts a time.
+ */
+const SCENARIOS = ['uncontended', 'contended', 'decorator', 'watchdog', 'scaling'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const quick = args.includes('--quick');
+  const scenarios = (flag('scenarios')?.split(',') ?? [...SCENARIOS]) as Scenario[];
+  const systems = (flag('systems')?.split(',') ?? ALL_SYSTEMS) as System[];
+  for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario "${s}" (one of ${SCENARIOS.join(', ')})`);
+  for (const s of systems) if (!ALL_SYSTEMS.includes(s)) throw new Error(`unknown system "${s}" (one of ${ALL_SYSTEMS.join(', ')})`);
+  const name = flag('out') ?? (quick ? 'bench-quick' : 'bench-full');
+
+  const servers = new BenchServers();
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const ctx: BenchContext = {
+    servers,
+    quick,
+    systems,
+    log: (line) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`),
+  };
+  const results: BenchResults = {
+    name,
+    quick,
+    startedAt: startedAt.toISOString(),
+    durationSeconds: 0,
+    machine: {
+      cpu: `${cpus().length} × ${cpus()[0]?.model ?? '?'}`,
+      memoryGb: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${process.platform} ${process.arch}`,
+      loadAverageAtStart: loadavg().map((l) => Number(l.toFixed(2))),
+      loadAverageAtEnd: [],
+      servers: servers.versions,
+      packages: packageVersions(),
+    },
+  };
+  try {
+    for (const scenario of scenarios) {
+      ctx.log(`--- ${scenario}`);
+      if (scenario === 'uncontended') results.uncontended = await runUncontended(ctx);
+      if (scenario === 'contended') results.contended = await runContended(ctx);
+      if (scenario === 'decorator') results.decorator = await runDecorator(ctx);
+      if (scenario === 'watchdog') results.watchdog = await runWatchdog(ctx);
+      if (scenario === 'scaling') results.scaling = await runScaling(ctx);
+    }
+  } finally {
+    await servers.destroy();
+  }
+  results.durationSeconds = Math.round((performance.now() - t0) / 1000);
+  results.machine.loadAverageAtEnd = loadavg().map((l) => Number(l.toFixed(2)));
+
+  const dir = join(__dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), name);
+  writeFileSync(join(dir, `${name}.md`), renderReport(results, charts));
+  ctx.log(`done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`);
+}
+
+function packageVersions(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of ['ioredis', 'redlock', 'redis-semaphore', 'etcd3', 'node-zookeeper-client', 'mysql2', 'pg', 'autocannon', '@nestjs/core']) {
+    try {
+      out[p] = (require(`${p}/package.json`) as { version: string }).version;
+    } catch {
+      out[p] = '?';
+    }
+  }
+  return out;
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
