@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chownSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,7 +12,7 @@ const PG_USER = 'postgres';
  * A private PostgreSQL 15 cluster (initdb into a temp dir) on a free loopback port, its socket in
  * that dir; never the machine's own cluster on 5432. initdb and postgres refuse to run as root, so
  * both run as the `postgres` OS user through setpriv, which exec()s: the child we signal IS the
- * postmaster (kill, SIGSTOP/SIGCONT reach it directly). Trust auth on loopback, fsync off (a
+ * postmaster (kill reaches it directly; pause/resume also stop its backend processes). Trust auth on loopback, fsync off (a
  * killed postmaster loses nothing: the kernel keeps the written pages).
  */
 export class PostgresServer extends ServerProcess {
@@ -55,9 +55,35 @@ export class PostgresServer extends ServerProcess {
     await this.kill('SIGQUIT');
   }
 
+  /** Freezes the whole server: the postmaster first (no new backends), then every child process. */
+  override pause(): void {
+    super.pause();
+    for (const pid of this.children()) signal(pid, 'SIGSTOP');
+  }
+
+  override resume(): void {
+    for (const pid of this.children()) signal(pid, 'SIGCONT');
+    super.resume();
+  }
+
+  private children(): number[] {
+    const pid = this.child?.pid;
+    if (!pid || !this.running) return [];
+    const out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+    return out.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
+  }
+
   async destroy(): Promise<void> {
     await this.kill('SIGQUIT');
     removeDir(this.dir);
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // the child exited meanwhile
   }
 }
 

@@ -11,6 +11,7 @@ import type {
   LockBackendCapabilities,
   LockMode,
 } from '../../interfaces/lock-backend.interface';
+import { LocalWaitQueue } from './local-wait.queue';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
 import { checkBoolean, checkKnownOptions, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
 
@@ -24,7 +25,8 @@ import { checkBoolean, checkKnownOptions, checkTableName, decide, DEFAULT_TABLE,
  * racing with a takeover either lands first (the holder is live: busy) or finds its row gone.
  * Release and renew are owner-checked single statements (renew: ONE statement for the whole batch).
  * Waiting polls with jittered backoff (bounded by the holder's expiry), plus an in-process wake-up
- * on our own releases; no connection is held between attempts.
+ * on our own releases; only one waiter per key and process polls (LocalWaitQueue), and no
+ * connection is held between attempts.
  */
 
 /** One statement's answer, as mysql2/promise gives it: [rows or ResultSetHeader, fields]. */
@@ -33,7 +35,7 @@ type MySqlResult = [unknown, unknown];
 /** The part of a mysql2/promise pool connection this backend uses. */
 export interface MySqlConnectionLike {
   query(sql: string): Promise<MySqlResult>;
-  execute(sql: string, values: unknown[]): Promise<MySqlResult>;
+  execute(sql: string, values: (string | number)[]): Promise<MySqlResult>;
   release(): void;
   destroy(): void;
 }
@@ -67,6 +69,8 @@ export class MySqlLockBackend implements LockBackend {
   private readonly maxPollDelay: number;
   /** Wakes this backend's own waiters on its own releases; other processes' releases are found by polling. */
   private readonly notifier = new ReleaseNotifier();
+  /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
+  private readonly waiters = new LocalWaitQueue('mysql');
   private schema: Promise<void> | undefined;
 
   constructor(options: MySqlLockBackendOptions) {
@@ -76,7 +80,7 @@ export class MySqlLockBackend implements LockBackend {
       throw new InvalidLockOptionsError('client', options.client, "a mysql2/promise Pool (require('mysql2/promise').createPool(...))");
     }
     this.pool = options.client;
-    this.table = checkTableName(options.table ?? DEFAULT_TABLE);
+    this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
     this.createTable = checkBoolean('createTable', options.createTable, true);
     this.maxPollDelay = options.maxPollDelay === undefined ? 250 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = mysqlStatements(this.table);
@@ -84,14 +88,17 @@ export class MySqlLockBackend implements LockBackend {
 
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     checkLockKey(request.key, this.capabilities.maxKeyLength);
-    return pollAcquire(request, () => this.attempt(request.key, request.owner, request.mode, request.ttl), {
-      backend: this.name,
-      notifier: this.notifier,
-      minDelay: 5,
-      maxDelay: this.maxPollDelay,
-      // Our notifier only hears this process's releases: keep polling other processes' at the backoff pace.
-      fallbackDelay: this.maxPollDelay,
-    });
+    const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
+    return this.waiters.run(request, () =>
+      pollAcquire(request, attempt, {
+        backend: this.name,
+        notifier: this.notifier,
+        minDelay: 5,
+        maxDelay: this.maxPollDelay,
+        // Our notifier only hears this process's releases: keep polling other processes' at the backoff pace.
+        fallbackDelay: this.maxPollDelay,
+      }),
+    );
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {

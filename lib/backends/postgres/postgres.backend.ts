@@ -1,4 +1,4 @@
-import { pollAcquire } from '../../core/acquire-loop';
+import { pollAcquire, sleepFor } from '../../core/acquire-loop';
 import { checkLockKey } from '../../core/lock-key';
 import { checkDuration } from '../../core/lock-options';
 import { ReleaseNotifier } from '../../core/release-notifier';
@@ -11,6 +11,7 @@ import type {
   LockBackendCapabilities,
   LockMode,
 } from '../../interfaces/lock-backend.interface';
+import { LocalWaitQueue } from '../mysql/local-wait.queue';
 import { checkBoolean, checkKnownOptions, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
 import { PgReleaseListener, type PgListenClientLike, type PgListenConnector } from './postgres.listener';
 import { advisoryClass, postgresStatements, type PostgresStatements } from './postgres.schema';
@@ -25,8 +26,9 @@ import { advisoryClass, postgresStatements, type PostgresStatements } from './po
  * renewal racing with a takeover either lands first (the holder is live: busy) or finds its row
  * gone. Release is an owner-checked DELETE that NOTIFYs the key; waiters sleep on ONE LISTEN
  * connection per backend (a dedicated pg Client built from the pool's own settings), bounded by the
- * holder's expiry, with polling as the fallback while it is down. No pooled connection is held
- * between attempts. Renew is ONE statement for the whole batch.
+ * holder's expiry, with polling as the fallback while it is down. Only one waiter per key and
+ * process polls (LocalWaitQueue), and no pooled connection is held between attempts. Renew is ONE
+ * statement for the whole batch.
  */
 
 export interface PgQueryResultLike {
@@ -76,6 +78,8 @@ export class PostgresLockBackend implements LockBackend {
   private readonly createTable: boolean;
   private readonly maxPollDelay: number;
   private readonly notifier = new ReleaseNotifier();
+  /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
+  private readonly waiters = new LocalWaitQueue('postgres');
   private readonly listener: PgReleaseListener | undefined;
   private schema: Promise<void> | undefined;
 
@@ -86,7 +90,7 @@ export class PostgresLockBackend implements LockBackend {
       throw new InvalidLockOptionsError('client', options.client, "a pg Pool (new Pool(...) from 'pg')");
     }
     this.pool = options.client;
-    this.table = checkTableName(options.table ?? DEFAULT_TABLE);
+    this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
     this.createTable = checkBoolean('createTable', options.createTable, true);
     this.maxPollDelay = options.maxPollDelay === undefined ? 250 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = postgresStatements(this.table);
@@ -96,19 +100,24 @@ export class PostgresLockBackend implements LockBackend {
     }
   }
 
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     checkLockKey(request.key, this.capabilities.maxKeyLength);
-    const attempt = () => this.attempt(request.key, request.owner, request.mode, request.ttl);
-    const first = await attempt().catch((error: unknown) => ({ error }));
-    if ('acquired' in first && (first.acquired || request.wait === 0 || request.signal.aborted)) return first;
-    // About to wait: make sure the LISTEN connection is up (or at least tried) before sleeping on it.
-    await this.listener?.start();
-    // Re-attempts at once, so a release that happened before LISTEN was active is not missed.
-    return pollAcquire(request, attempt, {
-      backend: this.name,
-      notifier: this.listener?.listening ? this.notifier : undefined,
-      minDelay: 5,
-      maxDelay: this.maxPollDelay,
+    const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
+    const poll = () =>
+      pollAcquire(request, attempt, {
+        backend: this.name,
+        notifier: this.listener?.listening ? this.notifier : undefined,
+        minDelay: 5,
+        maxDelay: this.maxPollDelay,
+      });
+    return this.waiters.run(request, async () => {
+      if (request.wait === 0 || !this.listener || this.listener.listening) return poll();
+      const first = await attempt().catch(() => undefined);
+      if (first?.acquired || request.signal.aborted) return first ?? poll();
+      // About to wait: bring the LISTEN connection up first (bounded by the caller's deadline); poll()
+      // re-attempts at once, so a release that happened before LISTEN was active is not missed.
+      await Promise.race([this.listener.start(), sleepFor(request.wait, request.signal)]);
+      return poll();
     });
   }
 

@@ -1,0 +1,84 @@
+import { asUnavailable } from '../../core/acquire-loop';
+import type { BackendAcquireRequest, BackendAcquireResult } from '../../interfaces/lock-backend.interface';
+
+/**
+ * In-process FIFO line per key for the SQL backends' waiters. Only the waiter at the head of a
+ * key's line polls the database; the others sleep until it leaves (granted, timed out or
+ * cancelled). Why: 50 waiters of one process polling (or all woken by one NOTIFY) would queue 50
+ * transactions on a small pool, delaying the holder's renewals until its lock expires; with the
+ * line there is one poller per key and process, waiters of one process are served in arrival
+ * order, and a pool of 2 serves any number of waiters. Processes still compete by polling (or
+ * NOTIFY). A waiter whose deadline passes while queued behind a head whose attempts fail gets
+ * LockBackendUnavailableError (the database is down), not a timeout.
+ */
+export class LocalWaitQueue {
+  private readonly lines = new Map<string, { wake: () => void }[]>();
+  /** The last attempt's failure, cleared by any answer: queued waiters report it at their deadline. */
+  private failure: unknown;
+
+  constructor(private readonly backend: string) {}
+
+  /** Runs `poll` (the backend's pollAcquire for this request) when the request reaches the head of its key's line. */
+  async run(request: BackendAcquireRequest, poll: () => Promise<BackendAcquireResult>): Promise<BackendAcquireResult> {
+    if (request.wait === 0) return poll();
+    const leave = await this.line(request.key, request.signal);
+    try {
+      if (request.signal.aborted) {
+        if (this.failure !== undefined) throw asUnavailable(this.failure, this.backend, request.key);
+        return { acquired: false };
+      }
+      return await poll();
+    } finally {
+      leave();
+    }
+  }
+
+  /** Wraps one attempt so its outcome updates the backend's health. */
+  async attempt<T>(attempt: () => Promise<T>): Promise<T> {
+    try {
+      const result = await attempt();
+      this.failure = undefined;
+      return result;
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+  }
+
+  /** Number of waiters queued (head included) across keys. */
+  get waiting(): number {
+    let n = 0;
+    for (const line of this.lines.values()) n += line.length;
+    return n;
+  }
+
+  /** Joins `key`'s line; resolves once first in it (or when `signal` aborts) with the function that leaves it. */
+  private async line(key: string, signal: AbortSignal): Promise<() => void> {
+    let line = this.lines.get(key);
+    if (!line) this.lines.set(key, (line = []));
+    let wake!: () => void;
+    const turn = new Promise<void>((resolve) => (wake = resolve));
+    const entry = { wake };
+    line.push(entry);
+    if (line[0] === entry) wake();
+    const leave = () => {
+      const current = this.lines.get(key);
+      const at = current ? current.indexOf(entry) : -1;
+      if (!current || at < 0) return;
+      current.splice(at, 1);
+      if (current.length === 0) this.lines.delete(key);
+      else if (at === 0) current[0].wake();
+    };
+    if (!signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const onAbort = () => resolve();
+        signal.addEventListener('abort', onAbort, { once: true });
+        void turn.then(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        });
+      });
+    }
+    return leave;
+  }
+}

@@ -1,0 +1,61 @@
+import { createPool, type Pool } from 'mysql2/promise';
+import { MySqlLockBackend, type MySqlLockBackendOptions, type MySqlPoolLike } from '../../lib/backends/mysql';
+import { mysqlStatements } from '../../lib/backends/mysql/mysql.schema';
+import { MariaDbServer } from '../support/mariadb-server';
+import { describeSqlBackend, type LoggedStatement } from './sql-backend.cases';
+
+/** Counts what a backend sends, over a real mysql2 pool (nothing is faked). */
+function logged(pool: Pool, log: LoggedStatement[]): MySqlPoolLike {
+  return {
+    getConnection: async () => {
+      const conn = await pool.getConnection();
+      return {
+        query: (sql) => (log.push({ sql }), conn.query(sql)),
+        execute: (sql, values) => (log.push({ sql, values }), conn.execute(sql, values)),
+        release: () => conn.release(),
+        destroy: () => conn.destroy(),
+      };
+    },
+  };
+}
+
+describeSqlBackend('mysql (MariaDB 10.11)', async () => {
+  const server = await MariaDbServer.start();
+  let pools: Pool[] = [];
+  const pool = (size = 4) => {
+    const p = createPool({ ...server.connection, connectionLimit: size, connectTimeout: 2_000 });
+    pools.push(p);
+    return p;
+  };
+  const admin = pool();
+  const count = async (sql: string, values: string[]) => {
+    const [rows] = await admin.query(sql, values);
+    return Number((rows as { n: number }[])[0].n);
+  };
+  return {
+    kind: 'mysql',
+    connection: server.connection,
+    create: (options = {}) => {
+      const log: LoggedStatement[] = [];
+      const { poolSize, ...rest } = options;
+      return { backend: new MySqlLockBackend({ client: logged(pool(poolSize), log), ...rest }), log };
+    },
+    construct: (options) => new MySqlLockBackend(options as MySqlLockBackendOptions),
+    rawClient: () => admin,
+    ddl: (table) => mysqlStatements(table).ddl,
+    exec: async (sql) => void (await admin.query(sql)),
+    deleteOwner: async (owner) => void (await admin.execute('DELETE FROM distributed_locks WHERE owner = ?', [owner])),
+    holderRows: (k, table = 'distributed_locks') => count(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE lock_key = ?`, [k]),
+    residue: (k) => count('SELECT (SELECT COUNT(*) FROM distributed_locks WHERE lock_key = ?) + (SELECT COUNT(*) FROM distributed_locks_keys WHERE lock_key = ?) AS n', [k, k]),
+    msLeft: (k) => count('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) / 1000 AS n FROM distributed_locks WHERE lock_key = ?', [k]),
+    tableExists: async (table) => (await count('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?', [table])) === 1,
+    isRenew: (s) => /^UPDATE `\w+` AS h JOIN/.test(s.sql),
+    renewSize: (s) => (s.values?.length ?? 0) / 3,
+    server: { stop: () => server.kill(), start: () => server.start(), pause: () => server.pause(), resume: () => server.resume() },
+    closeAll: async () => {
+      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+      pools = [];
+    },
+    destroy: () => server.destroy(),
+  };
+});

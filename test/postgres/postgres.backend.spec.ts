@@ -1,0 +1,61 @@
+import { Pool } from 'pg';
+import { PostgresLockBackend, type PgPoolLike, type PostgresLockBackendOptions } from '../../lib/backends/postgres';
+import { postgresStatements } from '../../lib/backends/postgres/postgres.schema';
+import { describeSqlBackend, type LoggedStatement } from '../mysql/sql-backend.cases';
+import { PostgresServer } from '../support/postgres-server';
+
+/** Counts what a backend sends, over a real pg Pool (nothing is faked; LISTEN uses the pool's own Client and options). */
+function logged(pool: Pool, log: LoggedStatement[]): PgPoolLike {
+  const real = pool as unknown as PgPoolLike;
+  return {
+    connect: async () => {
+      const client = await pool.connect();
+      return {
+        query: (sql: string, values?: unknown[]) => (log.push({ sql, values }), client.query(sql, values)),
+        release: (destroy?: boolean | Error) => client.release(destroy),
+      };
+    },
+    Client: real.Client,
+    options: real.options,
+  };
+}
+
+describeSqlBackend('postgres 15', async () => {
+  const server = await PostgresServer.start();
+  let pools: Pool[] = [];
+  const pool = (size = 4) => {
+    const p = new Pool({ ...server.connection, max: size, connectionTimeoutMillis: 2_000 });
+    p.on('error', () => undefined); // idle clients die with the server during outages
+    pools.push(p);
+    return p;
+  };
+  const admin = pool();
+  const count = async (sql: string, values: unknown[] = []) => Number((await admin.query(sql, values)).rows[0].n);
+  return {
+    kind: 'postgres',
+    connection: server.connection,
+    create: (options = {}) => {
+      const log: LoggedStatement[] = [];
+      const { poolSize, ...rest } = options;
+      return { backend: new PostgresLockBackend({ client: logged(pool(poolSize), log), ...rest }), log };
+    },
+    construct: (options) => new PostgresLockBackend(options as PostgresLockBackendOptions),
+    rawClient: () => admin,
+    ddl: (table) => postgresStatements(table).ddl,
+    exec: async (sql) => void (await admin.query(sql)),
+    deleteOwner: async (owner) => void (await admin.query('DELETE FROM distributed_locks WHERE owner = $1', [owner])),
+    holderRows: (k, table = 'distributed_locks') => count(`SELECT count(*) AS n FROM "${table}" WHERE lock_key = $1`, [k]),
+    residue: (k) => count('SELECT count(*) AS n FROM distributed_locks WHERE lock_key = $1', [k]),
+    msLeft: (k) => count('SELECT extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS n FROM distributed_locks WHERE lock_key = $1', [k]),
+    tableExists: async (table) => (await count('SELECT count(*) AS n FROM pg_tables WHERE tablename = $1', [table])) === 1,
+    isRenew: (s) => /^WITH i AS \(SELECT \* FROM unnest/.test(s.sql),
+    renewSize: (s) => ((s.values?.[0] as unknown[] | undefined) ?? []).length,
+    listeners: () => count(`SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN "distributed_locks_released"'`),
+    server: { stop: () => server.crash(), start: () => server.start(), pause: () => server.pause(), resume: () => server.resume() },
+    closeAll: async () => {
+      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+      pools = [];
+    },
+    destroy: () => server.destroy(),
+  };
+});
