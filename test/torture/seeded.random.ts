@@ -26,4 +26,14 @@ export class SeededRandom {
   pick<T>(items: readonly T[]): T {
     return items[Math.floor(this.next() * items.length)];
   }
+
+  /** A shuffled copy (Fisher-Yates). */
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
 }

@@ -43,11 +43,13 @@ export class Nemesis {
   /** Runs faults until `until` (ms clock of now()) or stop(); always ends with everything healed. */
   async run(until: number): Promise<void> {
     const faults = this.faults.filter((f) => f !== 'restart' || this.targets.servers.length > 0);
+    // Rounds of a seeded shuffle: even a short run injects every kind of fault.
+    let round: Fault[] = [];
     while (!this.stopped && faults.length > 0) {
       await this.sleep(this.rng.int(Math.round(this.ttl / 2), 2 * this.ttl));
       if (this.stopped || now() >= until) break;
-      const fault = this.rng.pick(faults);
-      await this.inject(fault);
+      if (round.length === 0) round = this.rng.shuffle(faults);
+      await this.inject(round.shift() as Fault);
     }
   }
 

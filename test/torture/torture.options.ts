@@ -26,7 +26,7 @@ export class UsageError extends Error {
 
 export const USAGE = `usage: npm run torture -- --backend <${BACKEND_NAMES.join('|')}> [--workers 8] [--duration 60s]
        [--faults kill,pause,restart,partition|none] [--seed N] [--mode exclusive|shared]
-       [--ttl 500ms] [--wait 2s] [--report path.json]`;
+       [--ttl 500ms (etcd 2s, zookeeper 1.5s)] [--wait 2s] [--report path.json]`;
 
 /** "60s", "1.5m", "500ms", "2000" (ms) -> ms. */
 export function parseDuration(flag: string, text: string): number {
@@ -73,8 +73,11 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
   }
   const mode = raw.get('mode') ?? 'exclusive';
   if (mode !== 'exclusive' && mode !== 'shared') throw new UsageError(`--mode: got "${mode}"; allowed: exclusive, shared`);
-  const ttl = parseDuration('ttl', raw.get('ttl') ?? '500ms');
-  if (ttl < 100) throw new UsageError(`--ttl: got ${ttl} ms; allowed: at least 100ms (the watchdog renews at ttl/3)`);
+  const limits = TORTURE_BACKENDS[backend as BackendName]?.ttl ?? { default: 500, min: 100 };
+  const ttl = raw.has('ttl') ? parseDuration('ttl', raw.get('ttl') as string) : limits.default;
+  if (ttl < limits.min || (limits.step !== undefined && ttl % limits.step !== 0)) {
+    throw new UsageError(`--ttl: got ${ttl} ms; allowed for ${backend}: at least ${limits.min} ms${limits.step ? `, a multiple of ${limits.step} ms` : ''}`);
+  }
   const options: TortureOptions = {
     backend: backend as BackendName,
     workers: parseInteger('workers', raw.get('workers') ?? '8', 2, 64),

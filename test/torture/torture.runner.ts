@@ -117,7 +117,7 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     const result = checkHistories({
       histories, records: store.records, value: store.value, shadow: store.shadow, healAt,
       ttl: options.ttl, wait: options.wait, slots: options.workers,
-      fencing: (await fencingOf(options)) ?? 'strict',
+      fencing: def.fencing ?? 'strict',
     });
     writeFileSync(join(dir, 'store.jsonl'), store.records.map((r) => JSON.stringify(r)).join('\n'));
     const report: TortureReport = {
@@ -153,9 +153,6 @@ function readHistory(file: string): HistoryEvent[] {
   return events;
 }
 
-async function fencingOf(options: TortureOptions): Promise<'strict' | 'best-effort' | undefined> {
-  return options.backend === 'redlock' ? 'best-effort' : 'strict';
-}
 
 function spawnWorker(slot: Slot, config: WorkerConfig, dir: string, build: string): Promise<ChildProcess> {
   const fd = openSync(join(dir, `worker-${slot.slot}-${slot.inc}.log`), 'a');

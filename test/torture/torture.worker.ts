@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const record = (e: HistoryEvent) => writeSync(fd, `${JSON.stringify(e)}\n`);
   const rng = new SeededRandom(cfg.seed * 7919 + cfg.slot * 131 + cfg.inc);
   const store = new JsonLinesClient(cfg.storePort);
-  const { backend, close } = await (TORTURE_BACKENDS[cfg.backend] as NonNullable<(typeof TORTURE_BACKENDS)[BackendName]>).connect(cfg.client);
+  const { backend, close } = await (TORTURE_BACKENDS[cfg.backend] as NonNullable<(typeof TORTURE_BACKENDS)[BackendName]>).connect(cfg.client, cfg.ttl);
   const mode = cfg.role === 'reader' ? 'shared' : 'exclusive';
   const sleep = (max: number) => new Promise((r) => setTimeout(r, rng.int(0, max)));
 
