@@ -76,17 +76,20 @@ it.each([
   expect(await exists('/bad-session')).toBe(false);
 });
 
+/** Never called: construction fails before any client is made. */
+const unusedFactory: () => unknown = () => undefined;
+
 it.each([
   [{}, 'client'],
   [{ client: {} }, 'client'],
   [{ client: null }, 'client'],
   [{ clientFactory: 'zk' }, 'clientFactory'],
-  [{ clientFactory: () => undefined, basePath: 'locks' }, 'basePath'],
-  [{ clientFactory: () => undefined, basePath: '/a/../b' }, 'basePath'],
-  [{ clientFactory: () => undefined, curatorRecipe: 'semaphore' }, 'curatorRecipe'],
-  [{ clientFactory: () => undefined, sessionTimeout: -1 }, 'sessionTimeout'],
-  [{ clientFactory: () => undefined, sessionTimeout: 1.5 }, 'sessionTimeout'],
-  [{ clientFactory: () => undefined, retries: 3 }, 'retries'],
+  [{ clientFactory: unusedFactory, basePath: 'locks' }, 'basePath'],
+  [{ clientFactory: unusedFactory, basePath: '/a/../b' }, 'basePath'],
+  [{ clientFactory: unusedFactory, curatorRecipe: 'semaphore' }, 'curatorRecipe'],
+  [{ clientFactory: unusedFactory, sessionTimeout: -1 }, 'sessionTimeout'],
+  [{ clientFactory: unusedFactory, sessionTimeout: 1.5 }, 'sessionTimeout'],
+  [{ clientFactory: unusedFactory, retries: 3 }, 'retries'],
 ])('constructor options %p are rejected naming %p', (options, option) => {
   expect(() => new ZooKeeperLockBackend(options as never)).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option }));
 });

@@ -109,7 +109,8 @@ it('a create whose answer was lost is found again by its _c_<uuid>- prefix: one 
   proxies.push(proxy);
   const { engine: e, backend } = engine(proxy.connectionString, 8_000);
   const { key, dir } = fresh('lostcreate');
-  await (await e.acquire(key)).release(); // session up, directory exists
+  await (await e.acquire(`warm-up-${key}`)).release(); // session up
+  await new Promise<void>((resolve, reject) => admin.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
   proxy.freezeReplies();
   const acquiring = e.acquire(key, { wait: 20_000 });
   const created = await eventually(async () => {

@@ -107,7 +107,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.contenders.delete(contender);
       if (!outcome) return { acquired: false };
       if (this.closed) {
-        await zk.remove(session.client, outcome.path).catch(() => undefined);
+        await zk.release(session.client, outcome.path).catch(() => undefined);
         throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key });
       }
       const holding: Holding = {
@@ -155,7 +155,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     this.holdings.delete(id);
     h.ended = true;
     if (h.session.dead) return; // the session's ephemeral nodes went with it
-    await zk.remove(h.session.client, h.path);
+    await zk.release(h.session.client, h.path);
   }
 
   async close(): Promise<void> {
@@ -225,13 +225,13 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch {
       // a listener's error must not stop the cleanup
     }
-    if (deleteNode && !h.session.dead) this.track(zk.remove(h.session.client, h.path));
+    if (deleteNode && !h.session.dead) this.track(zk.release(h.session.client, h.path));
   }
 
   private abandon(c: Contender, run?: Promise<unknown>): void {
     this.contenders.delete(c);
     c.abandon();
-    if (run) this.track(run.then((grant) => (grant && !c.session.dead ? zk.remove(c.session.client, (grant as { path: string }).path) : undefined)));
+    if (run) this.track(run.then((grant) => (grant && !c.session.dead ? zk.release(c.session.client, (grant as { path: string }).path) : undefined)));
   }
 
   private track(p: Promise<unknown>): void {

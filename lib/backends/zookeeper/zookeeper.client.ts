@@ -64,11 +64,31 @@ export function toBigInt(value: Buffer | number | bigint): bigint {
 }
 
 /** Promisified driver calls; errors keep the driver's code (see errorCode). */
-export const zk = {
+export const zk: {
+  create(c: ZooKeeperClientLike, path: string, mode: number): Promise<string>;
+  remove(c: ZooKeeperClientLike, path: string): Promise<void>;
+  release(c: ZooKeeperClientLike, path: string): Promise<void>;
+  exists(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null>;
+  watch(c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void): Promise<ZooKeeperStat | null>;
+  children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
+  mkdirp(c: ZooKeeperClientLike, path: string): Promise<void>;
+} = {
   create: (c: ZooKeeperClientLike, path: string, mode: number) =>
     new Promise<string>((resolve, reject) => c.create(path, null, mode, (e, p) => (e ? reject(e) : resolve(p)))),
   remove: (c: ZooKeeperClientLike, path: string) =>
     new Promise<void>((resolve, reject) => c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve()))),
+  /**
+   * Deletes our node, then its lock directory if that is now empty, so directories do not pile up
+   * (one per key ever used). Both requests go out back to back (one round trip; the server runs a
+   * session's requests in order). NOT_EMPTY (others queued) or NO_NODE on the directory is fine; a
+   * contender whose create then finds no directory recreates it.
+   */
+  release: (c: ZooKeeperClientLike, path: string) => {
+    const dir = path.slice(0, path.lastIndexOf('/'));
+    const node = zk.remove(c, path);
+    const parent = new Promise<void>((resolve) => c.remove(dir, -1, () => resolve()));
+    return Promise.all([node, parent]).then(() => undefined);
+  },
   exists: (c: ZooKeeperClientLike, path: string) =>
     new Promise<ZooKeeperStat | null>((resolve, reject) => c.exists(path, (e, s) => (e ? reject(e) : resolve(s)))),
   /** getData with a watch: resolves the stat, or null when the node is gone (then no watch is left behind). */

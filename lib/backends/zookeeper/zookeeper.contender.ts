@@ -177,7 +177,7 @@ export class Contender {
           if (mine) this.path = `${this.dir}/${mine}`;
           this.createLost = false;
         }
-        if (this.path) await zk.remove(c, this.path);
+        if (this.path) await zk.release(c, this.path);
         break;
       } catch (error) {
         if (errorCode(error) !== ERR_CONNECTION_LOSS) break;

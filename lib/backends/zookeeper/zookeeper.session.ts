@@ -149,9 +149,10 @@ export class ZooKeeperSession {
     this.doubtTimer = undefined;
   }
 
+  /** Presumed lost (doubt) or lost for good (expired): the second still matters after the first. */
   private markLost(reason: string): void {
     this.clearDoubt();
-    if (this.lostReason !== undefined) return;
+    if (this.lostReason !== undefined && !this.dead) return;
     this.lostReason = reason;
     this.wakeWaiters();
     this.events.lost(this, reason);
