@@ -62,15 +62,15 @@ export class EtcdLockBackend implements LockBackend {
       if (!OPTIONS.has(name)) throw new InvalidLockOptionsError(name, (options as unknown as Record<string, unknown>)[name], `one of ${[...OPTIONS].join(', ')} (unknown option)`);
     }
     this.client = checkEtcdClient(options.client);
-    const ttl = options.sessionTtl ?? DEFAULT_ETCD_SESSION_TTL_MS;
+    const ttl = options.sessionTtl === undefined ? DEFAULT_ETCD_SESSION_TTL_MS : options.sessionTtl;
     if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 2_000 || ttl % 1_000 !== 0 || ttl > 1_000_000_000) {
       throw new InvalidLockOptionsError('sessionTtl', ttl, 'whole seconds in ms, at least 2000 (etcd leases are whole seconds; etcd raises shorter ones to its 2 s minimum)');
     }
-    const callTimeout = options.callTimeout ?? DEFAULT_ETCD_CALL_TIMEOUT_MS;
+    const callTimeout = options.callTimeout === undefined ? DEFAULT_ETCD_CALL_TIMEOUT_MS : options.callTimeout;
     if (typeof callTimeout !== 'number' || !Number.isInteger(callTimeout) || callTimeout < 1 || callTimeout > 600_000) {
       throw new InvalidLockOptionsError('callTimeout', callTimeout, 'an integer number of ms from 1 to 600000');
     }
-    const prefix = options.prefix ?? '';
+    const prefix = options.prefix === undefined ? '' : options.prefix;
     if (typeof prefix !== 'string' || prefix.length > 256 || /[\u0000-\u001f\u007f]/.test(prefix)) {
       throw new InvalidLockOptionsError('prefix', prefix, 'a string of at most 256 characters without control characters');
     }
@@ -82,7 +82,7 @@ export class EtcdLockBackend implements LockBackend {
       backend: this.name,
       callTimeout,
       recheckInterval: ttl,
-      session: () => this.session(),
+      session: (key) => this.session(key),
       idle: (slot) => {
         if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
       },
@@ -146,8 +146,8 @@ export class EtcdLockBackend implements LockBackend {
     await session?.close();
   }
 
-  private session(): Promise<EtcdSession> {
-    if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed'));
+  private session(key?: string): Promise<EtcdSession> {
+    if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed', { key }));
     if (this.live?.alive) return Promise.resolve(this.live);
     this.granting ??= EtcdSession.grant(this.client, this.sessionTtl, this.callTimeout, this.now).then(
       async (session) => {
@@ -161,7 +161,7 @@ export class EtcdLockBackend implements LockBackend {
       },
       (error) => {
         this.granting = undefined;
-        throw new LockBackendUnavailableError(this.name, 'could not create an etcd session lease (is etcd reachable at the client\'s hosts?)', { cause: error });
+        throw new LockBackendUnavailableError(this.name, 'could not create an etcd session lease (is etcd reachable at the client\'s hosts?)', { key, cause: error });
       },
     );
     return this.granting;

@@ -21,7 +21,7 @@ export interface SlotContext {
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
   readonly recheckInterval: number;
-  session(): Promise<EtcdSession>;
+  session(key?: string): Promise<EtcdSession>;
   /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
   idle(slot: LockSlot): void;
 }
@@ -60,6 +60,8 @@ class Incarnation {
   answers = 0;
   failure: unknown;
   wake = new AbortController();
+  /** Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is left behind. */
+  readonly leaving: (() => void)[] = [];
   unsubscribe: () => void = () => undefined;
   constructor(readonly mode: LockMode) {}
 }
@@ -85,7 +87,11 @@ export class LockSlot {
       if (!cur && this.queue.length === 0) return this.start([w]);
       const joinable = cur?.mode === 'shared' && w.mode === 'shared' && this.queue.length === 0;
       if (joinable && cur.state === 'held') return void this.joinHeld(cur, w);
-      if (joinable && cur.state === 'waiting' && !w.givingUp) return this.join(cur, w);
+      if (joinable && cur.state === 'waiting') {
+        // A try-once reader rides along with the first attempt; once etcd said "blocked", it is busy.
+        if (!w.givingUp || cur.answers === 0) return this.join(cur, w);
+        return cur.failure !== undefined ? w.fail(this.unavailable('etcd did not answer', cur.failure)) : w.settle({ acquired: false });
+      }
       // Another owner of this process holds or queues first: busy for a try-once, else queue locally.
       if (w.givingUp) return w.settle({ acquired: false });
       this.enqueue(w);
@@ -137,6 +143,8 @@ export class LockSlot {
   private join(inc: Incarnation, w: Waiter): void {
     w.seen = inc.answers;
     inc.waiters.add(w);
+    // The key lives on for the newcomer: those who left need not wait for its deletion.
+    for (const settle of inc.leaving.splice(0)) settle();
   }
 
   /** A reader joins a held shared incarnation unless a writer queued behind it. */
@@ -177,9 +185,14 @@ export class LockSlot {
     }
     inc.waiters.delete(w);
     const failure = inc.failure ?? this.cleanupFailure ?? (inc.session && !inc.session.healthy ? new Error('session keepalives are not being answered') : undefined);
-    if (failure !== undefined) w.fail(this.unavailable('etcd did not answer', failure));
-    else w.settle({ acquired: false });
+    this.leave(inc, () => (failure !== undefined ? w.fail(this.unavailable('etcd did not answer', failure)) : w.settle({ acquired: false })));
     this.afterLeave(inc);
+  }
+
+  /** Settles a waiter that left a queued incarnation: at once, or after the key is deleted if it was the last. */
+  private leave(inc: Incarnation, settle: () => void): void {
+    if (inc.key && inc.state === 'waiting' && inc.waiters.size === 0 && inc.holders.size === 0) inc.leaving.push(settle);
+    else settle();
   }
 
   /** After a waiter left: an incarnation nobody waits for or holds is ended (a cancelled waiter deletes its key). */
@@ -194,8 +207,8 @@ export class LockSlot {
     for (const w of inc.waiters) {
       if (!w.givingUp || inc.answers <= w.seen) continue;
       inc.waiters.delete(w);
-      if (inc.failure !== undefined) w.fail(this.unavailable('etcd did not answer', inc.failure));
-      else w.settle({ acquired: false });
+      const failure = inc.failure;
+      this.leave(inc, () => (failure !== undefined ? w.fail(this.unavailable('etcd did not answer', failure)) : w.settle({ acquired: false })));
     }
   }
 
@@ -206,7 +219,7 @@ export class LockSlot {
     while (inc.state === 'waiting' && inc.waiters.size > 0) {
       const wake = (inc.wake = new AbortController());
       try {
-        const session = await this.ctx.session();
+        const session = await this.ctx.session(this.fullKey);
         if (inc.session !== session) this.bind(inc, session);
         const c = this.contender(inc);
         const deadline = Date.now() + this.ctx.callTimeout;
@@ -218,6 +231,7 @@ export class LockSlot {
         // Our key vanished while we queued (deleted by an operator): queue again, at the back.
         inc.rev = pos.exists ? pos.rev : undefined;
         if (!pos.exists) continue;
+        if (inc.waiters.size === 0) break;
         if (!pos.blocker) return this.grant(inc);
         this.settleGivingUp(inc);
         if (inc.waiters.size === 0) break;
@@ -233,6 +247,7 @@ export class LockSlot {
       }
     }
     if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
+    for (const settle of inc.leaving.splice(0)) settle();
   }
 
   private grant(inc: Incarnation): void {
@@ -320,6 +335,7 @@ export class LockSlot {
   }
 
   private unavailable(what: string, cause: unknown): LockBackendUnavailableError {
+    if (cause instanceof LockBackendUnavailableError) return cause;
     return new LockBackendUnavailableError(this.ctx.backend, what, { key: this.fullKey, cause });
   }
 }
