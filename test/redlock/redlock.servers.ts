@@ -33,9 +33,14 @@ export class RedlockMasters {
     return made;
   }
 
-  /** A backend over fresh clients: another process, as far as locks go. */
-  backend(options: Omit<RedlockBackendOptions, 'clients'> = {}): RedlockBackend {
-    return new RedlockBackend({ clients: this.connect(), ...options });
+  /**
+   * A backend over fresh clients: another process, as far as locks go. Waits until every live master
+   * answered once, as an app does at startup, so connection setup does not eat a round's timeout.
+   */
+  async backend(options: Omit<RedlockBackendOptions, 'clients'> = {}): Promise<RedlockBackend> {
+    const clients = this.connect();
+    await Promise.all(clients.map((c, i) => (this.servers[i].running ? c.ping() : undefined)));
+    return new RedlockBackend({ clients, ...options });
   }
 
   /** Deletes a lock's keys on every live master (an operator's DEL). */

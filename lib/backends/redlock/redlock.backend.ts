@@ -73,15 +73,22 @@ export class RedlockBackend implements LockBackend {
     this.checkRequest(request);
     // The core aborts request.signal at this moment; a round still running then must end (classified)
     // before the core's short grace runs out, so no round outlives the deadline by more than ROUND_TAIL_MS.
-    const deadline = request.wait > 0 ? performance.now() + request.wait : Infinity;
-    const first = await this.attempt(request, deadline);
-    if (first.acquired || request.wait === 0 || request.signal.aborted) return first;
+    const calledAt = performance.now();
+    const deadline = request.wait > 0 ? calledAt + request.wait : Infinity;
+    let first: BackendAcquireResult | undefined;
+    try {
+      first = await this.attempt(request, calledAt, deadline);
+    } catch (error) {
+      // Unreachable masters are retried while the wait lasts, like a busy lock.
+      if (request.wait === 0 || request.signal.aborted) throw error;
+    }
+    if (first && (first.acquired || request.wait === 0 || request.signal.aborted)) return first;
     await this.subscribe(request.signal);
     // Every retry starts after a random pause: contenders woken by the same release would otherwise
     // split the vote again and again.
     const retry = async () => {
       await sleepFor(Math.random() * this.o.retryJitter, request.signal);
-      return this.attempt(request, deadline);
+      return this.attempt(request, calledAt, deadline);
     };
     return pollAcquire(request, retry, { backend: this.name, notifier: this.notifier });
   }
@@ -92,7 +99,7 @@ export class RedlockBackend implements LockBackend {
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode] as const;
     });
-    const timeout = Math.min(this.o.timeout, ...locks.map((l) => this.validityBudget(l.ttl)));
+    const timeout = Math.min(...locks.map((l) => this.roundTimeout(l.ttl)));
     const n = this.clients.length;
     const q = this.quorum;
     // Per lock: decided once a majority extended it, or once so many masters refused or failed that no majority can.
@@ -113,7 +120,7 @@ export class RedlockBackend implements LockBackend {
 
   async release(lock: BackendLock): Promise<void> {
     const c = await this.withdraw(lock);
-    if (c.answered < this.quorum) throw this.unavailable('release', c, lock.key, this.o.timeout, ' (the rest expire by their ttl)');
+    if (c.answered < this.quorum) throw this.unavailable('release', c, lock.key, this.roundTimeout(lock.ttl), ' (the rest expire by their ttl)');
   }
 
   async close(): Promise<void> {
@@ -125,7 +132,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
-  private async attempt(request: BackendAcquireRequest, deadline: number): Promise<BackendAcquireResult> {
+  private async attempt(request: BackendAcquireRequest, calledAt: number, deadline: number): Promise<BackendAcquireResult> {
     if (this.duplicate) throw this.duplicate;
     const k = lockKeys(request.key);
     const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
@@ -135,18 +142,21 @@ export class RedlockBackend implements LockBackend {
     const startedAt = performance.now();
     // After the validity budget a grant is useless. The round is not cut when the caller gives up: a
     // cancelled waiter still learns the truth (busy or not) and withdraws what it got.
-    const timeout = Math.min(this.o.timeout, this.validityBudget(request.ttl), Math.max(ROUND_TAIL_MS, deadline + ROUND_TAIL_MS - startedAt));
+    const timeout = Math.min(this.roundTimeout(request.ttl), Math.max(ROUND_TAIL_MS, deadline + ROUND_TAIL_MS - startedAt));
     const outcomes = await gather(
       n,
       (m) => runScript(this.clients[m], ACQUIRE, 3, args),
+      // Early only when the answer is certain: a majority granted, or a majority said busy. Failures
+      // alone do not end the round, so "busy" and "unreachable" are told apart by real answers.
       (o) => {
         const c = tally(o, granted);
-        return c.yes >= q || c.no + c.failed > n - q;
+        return c.yes >= q || c.no > n - q;
       },
       timeout,
     );
     const elapsed = performance.now() - startedAt;
     const c = tally(outcomes, granted);
+    // Redlock's validity, ttl - elapsed - drift, is counted from now; the contract counts from the call of acquire().
     const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
     if (c.yes >= q && validity > 0) {
       let fencingToken = 0n;
@@ -156,7 +166,7 @@ export class RedlockBackend implements LockBackend {
           if (token > fencingToken) fencingToken = token;
         }
       }
-      return { acquired: true, fencingToken, validity };
+      return { acquired: true, fencingToken, validity: Math.floor(startedAt - calledAt) + validity };
     }
     // Not ours: withdraw from every master at once, including the silent ones (a late grant there
     // runs before our release on the same connection).
@@ -173,7 +183,9 @@ export class RedlockBackend implements LockBackend {
   private async withdraw(lock: BackendLock) {
     const k = lockKeys(lock.key);
     const args = [k.writer, k.readers, lock.owner, lock.mode, this.o.channel, lock.key];
-    const outcomes = await gather(this.clients.length, (m) => runScript(this.clients[m], RELEASE, 2, args), () => false, this.o.timeout);
+    // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
+    // minority must not make every release wait for the round timeout.
+    const outcomes = await gather(this.clients.length, (m) => runScript(this.clients[m], RELEASE, 2, args), (o) => tally(o, () => true).yes >= this.quorum, this.roundTimeout(lock.ttl));
     return tally(outcomes, () => true);
   }
 
@@ -196,6 +208,12 @@ export class RedlockBackend implements LockBackend {
     return Math.max(1, ttl - this.drift(ttl));
   }
 
+  /** How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small against the ttl), from 200 to 1000 ms. */
+  private roundTimeout(ttl: number): number {
+    const wanted = this.o.timeout ?? Math.min(1_000, Math.max(200, Math.round(ttl / 10)));
+    return Math.min(wanted, this.validityBudget(ttl));
+  }
+
   private checkRequest(request: BackendAcquireRequest): void {
     if (request.ttl < this.minTtl) {
       throw new InvalidLockOptionsError('ttl', request.ttl,
@@ -214,13 +232,18 @@ export class RedlockBackend implements LockBackend {
     if (!this.notifier || this.closed) return;
     const pending = this.clients.map((client, m) => {
       if (this.subscribed[m]) return this.subscribed[m];
-      const sub = client.duplicate();
+      // We resubscribe ourselves: ioredis' own resubscribe leaves a rejection unhandled when the
+      // connection closes mid-way (a master restarting while we shut down).
+      const sub = client.duplicate({ autoResubscribe: false });
       this.subscribers[m] = sub;
       sub.on('message', (channel, message) => {
         if (channel === this.o.channel) this.notifier?.notify(message);
       });
-      // After a reconnect, releases may have been missed: let every waiter re-attempt.
-      sub.on('ready', () => this.notifier?.notifyAll());
+      // After a reconnect, releases may have been missed: resubscribe, and let every waiter re-attempt.
+      sub.on('ready', () => {
+        if (this.subscribers[m] === sub) sub.subscribe(this.o.channel).catch(() => undefined);
+        this.notifier?.notifyAll();
+      });
       sub.on('error', () => undefined);
       const done = sub.subscribe(this.o.channel).then(() => undefined);
       this.subscribed[m] = done.catch(() => {
@@ -242,7 +265,7 @@ export class RedlockBackend implements LockBackend {
     const outcomes = await gather(this.clients.length, async (m) => {
       const info = this.clients[m].info;
       return typeof info === 'function' ? runIdOf(await info.call(this.clients[m], 'server')) : undefined;
-    }, () => false, this.o.timeout);
+    }, () => false, this.o.timeout ?? 1_000);
     const byId = new Map<string, number>();
     outcomes.forEach((o, m) => {
       if (!o?.ok || !o.value || this.duplicate) return;

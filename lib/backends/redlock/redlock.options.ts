@@ -12,7 +12,10 @@ export interface RedlockBackendOptions {
   driftFactor?: number;
   /** Fixed clock-drift margin in ms added to ttl x driftFactor. Default 2. */
   driftMargin?: number;
-  /** ms one round (acquire, renew, release) waits for the masters' answers; never longer than the ttl's validity. Default 1000. */
+  /**
+   * ms one round (acquire, renew, release) waits for silent masters before deciding on the answers it
+   * has; never longer than the ttl's validity. Default ttl/10, from 200 to 1000 ms.
+   */
   timeout?: number;
   /** Each retry of a waiting acquire starts after a random 0..retryJitter ms, so contenders woken together do not split the vote again. Default 25. */
   retryJitter?: number;
@@ -28,7 +31,7 @@ export interface ResolvedRedlockOptions {
   readonly clients: readonly RedlockClientLike[];
   readonly driftFactor: number;
   readonly driftMargin: number;
-  readonly timeout: number;
+  readonly timeout: number | undefined;
   readonly retryJitter: number;
   readonly channel: string;
   readonly notifications: boolean;
@@ -67,7 +70,7 @@ export function resolveRedlockOptions(options: RedlockBackendOptions): ResolvedR
     throw new InvalidLockOptionsError('driftFactor', driftFactor, 'a number from 0 to 0.1 (clock drift per ms of ttl; 0.01 is usual)');
   }
   const driftMargin = options.driftMargin === undefined ? 2 : checkDuration('driftMargin', options.driftMargin, 0);
-  const timeout = options.timeout === undefined ? 1_000 : checkDuration('timeout', options.timeout, 1);
+  const timeout = options.timeout === undefined ? undefined : checkDuration('timeout', options.timeout, 1);
   const retryJitter = options.retryJitter === undefined ? 25 : checkDuration('retryJitter', options.retryJitter, 0);
   const channel = options.channel ?? 'nestjs-distributed-lock:released';
   if (typeof channel !== 'string' || channel.length === 0) throw new InvalidLockOptionsError('channel', channel, 'a non-empty string');

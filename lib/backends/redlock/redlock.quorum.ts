@@ -14,7 +14,7 @@ export interface RedlockClientLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   pipeline(): { evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown; exec(): Promise<[Error | null, unknown][] | null> };
-  duplicate(): RedlockSubscriberLike;
+  duplicate(override?: { autoResubscribe?: boolean }): RedlockSubscriberLike;
   info?(section: string): Promise<string>;
   readonly isCluster?: boolean;
   readonly options?: { readonly host?: string; readonly port?: number; readonly path?: string; readonly sentinels?: unknown };
