@@ -37,10 +37,11 @@ export async function pollAcquire(
     let busy: BackendAcquireResult | undefined;
     let failure: unknown;
     try {
+      const sentAt = performance.now();
       busy = await attempt();
       if (busy.acquired) {
         listener?.dispose();
-        return busy;
+        return { sentAt, ...busy };
       }
     } catch (error) {
       failure = error;

@@ -169,7 +169,9 @@ export class LockEngine {
         await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch(() => undefined);
         throw o.signal.reason;
       }
-      lease = new LockLease(key, fullKey, owner, o.mode, o.ttl, result.fencingToken, backend, o.backend, startedAt,
+      // Validity counts from when the granting request was sent, never from the start of the wait.
+      const grantedAt = result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
+      lease = new LockLease(key, fullKey, owner, o.mode, o.ttl, result.fencingToken, backend, o.backend, grantedAt,
         Math.min(result.validity ?? Infinity, safeValidity(o.ttl)), o.maxHold, (l) => this.forget(l));
       this.held.add(lease);
       this.watchdogs.get(o.backend)?.add(lease);

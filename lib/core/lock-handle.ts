@@ -39,11 +39,13 @@ export class LockHandle {
 
   /** Aborted with a LockLostError reason when the lock is lost. Not aborted by a normal release. */
   get signal(): AbortSignal {
+    this.lease.checkExpiry();
     return this.lease.signal;
   }
 
   /** true while this handle holds the lock (not released, not lost). */
   get held(): boolean {
+    this.lease.checkExpiry();
     return !this.released && this.lease.state === 'held';
   }
 
@@ -54,6 +56,7 @@ export class LockHandle {
 
   /** Throws the LockLostError if the lock was lost: call it before a write the lock protects. */
   throwIfLost(): void {
+    this.lease.checkExpiry();
     if (this.lease.state === 'lost') throw this.lease.lostError as LockLostError;
   }
 

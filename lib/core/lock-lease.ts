@@ -55,6 +55,17 @@ export class LockLease implements BackendLock {
     this.nextRenewAt = startedAt + ttl / 3;
   }
 
+  /**
+   * Declares the lease lost if its validity has ended, synchronously. Handles call it on every read,
+   * so a holder that resumes after a pause (SIGSTOP, a long GC) sees the loss before its code can
+   * write, even if the watchdog's timer has not fired yet.
+   */
+  checkExpiry(now = performance.now()): void {
+    if (this.state === 'held' && this.validUntil <= now) {
+      this.lose('its validity ended without a confirmed renewal (the process was paused or the backend was slow)');
+    }
+  }
+
   /** Lost: abort the signal with LockLostError. Idempotent; a released lease cannot be lost. */
   lose(reason: string, cause?: unknown): void {
     if (this.state !== 'held') return;

@@ -52,8 +52,14 @@ export type BackendAcquireResult =
   | {
       readonly acquired: true;
       readonly fencingToken: bigint;
-      /** ms from the start of the acquire for which the grant is valid, when less than ttl (Redlock). */
+      /** ms from `sentAt` for which the grant is valid, when less than ttl (Redlock). */
       readonly validity?: number;
+      /**
+       * performance.now() when the request that granted the lock was sent; the engine dates the
+       * grant's validity from it. pollAcquire sets it. Default: the start of the acquire call for
+       * TTL backends (safe: never later than the grant), the moment of the answer for session-based ones.
+       */
+      readonly sentAt?: number;
     }
   | {
       readonly acquired: false;
