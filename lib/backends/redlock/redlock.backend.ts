@@ -71,6 +71,9 @@ export class RedlockBackend implements LockBackend {
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     this.checkRequest(request);
+    // Once per backend: the run_id check (one INFO per master, bounded by the round timeout) must
+    // finish before the first grant, or two clients of one server could form a false majority.
+    await this.distinct;
     // The core aborts request.signal at this moment; a round still running then must end (classified)
     // before the core's short grace runs out, so no round outlives the deadline by more than ROUND_TAIL_MS.
     const calledAt = performance.now();
@@ -156,7 +159,7 @@ export class RedlockBackend implements LockBackend {
     );
     const elapsed = performance.now() - startedAt;
     const c = tally(outcomes, granted);
-    // Redlock's validity, ttl - elapsed - drift, is counted from now; the contract counts from the call of acquire().
+    // Redlock's validity, ttl - elapsed - drift, is counted from now.
     const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
     if (c.yes >= q && validity > 0) {
       let fencingToken = 0n;
@@ -166,7 +169,8 @@ export class RedlockBackend implements LockBackend {
           if (token > fencingToken) fencingToken = token;
         }
       }
-      return { acquired: true, fencingToken, validity: Math.floor(startedAt - calledAt) + validity };
+      // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl - elapsed - drift).
+      return { acquired: true, fencingToken, validity: Math.floor(elapsed) + validity, sentAt: startedAt };
     }
     // Not ours: withdraw from every master at once, including the silent ones (a late grant there
     // runs before our release on the same connection).
