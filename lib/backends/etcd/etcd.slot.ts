@@ -1,8 +1,9 @@
 import { sleepFor } from '../../core/acquire-loop';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import type { BackendAcquireRequest, BackendAcquireResult, LockMode } from '../../interfaces/lock-backend.interface';
+import type { BackendAcquireRequest, BackendAcquireResult } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike } from './etcd.client';
 import { createContender, deleteContender, findBlocker, writerQueuedAfter, type Contender } from './etcd.ops';
+import { Incarnation, Waiter } from './etcd.incarnation';
 import type { EtcdSession } from './etcd.session';
 import { waitForDelete } from './etcd.watch';
 
@@ -24,46 +25,6 @@ export interface SlotContext {
   session(key?: string): Promise<EtcdSession>;
   /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
   idle(slot: LockSlot): void;
-}
-
-class Waiter {
-  /** Give up at the next answer from etcd: wait 0, or its signal aborted before any answer came. */
-  givingUp: boolean;
-  settled = false;
-  /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
-  seen = 0;
-  constructor(
-    readonly request: BackendAcquireRequest,
-    private readonly done: (result: BackendAcquireResult) => void,
-    private readonly failed: (error: unknown) => void,
-  ) {
-    this.givingUp = request.wait === 0;
-  }
-  get mode(): LockMode {
-    return this.request.mode;
-  }
-  settle(result: BackendAcquireResult): void {
-    if (!this.settled) (this.settled = true), this.done(result);
-  }
-  fail(error: unknown): void {
-    if (!this.settled) (this.settled = true), this.failed(error);
-  }
-}
-
-class Incarnation {
-  state: 'waiting' | 'held' | 'ended' = 'waiting';
-  session: EtcdSession | undefined;
-  key: Buffer | undefined;
-  rev: bigint | undefined;
-  readonly waiters = new Set<Waiter>();
-  readonly holders = new Map<string, BackendAcquireRequest['onLost']>();
-  answers = 0;
-  failure: unknown;
-  wake = new AbortController();
-  /** Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is left behind. */
-  readonly leaving: (() => void)[] = [];
-  unsubscribe: () => void = () => undefined;
-  constructor(readonly mode: LockMode) {}
 }
 
 export class LockSlot {

@@ -1,0 +1,47 @@
+import type { BackendAcquireRequest, BackendAcquireResult, LockMode } from '../../interfaces/lock-backend.interface';
+import type { EtcdSession } from './etcd.session';
+
+/**
+ * The records LockSlot keeps: a Waiter is one acquire call of this process; an Incarnation is one
+ * life of our contender key for a NAME (created, queued on etcd, held, deleted), shared by the
+ * waiters that ride it and then by its holders.
+ */
+export class Waiter {
+  /** Give up at the next answer from etcd: wait 0, or its signal aborted before any answer came. */
+  givingUp: boolean;
+  settled = false;
+  /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
+  seen = 0;
+  constructor(
+    readonly request: BackendAcquireRequest,
+    private readonly done: (result: BackendAcquireResult) => void,
+    private readonly failed: (error: unknown) => void,
+  ) {
+    this.givingUp = request.wait === 0;
+  }
+  get mode(): LockMode {
+    return this.request.mode;
+  }
+  settle(result: BackendAcquireResult): void {
+    if (!this.settled) (this.settled = true), this.done(result);
+  }
+  fail(error: unknown): void {
+    if (!this.settled) (this.settled = true), this.failed(error);
+  }
+}
+
+export class Incarnation {
+  state: 'waiting' | 'held' | 'ended' = 'waiting';
+  session: EtcdSession | undefined;
+  key: Buffer | undefined;
+  rev: bigint | undefined;
+  readonly waiters = new Set<Waiter>();
+  readonly holders = new Map<string, BackendAcquireRequest['onLost']>();
+  answers = 0;
+  failure: unknown;
+  wake = new AbortController();
+  /** Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is left behind. */
+  readonly leaving: (() => void)[] = [];
+  unsubscribe: () => void = () => undefined;
+  constructor(readonly mode: LockMode) {}
+}
