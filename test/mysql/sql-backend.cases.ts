@@ -105,7 +105,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
     it('a SIGKILLed holder process: its lock frees after its ttl, is taken over, and the next fence is larger', async () => {
       const { engine: e } = engine();
       const k = key('killed');
-      const ttl = 600;
+      const ttl = 1_000;
       const { child, fence } = await holderProcess(k, ttl);
       // Alive, the child's watchdog keeps the lock past several ttls.
       await new Promise((r) => setTimeout(r, ttl * 2)); // time itself is under test
@@ -218,10 +218,10 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
         },
       }));
       const keys = Array.from({ length: 20 }, (_, i) => key(`batch${i}`));
-      const handles = await Promise.all(keys.map((k) => e.acquire(k, { ttl: 600 })));
+      const handles = await Promise.all(keys.map((k) => e.acquire(k, { ttl: 1_500 })));
       // Directly: 20 locks, one statement (MySQL sets the isolation level for it first).
       const other = f.create(); // its own log: the engine's watchdog may renew meanwhile
-      const locks = () => handles.map((h) => ({ key: h.key, owner: h.owner, mode: h.mode, ttl: 600 }));
+      const locks = () => handles.map((h) => ({ key: h.key, owner: h.owner, mode: h.mode, ttl: 1_500 }));
       await other.backend.renew(locks()); // the first call also checks the schema
       other.log.length = 0;
       expect(await other.backend.renew(locks())).toEqual(handles.map(() => true));
@@ -231,7 +231,8 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       // Through the watchdog: every tick's renew(batch) is exactly one statement.
       const from = log.length;
       const callsBefore = renewCalls;
-      await eventually(() => renewCalls - callsBefore >= 3, 10_000);
+      await eventually(() => renewCalls - callsBefore >= 3, 20_000);
+      expect(handles.every((h) => h.held)).toBe(true);
       await Promise.all(handles.map((h) => h.release()));
       // Once calls in flight have sent theirs, statements and calls match one to one (two per call never would).
       const renewals = () => log.slice(from).filter((s) => f.isRenew(s));
@@ -269,8 +270,9 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       await long.release();
       await expect(e.acquire('x'.repeat(513))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key', message: expect.stringContaining('at most 512') });
       const signal = new AbortController().signal;
-      expect(() => backend.acquire({ key: 'y'.repeat(600), owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 1_000, wait: 0, signal, onLost: () => undefined }))
-        .toThrow(InvalidLockOptionsError);
+      const direct = (k: string) => backend.acquire({ key: k, owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 1_000, wait: 0, signal, onLost: () => undefined });
+      await expect(direct('y'.repeat(600))).rejects.toThrow(InvalidLockOptionsError);
+      await expect(direct('y'.repeat(600))).rejects.toThrow(/at most 512/);
     });
 
     it('quotes, backslashes, emoji and SQL fragments are bound as values: distinct locks, stored verbatim, the table survives', async () => {
@@ -286,12 +288,15 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       for (const v of variants) expect(await f.residue(v)).toBe(0);
     });
 
-    it('NUL and other control characters in keys are rejected, nothing is locked', async () => {
+    it('NUL, control characters and lone surrogates in keys are rejected, nothing is locked', async () => {
       const { engine: e } = engine();
-      for (const bad of ['a\u0000b', 'a\nb', 'a\u001fb']) {
+      // A lone surrogate has no UTF-8 form: sent as U+FFFD, '\uD800' and '\uDBFF' would be one lock.
+      for (const bad of ['a\u0000b', 'a\nb', 'a\u001fb', 'a\uD800', 'a\uDBFFb', '\uDC00']) {
         await expect(e.acquire(bad)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key' });
       }
       expect(e.heldCount).toBe(0);
+      const pair = await e.acquire(`${key('pair')}\uD83D\uDE00`, { wait: 0 }); // a proper pair (an emoji) is fine
+      await pair.release();
     });
 
     it('options are checked: table must be a plain identifier, unknown options and wrong types fail clearly', () => {

@@ -13,6 +13,8 @@ function logged(pool: Pool, log: LoggedStatement[]): PgPoolLike {
       return {
         query: (sql: string, values?: unknown[]) => (log.push({ sql, values }), client.query(sql, values)),
         release: (destroy?: boolean | Error) => client.release(destroy),
+        on: (event: 'error', listener: (error: Error) => void) => client.on(event, listener),
+        removeListener: (event: 'error', listener: (error: Error) => void) => client.removeListener(event, listener),
       };
     },
     Client: real.Client,

@@ -1,5 +1,4 @@
 import { pollAcquire } from '../../core/acquire-loop';
-import { checkLockKey } from '../../core/lock-key';
 import { checkDuration } from '../../core/lock-options';
 import { ReleaseNotifier } from '../../core/release-notifier';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
@@ -13,7 +12,7 @@ import type {
 } from '../../interfaces/lock-backend.interface';
 import { LocalWaitQueue } from './local-wait.queue';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
-import { checkBoolean, checkKnownOptions, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
+import { checkBoolean, checkKnownOptions, checkSqlKey, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
@@ -35,7 +34,7 @@ type MySqlResult = [unknown, unknown];
 /** The part of a mysql2/promise pool connection this backend uses. */
 export interface MySqlConnectionLike {
   query(sql: string): Promise<MySqlResult>;
-  execute(sql: string, values: (string | number)[]): Promise<MySqlResult>;
+  execute(sql: string, values: (string | number | Buffer)[]): Promise<MySqlResult>;
   release(): void;
   destroy(): void;
 }
@@ -52,7 +51,7 @@ export interface MySqlLockBackendOptions {
   table?: string;
   /** Create the tables if missing (default true). false: a DBA creates them (see mysqlDdl()). */
   createTable?: boolean;
-  /** Longest pause between two polls of a waiter, in ms (default 250). */
+  /** Longest pause between two polls of a waiter, in ms (default 100): bounds the handoff delay to another process. */
   maxPollDelay?: number;
 }
 
@@ -82,13 +81,13 @@ export class MySqlLockBackend implements LockBackend {
     this.pool = options.client;
     this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
     this.createTable = checkBoolean('createTable', options.createTable, true);
-    this.maxPollDelay = options.maxPollDelay === undefined ? 250 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
+    this.maxPollDelay = options.maxPollDelay === undefined ? 100 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = mysqlStatements(this.table);
   }
 
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    checkLockKey(request.key, this.capabilities.maxKeyLength);
-    const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    checkSqlKey(request.key, this.capabilities.maxKeyLength);
+    const attempt = () => this.waiters.attempt(() => this.attempt(bytes(request.key), request.owner, request.mode, request.ttl));
     return this.waiters.run(request, () =>
       pollAcquire(request, attempt, {
         backend: this.name,
@@ -103,26 +102,32 @@ export class MySqlLockBackend implements LockBackend {
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
-    return this.withConnection(async (conn) => {
+    // Sorted in primary-key order, the order an acquire locks a key's rows in: no lock-order deadlocks.
+    const sorted = locks.map((lock, at) => ({ lock, at, key: bytes(lock.key) })).sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
+    const results = await this.withConnection(async (conn) => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      const [header] = await conn.execute(this.sql.renew(locks.length), locks.flatMap((l) => [l.key, l.owner, l.ttl * 1000]));
+      const [header] = await conn.execute(this.sql.renew(sorted.length), sorted.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]));
       // Every matched row is ours and was live. All matched (the usual case): done in one statement.
-      if (affected(header) === locks.length) return locks.map(() => true);
+      if (affected(header) === sorted.length) return sorted.map(() => true);
       // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
       // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
-      const [rows] = await conn.execute(this.sql.alive(locks.length), locks.flatMap((l) => [l.key, l.owner]));
-      const live = new Set((rows as { lock_key: Buffer | string; owner: string }[]).map((r) => `${r.owner}:${text(r.lock_key)}`));
-      return locks.map((l) => live.has(`${l.owner}:${l.key}`));
+      const [rows] = await conn.execute(this.sql.alive(sorted.length), sorted.flatMap((l) => [l.key, l.lock.owner]));
+      const live = new Set((rows as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${Buffer.from(r.lock_key).toString('hex')}`));
+      return sorted.map((l) => live.has(`${l.lock.owner}:${l.key.toString('hex')}`));
     });
+    const answers = new Array<boolean>(locks.length);
+    sorted.forEach((l, i) => (answers[l.at] = results[i]));
+    return answers;
   }
 
   async release(lock: BackendLock): Promise<void> {
     const released = await this.withConnection(async (conn) => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      const [header] = await conn.execute(this.sql.release, [lock.key, lock.owner]);
+      const key = bytes(lock.key);
+      const [header] = await conn.execute(this.sql.release, [key, lock.owner]);
       if (affected(header) === 0) return false;
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      await conn.execute(this.sql.dropKey, [lock.key, lock.key]);
+      await conn.execute(this.sql.dropKey, [key, key]);
       return true;
     });
     if (released) this.notifier.notify(lock.key);
@@ -133,7 +138,7 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
-  private attempt(key: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
+  private attempt(key: Buffer, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
     return this.withConnection(async (conn) => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
@@ -198,6 +203,10 @@ function affected(header: unknown): number {
   return Number((header as { affectedRows?: number }).affectedRows ?? 0);
 }
 
-function text(value: Buffer | string): string {
-  return typeof value === 'string' ? value : value.toString('utf8');
+/**
+ * Keys travel as their UTF-8 bytes (a binary parameter into a VARBINARY column): no connection
+ * character set can transcode them, so two different keys can never arrive as the same bytes.
+ */
+function bytes(key: string): Buffer {
+  return Buffer.from(key, 'utf8');
 }

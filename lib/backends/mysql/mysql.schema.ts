@@ -49,7 +49,7 @@ export function mysqlStatements(table: string): MySqlStatements {
     // never across a wait), acquires of other keys do not.
     lockKey: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
     // Locks every holder row of the key (so no renewal can slip in) and reads each one's time left.
-    holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us FROM ${t} WHERE lock_key = ? FOR UPDATE`,
+    holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us FROM ${t} WHERE lock_key = ? ORDER BY owner FOR UPDATE`,
     purge: `DELETE FROM ${t} WHERE lock_key = ? AND expires_at <= UTC_TIMESTAMP(3)`,
     // LAST_INSERT_ID(expr) hands the new value back in the OK packet (insertId): one round trip.
     // The row stays locked until COMMIT, so grants of one key get strictly growing tokens.

@@ -1,3 +1,4 @@
+import { checkLockKey } from '../../core/lock-key';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LockMode } from '../../interfaces/lock-backend.interface';
 
@@ -66,4 +67,16 @@ export function toBigInt(value: unknown): bigint {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
   if (typeof value === 'string' && /^\d+$/.test(value)) return BigInt(value);
   throw new Error(`expected an integer fencing token from the database, got ${String(value)}`);
+}
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The core's key checks, plus well-formed Unicode: a lone UTF-16 surrogate has no UTF-8 form and
+ * would be sent as U+FFFD, so '\uD800' and '\uD801' would become the same lock.
+ */
+export function checkSqlKey(key: string, maxLength: number): string {
+  checkLockKey(key, maxLength);
+  if (LONE_SURROGATE.test(key)) throw new InvalidLockOptionsError('key', key, 'well-formed Unicode (no lone UTF-16 surrogates)');
+  return key;
 }

@@ -1,5 +1,4 @@
 import { pollAcquire, sleepFor } from '../../core/acquire-loop';
-import { checkLockKey } from '../../core/lock-key';
 import { checkDuration } from '../../core/lock-options';
 import { ReleaseNotifier } from '../../core/release-notifier';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
@@ -12,7 +11,7 @@ import type {
   LockMode,
 } from '../../interfaces/lock-backend.interface';
 import { LocalWaitQueue } from '../mysql/local-wait.queue';
-import { checkBoolean, checkKnownOptions, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
+import { checkBoolean, checkKnownOptions, checkSqlKey, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
 import { PgReleaseListener, type PgListenClientLike, type PgListenConnector } from './postgres.listener';
 import { advisoryClass, postgresStatements, type PostgresStatements } from './postgres.schema';
 
@@ -40,6 +39,8 @@ export interface PgQueryResultLike {
 export interface PgPoolClientLike {
   query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
   release(destroy?: boolean | Error): void;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN connection). */
@@ -100,8 +101,8 @@ export class PostgresLockBackend implements LockBackend {
     }
   }
 
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    checkLockKey(request.key, this.capabilities.maxKeyLength);
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    checkSqlKey(request.key, this.capabilities.maxKeyLength);
     const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
     const poll = () =>
       pollAcquire(request, attempt, {
@@ -163,12 +164,25 @@ export class PostgresLockBackend implements LockBackend {
   /** Runs `work` on one pooled client, returned right after; a client whose query failed is destroyed, not pooled. */
   private async run<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
     await this.ensureSchema();
+    return this.checkout(work);
+  }
+
+  /**
+   * While a client is checked out, pg emits a dropped connection as an 'error' event on it (the
+   * pool listens only to idle clients): without a listener that would crash the process. The
+   * failing query rejects as well, which is what we act on.
+   */
+  private async checkout<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const ignore = () => undefined;
+    client.on('error', ignore);
     try {
       const result = await work(client);
+      client.removeListener('error', ignore);
       client.release();
       return result;
     } catch (error) {
+      client.removeListener('error', ignore);
       client.release(true);
       throw error;
     }
@@ -176,20 +190,13 @@ export class PostgresLockBackend implements LockBackend {
 
   private ensureSchema(): Promise<void> {
     if (!this.createTable) return Promise.resolve();
-    this.schema ??= (async () => {
-      const client = await this.pool.connect();
-      try {
-        // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: serialize them.
-        await client.query('BEGIN');
-        await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.classId]);
-        for (const statement of this.sql.ddl) await client.query(statement);
-        await client.query('COMMIT');
-        client.release();
-      } catch (error) {
-        client.release(true);
-        throw error;
-      }
-    })().catch((error: unknown) => {
+    this.schema ??= this.checkout(async (client) => {
+      // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: serialize them.
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.classId]);
+      for (const statement of this.sql.ddl) await client.query(statement);
+      await client.query('COMMIT');
+    }).catch((error: unknown) => {
       this.schema = undefined; // retry on the next call (e.g. the server was down)
       throw error;
     });
