@@ -5,6 +5,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * target; tests put one in front of every server a process talks to and then:
  * - blackhole(): hold every byte in both directions, on open and on new connections, until heal(),
  *   like a network partition (TCP would retransmit; nothing is lost, it arrives late or never).
+ *   Held bytes wait in the proxy's memory (fine for lock traffic), so `held` can be observed.
  * - delay: add ms of latency to every chunk, both directions (order preserved).
  * - resetAll(): destroy every connection at once, like a partition long enough for TCP to give up.
  * Bytes are held, never dropped: dropping bytes from the middle of a live stream is not something a
@@ -50,22 +51,25 @@ export class TcpProxy {
     return this.holding;
   }
 
-  /** Open connections (client side). */
+  /** Open proxied connections. */
   get connections(): number {
-    return [...this.sockets].length / 2;
+    return this.directions.size / 2;
+  }
+
+  /** Bytes read from one side and not yet delivered to the other. */
+  get held(): number {
+    let n = 0;
+    for (const d of this.directions) for (const q of d.queue) n += q.chunk?.length ?? 0;
+    return n;
   }
 
   blackhole(): void {
     this.holding = true;
-    for (const d of this.directions) d.from.pause();
   }
 
   heal(): void {
     this.holding = false;
-    for (const d of this.directions) {
-      d.from.resume();
-      this.flush(d);
-    }
+    for (const d of this.directions) this.flush(d);
   }
 
   resetAll(): void {
@@ -104,7 +108,6 @@ export class TcpProxy {
   private direction(from: Socket, to: Socket): Direction {
     const d: Direction = { from, to, queue: [], timer: undefined };
     this.directions.add(d);
-    if (this.holding) from.pause();
     from.on('data', (chunk: Buffer) => {
       d.queue.push({ chunk, due: Date.now() + this.delay });
       this.flush(d);

@@ -20,7 +20,7 @@ async function main(): Promise<number> {
   const report = await runTorture(options, (line) => console.log(line));
   console.log(formatSummary(report));
   if (!report.result.safe) return 1;
-  return report.result.live ? 0 : 2;
+  return report.result.live && report.crashes.length === 0 ? 0 : 2;
 }
 
 main().then(

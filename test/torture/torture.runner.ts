@@ -21,19 +21,43 @@ export interface TortureReport {
   dir: string;
   startedAt: string;
   elapsedMs: number;
+  /** Where the time outside the run itself went (ms). */
+  timings: { buildMs: number; serversMs: number; workersMs: number; stopMs: number };
   faults: Record<Fault, number>;
   notes: string[];
   nemesis: NemesisEvent[];
   workers: { slot: number; role: Role; via: Via; incarnations: number }[];
+  /** Workers that died on their own (unhandled errors...), each restarted. */
+  crashes: WorkerCrash[];
   result: CheckResult;
 }
 
 const VIAS: Via[] = ['withLock', 'acquire', 'locked'];
 
+/** A worker process that exited on its own (not killed by the nemesis or the final stop). */
+export interface WorkerCrash {
+  slot: number;
+  inc: number;
+  t: number;
+  exit: string;
+  log: string;
+}
+
 class Slot implements NemesisWorker {
   child: ChildProcess | undefined;
   inc = 0;
-  constructor(readonly slot: number, readonly role: Role, readonly via: Via, readonly proxies: TcpProxy[], private readonly spawn: (s: Slot) => Promise<ChildProcess>) {}
+  private stopping = false;
+  private readonly expected = new WeakSet<ChildProcess>();
+
+  constructor(
+    readonly slot: number,
+    readonly role: Role,
+    readonly via: Via,
+    readonly proxies: TcpProxy[],
+    private readonly spawn: (s: Slot) => Promise<ChildProcess>,
+    private readonly onCrash: (crash: WorkerCrash) => void,
+    private readonly logOf: (slot: number, inc: number) => string,
+  ) {}
 
   signal(sig: NodeJS.Signals): void {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) this.child.kill(sig);
@@ -41,12 +65,21 @@ class Slot implements NemesisWorker {
 
   async start(): Promise<void> {
     this.inc++;
-    this.child = await this.spawn(this);
+    const child = await this.spawn(this);
+    this.child = child;
+    const inc = this.inc;
+    child.once('exit', (code, sig) => {
+      if (this.expected.has(child)) return;
+      // A crash is a finding (reported), and the run goes on: a supervisor would restart the app.
+      this.onCrash({ slot: this.slot, inc, t: now(), exit: String(code ?? sig), log: tail(this.logOf(this.slot, inc)) });
+      if (!this.stopping && this.child === child) this.start().catch(() => undefined);
+    });
   }
 
   async replace(): Promise<void> {
     const old = this.child;
     if (old && old.exitCode === null && old.signalCode === null) {
+      this.expected.add(old);
       const exited = new Promise((r) => old.once('exit', r));
       old.kill('SIGKILL');
       await exited;
@@ -56,14 +89,24 @@ class Slot implements NemesisWorker {
 
   /** SIGTERM: the worker finishes its operation, releases and exits; SIGKILL if it does not. */
   async stop(): Promise<void> {
+    this.stopping = true;
     const c = this.child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    this.expected.add(c);
     const exited = new Promise((r) => c.once('exit', r));
     c.kill('SIGCONT');
     c.kill('SIGTERM');
     const t = setTimeout(() => c.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(t);
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(0, 12).join('\n');
+  } catch {
+    return '';
   }
 }
 
@@ -74,12 +117,17 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
   const startedAt = new Date().toISOString();
   const t0 = now();
   const notes: string[] = [];
+  const timings = { buildMs: 0, serversMs: 0, workersMs: 0, stopMs: 0 };
   let servers: RunningServers | undefined;
   const store = new FencedStore();
   const slots: Slot[] = [];
+  const crashes: WorkerCrash[] = [];
+  const logOf = (slot: number, inc: number) => join(dir, `worker-${slot}-${inc}.log`);
   try {
     const build = buildWorkers();
+    timings.buildMs = Math.round(now() - t0);
     servers = await def.start(dir, build);
+    timings.serversMs = Math.round(now() - t0) - timings.buildMs;
     if (options.faults.includes('restart') && servers.restartable.length === 0) notes.push(`restart skipped: ${servers.restartNote}`);
     const storePort = await freePort();
     await store.listen(storePort);
@@ -92,9 +140,11 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     for (let i = 0; i < options.workers; i++) {
       const proxies = await Promise.all(servers.ports.map((port) => TcpProxy.start({ port })));
       const role: Role = options.mode === 'shared' && i % 2 === 1 ? 'reader' : 'writer';
-      slots.push(new Slot(i, role, VIAS[i % VIAS.length], proxies, spawn));
+      slots.push(new Slot(i, role, VIAS[i % VIAS.length], proxies, spawn, (c) => crashes.push(c), logOf));
     }
+    const spawnAt = now();
     await Promise.all(slots.map((s) => s.start()));
+    timings.workersMs = Math.round(now() - spawnAt);
     log(`torture ${options.backend}: ${options.workers} workers ready in ${Math.round(now() - t0)} ms, seed ${options.seed}, faults ${options.faults.join(',') || 'none'}`);
 
     const runStart = now();
@@ -111,7 +161,9 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     log(`nemesis done: ${JSON.stringify(nemesis.counts)}; quiet for liveness`);
     // The quiet tail: long enough for every worker to show progress within 2 x ttl + wait.
     await new Promise((r) => setTimeout(r, Math.max(runStart + options.durationMs - now(), 2 * options.ttl + options.wait + 500)));
+    const stopAt = now();
     await Promise.all(slots.map((s) => s.stop()));
+    timings.stopMs = Math.round(now() - stopAt);
 
     const histories = readdirSync(dir).filter((f) => f.startsWith('history-')).map((f) => readHistory(join(dir, f)));
     const result = checkHistories({
@@ -121,8 +173,8 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     });
     writeFileSync(join(dir, 'store.jsonl'), store.records.map((r) => JSON.stringify(r)).join('\n'));
     const report: TortureReport = {
-      options, dir, startedAt, elapsedMs: Math.round(now() - t0), faults: nemesis.counts, notes, nemesis: nemesis.events,
-      workers: slots.map((s) => ({ slot: s.slot, role: s.role, via: s.via, incarnations: s.inc })), result,
+      options, dir, startedAt, elapsedMs: Math.round(now() - t0), timings, faults: nemesis.counts, notes, nemesis: nemesis.events,
+      workers: slots.map((s) => ({ slot: s.slot, role: s.role, via: s.via, incarnations: s.inc })), crashes, result,
     };
     writeFileSync(options.report ?? join(dir, 'report.json'), JSON.stringify(report, null, 2));
     return report;
@@ -136,7 +188,7 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
 
 /** Removes a passing run's directory (histories and logs are kept when a run fails). */
 export function cleanUp(report: TortureReport): void {
-  if (report.result.safe && report.result.live) removeDir(report.dir);
+  if (report.result.safe && report.result.live && report.crashes.length === 0) removeDir(report.dir);
 }
 
 function readHistory(file: string): HistoryEvent[] {

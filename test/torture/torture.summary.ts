@@ -7,6 +7,7 @@ export function formatSummary(report: TortureReport): string {
   const verdict = (n: number) => (n === 0 ? 'ok' : 'VIOLATION');
   const lines = [
     `== torture ${o.backend} (${o.mode}) seed ${o.seed}: ${o.workers} workers, ${Math.round(report.elapsedMs / 1000)} s, ttl ${o.ttl} ms, wait ${o.wait} ms`,
+    `set-up            build ${report.timings.buildMs} ms, servers ${report.timings.serversMs} ms, ${o.workers} workers ${report.timings.workersMs} ms, stop ${report.timings.stopMs} ms`,
     `faults injected    ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...report.notes.map((n) => `note               ${n}`),
     `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted, failed: ${failed}`,
@@ -18,9 +19,14 @@ export function formatSummary(report: TortureReport): string {
     `tokens backwards   ${r.tokensBackwards}  ${r.tokensBackwards === 0 ? 'ok' : o.backend === 'redlock' ? '(best-effort fencing: reported, not a violation)' : 'VIOLATION'}`,
     `writes after lost  ${r.writesAfterLost}  ${verdict(r.writesAfterLost)}`,
     `liveness           ${r.stuckWorkers.length === 0 ? 'every worker progressed' : `stuck workers: ${r.stuckWorkers.join(', ')}`} after the heal; ${r.acceptedWritesAfterHeal} writes accepted after it  ${r.live ? 'ok' : 'VIOLATION'}`,
+    `worker crashes     ${report.crashes.length}${report.crashes.length ? `  (first: worker ${report.crashes[0].slot}, exit ${report.crashes[0].exit}: ${firstError(report.crashes[0].log)})` : ''}`,
     `without fencing    ${r.unfenced.lostUpdates} of ${r.unfenced.writeAttempts} updates would have been lost (${r.unfenced.overlappingSections} overlapping sections)`,
     ...r.findings.slice(0, 8).map((f) => `  ! ${f}`),
-    `verdict            ${r.safe ? 'SAFE' : 'UNSAFE'}, ${r.live ? 'LIVE' : 'NOT LIVE'}; report ${o.report ?? `${report.dir}/report.json`}`,
+    `verdict            ${r.safe ? 'SAFE' : 'UNSAFE'}, ${r.live && report.crashes.length === 0 ? 'LIVE' : 'NOT LIVE'}; report ${o.report ?? `${report.dir}/report.json`}`,
   ];
   return lines.join('\n');
+}
+
+function firstError(log: string): string {
+  return log.split('\n').find((l) => /Error|error/.test(l))?.trim().slice(0, 120) ?? 'see its log';
 }
