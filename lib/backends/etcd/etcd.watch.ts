@@ -23,7 +23,9 @@ export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision:
       done = true;
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
-      watcher?.cancel().catch(() => undefined);
+      // Detaching never blocks us: if the stream is down it completes when the stream comes back.
+      const w = watcher;
+      if (w) Promise.resolve().then(() => w.cancel()).catch(() => undefined);
       resolve(result);
     };
     const onStop = () => finish({ outcome: 'stopped' });
