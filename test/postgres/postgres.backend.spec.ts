@@ -1,6 +1,7 @@
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { PostgresLockBackend, type PgPoolLike, type PostgresLockBackendOptions } from '../../lib/backends/postgres';
-import { postgresStatements } from '../../lib/backends/postgres/postgres.schema';
+import { advisoryClass, postgresStatements } from '../../lib/backends/postgres/postgres.schema';
+import { LockEngine } from '../../lib/core/lock-engine';
 import { describeSqlBackend, type LoggedStatement } from '../mysql/sql-backend.cases';
 import { PostgresServer } from '../support/postgres-server';
 
@@ -60,4 +61,41 @@ describeSqlBackend('postgres 15', async () => {
     },
     destroy: () => server.destroy(),
   };
+});
+
+describe('postgres 15: a client frozen inside its acquire transaction', () => {
+  let server: PostgresServer;
+  let pool: Pool;
+  beforeAll(async () => {
+    server = await PostgresServer.start();
+    pool = new Pool({ ...server.connection, max: 4 });
+    pool.on('error', () => undefined);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await server?.destroy();
+  });
+
+  it('cannot block a key for long: the server ends its session and the key is acquirable again', async () => {
+    const engine = new LockEngine({ backend: new PostgresLockBackend({ client: pool }), keyPrefix: '' });
+    try {
+      const k = 'frozen-mid-transaction';
+      const warm = await engine.acquire(k); // creates the table; then frees the key
+      await warm.release();
+      // A second "process" starts its acquire exactly as the backend does, then freezes holding the key's mutex.
+      const sql = postgresStatements('distributed_locks');
+      const frozen = new Client(server.connection);
+      frozen.on('error', () => undefined);
+      await frozen.connect();
+      await frozen.query(sql.begin);
+      await frozen.query(sql.mutex, [advisoryClass('distributed_locks'), k]);
+      const h = await engine.acquire(k, { wait: 20_000 });
+      expect(h.held).toBe(true);
+      await h.release();
+      await expect(frozen.query('SELECT 1')).rejects.toThrow(); // its session was terminated by the server
+      await frozen.end().catch(() => undefined);
+    } finally {
+      await engine.close();
+    }
+  });
 });

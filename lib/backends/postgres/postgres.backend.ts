@@ -146,7 +146,7 @@ export class PostgresLockBackend implements LockBackend {
   private attempt(key: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
     return this.run(async (c) => {
       // A failure anywhere below destroys the connection (run), which rolls the transaction back.
-      await c.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+      await c.query(this.sql.begin);
       await c.query(this.sql.mutex, [this.classId, key]);
       // A new statement after the mutex: its snapshot sees every grant committed before we got it.
       const { rows } = await c.query(this.sql.holders, [key]);

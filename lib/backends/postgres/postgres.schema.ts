@@ -10,6 +10,7 @@
  */
 export interface PostgresStatements {
   readonly ddl: readonly string[];
+  readonly begin: string;
   readonly channel: string;
   readonly mutex: string;
   readonly holders: string;
@@ -34,6 +35,11 @@ export function postgresStatements(table: string): PostgresStatements {
       `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
     ],
     channel: `${table}_released`,
+    // One round trip (simple protocol, no values). The timeouts bound the harm of a client that
+    // freezes inside its few-ms transaction while holding a key's mutex: the server ends its
+    // session after 5 s idle, and nobody waits more than 5 s for a mutex (the attempt fails and is
+    // retried within the caller's budget).
+    begin: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'; SET LOCAL idle_in_transaction_session_timeout = '5s'",
     mutex: 'SELECT pg_advisory_xact_lock($1::int4, hashtext($2::text))',
     // Locks every holder row of the key in (lock_key, owner) order, the order renew locks in too.
     holders:
