@@ -42,6 +42,7 @@ export class RedlockBackend implements LockBackend {
   private readonly subscribed: (Promise<void> | undefined)[];
   private duplicate: InvalidLockOptionsError | undefined;
   private readonly distinct: Promise<void>;
+  private checked = false;
   private closed = false;
 
   constructor(options: RedlockBackendOptions) {
@@ -71,16 +72,20 @@ export class RedlockBackend implements LockBackend {
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     this.checkRequest(request);
-    // Once per backend: the run_id check (one INFO per master, bounded by the round timeout) must
-    // finish before the first grant, or two clients of one server could form a false majority.
-    await this.distinct;
+    // Once per backend: the run_id check (one INFO per master) should finish before the first grant,
+    // so two clients of one server fail clearly instead of silently counting one master twice. A
+    // frozen master must not hold up acquires, so we wait at most one round for it.
+    if (!this.checked) {
+      const stop = new AbortController();
+      await Promise.race([this.distinct, sleepFor(this.roundTimeout(request.ttl), stop.signal)]);
+      stop.abort();
+    }
     // The core aborts request.signal at this moment; a round still running then must end (classified)
     // before the core's short grace runs out, so no round outlives the deadline by more than ROUND_TAIL_MS.
-    const calledAt = performance.now();
-    const deadline = request.wait > 0 ? calledAt + request.wait : Infinity;
+    const deadline = request.wait > 0 ? performance.now() + request.wait : Infinity;
     let first: BackendAcquireResult | undefined;
     try {
-      first = await this.attempt(request, calledAt, deadline);
+      first = await this.attempt(request, deadline);
     } catch (error) {
       // Unreachable masters are retried while the wait lasts, like a busy lock.
       if (request.wait === 0 || request.signal.aborted) throw error;
@@ -91,7 +96,7 @@ export class RedlockBackend implements LockBackend {
     // split the vote again and again.
     const retry = async () => {
       await sleepFor(Math.random() * this.o.retryJitter, request.signal);
-      return this.attempt(request, calledAt, deadline);
+      return this.attempt(request, deadline);
     };
     return pollAcquire(request, retry, { backend: this.name, notifier: this.notifier });
   }
@@ -135,7 +140,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
-  private async attempt(request: BackendAcquireRequest, calledAt: number, deadline: number): Promise<BackendAcquireResult> {
+  private async attempt(request: BackendAcquireRequest, deadline: number): Promise<BackendAcquireResult> {
     if (this.duplicate) throw this.duplicate;
     const k = lockKeys(request.key);
     const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
@@ -270,6 +275,7 @@ export class RedlockBackend implements LockBackend {
       const info = this.clients[m].info;
       return typeof info === 'function' ? runIdOf(await info.call(this.clients[m], 'server')) : undefined;
     }, () => false, this.o.timeout ?? 1_000);
+    this.checked = true;
     const byId = new Map<string, number>();
     outcomes.forEach((o, m) => {
       if (!o?.ok || !o.value || this.duplicate) return;
