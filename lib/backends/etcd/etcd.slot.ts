@@ -176,6 +176,7 @@ export class LockSlot {
   /** Queue on etcd until granted or nobody waits any more. Never throws. */
   private async run(inc: Incarnation): Promise<void> {
     let backoff = 20;
+    let watchBackoff = 20;
     if (this.cleanup) await this.cleanup;
     while (inc.state === 'waiting' && inc.waiters.size > 0) {
       const wake = (inc.wake = new AbortController());
@@ -198,7 +199,14 @@ export class LockSlot {
         if (inc.waiters.size === 0) break;
         const next = (BigInt(pos.revision) + 1n).toString();
         const watched = await waitForDelete(this.ctx.client, pos.blocker.key, next, wake.signal, this.ctx.recheckInterval);
-        if (watched.failure !== undefined) inc.failure = watched.failure;
+        if (watched.failure === undefined) {
+          watchBackoff = 20;
+        } else {
+          // The watch stream is down (its member died, say): re-read, but do not spin while it reconnects.
+          inc.failure = watched.failure;
+          await sleepFor(Math.random() * watchBackoff, wake.signal);
+          watchBackoff = Math.min(watchBackoff * 2, 1_000);
+        }
       } catch (error) {
         inc.answers++;
         inc.failure = error;
