@@ -15,7 +15,9 @@ export class MariaDbServer extends ServerProcess {
   static async start(): Promise<MariaDbServer> {
     const dir = tempDir('mariadb');
     const datadir = join(dir, 'data');
-    await run('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--user=root', '--skip-test-db'], {
+    // As root, mariadbd must be told to stay root (it would switch to the mysql user otherwise).
+    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0 ? ['--user=root'] : [];
+    await run('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', ...asRoot, '--skip-test-db'], {
       cwd: dir,
     });
     const port = await freePort();
@@ -24,7 +26,7 @@ export class MariaDbServer extends ServerProcess {
         name: `mariadb-${port}`,
         command: 'mariadbd',
         args: ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${join(dir, 'sock')}`,
-          `--pid-file=${join(dir, 'mariadbd.pid')}`, '--user=root', '--skip-name-resolve', '--skip-log-bin', '--innodb-buffer-pool-size=32M',
+          `--pid-file=${join(dir, 'mariadbd.pid')}`, ...asRoot, '--skip-name-resolve', '--skip-log-bin', '--innodb-buffer-pool-size=32M',
           '--innodb-flush-log-at-trx-commit=2', '--max-connections=500', '--log-error=' + join(dir, 'error.log')],
         port,
         startTimeoutMs: 60_000,

@@ -1,34 +1,47 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync } from 'node:fs';
+import { chownSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, removeDir, ServerProcess, tempDir } from './server-process';
 
 const run = promisify(execFile);
-const BIN = '/usr/lib/postgresql/15/bin';
+/** Debian's newest installed PostgreSQL server (/usr/lib/postgresql/<major>/bin). */
+function binDir(): string {
+  const majors = readdirSync('/usr/lib/postgresql')
+    .filter((v) => existsSync(join('/usr/lib/postgresql', v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
+  if (majors.length === 0) throw new Error('no PostgreSQL server under /usr/lib/postgresql (apt-get install postgresql)');
+  return join('/usr/lib/postgresql', majors[0], 'bin');
+}
 const PG_USER = 'postgres';
 
 /**
- * A private PostgreSQL 15 cluster (initdb into a temp dir) on a free loopback port, its socket in
- * that dir; never the machine's own cluster on 5432. initdb and postgres refuse to run as root, so
- * both run as the `postgres` OS user through setpriv, which exec()s: the child we signal IS the
- * postmaster (kill reaches it directly; pause/resume also stop its backend processes). Trust auth on loopback, fsync off (a
- * killed postmaster loses nothing: the kernel keeps the written pages).
+ * A private PostgreSQL cluster (Debian's newest installed major; initdb into a temp dir) on a free
+ * loopback port, its socket in that dir; never the machine's own cluster on 5432. initdb and
+ * postgres refuse to run as root, so as root both run as the `postgres` OS user through setpriv,
+ * which exec()s: the child we signal IS the postmaster (kill reaches it directly; pause/resume also
+ * stop its backend processes). Trust auth on loopback, fsync off (a killed postmaster loses
+ * nothing: the kernel keeps the written pages).
  */
 export class PostgresServer extends ServerProcess {
   static async start(): Promise<PostgresServer> {
     const dir = tempDir('postgres');
-    const uid = Number((await run('id', ['-u', PG_USER])).stdout.trim());
-    const gid = Number((await run('id', ['-g', PG_USER])).stdout.trim());
-    chownSync(dir, uid, gid);
+    if (isRoot()) {
+      const uid = Number((await run('id', ['-u', PG_USER])).stdout.trim());
+      const gid = Number((await run('id', ['-g', PG_USER])).stdout.trim());
+      chownSync(dir, uid, gid);
+    }
     const data = join(dir, 'data');
-    await run('setpriv', [...asPostgres(), join(BIN, 'initdb'), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C'], { cwd: dir });
+    const bin = binDir();
+    const initdb = asPostgres(join(bin, 'initdb'));
+    await run(initdb[0], [...initdb.slice(1), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C'], { cwd: dir });
     const port = await freePort();
+    const postgres = asPostgres(join(bin, 'postgres'));
     const server = new PostgresServer(
       {
         name: `postgres-${port}`,
-        command: 'setpriv',
-        args: [...asPostgres(), join(BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
+        command: postgres[0],
+        args: [...postgres.slice(1), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
           '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_buffers=32MB'],
         port,
         startTimeoutMs: 60_000,
@@ -87,6 +100,11 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-function asPostgres(): string[] {
-  return [`--reuid=${PG_USER}`, `--regid=${PG_USER}`, '--init-groups', '--'];
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** The command line that runs `program` as the postgres OS user when we are root (else as ourselves). */
+function asPostgres(program: string): string[] {
+  return isRoot() ? ['setpriv', `--reuid=${PG_USER}`, `--regid=${PG_USER}`, '--init-groups', '--', program] : [program];
 }
