@@ -29,6 +29,8 @@ export interface HandoffResult {
   errors: number;
   /** Moments two workers held the key at once (mutual exclusion violated). */
   overlaps: number;
+  /** Fairness: the least-served worker's grants ÷ the mean per worker (1 = even, 0 = one starved). */
+  minShare: number;
 }
 
 /** One window's result plus its raw wait samples (for pooling rounds; not written to JSON). */
@@ -46,7 +48,8 @@ export async function runHandoff(contender: Contender, servers: BenchServers, o:
   const end = start + o.durationMs;
   const waitingSince = new Set<number>();
 
-  const worker = async (client: LockClient): Promise<void> => {
+  const grants = clients.map(() => 0);
+  const worker = async (client: LockClient, w: number): Promise<void> => {
     while (performance.now() < end) {
       const t0 = performance.now();
       waitingSince.add(t0);
@@ -65,7 +68,10 @@ export async function runHandoff(contender: Contender, servers: BenchServers, o:
       waitingSince.delete(t0);
       const got = performance.now();
       if (++holders > 1) overlaps++;
-      if (got <= end) waits.push(got - t0);
+      if (got <= end) {
+        waits.push(got - t0);
+        grants[w]++;
+      }
       longestWait = Math.max(longestWait, got - t0);
       await sleep(o.holdMs);
       holders--;
@@ -74,7 +80,7 @@ export async function runHandoff(contender: Contender, servers: BenchServers, o:
     }
   };
 
-  const done = Promise.all(clients.map(worker));
+  const done = Promise.all(clients.map((c, w) => worker(c, w)));
   // Waiters still waiting when the window closes count towards the longest wait (a lower bound).
   await sleep(o.durationMs);
   for (const t0 of waitingSince) longestWait = Math.max(longestWait, performance.now() - t0);
@@ -89,6 +95,7 @@ export async function runHandoff(contender: Contender, servers: BenchServers, o:
     giveUps,
     errors,
     overlaps,
+    minShare: waits.length ? Math.min(...grants) / (waits.length / grants.length) : 0,
     samples: waits,
   };
 }
@@ -104,6 +111,7 @@ export function pool(rounds: HandoffRun[], durationMs: number): HandoffResult {
     giveUps: rounds.reduce((s, r) => s + r.giveUps, 0),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
     overlaps: rounds.reduce((s, r) => s + r.overlaps, 0),
+    minShare: Math.min(...rounds.map((r) => r.minShare)),
   };
 }
 

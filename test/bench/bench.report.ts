@@ -55,14 +55,17 @@ export function uncontendedSection(u: UncontendedResult): string {
     fmtNum(x.opsPerSec),
     fmtMs(x.latency.median),
     fmtMs(x.latency.p99),
+    fmtNum(x.clientCpuUs),
+    Number.isNaN(x.serverCpuUs) ? '—' : fmtNum(x.serverCpuUs),
     x.ours ? '—' : fmtRatio(x.oursRatio),
   ]);
   return [
     '## 1. Uncontended cycle (acquire + release of a new key, one connection)',
     '',
-    `${u.rounds} alternating rounds of ${u.roundMs} ms per contender after a warm-up; latency of one full cycle in ms.`,
+    `${u.rounds} alternating rounds of ${u.roundMs} ms per contender after a warm-up; latency of one full cycle in ms. ` +
+      'CPU µs per cycle: in the benchmark process (the library + driver) and in the server process(es), from /proc (10 ms ticks, summed over all rounds).',
     '',
-    mdTable(['system', 'contender', 'cycles/s', 'median ms', 'p99 ms', 'ours ÷ this (cycles/s)'], rows),
+    mdTable(['system', 'contender', 'cycles/s', 'median ms', 'p99 ms', 'client CPU µs/cycle', 'server CPU µs/cycle', 'ours ÷ this (cycles/s)'], rows),
     skippedNote(u.skipped),
   ].join('\n');
 }
@@ -77,6 +80,7 @@ export function contendedSection(c: ContendedResult): string {
     fmtMs(x.longestWait),
     String(x.giveUps),
     String(x.overlaps),
+    fmtNum(x.minShare, 2),
     x.ours ? '—' : fmtRatio(x.handoffRatio),
     x.ours ? '—' : fmtRatio(x.p99Ratio),
     x.waits,
@@ -86,9 +90,10 @@ export function contendedSection(c: ContendedResult): string {
     `## 2. Contended handoff (${c.workers} workers, one key, hold ${c.holdMs} ms, pause ${c.pauseMs} ms)`,
     '',
     `${c.rounds} alternating window(s) of ${c.windowMs / 1000} s per contender. Wait = from a worker's first attempt to its grant. ` +
-      '"gave up" = the library stopped waiting and the worker asked again; "overlaps" = moments two workers held the key (must be 0).',
+      '"gave up" = the library stopped waiting and the worker asked again; "overlaps" = moments two workers held the key (must be 0); ' +
+      '"least-served share" = grants of the worker served least ÷ the mean per worker, worst window (1 = even, 0 = a worker starved).',
     '',
-    mdTable(['system', 'contender', 'handoffs/s', 'p50 wait ms', 'p99 wait ms', 'longest ms', 'gave up', 'overlaps', 'ours ÷ this (handoffs/s)', 'this ÷ ours (p99 wait)', 'how it waits'], rows),
+    mdTable(['system', 'contender', 'handoffs/s', 'p50 wait ms', 'p99 wait ms', 'longest ms', 'gave up', 'overlaps', 'least-served share', 'ours ÷ this (handoffs/s)', 'this ÷ ours (p99 wait)', 'how it waits'], rows),
     skippedNote(c.skipped),
   ].join('\n');
 }
@@ -101,9 +106,13 @@ export function decoratorSection(d: DecoratorResult): string {
     fmtMs(x.addedMedianMs),
     fmtMs(x.plain.p99),
     fmtMs(x.locked.p99),
+    fmtNum(x.plainCpuUs),
+    fmtNum(x.lockedCpuUs),
+    x.pingCpuUs === undefined ? '—' : fmtNum(x.pingCpuUs),
     fmtNum(x.plainReqPerSec),
     fmtNum(x.lockedReqPerSec),
     x.redisRttMs === undefined ? '—' : fmtMs(x.redisRttMs),
+    x.addedByOneRoundTripMs === undefined ? '—' : fmtMs(x.addedByOneRoundTripMs),
     x.redisRoundTripsPerRequest === undefined ? '—' : fmtNum(x.redisRoundTripsPerRequest, 2),
   ]);
   return [
@@ -111,9 +120,10 @@ export function decoratorSection(d: DecoratorResult): string {
     '## 3. @Locked overhead over HTTP (Express, a new key per request)',
     '',
     `Latency: one keep-alive connection, sequential requests, ${d.rounds} alternating rounds of ${d.roundMs} ms per route. ` +
-      `Throughput: autocannon, ${d.connections} connections, ${d.autocannonSeconds} s per route. The app runs in its own process.`,
+      `Throughput: autocannon, ${d.connections} connections, ${d.autocannonSeconds} s per route. The app runs in its own process. ` +
+      'On Redis a third route makes one PING round trip and takes no lock: its added median is what one round trip costs as the app sees it.',
     '',
-    mdTable(['backend', 'plain median ms', '@Locked median ms', 'added median ms', 'plain p99 ms', '@Locked p99 ms', 'plain req/s', '@Locked req/s', 'Redis PING ms', 'Redis round trips / request'], rows),
+    mdTable(['backend', 'plain median ms', '@Locked median ms', 'added median ms', 'plain p99 ms', '@Locked p99 ms', 'app CPU µs/req plain', 'app CPU µs/req @Locked', 'app CPU µs/req 1-PING route', 'plain req/s', '@Locked req/s', 'Redis PING ms (bench process)', 'added by a 1-PING route ms', 'Redis round trips / request'], rows),
     skippedNote(d.skipped),
   ].join('\n');
 }

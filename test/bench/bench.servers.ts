@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { procCpuMs } from './bench.stats';
 import { EtcdCluster } from '../support/etcd-server';
 import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
@@ -67,10 +69,41 @@ export class BenchServers {
     }
   }
 
+  /**
+   * CPU ms the servers of `system` have used so far (all threads; for PostgreSQL the postmaster's
+   * children, where the per-connection backends do the work). NaN for memory.
+   */
+  cpuMs(system: System): number {
+    const pids: (number | undefined)[] = [];
+    if (system === 'redis') pids.push(this.redis?.child?.pid);
+    if (system === 'redlock') pids.push(...(this.redlock ?? []).map((s) => s.child?.pid));
+    if (system === 'etcd') pids.push(...(this.etcd?.members ?? []).map((m) => m.child?.pid));
+    if (system === 'zookeeper') pids.push(this.zookeeper?.child?.pid);
+    if (system === 'mysql') pids.push(this.mysql?.child?.pid);
+    if (system === 'postgres' && this.postgres?.child?.pid) pids.push(this.postgres.child.pid, ...childrenOf(this.postgres.child.pid));
+    if (pids.length === 0) return NaN;
+    return pids.reduce<number>((sum, pid) => sum + procCpuMs(pid), 0);
+  }
+
   async destroy(): Promise<void> {
     const all: (Stoppable | undefined)[] = [this.redis, ...(this.redlock ?? []), this.etcd, this.zookeeper, this.mysql, this.postgres];
     await Promise.all(all.map((s) => s?.destroy().catch(() => undefined)));
   }
+}
+
+/** Pids whose parent is `ppid` (from /proc). */
+function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
 }
 
 function firstLine(fn: () => string): string {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * Small statistics and formatting helpers for the benchmark harness. Samples are latencies in ms
  * (performance.now differences, microsecond resolution); percentiles use the nearest-rank method
@@ -76,3 +77,24 @@ export function rotation<T>(items: readonly T[], round: number): T[] {
   const k = round % Math.max(1, items.length);
   return [...items.slice(k), ...items.slice(0, k)];
 }
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (10 ms resolution). */
+export function procCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After "pid (comm) ": field 3 is index 0, so utime (14) and stime (15) are indexes 11 and 12.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SEC;
+  } catch {
+    return NaN;
+  }
+}
+
+/** This process's CPU time so far (ms, microsecond resolution). */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+const CLOCK_TICKS_PER_SEC = 100;

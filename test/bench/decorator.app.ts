@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, Get, Module, Param } from '@nestjs/common';
+import { Controller, Get, Inject, Module, Optional, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend, type LockBackend } from '../../lib';
@@ -7,11 +7,15 @@ import { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend, typ
 /**
  * The HTTP app of scenario 3, run in its own process so the load generator does not share its
  * event loop: Express (@nestjs/platform-express), one route with @Locked on a per-request key and
- * the same route without it. `node -r ts-node/register/transpile-only decorator.app.ts memory`
+ * the same route without it, and (Redis) a route that makes one PING round trip. `node -r ts-node/register/transpile-only decorator.app.ts memory`
  * or `... redis <port>`; prints `PORT <n>` when listening.
  */
+const REDIS = 'BENCH_REDIS';
+
 @Controller()
 class BenchController {
+  constructor(@Optional() @Inject(REDIS) private readonly redis?: Redis) {}
+
   @Get('plain/:id')
   plain(@Param('id') id: string) {
     return { id };
@@ -22,20 +26,32 @@ class BenchController {
   locked(@Param('id') id: string) {
     return { id };
   }
+
+  /** One Redis round trip (PING) and no lock: what one round trip costs as this process sees it. */
+  @Get('ping/:id')
+  async ping(@Param('id') id: string) {
+    await this.redis?.ping();
+    return { id };
+  }
 }
 
 async function main(): Promise<void> {
   const [kind, port] = process.argv.slice(2);
   let backend: LockBackend;
+  let client: Redis | undefined;
   if (kind === 'redis') {
-    const client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
     client.on('error', () => undefined);
     backend = new RedisLockBackend({ client });
   } else {
     backend = new MemoryLockBackend();
   }
 
-  @Module({ imports: [DistributedLockModule.forRoot({ backend })], controllers: [BenchController] })
+  @Module({
+    imports: [DistributedLockModule.forRoot({ backend })],
+    controllers: [BenchController],
+    providers: client ? [{ provide: REDIS, useValue: client }] : [],
+  })
   class BenchModule {}
 
   const app = await NestFactory.create(BenchModule, { logger: false });

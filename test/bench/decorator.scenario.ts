@@ -3,7 +3,7 @@ import { Agent, get } from 'node:http';
 import { join } from 'node:path';
 import { redisClient } from './bench.contenders';
 import { reason, type BenchContext, type Skipped } from './bench.context';
-import { rotation, summarize, type Summary } from './bench.stats';
+import { procCpuMs, rotation, summarize, type Summary } from './bench.stats';
 
 /**
  * Scenario 3, decorator overhead: the same Express route with and without @Locked (a new key per
@@ -18,10 +18,17 @@ export interface DecoratorRow {
   locked: Summary;
   addedMedianMs: number;
   addedP99Ms: number;
+  /** CPU µs the app process spent per request (sequential rounds), from /proc. */
+  plainCpuUs: number;
+  lockedCpuUs: number;
   plainReqPerSec: number;
   lockedReqPerSec: number;
-  /** Redis only: median PING round trip from this process (ms) and script calls (round trips) per locked request. */
+  /** Redis only: median PING round trip from the benchmark process (ms) and script calls (round trips) per locked request. */
   redisRttMs?: number;
+  /** Redis only: median latency added by a route that makes one PING round trip and takes no lock (ms). */
+  addedByOneRoundTripMs?: number;
+  /** Redis only: app CPU µs per request of the one-PING route. */
+  pingCpuUs?: number;
   redisRoundTripsPerRequest?: number;
 }
 
@@ -49,20 +56,27 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
       if (backend === 'redis') await ctx.servers.need('redis');
       app = await startApp(backend === 'redis' ? ['redis', String(ctx.servers.redis!.port)] : ['memory']);
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-      const samples = { plain: [] as number[], locked: [] as number[] };
+      const samples = { plain: [] as number[], locked: [] as number[], ping: [] as number[] };
+      const cpu = { plain: 0, locked: 0, ping: 0 };
+      const routes = backend === 'redis' ? (['plain', 'locked', 'ping'] as const) : (['plain', 'locked'] as const);
       let id = 0;
-      for (const route of ['plain', 'locked'] as const) await sequential(app.port, agent, route, roundMs / 2, () => `w${id++}`, []);
+      for (const route of routes) await sequential(app.port, agent, route, roundMs / 2, () => `w${id++}`, []);
       for (let round = 0; round < rounds; round++) {
-        for (const route of rotation(['plain', 'locked'] as const, round)) {
+        for (const route of rotation(routes, round)) {
+          const cpu0 = procCpuMs(app.child.pid);
           await sequential(app.port, agent, route, roundMs, () => `r${round}-${id++}`, samples[route]);
+          cpu[route] += procCpuMs(app.child.pid) - cpu0;
         }
       }
       const plain = summarize(samples.plain);
       const locked = summarize(samples.locked);
       const plainReqPerSec = await cannon(app.port, 'plain', autocannonSeconds);
       const lockedReqPerSec = await cannon(app.port, 'locked', autocannonSeconds);
-      const row: DecoratorRow = { backend, plain, locked, addedMedianMs: locked.median - plain.median, addedP99Ms: locked.p99 - plain.p99, plainReqPerSec, lockedReqPerSec };
+      const row: DecoratorRow = { backend, plain, locked, addedMedianMs: locked.median - plain.median, addedP99Ms: locked.p99 - plain.p99,
+        plainCpuUs: (cpu.plain * 1000) / plain.n, lockedCpuUs: (cpu.locked * 1000) / locked.n, plainReqPerSec, lockedReqPerSec };
       if (backend === 'redis') {
+        row.addedByOneRoundTripMs = summarize(samples.ping).median - plain.median;
+        row.pingCpuUs = (cpu.ping * 1000) / samples.ping.length;
         row.redisRttMs = await pingRtt(ctx.servers.redis!.port);
         const before = scriptCalls(ctx.servers.redis!.cli('info', 'commandstats'));
         const n = 500;

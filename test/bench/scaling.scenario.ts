@@ -17,7 +17,7 @@ export interface ScalingSeries {
   system: System;
   contender: string;
   ours: boolean;
-  points: { workers: number; handoffsPerSec: number; p50Wait: number; p99Wait: number; giveUps: number; overlaps: number }[];
+  points: { workers: number; handoffsPerSec: number; p50Wait: number; p99Wait: number; giveUps: number; overlaps: number; minShare: number }[];
 }
 
 export interface ScalingResult {
@@ -47,7 +47,7 @@ export async function runScaling(ctx: BenchContext): Promise<ScalingResult> {
     for (const [i, c] of live.entries()) {
       try {
         const r = await runHandoff(c, ctx.servers, { workers, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `s${workers}:${slug(c.name)}` });
-        series[i].points.push({ workers, handoffsPerSec: r.handoffsPerSec, p50Wait: r.wait.median, p99Wait: r.wait.p99, giveUps: r.giveUps, overlaps: r.overlaps });
+        series[i].points.push({ workers, handoffsPerSec: r.handoffsPerSec, p50Wait: r.wait.median, p99Wait: r.wait.p99, giveUps: r.giveUps, overlaps: r.overlaps, minShare: r.minShare });
         ctx.log(`scaling ${c.name} x${workers}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`);
       } catch (error) {
         skipped.push({ system: c.system, reason: `${c.name} with ${workers} workers: ${reason(error)}` });

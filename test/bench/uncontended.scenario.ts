@@ -1,5 +1,5 @@
 import type { System } from './bench.servers';
-import { rotation, summarize, type Summary } from './bench.stats';
+import { ownCpuMs, rotation, summarize, type Summary } from './bench.stats';
 import type { LockClient } from './bench.contenders';
 import { contendersFor, reason, type BenchContext, type Skipped } from './bench.context';
 
@@ -15,6 +15,9 @@ export interface UncontendedRow {
   cycles: number;
   opsPerSec: number;
   latency: Summary;
+  /** CPU µs per cycle in this (client) process, and in the server process(es). */
+  clientCpuUs: number;
+  serverCpuUs: number;
   /** ours ops/s ÷ this contender's ops/s (on competitor rows). */
   oursRatio?: number;
 }
@@ -35,9 +38,9 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
   const skipped: Skipped[] = [];
   for (const system of ctx.systems) {
     const contenders = contendersFor(system, { raw: true });
-    const clients: { c: (typeof contenders)[number]; client: LockClient; samples: number[]; busyMs: number }[] = [];
+    const clients: { c: (typeof contenders)[number]; client: LockClient; samples: number[]; busyMs: number; cpuMs: number; serverMs: number }[] = [];
     try {
-      for (const c of contenders) clients.push({ c, client: await c.connect(ctx.servers), samples: [], busyMs: 0 });
+      for (const c of contenders) clients.push({ c, client: await c.connect(ctx.servers), samples: [], busyMs: 0, cpuMs: 0, serverMs: 0 });
     } catch (error) {
       skipped.push({ system, reason: reason(error) });
       await Promise.all(clients.map((x) => x.client.close().catch(() => undefined)));
@@ -46,7 +49,13 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
     ctx.log(`uncontended ${system}: ${contenders.map((c) => c.name).join(', ')}`);
     for (const x of clients) await cycles(x.client, `warm:${slug(x.c.name)}`, roundMs / 2, []);
     for (let round = 0; round < rounds; round++) {
-      for (const x of rotation(clients, round)) x.busyMs += await cycles(x.client, `u${round}:${slug(x.c.name)}`, roundMs, x.samples);
+      for (const x of rotation(clients, round)) {
+        const cpu0 = ownCpuMs();
+        const server0 = ctx.servers.cpuMs(system);
+        x.busyMs += await cycles(x.client, `u${round}:${slug(x.c.name)}`, roundMs, x.samples);
+        x.cpuMs += ownCpuMs() - cpu0;
+        x.serverMs += ctx.servers.cpuMs(system) - server0;
+      }
     }
     const base = clients.find((x) => x.c.ours);
     const baseOps = base ? base.samples.length / (base.busyMs / 1000) : NaN;
@@ -59,6 +68,8 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
         cycles: x.samples.length,
         opsPerSec,
         latency: summarize(x.samples),
+        clientCpuUs: (x.cpuMs * 1000) / x.samples.length,
+        serverCpuUs: (x.serverMs * 1000) / x.samples.length,
         oursRatio: x.c.ours ? undefined : baseOps / opsPerSec,
       });
       ctx.log(`  ${x.c.name}: ${opsPerSec.toFixed(0)} cycles/s, median ${summarize(x.samples).median.toFixed(3)} ms`);
