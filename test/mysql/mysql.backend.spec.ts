@@ -1,6 +1,7 @@
 import { createPool, type Pool } from 'mysql2/promise';
 import { MySqlLockBackend, type MySqlLockBackendOptions, type MySqlPoolLike } from '../../lib/backends/mysql';
 import { mysqlStatements } from '../../lib/backends/mysql/mysql.schema';
+import { LockEngine } from '../../lib/core/lock-engine';
 import { MariaDbServer } from '../support/mariadb-server';
 import { describeSqlBackend, type LoggedStatement } from './sql-backend.cases';
 
@@ -58,4 +59,31 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
     },
     destroy: () => server.destroy(),
   };
+});
+
+describe('mysql (MariaDB 10.11): a pool with a non-UTF-8 connection character set', () => {
+  let server: MariaDbServer;
+  let pool: Pool;
+  beforeAll(async () => {
+    server = await MariaDbServer.start();
+    pool = createPool({ ...server.connection, charset: 'LATIN1_SWEDISH_CI', connectionLimit: 2 });
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await server?.destroy();
+  });
+
+  it('keys that latin1 cannot represent stay distinct (they travel as UTF-8 bytes, never transcoded to "?")', async () => {
+    const engine = new LockEngine({ backend: new MySqlLockBackend({ client: pool }), keyPrefix: '' });
+    try {
+      const emoji = await engine.acquire('latin1:😀', { wait: 0 });
+      const question = await engine.acquire('latin1:?', { wait: 0 }); // would be the same row if transcoded
+      const macron = await engine.acquire('latin1:ā', { wait: 0 });
+      const [rows] = await pool.query('SELECT HEX(lock_key) AS k FROM distributed_locks ORDER BY lock_key');
+      expect((rows as { k: string }[]).map((r) => Buffer.from(r.k, 'hex').toString('utf8')).sort()).toEqual(['latin1:?', 'latin1:ā', 'latin1:😀'].sort());
+      await Promise.all([emoji.release(), question.release(), macron.release()]);
+    } finally {
+      await engine.close();
+    }
+  });
 });
