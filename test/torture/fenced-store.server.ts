@@ -23,6 +23,9 @@ export class FencedStore {
   private highestWriter = -1n;
   private server: Server | undefined;
 
+  /** `clock`: ms on the histories' clock (injectable for the checker's tests). */
+  constructor(private readonly clock: () => number = now) {}
+
   async listen(port: number): Promise<void> {
     this.server = await serveJsonLines(port, (request) => this.handle(request));
   }
@@ -63,6 +66,6 @@ export class FencedStore {
 
   private record(op: StoreOp, attempt: string, token: bigint, accepted: boolean, value: number): void {
     if (accepted && (op === 'read' || op === 'rbegin')) this.lastEntrant = Number(attempt.split('.')[0]);
-    this.records.push({ seq: this.records.length, t: now(), op, attempt, token: token.toString(), accepted, value });
+    this.records.push({ seq: this.records.length, t: this.clock(), op, attempt, token: token.toString(), accepted, value });
   }
 }

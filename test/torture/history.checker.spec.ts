@@ -10,9 +10,9 @@ const TTL = 100;
 const WAIT = 200;
 
 class Run {
-  readonly store = new FencedStore();
-  readonly histories = new Map<number, HistoryEvent[]>();
   t = 1_000;
+  readonly store = new FencedStore(() => this.tick());
+  readonly histories = new Map<number, HistoryEvent[]>();
 
   tick(ms = 1): number {
     return (this.t += ms);
@@ -75,7 +75,18 @@ describe('torture checker', () => {
     expect(r.safe).toBe(true);
     expect(r.ops.writesRejected).toBe(1);
     expect(r.finalValue).toBe(1);
-    expect(r.unfenced).toMatchObject({ writeAttempts: 2, finalValue: 1, lostUpdates: 1, overlappingSections: 1 });
+    expect(r.unfenced).toMatchObject({ writeAttempts: 2, finalValue: 1, lostUpdates: 1, overlappingSections: 1, staleWritesStoppedBySignal: 0 });
+  });
+
+  it('counts a skipped write as a stale write stopped by the signal when another holder wrote meanwhile', () => {
+    const run = new Run();
+    const stale = run.grant(0, 1, 1);
+    run.read(stale, 1);
+    run.section(1, 1, 2);
+    run.events(0).push({ ev: 'lost', t: run.tick(), op: stale, reason: 'test' }, { ev: 'skip-write', t: run.tick(), op: stale });
+    const r = run.check();
+    expect(r.safe).toBe(true);
+    expect(r.unfenced.staleWritesStoppedBySignal).toBe(1);
   });
 
   it('reports a lost update and an overlap when two holders share a token (a broken backend)', () => {

@@ -47,7 +47,14 @@ export interface CheckResult {
   writesAfterLost: number;
   stuckWorkers: number[];
   acceptedWritesAfterHeal: number;
-  unfenced: { writeAttempts: number; finalValue: number; lostUpdates: number; overlappingSections: number };
+  unfenced: {
+    writeAttempts: number;
+    finalValue: number;
+    lostUpdates: number;
+    overlappingSections: number;
+    /** Writes skipped because the holder's signal had aborted, where another holder wrote between its read and that moment: stale writes a holder that ignores its signal would have made. */
+    staleWritesStoppedBySignal: number;
+  };
   /** Human-readable findings, first 20 of each kind. */
   findings: string[];
   safe: boolean;
@@ -74,6 +81,7 @@ export function checkHistories(input: CheckInput): CheckResult {
   let writesAfterLost = 0;
   const readyAt = new Map<number, { inc: number; t: number }>();
   const okTimes = new Map<number, number[]>();
+  const skips: { op: string; t: number }[] = [];
   for (const history of input.histories) {
     const invokes = new Map<string, number>();
     const lost = new Set<string>();
@@ -104,6 +112,7 @@ export function checkHistories(input: CheckInput): CheckResult {
           break;
         case 'skip-write':
           ops.writesSkippedAfterLost++;
+          skips.push({ op: e.op, t: e.t });
           break;
         case 'write-invoke':
           if (lost.has(e.op)) {
@@ -184,6 +193,22 @@ export function checkHistories(input: CheckInput): CheckResult {
     }
   }
 
+  // Skipped writes that would have been stale: another accepted write between the read and the skip.
+  const readSeq = new Map<string, number>();
+  for (const r of input.records) if (r.op === 'read' && r.accepted) readSeq.set(r.attempt, r.seq);
+  let staleWritesStoppedBySignal = 0;
+  for (const skip of skips) {
+    const from = readSeq.get(skip.op);
+    if (from === undefined) continue;
+    for (let seq = from + 1; seq < input.records.length && input.records[seq].t <= skip.t; seq++) {
+      const r = input.records[seq];
+      if (r.op === 'write' && r.accepted && r.attempt !== skip.op) {
+        staleWritesStoppedBySignal++;
+        break;
+      }
+    }
+  }
+
   // Tokens in real time: a grant invoked after another grant completed must carry a larger token.
   let tokensBackwards = 0;
   const byOk = [...grants].sort((a, b) => a.okT - b.okT);
@@ -227,7 +252,7 @@ export function checkHistories(input: CheckInput): CheckResult {
     writesAfterLost,
     stuckWorkers,
     acceptedWritesAfterHeal,
-    unfenced: { writeAttempts: ops.writesAccepted + ops.writesRejected, finalValue: input.shadow, lostUpdates: unfencedLost, overlappingSections },
+    unfenced: { writeAttempts: ops.writesAccepted + ops.writesRejected, finalValue: input.shadow, lostUpdates: unfencedLost, overlappingSections, staleWritesStoppedBySignal },
     findings,
     safe: lostUpdates === 0 && overlaps === 0 && readerWriterOverlaps === 0 && tokenViolation === 0 && writesAfterLost === 0,
     live: stuckWorkers.length === 0 && (!writers || acceptedWritesAfterHeal > 0),

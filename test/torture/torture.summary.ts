@@ -20,7 +20,8 @@ export function formatSummary(report: TortureReport): string {
     `writes after lost  ${r.writesAfterLost}  ${verdict(r.writesAfterLost)}`,
     `liveness           ${r.stuckWorkers.length === 0 ? 'every worker progressed' : `stuck workers: ${r.stuckWorkers.join(', ')}`} after the heal; ${r.acceptedWritesAfterHeal} writes accepted after it  ${r.live ? 'ok' : 'VIOLATION'}`,
     `worker crashes     ${report.crashes.length}${report.crashes.length ? `  (first: worker ${report.crashes[0].slot}, exit ${report.crashes[0].exit}: ${firstError(report.crashes[0].log)})` : ''}`,
-    `without fencing    ${r.unfenced.lostUpdates} of ${r.unfenced.writeAttempts} updates would have been lost (${r.unfenced.overlappingSections} overlapping sections)`,
+    `without fencing    ${r.unfenced.lostUpdates} of ${r.unfenced.writeAttempts} updates would have been lost (${r.unfenced.overlappingSections} overlapping sections);` +
+      ` ${r.unfenced.staleWritesStoppedBySignal} more stale writes were stopped only by the holder's signal check`,
     ...r.findings.slice(0, 8).map((f) => `  ! ${f}`),
     `verdict            ${r.safe ? 'SAFE' : 'UNSAFE'}, ${r.live && report.crashes.length === 0 ? 'LIVE' : 'NOT LIVE'}; report ${o.report ?? `${report.dir}/report.json`}`,
   ];
