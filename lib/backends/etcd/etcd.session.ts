@@ -32,7 +32,6 @@ export class EtcdSession {
   private expiryTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<SessionLostListener>();
-  private lostReason: string | undefined;
 
   private constructor(
     private readonly client: EtcdClientLike,
@@ -68,10 +67,6 @@ export class EtcdSession {
     return this.state === 'alive';
   }
 
-  get reason(): string {
-    return this.lostReason ?? 'the session was closed';
-  }
-
   /** Reachability hint for waiters: a keepalive was answered within the last two keepalive periods. */
   get healthy(): boolean {
     return this.alive && this.now() - this.lastAnswerAt <= (this.ttl * 2) / 3 + 50;
@@ -91,20 +86,14 @@ export class EtcdSession {
     await this.revoke();
   }
 
-  /** Stops sending keepalives without revoking: the lease expires by itself (a crash, as seen by etcd). */
-  abandon(): void {
-    this.state = 'closed';
-    this.stop();
-  }
-
   private tick(): void {
     try {
       if (!this.alive) return;
       if (!this.stream) return this.open();
       this.sent.push(this.now());
       this.stream.write({ ID: this.id });
-    } catch (error) {
-      this.dropStream();
+    } catch {
+      this.retrySoon();
     }
   }
 
@@ -178,7 +167,6 @@ export class EtcdSession {
   private lose(reason: string, cause?: unknown): void {
     if (this.state !== 'alive') return;
     this.state = 'lost';
-    this.lostReason = reason;
     this.stop();
     // The lease may still live on etcd (answers delayed, not lost): revoke so our keys stop blocking others.
     void this.revoke();
