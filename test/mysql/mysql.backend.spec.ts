@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createPool, type Pool } from 'mysql2/promise';
 import { MySqlLockBackend, type MySqlLockBackendOptions, type MySqlPoolLike } from '../../lib/backends/mysql';
 import { mysqlStatements } from '../../lib/backends/mysql/mysql.schema';
@@ -46,6 +47,13 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
     ddl: (table) => mysqlStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
     deleteOwner: async (owner) => void (await admin.execute('DELETE FROM distributed_locks WHERE owner = ?', [owner])),
+    insertExpired: async (k, agoMs) => {
+      await admin.execute('INSERT INTO distributed_locks_keys (lock_key) VALUES (?)', [k]);
+      await admin.execute(
+        "INSERT INTO distributed_locks (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, 'exclusive', UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND, 1)",
+        [k, randomBytes(16).toString('hex'), agoMs * 1000],
+      );
+    },
     holderRows: (k, table = 'distributed_locks') => count(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE lock_key = ?`, [k]),
     residue: (k) => count('SELECT (SELECT COUNT(*) FROM distributed_locks WHERE lock_key = ?) + (SELECT COUNT(*) FROM distributed_locks_keys WHERE lock_key = ?) AS n', [k, k]),
     msLeft: (k) => count('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) / 1000 AS n FROM distributed_locks WHERE lock_key = ?', [k]),

@@ -25,7 +25,7 @@ export interface SqlFixture {
   /** Driver connection options of the private server (for the holder child process). */
   connection: Record<string, unknown>;
   /** A backend over a NEW pool (another process, as far as locks go); `log` gets every statement it sends. */
-  create(options?: { poolSize?: number; table?: string; createTable?: boolean }): { backend: LockBackend; log: LoggedStatement[] };
+  create(options?: { poolSize?: number; table?: string; createTable?: boolean; sweepInterval?: number }): { backend: LockBackend; log: LoggedStatement[] };
   /** `new <Backend>(options)` as a user would call it (bad input). */
   construct(options: unknown): LockBackend;
   /** The DDL statements a DBA runs for `table` (createTable: false). */
@@ -37,6 +37,8 @@ export interface SqlFixture {
   /** Admin: deletes one holder row behind its owner's back. */
   deleteOwner(owner: string): Promise<void>;
   holderRows(fullKey: string, table?: string): Promise<number>;
+  /** Admin: writes the rows an abandoned holder of `fullKey` leaves behind, expired `agoMs` ago. */
+  insertExpired(fullKey: string, agoMs: number): Promise<void>;
   /** Rows about this key in every table of the backend (holders, and MySQL's mutex rows). */
   residue(fullKey: string): Promise<number>;
   /** ms left on the key's holder row, by the server's clock. */
@@ -240,6 +242,21 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       expect(renewals().reduce((n, s) => n + f.renewSize(s), 0)).toBeGreaterThanOrEqual(20);
     });
 
+    it('rows of keys nobody locks again are swept once expired for over a minute; younger and live rows are kept', async () => {
+      const [abandoned, recent, live] = [key('abandoned'), key('recent'), key('live')];
+      await (await engine({ sweepInterval: 0 }).engine.acquire(key('tables'))).release(); // creates the tables
+      const { engine: e } = engine({ sweepInterval: 1_000 });
+      await f.insertExpired(abandoned, 120_000);
+      await f.insertExpired(recent, 1_000);
+      const h = await e.acquire(live); // the first acquire starts the sweeper
+      await eventually(async () => (await f.residue(abandoned)) === 0, 10_000);
+      expect(await f.holderRows(recent)).toBe(1); // taken over by its next acquire, not swept yet
+      expect(await f.holderRows(live)).toBe(1);
+      const next = await e.acquire(recent, { wait: 0 });
+      expect(await f.holderRows(recent)).toBe(1);
+      await Promise.all([h.release(), next.release()]);
+    });
+
     it('renew answers per lock in a mixed batch: ours and live true, deleted or foreign false', async () => {
       const { engine: e, backend } = engine();
       const [k1, k2, k3] = [key('m1'), key('m2'), key('m3')];
@@ -305,6 +322,9 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
         expect(() => f.construct({ client: pool, table })).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'table' }));
       }
       expect(() => f.construct({ client: pool, createTable: 'yes' })).toThrow(expect.objectContaining({ option: 'createTable' }));
+      for (const sweepInterval of [-1, 10, 1.5, '60000', Infinity]) {
+        expect(() => f.construct({ client: pool, sweepInterval })).toThrow(expect.objectContaining({ option: 'sweepInterval' }));
+      }
       expect(() => f.construct({ client: pool, colour: 'red' })).toThrow(expect.objectContaining({ option: 'colour' }));
       expect(() => f.construct({ client: {} })).toThrow(expect.objectContaining({ option: 'client' }));
       expect(() => f.construct(undefined)).toThrow(InvalidLockOptionsError);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { PostgresLockBackend, type PgPoolLike, type PostgresLockBackendOptions } from '../../lib/backends/postgres';
 import { advisoryClass, postgresStatements } from '../../lib/backends/postgres/postgres.schema';
@@ -47,6 +48,12 @@ describeSqlBackend('postgres 15', async () => {
     ddl: (table) => postgresStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
     deleteOwner: async (owner) => void (await admin.query('DELETE FROM distributed_locks WHERE owner = $1', [owner])),
+    insertExpired: async (k, agoMs) => {
+      await admin.query(
+        "INSERT INTO distributed_locks (lock_key, owner, mode, expires_at, fence) VALUES ($1, $2, 'exclusive', clock_timestamp() - $3::bigint * interval '1 millisecond', 1)",
+        [k, randomBytes(16).toString('hex'), agoMs],
+      );
+    },
     holderRows: (k, table = 'distributed_locks') => count(`SELECT count(*) AS n FROM "${table}" WHERE lock_key = $1`, [k]),
     residue: (k) => count('SELECT count(*) AS n FROM distributed_locks WHERE lock_key = $1', [k]),
     msLeft: (k) => count('SELECT extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS n FROM distributed_locks WHERE lock_key = $1', [k]),

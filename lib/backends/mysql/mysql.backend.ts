@@ -11,8 +11,9 @@ import type {
   LockMode,
 } from '../../interfaces/lock-backend.interface';
 import { LocalWaitQueue } from './local-wait.queue';
+import { SqlSweeper, SWEEP_GRACE_MS } from './sql-sweeper';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
-import { checkBoolean, checkKnownOptions, checkSqlKey, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
+import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
@@ -53,9 +54,11 @@ export interface MySqlLockBackendOptions {
   createTable?: boolean;
   /** Longest pause between two polls of a waiter, in ms (default 100): bounds the handoff delay to another process. */
   maxPollDelay?: number;
+  /** ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0 = never. */
+  sweepInterval?: number;
 }
 
-const OPTIONS = ['client', 'table', 'createTable', 'maxPollDelay'] as const;
+const OPTIONS = ['client', 'table', 'createTable', 'maxPollDelay', 'sweepInterval'] as const;
 
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
@@ -70,6 +73,7 @@ export class MySqlLockBackend implements LockBackend {
   private readonly notifier = new ReleaseNotifier();
   /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
   private readonly waiters = new LocalWaitQueue('mysql');
+  private readonly sweeper: SqlSweeper;
   private schema: Promise<void> | undefined;
 
   constructor(options: MySqlLockBackendOptions) {
@@ -83,10 +87,12 @@ export class MySqlLockBackend implements LockBackend {
     this.createTable = checkBoolean('createTable', options.createTable, true);
     this.maxPollDelay = options.maxPollDelay === undefined ? 100 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = mysqlStatements(this.table);
+    this.sweeper = new SqlSweeper(checkSweepInterval(options.sweepInterval), () => this.sweep());
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
+    this.sweeper.start();
     const attempt = () => this.waiters.attempt(() => this.attempt(bytes(request.key), request.owner, request.mode, request.ttl));
     return this.waiters.run(request, () =>
       pollAcquire(request, attempt, {
@@ -134,7 +140,18 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    this.sweeper.stop();
     this.notifier.notifyAll();
+  }
+
+  /** Deletes rows that expired over a minute ago (and mutex rows left without holders). */
+  private sweep(): Promise<void> {
+    return this.withConnection(async (conn) => {
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await conn.execute(this.sql.sweepHolders, [SWEEP_GRACE_MS * 1000]);
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await conn.query(this.sql.sweepKeys);
+    });
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */

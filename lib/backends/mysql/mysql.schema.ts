@@ -1,3 +1,5 @@
+import { SWEEP_BATCH } from './sql-sweeper';
+
 /**
  * Tables and statements of the MySQL/MariaDB backend. Only the table name (a validated plain
  * identifier, see checkTableName) is spliced into SQL; every value is a `?` parameter of a
@@ -17,6 +19,8 @@ export interface MySqlStatements {
   readonly insert: string;
   readonly release: string;
   readonly dropKey: string;
+  readonly sweepHolders: string;
+  readonly sweepKeys: string;
   renew(count: number): string;
   alive(count: number): string;
 }
@@ -58,6 +62,9 @@ export function mysqlStatements(table: string): MySqlStatements {
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
+    // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
+    sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
+    sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
     // One statement renews a whole batch: only rows that are still ours and unexpired match.
     renew: (n) =>
       `UPDATE ${t} AS h JOIN (${rows(n)}) AS i ON h.lock_key = i.k AND h.owner = i.o ` +

@@ -1,4 +1,5 @@
 import { checkLockKey } from '../../core/lock-key';
+import { MAX_DURATION_MS } from '../../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LockMode } from '../../interfaces/lock-backend.interface';
 
@@ -58,6 +59,16 @@ export function checkKnownOptions(backend: string, options: object, known: reado
 export function checkBoolean(option: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') throw new InvalidLockOptionsError(option, value, 'true or false');
+  return value;
+}
+
+/** 0 (never) or an interval in ms of at least one second; default one minute. */
+export function checkSweepInterval(value: unknown): number {
+  if (value === undefined) return 60_000;
+  if (value === 0) return 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1_000 || value > MAX_DURATION_MS) {
+    throw new InvalidLockOptionsError('sweepInterval', value, `0 (never) or an integer number of ms from 1000 to ${MAX_DURATION_MS}`);
+  }
   return value;
 }
 

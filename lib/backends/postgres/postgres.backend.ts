@@ -11,7 +11,8 @@ import type {
   LockMode,
 } from '../../interfaces/lock-backend.interface';
 import { LocalWaitQueue } from '../mysql/local-wait.queue';
-import { checkBoolean, checkKnownOptions, checkSqlKey, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
+import { SqlSweeper, SWEEP_GRACE_MS } from '../mysql/sql-sweeper';
+import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
 import { PgReleaseListener, type PgListenClientLike, type PgListenConnector } from './postgres.listener';
 import { advisoryClass, postgresStatements, type PostgresStatements } from './postgres.schema';
 
@@ -64,9 +65,11 @@ export interface PostgresLockBackendOptions {
   notifications?: boolean;
   /** Longest pause between two polls of a waiter without notifications, in ms (default 250). */
   maxPollDelay?: number;
+  /** ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0 = never. */
+  sweepInterval?: number;
 }
 
-const OPTIONS = ['client', 'table', 'createTable', 'notifications', 'maxPollDelay'] as const;
+const OPTIONS = ['client', 'table', 'createTable', 'notifications', 'maxPollDelay', 'sweepInterval'] as const;
 
 export class PostgresLockBackend implements LockBackend {
   readonly name = 'postgres';
@@ -82,6 +85,7 @@ export class PostgresLockBackend implements LockBackend {
   /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
   private readonly waiters = new LocalWaitQueue('postgres');
   private readonly listener: PgReleaseListener | undefined;
+  private readonly sweeper: SqlSweeper;
   private schema: Promise<void> | undefined;
 
   constructor(options: PostgresLockBackendOptions) {
@@ -96,6 +100,7 @@ export class PostgresLockBackend implements LockBackend {
     this.maxPollDelay = options.maxPollDelay === undefined ? 250 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = postgresStatements(this.table);
     this.classId = advisoryClass(this.table);
+    this.sweeper = new SqlSweeper(checkSweepInterval(options.sweepInterval), () => this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])));
     if (checkBoolean('notifications', options.notifications, true)) {
       this.listener = new PgReleaseListener(listenConnector(this.pool), this.sql.channel, this.notifier);
     }
@@ -103,6 +108,7 @@ export class PostgresLockBackend implements LockBackend {
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
+    this.sweeper.start();
     const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
     const poll = () =>
       pollAcquire(request, attempt, {
@@ -138,6 +144,7 @@ export class PostgresLockBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
+    this.sweeper.stop();
     await this.listener?.close();
     this.notifier.notifyAll();
   }

@@ -1,3 +1,5 @@
+import { SWEEP_BATCH } from '../mysql/sql-sweeper';
+
 /**
  * Table and statements of the PostgreSQL backend. Only the table name (a validated plain
  * identifier, see checkTableName) is spliced into SQL; every value is a $n parameter. Times are
@@ -17,6 +19,7 @@ export interface PostgresStatements {
   readonly grant: string;
   readonly renew: string;
   readonly release: string;
+  readonly sweep: string;
 }
 
 export function postgresStatements(table: string): PostgresStatements {
@@ -62,6 +65,11 @@ export function postgresStatements(table: string): PostgresStatements {
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
       `SELECT pg_notify($3, lock_key) FROM gone`,
+    // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
+    // condition is re-checked on the current row version if a renewal or an acquire got there first.
+    sweep:
+      `DELETE FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' AND ctid IN ` +
+      `(SELECT ctid FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`,
   };
 }
 
