@@ -132,6 +132,27 @@ describe('etcd backend: faults (3-member cluster)', () => {
     await next.release();
   });
 
+  it('a release that failed (its only member down) is retried until done: the live session would never free the lock', async () => {
+    const [m0] = cluster.members;
+    // Session TTL 10 s: it must outlive etcd3's default circuit breaker (5 s open after 3 failures on a host).
+    const holder = engine(10_000, [m0.url]);
+    const other = engine(2_000, cluster.hosts(cluster.members.slice(1)));
+    const k = key('release-cut');
+    const h = await holder.engine.acquire(k);
+    const lease = holder.backend.sessionLeaseId;
+    await m0.kill();
+    try {
+      await expect(h.release()).rejects.toBeInstanceOf(LockBackendUnavailableError);
+    } finally {
+      await m0.start();
+    }
+    const next = await other.engine.acquire(k, { wait: 20_000 });
+    // Freed by the finished release, not by the holder's session expiring: that session lives on.
+    expect(holder.backend.sessionLeaseId).toBe(lease);
+    expect(next.fencingToken > h.fencingToken).toBe(true);
+    await next.release();
+  });
+
   it('client cut off from its member (SIGSTOP): LockBackendUnavailableError within the wait budget, held lock lost, recovery after', async () => {
     const [m0] = cluster.members;
     const { engine: e } = engine(2_000, [m0.url]);
