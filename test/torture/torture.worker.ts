@@ -47,7 +47,10 @@ async function main(): Promise<void> {
   const section: Section = async (handle, op) => {
     const token = handle.fencingToken.toString();
     record({ ev: 'ok', t: now(), op, token, mode: handle.mode });
-    handle.signal.addEventListener('abort', () => record({ ev: 'lost', t: now(), op, reason: String((handle.signal.reason as Error)?.message) }), { once: true });
+    const lost = () => record({ ev: 'lost', t: now(), op, reason: String((handle.signal.reason as Error)?.message) });
+    // A grant can arrive already lost (its validity ran out before the section started).
+    if (handle.signal.aborted) lost();
+    else handle.signal.addEventListener('abort', lost, { once: true });
     try {
       if (cfg.role === 'writer') {
         const read = await store.call({ op: 'read', token, attempt: op }).answer;
