@@ -141,6 +141,8 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const next = await eventually(() => a.engine.acquire(k, { wait: 1_000 }), 60_000, 200);
       expect(next.fencingToken > held.fencingToken).toBe(true);
       await Promise.all([h.release(), next.release()]);
+      // PostgreSQL: the waiter's backend re-opened its LISTEN connection by itself.
+      if (f.listeners) await eventually(async () => (await f.listeners!()) === 1, 30_000, 100);
     });
 
     it('database frozen (SIGSTOP): an acquire fails with LockBackendUnavailableError within its budget; SIGCONT heals', async () => {
