@@ -22,6 +22,8 @@ export interface CheckInput {
   slots: number;
   /** The backend's fencing capability: token order is a violation only under 'strict'. */
   fencing: 'strict' | 'best-effort';
+  /** Workers checked their signal before writing; when false, writes after loss are expected (reported only). */
+  signalCheck?: boolean;
   /** Real-time slack when ordering events of different processes, ms. */
   clockSlack?: number;
 }
@@ -254,7 +256,7 @@ export function checkHistories(input: CheckInput): CheckResult {
     acceptedWritesAfterHeal,
     unfenced: { writeAttempts: ops.writesAccepted + ops.writesRejected, finalValue: input.shadow, lostUpdates: unfencedLost, overlappingSections, staleWritesStoppedBySignal },
     findings,
-    safe: lostUpdates === 0 && overlaps === 0 && readerWriterOverlaps === 0 && tokenViolation === 0 && writesAfterLost === 0,
+    safe: lostUpdates === 0 && overlaps === 0 && readerWriterOverlaps === 0 && tokenViolation === 0 && (input.signalCheck === false || writesAfterLost === 0),
     live: stuckWorkers.length === 0 && (!writers || acceptedWritesAfterHeal > 0),
   };
 }

@@ -6,7 +6,7 @@ describe('torture options', () => {
 
   it('parses a full command line', () => {
     expect(parseTortureArgs(['--backend', 'redis', '--workers', '8', '--duration', '60s', '--faults', 'kill,pause', '--seed', '7', '--mode', 'shared'])).toMatchObject({
-      backend: 'redis', workers: 8, durationMs: 60_000, faults: ['kill', 'pause'], seed: 7, mode: 'shared', ttl: 500, wait: 2_000,
+      backend: 'redis', workers: 8, durationMs: 60_000, faults: ['kill', 'pause'], seed: 7, mode: 'shared', ttl: 500, wait: 2_000, signalCheck: true,
     });
     expect(parseTortureArgs(['--backend=etcd', '--duration=1m', '--faults=none'])).toMatchObject({ backend: 'etcd', durationMs: 60_000, faults: [], ttl: 2_000 });
   });
@@ -23,6 +23,7 @@ describe('torture options', () => {
     [[...base, '--mode', 'both'], /--mode: got "both"; allowed: exclusive, shared/],
     [['--backend', 'etcd', '--duration', '30s', '--ttl', '500ms'], /--ttl: got 500 ms; allowed for etcd: at least 2000 ms, a multiple of 1000 ms/],
     [[...base, '--speed', 'fast'], /unknown option --speed/],
+    [[...base, '--signal-check', 'maybe'], /--signal-check: got "maybe"; allowed: on, off/],
     [[...base, '--seed'], /--seed needs a value/],
     [[...base, 'extra'], /unexpected argument "extra"/],
   ])('rejects %j', (argv, message) => {

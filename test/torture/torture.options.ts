@@ -16,6 +16,8 @@ export interface TortureOptions {
   mode: 'exclusive' | 'shared';
   ttl: number;
   wait: number;
+  /** Workers check their handle's signal before writing (default); false shows what fencing alone does. */
+  signalCheck: boolean;
   /** Where the JSON report goes; default <run dir>/report.json. */
   report?: string;
 }
@@ -26,7 +28,7 @@ export class UsageError extends Error {
 
 export const USAGE = `usage: npm run torture -- --backend <${BACKEND_NAMES.join('|')}> [--workers 8] [--duration 60s]
        [--faults kill,pause,restart,partition|none] [--seed N] [--mode exclusive|shared]
-       [--ttl 500ms (etcd 2s, zookeeper 1.5s)] [--wait 2s] [--report path.json]`;
+       [--ttl 500ms (etcd 2s, zookeeper 1.5s)] [--wait 2s] [--signal-check on|off] [--report path.json]`;
 
 /** "60s", "1.5m", "500ms", "2000" (ms) -> ms. */
 export function parseDuration(flag: string, text: string): number {
@@ -49,13 +51,13 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
   const raw = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const m = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
+    const m = /^--([a-z][a-z-]*)(?:=(.*))?$/.exec(arg);
     if (!m) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
     const value = m[2] ?? argv[++i];
     if (value === undefined || (m[2] === undefined && value.startsWith('--'))) throw new UsageError(`--${m[1]} needs a value\n${USAGE}`);
     raw.set(m[1], value);
   }
-  const known = new Set(['backend', 'workers', 'duration', 'faults', 'seed', 'mode', 'ttl', 'wait', 'report']);
+  const known = new Set(['backend', 'workers', 'duration', 'faults', 'seed', 'mode', 'ttl', 'wait', 'signal-check', 'report']);
   for (const flag of raw.keys()) if (!known.has(flag)) throw new UsageError(`unknown option --${flag}\n${USAGE}`);
 
   const backend = raw.get('backend');
@@ -73,6 +75,8 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
   }
   const mode = raw.get('mode') ?? 'exclusive';
   if (mode !== 'exclusive' && mode !== 'shared') throw new UsageError(`--mode: got "${mode}"; allowed: exclusive, shared`);
+  const signalCheck = raw.get('signal-check') ?? 'on';
+  if (signalCheck !== 'on' && signalCheck !== 'off') throw new UsageError(`--signal-check: got "${signalCheck}"; allowed: on, off`);
   const limits = TORTURE_BACKENDS[backend as BackendName]?.ttl ?? { default: 500, min: 100 };
   const ttl = raw.has('ttl') ? parseDuration('ttl', raw.get('ttl') as string) : limits.default;
   if (ttl < limits.min || (limits.step !== undefined && ttl % limits.step !== 0)) {
@@ -87,6 +91,7 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
     mode,
     ttl,
     wait: parseDuration('wait', raw.get('wait') ?? '2s'),
+    signalCheck: signalCheck === 'on',
     report: raw.get('report'),
   };
   const minimum = minimumDuration(options);

@@ -128,6 +128,7 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     timings.buildMs = Math.round(now() - t0);
     servers = await def.start(dir, build);
     timings.serversMs = Math.round(now() - t0) - timings.buildMs;
+    if (!options.signalCheck) notes.push('--signal-check off: workers write even after their signal aborted; only the fence protects the store');
     if (options.faults.includes('restart') && servers.restartable.length === 0) notes.push(`restart skipped: ${servers.restartNote}`);
     const storePort = await freePort();
     await store.listen(storePort);
@@ -135,7 +136,7 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     const spawn = (slot: Slot) => spawnWorker(slot, {
       slot: slot.slot, inc: slot.inc, backend: options.backend, client: (servers as RunningServers).clientConfig(slot.proxies.map((p) => p.port)),
       storePort, historyFile: join(dir, `history-${slot.slot}-${slot.inc}.jsonl`), role: slot.role, via: slot.via,
-      ttl: options.ttl, wait: options.wait, key: 'counter', seed: options.seed, yieldMax: 30, thinkMax: 20,
+      ttl: options.ttl, wait: options.wait, key: 'counter', seed: options.seed, yieldMax: 30, thinkMax: 20, signalCheck: options.signalCheck,
     }, dir, build);
     for (let i = 0; i < options.workers; i++) {
       const proxies = await Promise.all(servers.ports.map((port) => TcpProxy.start({ port })));
@@ -169,7 +170,7 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     const result = checkHistories({
       histories, records: store.records, value: store.value, shadow: store.shadow, healAt,
       ttl: options.ttl, wait: options.wait, slots: options.workers,
-      fencing: def.fencing ?? 'strict',
+      fencing: def.fencing ?? 'strict', signalCheck: options.signalCheck,
     });
     writeFileSync(join(dir, 'store.jsonl'), store.records.map((r) => JSON.stringify(r)).join('\n'));
     const report: TortureReport = {

@@ -29,6 +29,8 @@ export interface WorkerConfig {
   yieldMax: number;
   /** Longest pause between two operations, ms. */
   thinkMax: number;
+  /** false: write even after the handle's signal aborted (a careless holder; fencing alone protects). */
+  signalCheck: boolean;
 }
 
 /** Runs one critical section under a granted handle; `op` is this grant's id. */
@@ -57,7 +59,7 @@ async function main(): Promise<void> {
         record({ ev: 'read', t: now(), op, accepted: read.accepted as boolean, value: read.value as number });
         await sleep(cfg.yieldMax);
         // The one check a holder owes its resource: never write after its own signal said "lost".
-        if (handle.signal.aborted) {
+        if (cfg.signalCheck && handle.signal.aborted) {
           record({ ev: 'skip-write', t: now(), op });
           return;
         }
