@@ -44,6 +44,7 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
     },
     construct: (options) => new MySqlLockBackend(options as MySqlLockBackendOptions),
     rawClient: () => admin,
+    wrongClients: () => [admin.pool], // the callback-style pool under the promise one (never connected here)
     ddl: (table) => mysqlStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
     deleteOwner: async (owner) => void (await admin.execute('DELETE FROM distributed_locks WHERE owner = ?', [owner])),

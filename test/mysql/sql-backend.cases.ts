@@ -32,6 +32,8 @@ export interface SqlFixture {
   ddl(table: string): readonly string[];
   /** A raw driver pool (for constructor argument checks). */
   rawClient(): unknown;
+  /** Driver objects that look like a pool but are the wrong kind (mysql2 callback pool, pg Client). */
+  wrongClients(): unknown[];
   /** Admin: runs one statement (no values) on the admin pool. */
   exec(sql: string): Promise<void>;
   /** Admin: deletes one holder row behind its owner's back. */
@@ -329,6 +331,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       }
       expect(() => f.construct({ client: pool, colour: 'red' })).toThrow(expect.objectContaining({ option: 'colour' }));
       expect(() => f.construct({ client: {} })).toThrow(expect.objectContaining({ option: 'client' }));
+      for (const client of f.wrongClients()) expect(() => f.construct({ client })).toThrow(expect.objectContaining({ option: 'client' }));
       expect(() => f.construct(undefined)).toThrow(InvalidLockOptionsError);
       expect(() => f.construct({ client: pool, table: 'Locks' })).toThrow(/plain lower-case SQL identifier/);
     });

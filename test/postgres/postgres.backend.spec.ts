@@ -45,6 +45,7 @@ describeSqlBackend('postgres 15', async () => {
     },
     construct: (options) => new PostgresLockBackend(options as PostgresLockBackendOptions),
     rawClient: () => admin,
+    wrongClients: () => [new Client(server.connection)], // never connected
     ddl: (table) => postgresStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
     deleteOwner: async (owner) => void (await admin.query('DELETE FROM distributed_locks WHERE owner = $1', [owner])),

@@ -79,8 +79,10 @@ export class MySqlLockBackend implements LockBackend {
   constructor(options: MySqlLockBackendOptions) {
     if (!options || typeof options !== 'object') throw new InvalidLockOptionsError('MySqlLockBackend options', options, '{ client, table?, createTable? }');
     checkKnownOptions('MySqlLockBackend', options, OPTIONS);
-    if (!options.client || typeof options.client.getConnection !== 'function') {
-      throw new InvalidLockOptionsError('client', options.client, "a mysql2/promise Pool (require('mysql2/promise').createPool(...))");
+    const client = options.client as MySqlPoolLike & { promise?: unknown };
+    // mysql2's callback-style pool has getConnection(cb) too, and promise() to get the promise API.
+    if (!client || typeof client.getConnection !== 'function' || typeof client.promise === 'function') {
+      throw new InvalidLockOptionsError('client', client, "a mysql2/promise Pool (createPool from 'mysql2/promise', or pool.promise())");
     }
     this.pool = options.client;
     this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);

@@ -91,8 +91,9 @@ export class PostgresLockBackend implements LockBackend {
   constructor(options: PostgresLockBackendOptions) {
     if (!options || typeof options !== 'object') throw new InvalidLockOptionsError('PostgresLockBackend options', options, '{ client, table?, createTable? }');
     checkKnownOptions('PostgresLockBackend', options, OPTIONS);
-    if (!options.client || typeof options.client.connect !== 'function') {
-      throw new InvalidLockOptionsError('client', options.client, "a pg Pool (new Pool(...) from 'pg')");
+    // A pg Client has connect() too, but cannot be checked out per attempt: a Pool is required.
+    if (!options.client || typeof options.client.connect !== 'function' || 'connectionParameters' in options.client) {
+      throw new InvalidLockOptionsError('client', options.client, "a pg Pool (new Pool(...) from 'pg'), not a Client");
     }
     this.pool = options.client;
     this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
