@@ -106,6 +106,14 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    const results = await this.renewOnPrimary(locks);
+    // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
+    // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
+    if (this.replicas && results.some(Boolean)) await this.waitForReplicas('renewal', locks[0].key);
+    return results;
+  }
+
+  private async renewOnPrimary(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     const calls = locks.map((l) => {
       const k = lockKeys(l.key);
@@ -156,17 +164,26 @@ export class RedisLockBackend implements LockBackend {
     return { acquired: true, fencingToken: BigInt(reply[1]) };
   }
 
-  /** WAIT for replica acks; too few: give the grant back and fail closed. */
+  /** WAIT for replica acks of the grant; too few: give the grant back and fail closed. */
   private async confirmReplicated(lock: BackendLock): Promise<void> {
-    const { count, timeout } = this.replicas as { count: number; timeout: number };
-    let acked = 0;
     try {
-      acked = await (this.client.wait as NonNullable<RedisClientLike['wait']>)(count, timeout);
-    } finally {
-      if (acked < count) await this.release(lock).catch(() => undefined);
+      await this.waitForReplicas('grant', lock.key);
+    } catch (error) {
+      await this.release(lock).catch(() => undefined);
+      throw error;
     }
+  }
+
+  /**
+   * WAIT on our connection: it covers every write this connection sent before it (the replication
+   * offset only grows), so one WAIT confirms a whole renewal batch. It blocks the connection for up
+   * to `timeout` ms, which is why that should stay well below the ttl.
+   */
+  private async waitForReplicas(what: string, key: string): Promise<void> {
+    const { count, timeout } = this.replicas as { count: number; timeout: number };
+    const acked = await (this.client.wait as NonNullable<RedisClientLike['wait']>)(count, timeout);
     if (acked < count) {
-      throw new LockBackendUnavailableError(this.name, `only ${acked} of ${count} required replicas acknowledged the grant within ${timeout} ms (option "replicas")`, { key: lock.key });
+      throw new LockBackendUnavailableError(this.name, `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`, { key });
     }
   }
 

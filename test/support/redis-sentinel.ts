@@ -1,0 +1,164 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { TcpProxy } from './tcp-proxy';
+
+/**
+ * A private Redis Sentinel deployment on loopback: two data nodes (one primary, one replica) and
+ * three sentinels (quorum 2). The replica replicates through a TcpProxy (`link`), so a test can
+ * delay or cut the replication stream alone (clients and sentinels talk to the nodes directly).
+ * Failovers are started on demand (failover()); the long failover-timeout keeps the sentinels from
+ * "fixing" the proxied replica's configuration and from racing our failovers with their own
+ * (a sentinel waits 2 x failover-timeout between two automatic failovers of one primary).
+ * Roles move with failovers: ask primary()/replica(), never assume. No persistence: a restarted
+ * node comes back empty, as a replica of the current primary.
+ */
+export const SENTINEL_MASTER_NAME = 'mymaster';
+
+export class RedisSentinelGroup {
+  private constructor(
+    readonly nodes: ServerProcess[],
+    readonly sentinels: ServerProcess[],
+    readonly dir: string,
+    /** The replication link: replica -> proxy -> primary. Replaced when the roles change. */
+    public link: TcpProxy,
+  ) {}
+
+  static async start(options: { downAfter?: number } = {}): Promise<RedisSentinelGroup> {
+    const dir = tempDir('redis-sentinel');
+    const [p0, p1, ...sentinelPorts] = await freePorts(5);
+    const node = (port: number, replicaOf?: number) => {
+      const nodeDir = join(dir, `node-${port}`);
+      mkdirSync(nodeDir, { recursive: true });
+      return new ServerProcess(
+        {
+          name: `redis-node-${port}`,
+          command: 'redis-server',
+          // No 5 s diskless-sync delay: a restarted replica is back in sync at once.
+          args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', nodeDir, '--repl-diskless-sync-delay', '0', '--enable-debug-command', 'yes',
+            ...(replicaOf ? ['--replicaof', '127.0.0.1', String(replicaOf)] : [])],
+          port,
+        },
+        dir,
+      );
+    };
+    const nodes = [node(p0)];
+    await nodes[0].start();
+    const link = await TcpProxy.start({ port: p0 });
+    nodes.push(node(p1, link.port));
+    await nodes[1].start();
+    const sentinels = sentinelPorts.map((port) => {
+      const conf = join(dir, `sentinel-${port}.conf`);
+      // Sentinel rewrites its config file (discovered replicas and sentinels, epochs): it must be writable.
+      writeFileSync(conf, [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${p0} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 300}`,
+        `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 60000`,
+        `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
+        '',
+      ].join('\n'));
+      return new ServerProcess({ name: `redis-sentinel-${port}`, command: 'redis-server', args: [conf, '--sentinel'], port }, dir);
+    });
+    await Promise.all(sentinels.map((s) => s.start()));
+    const group = new RedisSentinelGroup(nodes, sentinels, dir, link);
+    await group.settled();
+    return group;
+  }
+
+  get sentinelAddresses(): { host: string; port: number }[] {
+    return this.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port }));
+  }
+
+  cli(port: number, ...args: string[]): string {
+    return execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 }).trim();
+  }
+
+  /** The port every live sentinel names as primary, or undefined while they disagree or cannot answer. */
+  agreedPrimaryPort(): number | undefined {
+    const answers = this.sentinels.filter((s) => s.running).map((s) => {
+      try {
+        return Number(this.cli(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME).split('\n')[1]);
+      } catch {
+        return Number.NaN;
+      }
+    });
+    return answers.length > 0 && answers.every((p) => p === answers[0]) && !Number.isNaN(answers[0]) ? answers[0] : undefined;
+  }
+
+  primary(): ServerProcess {
+    const port = this.agreedPrimaryPort();
+    const node = this.nodes.find((n) => n.port === port);
+    if (!node) throw new Error(`the sentinels do not agree on a primary (${port})`);
+    return node;
+  }
+
+  replica(): ServerProcess {
+    const primary = this.primary();
+    return this.nodes.find((n) => n !== primary) as ServerProcess;
+  }
+
+  /** Resolves once the sentinels agree on a live primary, whose replica is online and known to every sentinel, and the sentinels know each other. */
+  async settled(timeoutMs = 30_000): Promise<void> {
+    await eventually(() => {
+      const port = this.agreedPrimaryPort();
+      const primary = this.nodes.find((n) => n.port === port && n.running);
+      const replica = this.nodes.find((n) => n !== primary);
+      if (!primary || !replica?.running) return false;
+      if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication'))) return false;
+      const info = this.cli(replica.port, 'INFO', 'replication');
+      if (!/master_link_status:up/.test(info) || !info.includes(`master_port:${this.link.port}`) || this.link.target.port !== primary.port) return false;
+      return this.sentinels.every((s) => {
+        const replicas = this.cli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER_NAME);
+        const known = replicas.includes(String(replica.port)) && !/s_down|disconnected/.test(replicas);
+        const peers = this.cli(s.port, 'SENTINEL', 'sentinels', SENTINEL_MASTER_NAME).split('\n').filter((l) => l === 'name').length;
+        return known && peers === this.sentinels.length - 1;
+      });
+    }, timeoutMs, 100);
+  }
+
+  /** Asks a sentinel to fail over now (retrying while it finds no replica to promote), then waits for the sentinels to agree. */
+  async failover(timeoutMs = 30_000): Promise<ServerProcess> {
+    const from = this.primary().port;
+    await eventually(() => {
+      try {
+        return /OK/.test(this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME));
+      } catch (error) {
+        if (/INPROG/.test(String((error as { stdout?: string }).stdout ?? error))) return true;
+        throw error;
+      }
+    }, timeoutMs, 100);
+    return this.failedOverFrom(from, timeoutMs);
+  }
+
+  /** Waits until the sentinels agree that `port` is no longer the primary (a failover happened). */
+  async failedOverFrom(port: number, timeoutMs = 30_000): Promise<ServerProcess> {
+    const node = await eventually(() => {
+      const now = this.agreedPrimaryPort();
+      const found = now === port ? undefined : this.nodes.find((n) => n.port === now);
+      return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication')) ? found : undefined;
+    }, timeoutMs, 50);
+    return node as ServerProcess;
+  }
+
+  /** Starts a stopped node again, empty, as a replica of the current primary through a new link proxy. */
+  async restartAsReplica(node: ServerProcess): Promise<void> {
+    const primary = this.primary();
+    await this.link.close();
+    this.link = await TcpProxy.start({ port: primary.port });
+    const args = node.options.args;
+    const at = args.indexOf('--replicaof');
+    if (at >= 0) args.splice(at, 3);
+    args.push('--replicaof', '127.0.0.1', String(this.link.port));
+    await node.start();
+  }
+
+  async destroy(): Promise<void> {
+    await this.link.close();
+    await Promise.all([...this.sentinels, ...this.nodes].map((p) => p.kill()));
+    removeDir(this.dir);
+  }
+}
