@@ -34,6 +34,8 @@ export interface CheckResult {
     granted: number;
     failed: Record<string, number>;
     lost: number;
+    /** Grants lost within 2 ms of being granted: the holder never had a usable lock. */
+    lostOnArrival: number;
     writesAccepted: number;
     writesRejected: number;
     writesSkippedAfterLost: number;
@@ -76,7 +78,7 @@ export function checkHistories(input: CheckInput): CheckResult {
     if (findings.filter((f) => f.startsWith(kind)).length < 20) findings.push(`${kind}: ${text}`);
   };
   const slack = input.clockSlack ?? 2;
-  const ops: CheckResult['ops'] = { invoked: 0, granted: 0, failed: {}, lost: 0, writesAccepted: 0, writesRejected: 0, writesSkippedAfterLost: 0, readsRejected: 0, readerSections: 0 };
+  const ops: CheckResult['ops'] = { invoked: 0, granted: 0, failed: {}, lost: 0, lostOnArrival: 0, writesAccepted: 0, writesRejected: 0, writesSkippedAfterLost: 0, readsRejected: 0, readerSections: 0 };
 
   // Per-history facts: grants, loss, writes after loss.
   const grants: { op: string; invokeT: number; okT: number; token: bigint; mode: string }[] = [];
@@ -86,6 +88,7 @@ export function checkHistories(input: CheckInput): CheckResult {
   const skips: { op: string; t: number }[] = [];
   for (const history of input.histories) {
     const invokes = new Map<string, number>();
+    const granted = new Map<string, number>();
     const lost = new Set<string>();
     for (const e of history) {
       switch (e.ev) {
@@ -103,6 +106,7 @@ export function checkHistories(input: CheckInput): CheckResult {
           grants.push({ op: e.op, invokeT: invokes.get(e.op) ?? e.t, okT: e.t, token: BigInt(e.token), mode: e.mode });
           const slot = Number(e.op.split('.')[0]);
           okTimes.set(slot, [...(okTimes.get(slot) ?? []), e.t]);
+          granted.set(e.op, e.t);
           break;
         }
         case 'fail':
@@ -111,6 +115,7 @@ export function checkHistories(input: CheckInput): CheckResult {
         case 'lost':
           ops.lost++;
           lost.add(e.op);
+          if (e.t - (granted.get(e.op) ?? -Infinity) <= 2) ops.lostOnArrival++;
           break;
         case 'skip-write':
           ops.writesSkippedAfterLost++;

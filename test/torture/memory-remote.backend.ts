@@ -5,13 +5,14 @@ import type {
   LockBackend,
   LockBackendCapabilities,
 } from '../../lib/interfaces/lock-backend.interface';
+import { pollAcquire } from '../../lib/core/acquire-loop';
 import { JsonLinesClient, type JsonMessage } from './json-lines.channel';
 
 /**
  * Test-only relay of the backend contract to the MemoryLockBackend hosted by memory-lock.server.ts,
  * so that torture workers in separate processes share one in-process lock table. Each call is one
  * request; a cut connection fails the calls in flight (the core turns that into
- * LockBackendUnavailableError), and the next call reconnects.
+ * LockBackendUnavailableError), and the next call reconnects. Waiting polls (no release push).
  */
 export class MemoryRemoteBackend implements LockBackend {
   readonly name = 'memory';
@@ -22,17 +23,18 @@ export class MemoryRemoteBackend implements LockBackend {
     this.client = new JsonLinesClient(port);
   }
 
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    const { key, owner, mode, ttl, wait, signal } = request;
-    const { id, answer } = this.client.call({ type: 'acquire', key, owner, mode, ttl, wait });
-    const cancel = () => this.client.notify({ type: 'cancel', target: id });
-    signal.addEventListener('abort', cancel, { once: true });
-    try {
-      const m = await answer;
-      return m.acquired ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) } : { acquired: false, retryAfter: m.retryAfter as number | undefined };
-    } finally {
-      signal.removeEventListener('abort', cancel);
-    }
+  /**
+   * Try-once requests in the engine's own wait loop (as the SQL backends poll), so the grant's
+   * validity is dated by this process's clock from the request that won it.
+   */
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    return pollAcquire(request, () => this.attempt(request), { backend: this.name, minDelay: 5, maxDelay: 100 });
+  }
+
+  private async attempt(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const { key, owner, mode, ttl } = request;
+    const m = await this.client.call({ type: 'acquire', key, owner, mode, ttl, wait: 0 }).answer;
+    return m.acquired ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) } : { acquired: false, retryAfter: m.retryAfter as number | undefined };
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
