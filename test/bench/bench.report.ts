@@ -1,3 +1,6 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeCharts } from './bench.chart';
 import type { ContendedResult } from './contended.scenario';
 import type { DecoratorResult } from './decorator.scenario';
 import type { ScalingResult } from './scaling.scenario';
@@ -120,7 +123,7 @@ export function decoratorSection(d: DecoratorResult): string {
     '## 3. @Locked overhead over HTTP (Express, a new key per request)',
     '',
     `Latency: one keep-alive connection, sequential requests, ${d.rounds} alternating rounds of ${d.roundMs} ms per route. ` +
-      `Throughput: autocannon, ${d.connections} connections, ${d.autocannonSeconds} s per route. The app runs in its own process. ` +
+      `Throughput: autocannon, ${d.connections} connections, ${d.autocannonSeconds} s per route in two alternating runs. The app runs in its own process. ` +
       'On Redis a third route makes one PING round trip and takes no lock: its added median is what one round trip costs as the app sees it.',
     '',
     mdTable(['backend', 'plain median ms', '@Locked median ms', 'added median ms', 'plain p99 ms', '@Locked p99 ms', 'app CPU µs/req plain', 'app CPU µs/req @Locked', 'app CPU µs/req 1-PING route', 'plain req/s', '@Locked req/s', 'Redis PING ms (bench process)', 'added by a 1-PING route ms', 'Redis round trips / request'], rows),
@@ -160,14 +163,15 @@ export function scalingSection(s: ScalingResult, charts: string[]): string {
     x.ours ? `**${x.contender}**` : x.contender,
     ...counts.map((n) => {
       const p = x.points.find((q) => q.workers === n);
-      return p ? `${fmtNum(p.handoffsPerSec)} / ${fmtMs(p.p99Wait)}` : 'n/a';
+      return p ? `${fmtNum(p.handoffsPerSec)} / ${fmtMs(p.p99Wait)} / ${fmtNum(p.minShare, 2)}` : 'n/a';
     }),
   ]);
   return [
     '',
     '## 5. Scaling curve (contended loop of scenario 2, 1–32 workers)',
     '',
-    `One ${s.windowMs / 1000} s window per point. Cells: handoffs/s / p99 wait ms.`,
+    `One ${s.windowMs / 1000} s window per point. Cells: handoffs/s / p99 wait ms / least-served share. ` +
+      'With 1 worker the loop itself (hold 1 ms + pause 2 ms, as setTimeout grants them) bounds the rate at about 250/s.',
     '',
     mdTable(['contender', ...counts.map((n) => `${n} workers`)], rows),
     '',
@@ -178,4 +182,13 @@ export function scalingSection(s: ScalingResult, charts: string[]): string {
 
 function skippedNote(skipped: Skipped[]): string {
   return skipped.length ? `\nNot measured: ${skipped.map((s) => `${s.system} (${s.reason})`).join('; ')}.\n` : '';
+}
+
+/** Re-renders a committed run's Markdown and charts from its JSON: `ts-node test/bench/bench.report.ts <results.json>`. */
+if (require.main === module) {
+  const file = process.argv[2];
+  if (!file) throw new Error('usage: bench.report.ts <results.json>');
+  const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
+  const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), results.name);
+  writeFileSync(file.replace(/\.json$/, '.md'), renderReport(results, charts));
 }
