@@ -3,6 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { RedisLockBackend, type RedisClientLike } from '../../lib/backends/redis/redis.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { redisClient } from './bench.contenders';
 import type { BenchContext } from './bench.context';
 import { inParallel, sleep } from './bench.stats';
@@ -11,7 +12,8 @@ import { inParallel, sleep } from './bench.stats';
  * Scenario 4, watchdog scale: N locks held at once by one process on Redis, renewed by the
  * watchdog (one timer per backend, batched renew()). A counting wrapper around the ioredis client
  * records every pipeline the backend sends; CPU is process.cpuUsage() over whole renewal periods
- * with nothing else running; memory is the heap growth after a forced GC, divided by N (it
+ * with nothing else running; a counting wrapper around the backend groups renew() calls into ticks;
+ * memory is the heap growth after a forced GC, divided by N (it
  * includes the LockHandle the caller keeps), and Redis's own used_memory growth.
  */
 export interface WatchdogRow {
@@ -19,11 +21,15 @@ export interface WatchdogRow {
   ttlMs: number;
   acquireSeconds: number;
   windowMs: number;
-  /** Renewal bursts (pipelines sent within 20 ms of each other) seen in the window. */
+  /** Watchdog ticks seen in the window: renew() calls made in the same event-loop turn are one tick. */
   ticks: number;
   ticksPerPeriod: number;
+  /** backend.renew() calls (batches, at most 5,000 locks each) per tick. */
+  batchesPerTick: number;
+  /** Pipelines (round trips) the backend sent per batch (1; 2 only after a cold script cache). */
+  pipelinesPerBatch: number;
+  /** Pipelines per tick: written back to back on the one connection. */
   pipelinesPerTick: number;
-  maxPipelinesPerTick: number;
   commandsPerPipeline: number;
   renewalsPerSec: number;
   cpuPercentOfCore: number;
@@ -43,6 +49,11 @@ interface Pipe {
   commands: number;
 }
 
+interface Batch {
+  at: number;
+  turn: number;
+}
+
 export async function runWatchdog(ctx: BenchContext): Promise<WatchdogResult> {
   await ctx.servers.need('redis');
   const sizes = ctx.quick ? [10_000] : [10_000, 100_000];
@@ -58,7 +69,9 @@ async function holdMany(ctx: BenchContext, n: number, ttl: number): Promise<Watc
   const client = redisClient(ctx.servers.redis!.port);
   const pipes: Pipe[] = [];
   const counting = countingClient(client as unknown as RedisClientLike, pipes);
-  const engine = new LockEngine({ backend: new RedisLockBackend({ client: counting }), keyPrefix: `wd${n}:`, defaults: { ttl, wait: 0 } });
+  const batches: Batch[] = [];
+  const backend = countingBackend(new RedisLockBackend({ client: counting }), batches);
+  const engine = new LockEngine({ backend, keyPrefix: `wd${n}:`, defaults: { ttl, wait: 0 } });
   const period = ttl / 3;
   try {
     await client.flushall();
@@ -84,7 +97,8 @@ async function holdMany(ctx: BenchContext, n: number, ttl: number): Promise<Watc
     const cpu = process.cpuUsage(cpu0);
     const wall = performance.now() - from;
     const inWindow = pipes.filter((p) => p.at >= from && p.at < from + wall);
-    const bursts = burstsOf(inWindow);
+    const batchesIn = batches.filter((b) => b.at >= from && b.at < from + wall);
+    const ticks = new Set(batchesIn.map((b) => b.turn)).size;
     const commands = inWindow.reduce((s, p) => s + p.commands, 0);
     const renewalsPerSec = commands / (wall / 1000);
     const cpuPercentOfCore = ((cpu.user + cpu.system) / 1000 / wall) * 100;
@@ -95,10 +109,11 @@ async function holdMany(ctx: BenchContext, n: number, ttl: number): Promise<Watc
       ttlMs: ttl,
       acquireSeconds,
       windowMs: wall,
-      ticks: bursts.length,
-      ticksPerPeriod: bursts.length / (wall / period),
-      pipelinesPerTick: bursts.length ? inWindow.length / bursts.length : 0,
-      maxPipelinesPerTick: Math.max(0, ...bursts),
+      ticks,
+      ticksPerPeriod: ticks / (wall / period),
+      batchesPerTick: ticks ? batchesIn.length / ticks : 0,
+      pipelinesPerBatch: batchesIn.length ? inWindow.length / batchesIn.length : 0,
+      pipelinesPerTick: ticks ? inWindow.length / ticks : 0,
       commandsPerPipeline: inWindow.length ? commands / inWindow.length : 0,
       renewalsPerSec,
       cpuPercentOfCore,
@@ -140,16 +155,29 @@ function countingClient(client: RedisClientLike, pipes: Pipe[]): RedisClientLike
   };
 }
 
-/** Pipelines sent within 20 ms of the previous one belong to the same watchdog tick. */
-function burstsOf(pipes: Pipe[]): number[] {
-  const sizes: number[] = [];
-  let last = -Infinity;
-  for (const p of pipes) {
-    if (p.at - last > 20) sizes.push(0);
-    sizes[sizes.length - 1]++;
-    last = p.at;
-  }
-  return sizes;
+/**
+ * Delegates to the backend and records every renew() call. The watchdog issues all batches of one
+ * tick synchronously in one timer callback, so calls seen before the next setImmediate share a turn.
+ */
+function countingBackend(backend: LockBackend, batches: Batch[]): LockBackend {
+  let turn = 0;
+  let open = false;
+  return {
+    name: backend.name,
+    capabilities: backend.capabilities,
+    acquire: (request) => backend.acquire(request),
+    release: (lock) => backend.release(lock),
+    close: () => backend.close(),
+    renew(locks) {
+      if (!open) {
+        open = true;
+        turn++;
+        setImmediate(() => (open = false));
+      }
+      batches.push({ at: performance.now(), turn });
+      return backend.renew(locks);
+    },
+  };
 }
 
 async function usedMemory(client: { info(section: string): Promise<string> }): Promise<number> {
