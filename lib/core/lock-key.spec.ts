@@ -38,12 +38,14 @@ describe('key templates', () => {
     }
   });
 
-  it('fails the call for a missing, empty, object, array, boolean or non-finite value', () => {
+  it('fails the call for a missing, empty, object, array, boolean, non-finite or lone-surrogate value', () => {
     const k = compileLockKey('o:<dto.id>', ['dto'], 'T.m()');
-    for (const dto of [undefined, null, {}, { id: '' }, { id: {} }, { id: [1] }, { id: true }, { id: Number.NaN }, { id: Infinity }]) {
+    for (const dto of [undefined, null, {}, { id: '' }, { id: {} }, { id: [1] }, { id: true }, { id: Number.NaN }, { id: Infinity }, { id: '\uD800' }]) {
       expect(() => k.resolve([dto])).toThrow(LockKeyResolutionError);
     }
     expect(k.resolve([{ id: 10n }])).toBe('o:10');
+    expect(k.resolve([{ id: '\uD83D\uDE00' }])).toBe('o:%F0%9F%98%80'); // a proper pair is fine
+    expect(() => encodeKeyPart('\uDBFF')).toThrow(InvalidLockOptionsError);
   });
 
   it('fails at definition for unknown names, positions past the parameters and malformed templates', () => {

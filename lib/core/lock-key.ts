@@ -21,9 +21,14 @@ const SAFE = /^[A-Za-z0-9_-]$/;
 const PLACEHOLDER = /<([^<>]*)>/g;
 const IDENT = /^[A-Za-z_$][\w$]*$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
+/** A UTF-16 surrogate that is not part of a pair: UTF-8 cannot carry it (it would become U+FFFD and collide). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /** Encodes one value for use inside a key (exported for function keys that build their own). */
 export function encodeKeyPart(value: string | number | bigint): string {
+  if (LONE_SURROGATE.test(String(value))) {
+    throw new InvalidLockOptionsError('key', value, 'text without lone UTF-16 surrogates (they cannot be encoded distinctly)');
+  }
   let out = '';
   for (const ch of String(value)) {
     if (SAFE.test(ch)) out += ch;
@@ -42,6 +47,9 @@ export function checkLockKey(key: unknown, maxLength = MAX_KEY_LENGTH): string {
   }
   if (CONTROL.test(key)) {
     throw new InvalidLockOptionsError('key', key, 'no control characters (encode values with encodeKeyPart)');
+  }
+  if (LONE_SURROGATE.test(key)) {
+    throw new InvalidLockOptionsError('key', key, 'no lone UTF-16 surrogates (UTF-8 backends would merge them into U+FFFD)');
   }
   return key;
 }
@@ -150,6 +158,7 @@ function readValue(p: Placeholder, args: readonly unknown[], template: string): 
   if (value === undefined || value === null) throw new LockKeyResolutionError(template, `<${p.text}> is missing`);
   if (typeof value === 'string') {
     if (value.length === 0) throw new LockKeyResolutionError(template, `<${p.text}> is an empty string`);
+    if (LONE_SURROGATE.test(value)) throw new LockKeyResolutionError(template, `<${p.text}> holds a lone UTF-16 surrogate`);
     return value;
   }
   if (typeof value === 'number') {

@@ -315,6 +315,7 @@ export function describeLockConformance(
       await expect(e.acquire('')).rejects.toMatchObject({ option: 'key' });
       await expect(e.acquire('x'.repeat(10_000))).rejects.toMatchObject({ option: 'key' });
       await expect(e.acquire('bad\nkey')).rejects.toMatchObject({ option: 'key' });
+      await expect(e.acquire('lone\uD800')).rejects.toMatchObject({ option: 'key' });
       await expect(e.acquire(undefined as never)).rejects.toBeInstanceOf(InvalidLockOptionsError);
       expect(e.heldCount).toBe(0);
       const h = await e.acquire(k, { wait: 0 });
