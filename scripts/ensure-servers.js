@@ -30,6 +30,7 @@ const needs = [
   { what: 'java + javac', ok: () => onPath('java') && onPath('javac'), pkg: ['default-jdk-headless'] },
   { what: 'mariadbd', ok: () => onPath('mariadbd') || existsSync('/usr/sbin/mariadbd'), pkg: ['mariadb-server'] },
   { what: 'PostgreSQL server (initdb)', ok: postgresBin, pkg: ['postgresql'] },
+  { what: 'setpriv + ps (the PostgreSQL harness runs postgres as its own user)', ok: () => onPath('setpriv') && onPath('ps'), pkg: ['util-linux', 'procps'] },
 ];
 
 const missing = needs.filter((n) => !n.ok());
