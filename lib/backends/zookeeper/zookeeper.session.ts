@@ -30,6 +30,7 @@ export class ZooKeeperSession {
   /** Set while the session is (presumed) lost: final after EXPIRED or close, cleared if the same session reconnects. */
   lostReason: string | undefined;
   private doubtTimer: NodeJS.Timeout | undefined;
+  private handshakeTimer: NodeJS.Timeout | undefined;
   private waiters = new Set<() => void>();
   private everConnected = false;
   /** Negotiated timeout of the last connection (ms). */
@@ -49,6 +50,7 @@ export class ZooKeeperSession {
     if (code === STATE_SYNC_CONNECTED || code === STATE_CONNECTED_READ_ONLY) this.markConnected();
     else if (code === STATE_EXPIRED) this.markLost('the ZooKeeper session had expired before the backend got the client');
     if (owned) client.connect();
+    if (this.state === 'connecting') this.armHandshakeWatch();
   }
 
   get connected(): boolean {
@@ -86,6 +88,7 @@ export class ZooKeeperSession {
     // handshake is in flight: let an owned client finish connecting first, for a bounded time.
     if (this.owned && !this.everConnected && !this.dead) await this.whenConnected(AbortSignal.timeout(2_000));
     this.clearDoubt();
+    this.clearHandshakeWatch();
     this.client.removeListener('state', this.onState);
     if (this.lostReason === undefined) this.lostReason = 'the backend was closed';
     this.state = 'closed';
@@ -109,14 +112,17 @@ export class ZooKeeperSession {
     } else if (code === STATE_DISCONNECTED) {
       this.state = 'disconnected';
       this.armDoubt();
+      this.armHandshakeWatch();
     } else if (code === STATE_EXPIRED) {
       this.state = 'expired';
+      this.clearHandshakeWatch();
       this.markLost('the ZooKeeper session expired');
     }
   }
 
   private markConnected(): void {
     this.clearDoubt();
+    this.clearHandshakeWatch();
     this.state = 'connected';
     this.everConnected = true;
     this.sessionTimeout = this.client.getSessionTimeout();
@@ -134,7 +140,7 @@ export class ZooKeeperSession {
     const timeout = this.sessionTimeout;
     this.doubtTimer = setTimeout(() => {
       this.doubtTimer = undefined;
-      if (this.state !== 'disconnected') return;
+      if (this.state !== 'disconnected' && this.state !== 'connecting') return;
       try {
         this.markLost(`the connection to ZooKeeper was down longer than the session timeout (${timeout} ms), so the session and its ephemeral lock nodes are presumed expired`);
       } catch {
@@ -147,6 +153,43 @@ export class ZooKeeperSession {
   private clearDoubt(): void {
     if (this.doubtTimer) clearTimeout(this.doubtTimer);
     this.doubtTimer = undefined;
+  }
+
+  private clearHandshakeWatch(): void {
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+  }
+
+  /**
+   * node-zookeeper-client has no handshake timeout: a TCP connection whose ConnectRequest the
+   * server never answers (seen with ZooKeeper 3.8 on connections accepted while it starts up) hangs
+   * until the server's sessionless-connection timeout (10 s), long enough to lose the session.
+   * While we are not connected, a connection that stays open without a handshake answer for one to
+   * two sixths of the session timeout is destroyed, so the driver tries again (the Java client does
+   * this with its read timeout). It reaches into the driver's internals defensively and does
+   * nothing if they differ.
+   */
+  private armHandshakeWatch(): void {
+    if (this.handshakeTimer) return;
+    // Before the first connect the timeout is not negotiated yet: check every second then.
+    const every = this.sessionTimeout > 0 ? Math.max(Math.floor(this.sessionTimeout / 6), 200) : 1_000;
+    let watched: unknown;
+    const check = () => {
+      this.handshakeTimer = undefined;
+      if (this.state !== 'disconnected' && this.state !== 'connecting') return;
+      try {
+        const socket = (this.client as unknown as { connectionManager?: { socket?: { readyState?: string; destroy?: () => void } } }).connectionManager?.socket;
+        // Destroy only a socket that was already open at the previous check: its handshake is overdue.
+        if (socket && socket === watched && socket.readyState === 'open' && typeof socket.destroy === 'function') socket.destroy();
+        watched = socket;
+      } catch {
+        // never throw from a timer
+      }
+      this.handshakeTimer = setTimeout(check, every);
+      this.handshakeTimer.unref();
+    };
+    this.handshakeTimer = setTimeout(check, every);
+    this.handshakeTimer.unref();
   }
 
   /** Presumed lost (doubt) or lost for good (expired): the second still matters after the first. */
