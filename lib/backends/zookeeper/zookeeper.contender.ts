@@ -1,4 +1,4 @@
-import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, toBigInt, zk, type ZooKeeperEvent } from './zookeeper.client';
+import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, toBigInt, zk, type ZooKeeperEvent } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
@@ -148,6 +148,10 @@ export class Contender {
       if (mine) return `${this.dir}/${mine}`;
     }
     try {
+      // The directory is deleted when its last node goes, so create it first, in the same round trip:
+      // the server runs a session's requests in order, so it exists when our node's create runs
+      // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below).
+      c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
       return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL);
     } catch (error) {
       const code = errorCode(error);
