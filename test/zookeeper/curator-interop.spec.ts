@@ -95,6 +95,32 @@ describe('Curator interop (InterProcessMutex)', () => {
     const again = await ours.acquire(key, { wait: 5_000 });
     await again.release();
   });
+
+  it('mutual exclusion under contention: a Curator writer and ours never are inside at once', async () => {
+    const ours = engine('mutex');
+    const { key, path } = fresh('hammer');
+    const probe = `/probe-${n}`;
+    const createProbe = () => new Promise<boolean>((resolve, reject) =>
+      admin.create(probe, null, 1 /* EPHEMERAL */, (e) => (!e ? resolve(true) : e.getCode?.() === -110 /* NODE_EXISTS */ ? resolve(false) : reject(e))));
+    const deleteProbe = () => new Promise<void>((resolve, reject) => admin.remove(probe, -1, (e) => (e ? reject(e) : resolve())));
+    await curator.lock('h1', 'mutex', path);
+    const rounds = 40;
+    let ourOverlaps = 0;
+    let javaQueued = 0; // rounds in which the Java side was waiting behind us: the two really contended
+    const java = curator.hammer('h1', rounds, probe);
+    for (let i = 0; i < rounds; i++) {
+      await ours.withLock(key, async () => {
+        const mine = await createProbe(); // NODE_EXISTS: the Java side is inside as well
+        if (!mine) ourOverlaps++;
+        if ((await children(path)).length > 1) javaQueued++;
+        if (mine) await deleteProbe();
+      });
+    }
+    expect(await java).toBe(0);
+    expect(ourOverlaps).toBe(0);
+    expect(javaQueued).toBeGreaterThan(0);
+    expect(await children(path)).toEqual([]);
+  });
 });
 
 describe('Curator interop (InterProcessReadWriteLock)', () => {

@@ -51,8 +51,11 @@ export class CuratorTool {
     });
   }
 
-  private async command(id: string, line: string, answers: string[]): Promise<string> {
-    const reply = this.next((l) => l.startsWith(`${id} `) && (answers.some((a) => l === `${id} ${a}`) || l.startsWith(`${id} error`)));
+  private async command(id: string, line: string, answers: string[], pattern?: RegExp, timeoutMs?: number): Promise<string> {
+    const reply = this.next(
+      (l) => l.startsWith(`${id} `) && (answers.some((a) => l === `${id} ${a}`) || !!pattern?.test(l.slice(id.length + 1)) || l.startsWith(`${id} error`)),
+      timeoutMs,
+    );
     this.child.stdin.write(`${id} ${line}\n`);
     const got = await reply;
     if (got.startsWith(`${id} error`)) throw new Error(`Curator tool: ${got}`);
@@ -67,6 +70,11 @@ export class CuratorTool {
   /** Sends acquire; the promise resolves when Curator answers (true = acquired, false = still busy after ms). */
   acquire(id: string, ms: number): Promise<boolean> {
     return this.command(id, `acquire ${ms}`, ['acquired', 'busy']).then((a) => a === 'acquired');
+  }
+
+  /** n rounds of acquire / probe / release on the Java side; resolves the overlaps it saw (see CuratorLockTool.java). */
+  hammer(id: string, rounds: number, probePath: string): Promise<number> {
+    return this.command(id, `hammer ${rounds} ${probePath}`, [], /^hammered \d+$/, 120_000).then((a) => Number(a.split(' ')[1]));
   }
 
   async release(id: string): Promise<void> {

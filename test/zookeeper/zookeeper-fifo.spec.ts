@@ -3,6 +3,7 @@ import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper
 import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { eventually } from '../support/server-process';
 import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
 
@@ -106,5 +107,28 @@ it('readers queued behind a writer all wake on its release and hold together; a 
   expect(lateGranted).toBe(false);
   await Promise.all(held.map((h) => h.release()));
   await (await lateWriter).release();
+  expect(await children(dir)).toEqual([]);
+});
+
+it('a waiter that times out or is cancelled deletes its node, and the waiter behind it moves up', async () => {
+  const { key, dir } = fresh('giveup');
+  const [holder, quitter, patient] = [process(), process(), process()];
+  const h = await holder.engine.acquire(key);
+  await expect(quitter.engine.acquire(key, { wait: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+  await eventually(async () => (await children(dir)).length === 1);
+
+  const controller = new AbortController();
+  const cancelled = quitter.engine.acquire(key, { wait: 20_000, signal: controller.signal });
+  await eventually(async () => (await children(dir)).length === 2);
+  const behind = patient.engine.acquire(key); // watches the quitter's node
+  await eventually(async () => (await children(dir)).length === 3);
+  const reason = new Error('caller gave up');
+  controller.abort(reason);
+  await expect(cancelled).rejects.toBe(reason);
+  await eventually(async () => (await children(dir)).length === 2);
+  await h.release();
+  const next = await behind;
+  expect(next.fencingToken > h.fencingToken).toBe(true);
+  await next.release();
   expect(await children(dir)).toEqual([]);
 });

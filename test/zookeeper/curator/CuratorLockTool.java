@@ -11,6 +11,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryOneTime;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 
 /**
  * A Java service using Apache Curator's lock recipes, driven line by line over stdin by the interop
@@ -18,15 +20,18 @@ import org.apache.curator.retry.RetryOneTime;
  *   "<id> new mutex|read|write <path>"  -> "<id> ok"
  *   "<id> acquire <ms>"                 -> "<id> acquired" | "<id> busy"
  *   "<id> release"                      -> "<id> released"
+ *   "<id> hammer <n> <probePath>"       -> "<id> hammered <overlaps>": n rounds of acquire, create the
+ *        EPHEMERAL probe node (NodeExists = someone else is inside too: an overlap), release
  *   "quit"
  * Each lock gets its own thread: Curator locks belong to the thread that acquired them.
  */
 public class CuratorLockTool {
   private static final Map<String, InterProcessLock> locks = new ConcurrentHashMap<>();
   private static final Map<String, ExecutorService> threads = new ConcurrentHashMap<>();
+  private static CuratorFramework client;
 
   public static void main(String[] args) throws Exception {
-    CuratorFramework client = CuratorFrameworkFactory.builder()
+    client = CuratorFrameworkFactory.builder()
         .connectString(args[0])
         .sessionTimeoutMs(Integer.parseInt(args[1]))
         .connectionTimeoutMs(10_000)
@@ -58,6 +63,35 @@ public class CuratorLockTool {
             threads.get(id).submit(() -> {
               try {
                 out(id + (locks.get(id).acquire(ms, TimeUnit.MILLISECONDS) ? " acquired" : " busy"));
+              } catch (Exception e) {
+                out(id + " error " + e);
+              }
+            });
+            break;
+          }
+          case "hammer": {
+            int times = Integer.parseInt(p[2]);
+            String probe = p[3];
+            threads.get(id).submit(() -> {
+              int overlaps = 0;
+              try {
+                for (int i = 0; i < times; i++) {
+                  locks.get(id).acquire();
+                  try {
+                    boolean mine = true;
+                    try {
+                      client.create().withMode(CreateMode.EPHEMERAL).forPath(probe);
+                    } catch (KeeperException.NodeExistsException e) {
+                      overlaps++;
+                      mine = false;
+                    }
+                    Thread.sleep(1);
+                    if (mine) client.delete().forPath(probe);
+                  } finally {
+                    locks.get(id).release();
+                  }
+                }
+                out(id + " hammered " + overlaps);
               } catch (Exception e) {
                 out(id + " error " + e);
               }
