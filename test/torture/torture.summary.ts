@@ -11,7 +11,7 @@ export function formatSummary(report: TortureReport): string {
     `faults injected    ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     ...report.notes.map((n) => `note               ${n}`),
     `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted, failed: ${failed}`,
-    `locks lost         ${r.ops.lost} (${r.ops.lostOnArrival} within 2 ms of the grant; writes skipped after own signal: ${r.ops.writesSkippedAfterLost})`,
+    `locks lost         ${r.ops.lost} (${r.ops.lostOnArrival} within 2 ms of the grant: paused or cut off while acquiring, or a bug; writes skipped after own signal: ${r.ops.writesSkippedAfterLost})`,
     `fenced resource    ${r.ops.writesAccepted} writes accepted, ${r.ops.writesRejected} rejected, ${r.ops.readsRejected} reads rejected, final value ${r.finalValue}` +
       (o.mode === 'shared' ? `, ${r.ops.readerSections} reader sections` : ''),
     `lost updates       ${r.lostUpdates}  ${verdict(r.lostUpdates)}`,
