@@ -83,20 +83,24 @@ export class RedlockBackend implements LockBackend {
     // The core aborts request.signal at this moment; a round still running then must end (classified)
     // before the core's short grace runs out, so no round outlives the deadline by more than ROUND_TAIL_MS.
     const deadline = request.wait > 0 ? performance.now() + request.wait : Infinity;
+    const round = { split: false, retries: 0 };
     let first: BackendAcquireResult | undefined;
     try {
-      first = await this.attempt(request, deadline);
+      first = await this.attempt(request, deadline, round);
     } catch (error) {
       // Unreachable masters are retried while the wait lasts, like a busy lock.
       if (request.wait === 0 || request.signal.aborted) throw error;
     }
     if (first && (first.acquired || request.wait === 0 || request.signal.aborted)) return first;
     await this.subscribe(request.signal);
-    // Every retry starts after a random pause: contenders woken by the same release would otherwise
-    // split the vote again and again.
+    // pollAcquire re-attempts once right after the subscription is live, then after each wake-up.
+    // That re-attempt and the first retry after a wake-up go at once (a lone waiter takes over
+    // without delay); later ones, and any after a split vote, start after a random pause. Waiters
+    // woken by one release all try together; on N masters they can split the vote (or see each
+    // other's partial grants as "busy") round after round unless their tries spread out.
     const retry = async () => {
-      await sleepFor(Math.random() * this.o.retryJitter, request.signal);
-      return this.attempt(request, deadline);
+      if (round.retries++ > 1 || round.split) await sleepFor(Math.random() * this.o.retryJitter, request.signal);
+      return this.attempt(request, deadline, round);
     };
     return pollAcquire(request, retry, { backend: this.name, notifier: this.notifier });
   }
@@ -140,7 +144,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
-  private async attempt(request: BackendAcquireRequest, deadline: number): Promise<BackendAcquireResult> {
+  private async attempt(request: BackendAcquireRequest, deadline: number, round = { split: false, retries: 0 }): Promise<BackendAcquireResult> {
     if (this.duplicate) throw this.duplicate;
     const k = lockKeys(request.key);
     const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
@@ -164,6 +168,7 @@ export class RedlockBackend implements LockBackend {
     );
     const elapsed = performance.now() - startedAt;
     const c = tally(outcomes, granted);
+    round.split = c.yes > 0 && c.yes < q;
     // Redlock's validity, ttl - elapsed - drift, is counted from now.
     const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
     if (c.yes >= q && validity > 0) {
@@ -201,7 +206,7 @@ export class RedlockBackend implements LockBackend {
   /** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
   private retryAfter(outcomes: readonly Outcome<unknown>[], free: number): number | undefined {
     const needed = this.quorum - free;
-    if (free > 0) return Math.ceil(Math.random() * this.o.retryJitter); // a split vote: the others withdraw now
+    if (free > 0) return this.o.retryJitter; // a split vote: the others withdraw now (and the retry is jittered)
     const pttls = outcomes
       .map((o) => (o?.ok && Array.isArray(o.value) ? Number(o.value[1]) : -1))
       .filter((t) => t >= 0)
@@ -217,9 +222,9 @@ export class RedlockBackend implements LockBackend {
     return Math.max(1, ttl - this.drift(ttl));
   }
 
-  /** How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small against the ttl), from 200 to 1000 ms. */
+  /** How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small against the ttl), from 100 to 500 ms. */
   private roundTimeout(ttl: number): number {
-    const wanted = this.o.timeout ?? Math.min(1_000, Math.max(200, Math.round(ttl / 10)));
+    const wanted = this.o.timeout ?? Math.min(500, Math.max(100, Math.round(ttl / 10)));
     return Math.min(wanted, this.validityBudget(ttl));
   }
 

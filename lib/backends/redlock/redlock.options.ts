@@ -14,10 +14,10 @@ export interface RedlockBackendOptions {
   driftMargin?: number;
   /**
    * ms one round (acquire, renew, release) waits for silent masters before deciding on the answers it
-   * has; never longer than the ttl's validity. Default ttl/10, from 200 to 1000 ms.
+   * has; never longer than the ttl's validity. Default ttl/10, from 100 to 500 ms.
    */
   timeout?: number;
-  /** Each retry of a waiting acquire starts after a random 0..retryJitter ms, so contenders woken together do not split the vote again. Default 25. */
+  /** Retries after the first (and after a split vote) start after a random 0..retryJitter ms, so contenders woken together spread out. Default 25. */
   retryJitter?: number;
   /** Pub/sub channel (on every master) that announces releases. Default 'nestjs-distributed-lock:released'. */
   channel?: string;
