@@ -93,3 +93,12 @@ it.each([
 ])('constructor options %p are rejected naming %p', (options, option) => {
   expect(() => new ZooKeeperLockBackend(options as never)).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option }));
 });
+
+it('a user client that is never connected: the wait ends in LockBackendUnavailableError, not a busy-lock timeout', async () => {
+  const client = newZkClient(server.connectionString, 5_000); // the user forgot client.connect()
+  const b = new ZooKeeperLockBackend({ client });
+  backends.push(b);
+  const engine = new LockEngine({ backend: b });
+  await expect(engine.acquire('never', { wait: 300 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+  await engine.close();
+});

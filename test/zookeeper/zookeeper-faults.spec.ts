@@ -172,3 +172,22 @@ it('server restart with a holder and two queued waiters: sessions survive, grant
   expect(h2.fencingToken > first.fencingToken && h3.fencingToken > h2.fencingToken).toBe(true);
   await eventually(async () => (await children(dir)).length === 0);
 });
+
+it('with only a user client (no clientFactory), an expired session makes acquires fail clearly, never hang', async () => {
+  const proxy = await FaultProxy.start([server.port]);
+  proxies.push(proxy);
+  const client = await connectedZkClient(proxy.connectionString, SHORT_SESSION_MS);
+  const backend = new ZooKeeperLockBackend({ client });
+  const e = new LockEngine({ backend, defaults: { ttl: 60_000, wait: 5_000 } });
+  engines.push(e);
+  const { key, dir } = fresh('userclient');
+  const h = await e.acquire(key);
+  proxy.drop();
+  expect(await untilAborted(h.signal, 20_000)).toBeInstanceOf(LockLostError);
+  await eventually(async () => (await children(dir)).length === 0, 20_000); // the server expired the session
+  proxy.restore();
+  await eventually(() => backend.connectionState === 'expired', 20_000);
+  await expect(e.acquire(key, { wait: 1_000 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError', message: expect.stringMatching(/clientFactory/) });
+  await h.release();
+  client.close();
+});

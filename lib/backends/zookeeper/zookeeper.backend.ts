@@ -73,6 +73,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const dir = lockDirectory(this.basePath, request.key);
     const lockName = request.mode === 'shared' ? READ_LOCK_NAME : this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
     const prefix = nodePrefix(protectedId(request.owner), lockName);
+    const startedAt = performance.now();
     for (;;) {
       const session = this.currentSession(request.key);
       if (!session.connected) {
@@ -80,8 +81,9 @@ export class ZooKeeperLockBackend implements LockBackend {
         const ok = request.wait === 0 && !session.fresh ? false : await session.whenConnected(request.wait === 0 ? undefined : request.signal);
         if (!ok) {
           if (session.dead && this.factory && !this.closed && !request.signal.aborted) continue;
-          // Still on a first connect that has not failed yet: a deadline or cancel, not an outage.
-          if (session.state === 'connecting' && request.signal.aborted) return { acquired: false };
+          // Cancelled by the caller during a first connect that has not failed yet: let the engine
+          // throw the caller's reason. Reaching the deadline unconnected is an outage.
+          if (session.state === 'connecting' && request.signal.aborted && performance.now() - startedAt < request.wait) return { acquired: false };
           throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key: request.key });
         }
       }
