@@ -175,9 +175,12 @@ export class MySqlLockBackend implements LockBackend {
       if (decision.expired > 0) await conn.execute(this.sql.purge, [key]);
       const [fence] = await conn.execute(this.sql.nextFence, []);
       const fencingToken = toBigInt((fence as { insertId: unknown }).insertId);
+      // The row's expiry is dated by the server when this statement runs: date our validity from just
+      // before sending it, never from before the waits for a pooled connection or the key's mutex row.
+      const sentAt = performance.now();
       await conn.execute(this.sql.insert, [key, owner, mode, ttl * 1000, fencingToken.toString()]);
       await conn.query('COMMIT');
-      return { acquired: true, fencingToken };
+      return { acquired: true, fencingToken, sentAt };
     });
   }
 

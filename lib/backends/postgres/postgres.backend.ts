@@ -163,9 +163,12 @@ export class PostgresLockBackend implements LockBackend {
         await c.query('ROLLBACK');
         return { acquired: false, retryAfter: decision.retryAfter };
       }
+      // The server dates the row's expiry when this statement runs: date our validity from just before
+      // sending it, never from before the waits for a pooled client or the key's advisory lock.
+      const sentAt = performance.now();
       const granted = await c.query(this.sql.grant, [key, owner, mode, ttl]);
       await c.query('COMMIT');
-      return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence) };
+      return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence), sentAt };
     });
   }
 
