@@ -1,4 +1,5 @@
 import type { BenchServers, System } from './bench.servers';
+import type { WorkerPool } from './bench.workers';
 import { ours, type Contender } from './bench.contenders';
 import { etcd3Lock, rawIoredis, redisSemaphore, redlockSingle, redlockTriple } from './bench.competitors';
 
@@ -9,6 +10,10 @@ export interface BenchContext {
   /** Systems this run covers (all by default; `--systems=redis,etcd` narrows it). */
   systems: System[];
   log(line: string): void;
+  /** The worker processes of the contended scenarios (started on first use, stopped by the runner). */
+  workerPool(): Promise<WorkerPool>;
+  /** `--in-process`: contended clients all run in this process instead of in worker processes. */
+  inProcess: boolean;
 }
 
 export const ALL_SYSTEMS: System[] = ['memory', 'redis', 'redlock', 'etcd', 'zookeeper', 'mysql', 'postgres'];

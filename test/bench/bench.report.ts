@@ -13,6 +13,8 @@ import { fmtMs, fmtNum, fmtRatio, mdTable } from './bench.stats';
 export interface BenchResults {
   name: string;
   quick: boolean;
+  /** Where the contended scenarios ran their clients. */
+  contendedClients?: string;
   startedAt: string;
   durationSeconds: number;
   machine: {
@@ -44,10 +46,10 @@ export function renderReport(r: BenchResults, charts: string[]): string {
     '',
   ];
   if (r.uncontended) out.push(uncontendedSection(r.uncontended));
-  if (r.contended) out.push(contendedSection(r.contended));
+  if (r.contended) out.push(contendedSection(r.contended, r.contendedClients));
   if (r.decorator) out.push(decoratorSection(r.decorator));
   if (r.watchdog) out.push(watchdogSection(r.watchdog));
-  if (r.scaling) out.push(scalingSection(r.scaling, charts));
+  if (r.scaling) out.push(scalingSection(r.scaling, charts, r.contendedClients));
   return `${out.join('\n')}\n`;
 }
 
@@ -73,7 +75,7 @@ export function uncontendedSection(u: UncontendedResult): string {
   ].join('\n');
 }
 
-export function contendedSection(c: ContendedResult): string {
+export function contendedSection(c: ContendedResult, where = 'in-process'): string {
   const rows = c.rows.map((x) => [
     x.system,
     x.ours ? `**${x.contender}**` : x.contender,
@@ -92,7 +94,8 @@ export function contendedSection(c: ContendedResult): string {
     '',
     `## 2. Contended handoff (${c.workers} workers, one key, hold ${c.holdMs} ms, pause ${c.pauseMs} ms)`,
     '',
-    `${c.rounds} alternating window(s) of ${c.windowMs / 1000} s per contender. Wait = from a worker's first attempt to its grant. ` +
+    `${c.rounds} alternating window(s) of ${c.windowMs / 1000} s per contender, each after an unmeasured warm-up window. Clients: ${where} ` +
+      '(memory: always in-process). Wait = from a worker\'s first attempt to its grant. ' +
       '"gave up" = the library stopped waiting and the worker asked again; "overlaps" = moments two workers held the key (must be 0); ' +
       '"least-served share" = grants of the worker served least ÷ the mean per worker, worst window (1 = even, 0 = a worker starved).',
     '',
@@ -159,7 +162,7 @@ export function watchdogSection(w: WatchdogResult): string {
   ].join('\n');
 }
 
-export function scalingSection(s: ScalingResult, charts: string[]): string {
+export function scalingSection(s: ScalingResult, charts: string[], where = 'in-process'): string {
   const counts = [...new Set(s.series.flatMap((x) => x.points.map((p) => p.workers)))].sort((a, b) => a - b);
   const rows = s.series.map((x) => [
     x.ours ? `**${x.contender}**` : x.contender,
@@ -172,7 +175,8 @@ export function scalingSection(s: ScalingResult, charts: string[]): string {
     '',
     '## 5. Scaling curve (contended loop of scenario 2, 1–32 workers)',
     '',
-    `One ${s.windowMs / 1000} s window per point. Cells: handoffs/s / p99 wait ms / least-served share. ` +
+    `One ${s.windowMs / 1000} s window per point (after a warm-up). Clients: ${where}, spread evenly (16 workers = 2 per process). ` +
+      'Cells: handoffs/s / p99 wait ms / least-served share. ' +
       'With 1 worker the loop itself (hold 1 ms + pause 2 ms, as setTimeout grants them) bounds the rate at about 250/s.',
     '',
     mdTable(['contender', ...counts.map((n) => `${n} workers`)], rows),

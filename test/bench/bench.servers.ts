@@ -18,6 +18,16 @@ interface Stoppable {
   destroy(): Promise<void>;
 }
 
+/** Serializable addresses of the run's servers (sent to worker processes). */
+export interface Endpoints {
+  redis?: number;
+  redlock?: number[];
+  etcd?: string[];
+  zookeeper?: string;
+  mysql?: MariaDbServer['connection'];
+  postgres?: PostgresServer['connection'];
+}
+
 export class BenchServers {
   redis?: RedisServer;
   /** Three independent masters for Redlock (ours and the redlock package). */
@@ -67,6 +77,34 @@ export class BenchServers {
         this.versions.postgres = firstLine(() => execFileSync('postgres', ['--version'], { encoding: 'utf8' }));
         return;
     }
+  }
+
+  /** Where the started servers listen: what a worker process needs to connect to them. */
+  endpoints(): Endpoints {
+    return {
+      redis: this.redis?.port,
+      redlock: this.redlock?.map((s) => s.port),
+      etcd: this.etcd?.hosts(),
+      zookeeper: this.zookeeper?.connectionString,
+      mysql: this.mysql?.connection,
+      postgres: this.postgres?.connection,
+    };
+  }
+
+  /** A BenchServers over servers another process started (a worker's view): it starts nothing. */
+  static attached(e: Endpoints): BenchServers {
+    const s = new BenchServers();
+    const stub = <T>(value: object): T => value as unknown as T;
+    if (e.redis !== undefined) s.redis = stub({ port: e.redis });
+    if (e.redlock) s.redlock = e.redlock.map((port) => stub({ port }));
+    if (e.etcd) s.etcd = stub({ hosts: () => e.etcd });
+    if (e.zookeeper) s.zookeeper = stub({ connectionString: e.zookeeper });
+    if (e.mysql) s.mysql = stub({ connection: e.mysql });
+    if (e.postgres) s.postgres = stub({ connection: e.postgres });
+    for (const system of ['memory', 'redis', 'redlock', 'etcd', 'zookeeper', 'mysql', 'postgres'] as const) {
+      s.starting.set(system, Promise.resolve());
+    }
+    return s;
   }
 
   /**

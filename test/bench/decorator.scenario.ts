@@ -44,9 +44,9 @@ export interface DecoratorResult {
 const CONNECTIONS = 16;
 
 export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> {
-  const rounds = ctx.quick ? 3 : 5;
-  const roundMs = ctx.quick ? 300 : 1_500;
-  const autocannonSeconds = ctx.quick ? 2 : 6;
+  const rounds = ctx.quick ? 2 : 5;
+  const roundMs = ctx.quick ? 250 : 1_500;
+  const autocannonSeconds = ctx.quick ? 1 : 6;
   const rows: DecoratorRow[] = [];
   const skipped: Skipped[] = [];
   for (const backend of ['memory', 'redis'] as const) {

@@ -10,10 +10,14 @@ import { runWatchdog } from './watchdog.scenario';
 import { runScaling } from './scaling.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
+import { WorkerPool } from './bench.workers';
+
+/** Worker processes for the contended scenarios: 8 application instances. */
+const WORKER_PROCESSES = 8;
 
 /**
  * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling]
- * [--systems=memory,redis,...] [--out=name]`: starts private servers, runs the scenarios (ours and
+ * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the scenarios (ours and
  * the competitors alternating, in this one process, against the same servers), writes
  * test/bench/results/<name>.json and .md and the charts under docs/bench/. Nothing asserts a time.
  */
@@ -31,6 +35,7 @@ async function main(): Promise<void> {
   const name = flag('out') ?? (quick ? 'bench-quick' : 'bench-full');
 
   const servers = new BenchServers();
+  let pool: Promise<WorkerPool> | undefined;
   const startedAt = new Date();
   const t0 = performance.now();
   const ctx: BenchContext = {
@@ -38,10 +43,13 @@ async function main(): Promise<void> {
     quick,
     systems,
     log: (line) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`),
+    workerPool: () => (pool ??= WorkerPool.start(WORKER_PROCESSES)),
+    inProcess: args.includes('--in-process'),
   };
   const results: BenchResults = {
     name,
     quick,
+    contendedClients: ctx.inProcess ? 'in-process' : `${WORKER_PROCESSES} worker processes`,
     startedAt: startedAt.toISOString(),
     durationSeconds: 0,
     machine: {
@@ -55,7 +63,12 @@ async function main(): Promise<void> {
       packages: packageVersions(),
     },
   };
+  // A smoke run starts the worker processes while the first scenarios run (it has a time budget);
+  // a full run starts them when first needed, so their start-up does not disturb a measurement.
+  if (quick && !ctx.inProcess && (scenarios.includes('contended') || scenarios.includes('scaling'))) ctx.workerPool().catch(() => undefined);
   try {
+    // Start every server the run needs at once, before any measurement.
+    await Promise.all(systems.map((s) => servers.need(s).catch((error) => ctx.log(`${s}: cannot start its server: ${(error as Error).message}`))));
     for (const scenario of scenarios) {
       ctx.log(`--- ${scenario}`);
       if (scenario === 'uncontended') results.uncontended = await runUncontended(ctx);
@@ -65,6 +78,7 @@ async function main(): Promise<void> {
       if (scenario === 'scaling') results.scaling = await runScaling(ctx);
     }
   } finally {
+    await (await pool?.catch(() => undefined))?.stop();
     await servers.destroy();
   }
   results.durationSeconds = Math.round((performance.now() - t0) / 1000);

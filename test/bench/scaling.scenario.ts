@@ -27,7 +27,7 @@ export interface ScalingResult {
 }
 
 export async function runScaling(ctx: BenchContext): Promise<ScalingResult> {
-  const windowMs = ctx.quick ? 400 : 3_000;
+  const windowMs = ctx.quick ? 300 : 3_000;
   const wanted: Contender[] = [];
   for (const s of ['redis', 'etcd', 'zookeeper'] as const) if (ctx.systems.includes(s)) wanted.push(ours(s));
   if (ctx.systems.includes('redis')) wanted.push(redisSemaphore, redlockSingle);
@@ -46,7 +46,7 @@ export async function runScaling(ctx: BenchContext): Promise<ScalingResult> {
   for (const workers of WORKER_COUNTS) {
     for (const [i, c] of live.entries()) {
       try {
-        const r = await runHandoff(c, ctx.servers, { workers, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `s${workers}:${slug(c.name)}` });
+        const r = await runHandoff(c, ctx.servers, { workers, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `s${workers}:${slug(c.name)}` }, ctx.inProcess ? undefined : await ctx.workerPool());
         series[i].points.push({ workers, handoffsPerSec: r.handoffsPerSec, p50Wait: r.wait.median, p99Wait: r.wait.p99, giveUps: r.giveUps, overlaps: r.overlaps, minShare: r.minShare });
         ctx.log(`scaling ${c.name} x${workers}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`);
       } catch (error) {
