@@ -1,3 +1,4 @@
+import { sleepFor } from '../../core/acquire-loop';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
@@ -157,7 +158,26 @@ export class ZooKeeperLockBackend implements LockBackend {
     this.holdings.delete(id);
     h.ended = true;
     if (h.session.dead) return; // the session's ephemeral nodes went with it
-    await zk.release(h.session.client, h.path);
+    try {
+      await zk.release(h.session.client, h.path);
+    } catch (error) {
+      // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
+      // deleting it in the background, after each reconnect, until it is gone or the session ends.
+      this.track(this.deleteUntilGone(h.session, h.path));
+      throw error;
+    }
+  }
+
+  private async deleteUntilGone(session: ZooKeeperSession, path: string): Promise<void> {
+    for (let delay = 50; !session.dead && !this.closed; delay = Math.min(delay * 2, 1_000)) {
+      if (!(await session.whenConnected())) return;
+      try {
+        await zk.release(session.client, path);
+        return;
+      } catch {
+        await sleepFor(delay);
+      }
+    }
   }
 
   async close(): Promise<void> {
