@@ -17,20 +17,20 @@ let masters: RedlockMasters;
 let engines: LockEngine[] = [];
 
 const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
-async function engine(options: Parameters<RedlockMasters['backend']>[0] = {}): Promise<LockEngine> {
-  const e = new LockEngine({ backend: await masters.backend(options), keyPrefix: 'fault:', defaults: { ttl: TTL, wait: 10_000 }, operationTimeout: 1_000 });
+async function engine(options: Parameters<RedlockMasters['backend']>[0] = {}, ttl = TTL): Promise<LockEngine> {
+  const e = new LockEngine({ backend: await masters.backend(options), keyPrefix: 'fault:', defaults: { ttl, wait: 10_000 }, operationTimeout: 1_000 });
   engines.push(e);
   return e;
 }
 const report = (line: string) => process.stdout.write(`[redlock faults] ${line}\n`);
 
 /** `workers` contenders on 2 engines run `rounds` critical sections each on one key, with `during` injected midway. */
-async function contend(k: string, workers: number, rounds: number, during: () => Promise<void>, options: Parameters<RedlockMasters['backend']>[0] = {}) {
-  const [a, b] = [await engine(options), await engine(options)];
+async function contend(k: string, workers: number, rounds: number, during: () => Promise<void>) {
+  const [a, b] = [await engine(), await engine()];
   const probe = new MutexProbe();
   const work = Promise.all(
     Array.from({ length: workers }, (_, i) => (async () => {
-      for (let r = 0; r < rounds; r++) await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 30_000 });
+      for (let r = 0; r < rounds; r++) await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 20_000 });
     })()),
   );
   // A worker's failure must surface from `await work`, not as an unhandled rejection meanwhile.
@@ -150,6 +150,27 @@ describe('redlock on 5 masters: faults', () => {
     expect(held.held).toBe(true);
     expect(await (await engine()).tryAcquire(held.key)).toBeNull();
     await held.release();
+  });
+
+  it('a herd of waiters does not livelock on a frozen minority (regression: waiters woken together split the vote, or saw each other\'s partial grants as busy, round after round)', async () => {
+    // Default ttl (30 s): only the waiters' own retries can move things along, not expiry.
+    const [a, b] = [await engine({}, 30_000), await engine({}, 30_000)];
+    const k = key('herd');
+    masters.servers[4].pause();
+    try {
+      const probe = new MutexProbe();
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (async () => {
+          for (let r = 0; r < 10; r++) await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 15_000 });
+        })()),
+      );
+      report(`8 waiters x 10 sections with 1 of 5 masters frozen: ${(80 / ((performance.now() - started) / 1000)).toFixed(0)} sections/s`);
+      expect(probe.maxConcurrent).toBe(1);
+      expect(probe.counter).toBe(80);
+    } finally {
+      masters.servers[4].resume();
+    }
   });
 
   it('a frozen minority does not slow the majority: acquire, renew and release decide without the stopped master', async () => {

@@ -39,7 +39,9 @@ export class RedlockMasters {
    */
   async backend(options: Omit<RedlockBackendOptions, 'clients'> = {}): Promise<RedlockBackend> {
     const clients = this.connect();
-    await Promise.all(clients.map((c, i) => (this.servers[i].running ? c.ping() : undefined)));
+    // A frozen (SIGSTOPped) master never answers: give up on it after a second.
+    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())]);
+    await Promise.all(clients.map((c, i) => (this.servers[i].running ? bounded(c.ping()) : undefined)));
     return new RedlockBackend({ clients, ...options });
   }
 

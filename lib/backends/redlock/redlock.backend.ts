@@ -11,7 +11,8 @@ import type {
 } from '../../interfaces/lock-backend.interface';
 import { ACQUIRE, lockKeys, RELEASE, RENEW } from '../redis/redis.scripts';
 import { minimumTtl, resolveRedlockOptions, runIdOf, type RedlockBackendOptions, type ResolvedRedlockOptions } from './redlock.options';
-import { gather, runScript, runScriptMany, tally, type Outcome, type RedlockClientLike, type RedlockSubscriberLike } from './redlock.quorum';
+import { gather, runScript, runScriptMany, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
+import { RedlockSubscriptions } from './redlock.subscriptions';
 
 /**
  * Redlock over N independent Redis masters. Acquire runs the Redis backend's one-script acquire on
@@ -21,7 +22,8 @@ import { gather, runScript, runScriptMany, tally, type Outcome, type RedlockClie
  * master, and on that master the script grants only one owner at a time; each master expires the
  * key by itself, and we count validity from before the first request, minus the allowed drift.
  * Renewal is the owner-checked extend on every master and needs a majority too, else the lock is
- * lost. A failed attempt withdraws from every master at once. Fencing tokens are best-effort: the
+ * lost. A failed attempt withdraws from every master at once. No round waits for the slowest master
+ * once its outcome is certain, so a frozen or partitioned minority costs latency, never safety. Fencing tokens are best-effort: the
  * max of the granting majority's per-master tokens (each max(last + 1, server time in µs)), which
  * grow across holders only while the masters' clocks agree and their fence keys survive.
  */
@@ -38,21 +40,23 @@ export class RedlockBackend implements LockBackend {
   private readonly o: ResolvedRedlockOptions;
   private readonly clients: readonly RedlockClientLike[];
   private readonly notifier: ReleaseNotifier | undefined;
-  private readonly subscribers: (RedlockSubscriberLike | undefined)[];
-  private readonly subscribed: (Promise<void> | undefined)[];
+  private readonly subscriptions: RedlockSubscriptions | undefined;
+  /** Masters that let an acquire round time out and have not answered anything since. */
+  private readonly silent: boolean[];
   private duplicate: InvalidLockOptionsError | undefined;
   private readonly distinct: Promise<void>;
   private checked = false;
-  private closed = false;
 
   constructor(options: RedlockBackendOptions) {
     this.o = resolveRedlockOptions(options);
     this.clients = this.o.clients;
     this.quorum = Math.floor(this.clients.length / 2) + 1;
     this.minTtl = minimumTtl(this.o.driftFactor, this.o.driftMargin);
-    this.subscribers = this.clients.map(() => undefined);
-    this.subscribed = this.clients.map(() => undefined);
-    if (this.o.notifications) this.notifier = new ReleaseNotifier();
+    this.silent = this.clients.map(() => false);
+    if (this.o.notifications) {
+      this.notifier = new ReleaseNotifier();
+      this.subscriptions = new RedlockSubscriptions(this.clients, this.o.channel, this.notifier);
+    }
     this.distinct = this.checkDistinct();
   }
 
@@ -92,7 +96,7 @@ export class RedlockBackend implements LockBackend {
       if (request.wait === 0 || request.signal.aborted) throw error;
     }
     if (first && (first.acquired || request.wait === 0 || request.signal.aborted)) return first;
-    await this.subscribe(request.signal);
+    await this.subscriptions?.ensure(this.quorum, request.signal);
     // pollAcquire re-attempts once right after the subscription is live, then after each wake-up.
     // That re-attempt and the first retry after a wake-up go at once (a lone waiter takes over
     // without delay); later ones, and any after a split vote, start after a random pause. Waiters
@@ -136,10 +140,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.subscribers.forEach((s) => s?.disconnect());
-    this.subscribers.fill(undefined);
-    this.subscribed.fill(undefined);
+    this.subscriptions?.close();
     this.notifier?.notifyAll();
   }
 
@@ -157,17 +158,21 @@ export class RedlockBackend implements LockBackend {
     const timeout = Math.min(this.roundTimeout(request.ttl), Math.max(ROUND_TAIL_MS, deadline + ROUND_TAIL_MS - startedAt));
     const outcomes = await gather(
       n,
-      (m) => runScript(this.clients[m], ACQUIRE, 3, args),
-      // Early only when the answer is certain: a majority granted, or a majority said busy. Failures
-      // alone do not end the round, so "busy" and "unreachable" are told apart by real answers.
+      (m) => this.track(m, runScript(this.clients[m], ACQUIRE, 3, args)),
+      // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
+      // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
+      // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
+      // silent, so a split vote that only it could settle ends now instead of at every timeout.
       (o) => {
         const c = tally(o, granted);
-        return c.yes >= q || c.no > n - q;
+        const suspects = o.filter((x, m) => x === undefined && this.silent[m]).length;
+        return c.yes >= q || c.no + suspects > n - q;
       },
       timeout,
     );
     const elapsed = performance.now() - startedAt;
     const c = tally(outcomes, granted);
+    if (elapsed >= timeout) outcomes.forEach((o, m) => (this.silent[m] ||= o === undefined));
     round.split = c.yes > 0 && c.yes < q;
     // Redlock's validity, ttl - elapsed - drift, is counted from now.
     const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
@@ -201,6 +206,12 @@ export class RedlockBackend implements LockBackend {
     // minority must not make every release wait for the round timeout.
     const outcomes = await gather(this.clients.length, (m) => runScript(this.clients[m], RELEASE, 2, args), (o) => tally(o, () => true).yes >= this.quorum, this.roundTimeout(lock.ttl));
     return tally(outcomes, () => true);
+  }
+
+  /** Any answer (even an error) from master `m` shows it is not frozen. */
+  private track<T>(m: number, call: Promise<T>): Promise<T> {
+    call.then(() => (this.silent[m] = false), () => (this.silent[m] = false));
+    return call;
   }
 
   /** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
@@ -239,39 +250,6 @@ export class RedlockBackend implements LockBackend {
     return new LockBackendUnavailableError(this.name,
       `${what}: only ${c.answered} of ${this.clients.length} masters answered, a majority of ${this.quorum} is needed; ${c.failed} failed, ${c.silent} gave no answer within ${timeout} ms${tail}`,
       { key, cause: c.firstError });
-  }
-
-  /** Subscribes to the release channel on every master (once each); waits briefly, never for a dead master. */
-  private async subscribe(signal: AbortSignal): Promise<void> {
-    if (!this.notifier || this.closed) return;
-    const pending = this.clients.map((client, m) => {
-      if (this.subscribed[m]) return this.subscribed[m];
-      // We resubscribe ourselves: ioredis' own resubscribe leaves a rejection unhandled when the
-      // connection closes mid-way (a master restarting while we shut down).
-      const sub = client.duplicate({ autoResubscribe: false });
-      this.subscribers[m] = sub;
-      sub.on('message', (channel, message) => {
-        if (channel === this.o.channel) this.notifier?.notify(message);
-      });
-      // After a reconnect, releases may have been missed: resubscribe, and let every waiter re-attempt.
-      sub.on('ready', () => {
-        if (this.subscribers[m] === sub) sub.subscribe(this.o.channel).catch(() => undefined);
-        this.notifier?.notifyAll();
-      });
-      sub.on('error', () => undefined);
-      const done = sub.subscribe(this.o.channel).then(() => undefined);
-      this.subscribed[m] = done.catch(() => {
-        if (this.subscribers[m] === sub) {
-          sub.disconnect();
-          this.subscribers[m] = undefined;
-          this.subscribed[m] = undefined;
-        }
-      });
-      return done;
-    });
-    // A release between our failed attempt and a live subscription is covered by the first retry,
-    // which pollAcquire makes after registering its listener; a dead master must not delay us.
-    await gather(pending.length, (m) => pending[m] as Promise<void>, (o) => tally(o, () => true).yes >= this.quorum, 200, signal);
   }
 
   /** Asks every master for its run_id; two clients on one server make every later call fail clearly. */
