@@ -75,6 +75,8 @@ describe('RedlockBackend options', () => {
     const k = `dup:${randomBytes(4).toString('hex')}`;
     const error = await engine.acquire(k, { wait: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidLockOptionsError);
+    // A waiting acquire fails the same way (bad configuration is not retried like an outage).
+    await expect(engine.acquire(k, { wait: 5_000 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
     expect(masters.servers.every((s) => s.cli('EXISTS', lockKeys(`opt:${k}`).writer) === '0')).toBe(true);
     await engine.close();
 

@@ -92,8 +92,8 @@ export class RedlockBackend implements LockBackend {
     try {
       first = await this.attempt(request, deadline, round);
     } catch (error) {
-      // Unreachable masters are retried while the wait lasts, like a busy lock.
-      if (request.wait === 0 || request.signal.aborted) throw error;
+      // Unreachable masters are retried while the wait lasts, like a busy lock; bad configuration is not.
+      if (request.wait === 0 || request.signal.aborted || error instanceof InvalidLockOptionsError) throw error;
     }
     if (first && (first.acquired || request.wait === 0 || request.signal.aborted)) return first;
     await this.subscriptions?.ensure(this.quorum, request.signal);
