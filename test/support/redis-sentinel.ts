@@ -9,8 +9,9 @@ import { TcpProxy } from './tcp-proxy';
  * three sentinels (quorum 2). The replica replicates through a TcpProxy (`link`), so a test can
  * delay or cut the replication stream alone (clients and sentinels talk to the nodes directly).
  * Failovers are started on demand (failover()); the long failover-timeout keeps the sentinels from
- * "fixing" the proxied replica's configuration and from racing our failovers with their own
- * (a sentinel waits 2 x failover-timeout between two automatic failovers of one primary).
+ * "fixing" the proxied replica's configuration, and a sentinel waits 2 x failover-timeout between
+ * two automatic failovers of one primary, so ours (forced) are what moves the primary. A 1 s
+ * down-after keeps a loaded machine's slow answers from looking like a dead primary.
  * Roles move with failovers: ask primary()/replica(), never assume. No persistence: a restarted
  * node comes back empty, as a replica of the current primary.
  */
@@ -56,7 +57,7 @@ export class RedisSentinelGroup {
         'bind 127.0.0.1',
         `dir ${dir}`,
         `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${p0} 2`,
-        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 300}`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 1000}`,
         `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 60000`,
         `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
         '',
@@ -120,25 +121,34 @@ export class RedisSentinelGroup {
     }, timeoutMs, 100);
   }
 
-  /** Asks a sentinel to fail over now (retrying while it finds no replica to promote), then waits for the sentinels to agree. */
+  /**
+   * Asks a sentinel to fail over now (SENTINEL FAILOVER, again every second while nothing changed:
+   * it answers INPROG or NOGOODSLAVE while one of their own attempts runs or aborts), until the
+   * sentinels agree on a new primary that says it is one.
+   */
   async failover(timeoutMs = 30_000): Promise<ServerProcess> {
     const from = this.primary().port;
     let last = '';
-    await eventually(() => {
-      // The sentinels may have started one themselves (their own failovers are allowed again 2 x
-      // failover-timeout after the last): then asking again would target the new primary.
+    let askedAt = 0;
+    const node = await eventually(() => {
       const now = this.agreedPrimaryPort();
-      if (now !== undefined && now !== from) return true;
-      try {
-        last = this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
-      } catch (error) {
-        last = String((error as { stdout?: string }).stdout ?? error);
+      if (now !== undefined && now !== from) {
+        const found = this.nodes.find((n) => n.port === now);
+        return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication')) ? found : undefined;
       }
-      return /OK|INPROG/.test(last);
-    }, timeoutMs, 100).catch(() => {
+      if (Date.now() - askedAt >= 1_000) {
+        askedAt = Date.now();
+        try {
+          last = this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
+        } catch (error) {
+          last = String((error as { stdout?: string }).stdout ?? error);
+        }
+      }
+      return undefined;
+    }, timeoutMs, 50).catch(() => {
       throw new Error(`no failover from port ${from} within ${timeoutMs} ms; the sentinel last said: ${last}`);
     });
-    return this.failedOverFrom(from, timeoutMs);
+    return node as ServerProcess;
   }
 
   /** Waits until the sentinels agree that `port` is no longer the primary (a failover happened). */
