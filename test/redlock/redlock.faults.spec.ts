@@ -92,7 +92,8 @@ describe('redlock on 5 masters: faults', () => {
     const failure = await b.acquire(key('down'), { wait: 500 }).catch((e: unknown) => e);
     const took = performance.now() - started;
     expect(failure).toBeInstanceOf(LockBackendUnavailableError);
-    expect((failure as Error).message).toMatch(/only 2 of 5 masters answered, a majority of 3 is needed/);
+    // 2 masters live; on a loaded machine one of them may also miss the round: fewer than a majority either way.
+    expect((failure as Error).message).toMatch(/only [0-2] of 5 masters answered, a majority of 3 is needed/);
     // The deadline contract (max(wait + 100, operationTimeout)), with slack for a loaded machine: not a speed claim.
     expect(took).toBeLessThan(6_000);
     const tryOnce = await b.tryAcquire(key('down0')).catch((e: unknown) => e);
@@ -127,7 +128,7 @@ describe('redlock on 5 masters: faults', () => {
     await Promise.all([1, 2].map((i) => masters.servers[i].kill()));
     await expect(b.acquire(k, { wait: 200 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await masters.servers[3].kill();
-    await expect(b.acquire(k, { wait: 200 })).rejects.toThrow(/only 2 of 5 masters answered/);
+    await expect(b.acquire(k, { wait: 200 })).rejects.toThrow(/only [0-2] of 5 masters answered/);
     await h.release().catch(() => undefined);
   });
 

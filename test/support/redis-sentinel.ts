@@ -103,22 +103,32 @@ export class RedisSentinelGroup {
   }
 
   /** Resolves once the sentinels agree on a live primary, whose replica is online and known to every sentinel, and the sentinels know each other. */
-  async settled(timeoutMs = 30_000): Promise<void> {
+  async settled(timeoutMs = 45_000): Promise<void> {
+    let why = '';
+    const not = (reason: string) => {
+      why = reason;
+      return false;
+    };
     await eventually(() => {
       const port = this.agreedPrimaryPort();
       const primary = this.nodes.find((n) => n.port === port && n.running);
       const replica = this.nodes.find((n) => n !== primary);
-      if (!primary || !replica?.running) return false;
-      if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication'))) return false;
+      if (!primary || !replica?.running) return not(`no agreed live primary (sentinels say ${port})`);
+      if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication'))) return not(`${primary.port} is not a master yet`);
       const info = this.cli(replica.port, 'INFO', 'replication');
-      if (!/master_link_status:up/.test(info) || !info.includes(`master_port:${this.link.port}`) || this.link.target.port !== primary.port) return false;
-      return this.sentinels.every((s) => {
+      if (!/master_link_status:up/.test(info) || !info.includes(`master_port:${this.link.port}`) || this.link.target.port !== primary.port) {
+        return not(`replica ${replica.port} not in sync through the link: ${info.replace(/\r?\n/g, ' ').slice(0, 200)}`);
+      }
+      for (const s of this.sentinels) {
         const replicas = this.cli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER_NAME);
-        const known = replicas.includes(String(replica.port)) && !/s_down|disconnected/.test(replicas);
+        if (!replicas.includes(String(replica.port)) || /s_down|disconnected/.test(replicas)) return not(`sentinel ${s.port} does not see replica ${replica.port} up: ${replicas.replace(/\n/g, ' ').slice(0, 200)}`);
         const peers = this.cli(s.port, 'SENTINEL', 'sentinels', SENTINEL_MASTER_NAME).split('\n').filter((l) => l === 'name').length;
-        return known && peers === this.sentinels.length - 1;
-      });
-    }, timeoutMs, 100);
+        if (peers !== this.sentinels.length - 1) return not(`sentinel ${s.port} knows ${peers} peers`);
+      }
+      return true;
+    }, timeoutMs, 100).catch(() => {
+      throw new Error(`the Sentinel deployment did not settle within ${timeoutMs} ms: ${why}`);
+    });
   }
 
   /**
