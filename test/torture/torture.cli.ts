@@ -1,4 +1,4 @@
-import { runTorture } from './torture.runner';
+import { cleanUp, runTorture } from './torture.runner';
 import { formatSummary } from './torture.summary';
 import { parseTortureArgs, UsageError } from './torture.options';
 
@@ -19,6 +19,8 @@ async function main(): Promise<number> {
   }
   const report = await runTorture(options, (line) => console.log(line));
   console.log(formatSummary(report));
+  // With the report written elsewhere, a passing run's histories and logs are not needed.
+  if (options.report !== undefined) cleanUp(report);
   if (!report.result.safe) return 1;
   return report.result.live && report.crashes.length === 0 ? 0 : 2;
 }
