@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 
@@ -59,7 +59,22 @@ export function buildWorkers(): string {
   } catch {
     // Another run built the same sources first; theirs is identical.
   }
+  pruneOldBuilds(out);
   return out;
+}
+
+/** Builds of other source versions, untouched for a day, are no longer used by any run. */
+function pruneOldBuilds(keep: string): void {
+  const dayAgo = Date.now() - 24 * 3600 * 1000;
+  for (const name of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), name);
+    if (!name.startsWith('ndl-torture-build-') || path === keep) continue;
+    try {
+      if (statSync(path).mtimeMs < dayAgo) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Removed by a concurrent run.
+    }
+  }
 }
 
 /** Environment for `node` on the build: resolve packages from the project's node_modules. */
