@@ -54,6 +54,10 @@ export class LockEngine {
     this.defaults = o.defaults;
     this.operationTimeout = o.operationTimeout;
     for (const [name, backend] of this.backends) {
+      const minTtl = backend.capabilities.minTtl;
+      if (minTtl !== undefined && this.defaults.ttl < minTtl) {
+        throw new InvalidLockOptionsError('defaults.ttl', this.defaults.ttl, `at least ${minTtl} ms for backend "${name}" (${backend.name})`);
+      }
       this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget)));
     }
   }

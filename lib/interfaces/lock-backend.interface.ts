@@ -21,6 +21,8 @@ export interface LockBackendCapabilities {
   readonly sessionBased: boolean;
   /** Longest full key (prefix included) the backend accepts, in characters. */
   readonly maxKeyLength: number;
+  /** Smallest ttl (ms) that works on this backend (Redlock: leaves validity after drift). Checked at start-up against defaults.ttl, and per call. */
+  readonly minTtl?: number;
 }
 
 /** Identifies one grant: the full key, the 128-bit owner token, and the mode. */

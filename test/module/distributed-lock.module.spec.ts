@@ -62,6 +62,7 @@ describe('DistributedLockModule', () => {
       [{ backends: { main: new MemoryLockBackend() } }, 'backends'],
       [{ backend: new MemoryLockBackend(), httpErrors: 'yes' as never }, 'httpErrors'],
       [{ backend: new MemoryLockBackend(), operationTimeout: 0 }, 'operationTimeout'],
+      [{ backend: Object.assign(new MemoryLockBackend(), { capabilities: { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512, minTtl: 1_000 } }), defaults: { ttl: 500 } } as DistributedLockModuleOptions, 'defaults.ttl'],
     ];
     for (const [options, option] of cases) {
       const attempt = Test.createTestingModule({ imports: [DistributedLockModule.forRoot(options)] }).compile();

@@ -32,7 +32,7 @@ const ROUND_TAIL_MS = 50;
 
 export class RedlockBackend implements LockBackend {
   readonly name = 'redlock';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'best-effort', sessionBased: false, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities;
   /** Votes needed: a strict majority of the masters. */
   readonly quorum: number;
   /** Smallest ttl that leaves any validity after the drift allowance. */
@@ -52,6 +52,7 @@ export class RedlockBackend implements LockBackend {
     this.clients = this.o.clients;
     this.quorum = Math.floor(this.clients.length / 2) + 1;
     this.minTtl = minimumTtl(this.o.driftFactor, this.o.driftMargin);
+    this.capabilities = { shared: true, fencing: 'best-effort', sessionBased: false, maxKeyLength: 512, minTtl: this.minTtl };
     this.silent = this.clients.map(() => false);
     if (this.o.notifications) {
       this.notifier = new ReleaseNotifier();
