@@ -151,7 +151,8 @@ export class LockEngine {
 
     const owner = randomBytes(16).toString('hex');
     const controller = new AbortController();
-    const deadline = setTimeout(() => controller.abort(), o.wait);
+    // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
+    const deadline = o.wait > 0 ? setTimeout(() => controller.abort(), o.wait) : undefined;
     const onCancel = () => controller.abort();
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
@@ -176,7 +177,7 @@ export class LockEngine {
       // Validity counts from when the granting request was sent, never from the start of the wait.
       const grantedAt = result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
       lease = new LockLease(key, fullKey, owner, o.mode, o.ttl, result.fencingToken, backend, o.backend, grantedAt,
-        Math.min(result.validity ?? Infinity, safeValidity(o.ttl)), o.maxHold, (l) => this.forget(l));
+        Math.min(result.validity ?? Infinity, safeValidity(o.ttl)), o.maxHold, this.forgetLease);
       this.held.add(lease);
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
@@ -193,10 +194,14 @@ export class LockEngine {
     return kind && kind !== name ? `${name} (${kind})` : name;
   }
 
-  private forget(lease: LockLease): void {
+  /**
+   * Created once per engine: a closure made inside acquireOrNull would keep that call's whole
+   * context (deadline controller, request, attempt promise) alive for as long as the lock is held.
+   */
+  private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
-  }
+  };
 
   private async releaseHold(lease: LockLease): Promise<void> {
     if (lease.holds > 1) {

@@ -25,29 +25,36 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 /**
  * acquire KEYS={K},{K}:r,{K}:f ARGV=owner,ttl,mode,fenceRetention
  * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1 unknown)}.
- * Token = max(last + 1, server time in microseconds): strictly growing while {K}:f lives, and still
- * above every earlier token after it expired (unless the server clock went back by more than its retention).
+ * The uncontended exclusive path is EXISTS + SET NX PX + fence: the readers' set is only read (and
+ * purged by server TIME) when it exists. Token = max(last + 1, server time in microseconds):
+ * strictly growing while {K}:f lives, still above every earlier token after it expired (unless the
+ * server clock went back by more than its retention), and comparable across Redlock's masters.
  */
-export const ACQUIRE = script(`${NOW}
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local wttl = redis.call('PTTL', KEYS[1])
-if wttl ~= -2 then return {0, wttl} end
+export const ACQUIRE = script(`
 local ttl = tonumber(ARGV[2])
 if ARGV[3] == 'exclusive' then
-  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  if last[1] then return {0, tonumber(last[2]) - now} end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    ${NOW}
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+    if last[1] then return {0, tonumber(last[2]) - now} end
+  end
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then return {0, redis.call('PTTL', KEYS[1])} end
 else
+  local wttl = redis.call('PTTL', KEYS[1])
+  if wttl ~= -2 then return {0, wttl} end
+  ${NOW}
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
 end
+local t = redis.call('TIME')
 local fence = tonumber(redis.call('GET', KEYS[3]) or '0') + 1
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if micros > fence then fence = micros end
-fence = string.format('%.0f', fence)
-redis.call('SET', KEYS[3], fence, 'PX', ARGV[4])
-return {1, fence}
+redis.call('SET', KEYS[3], string.format('%.0f', fence), 'PX', ARGV[4])
+return {1, string.format('%.0f', fence)}
 `);
 
 /**
