@@ -8,7 +8,7 @@ import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.bac
  * (the nemesis always completes one round), a fixed seed, about 20 s of faults and quiet. Asserts safety at the fenced resource (no lost update, no
  * overlapping holds, no token backwards, no write after the writer's own signal) and that the run
  * did something (faults injected, writes accepted). Liveness and crashes are printed, not asserted:
- * see docs/torture.md for what they currently show.
+ * see the "Torture harness" section of README.md for what they currently show.
  */
 const landed = BACKEND_NAMES.filter((b) => TORTURE_BACKENDS[b]);
 
