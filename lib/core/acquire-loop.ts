@@ -3,6 +3,12 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { BackendAcquireRequest, BackendAcquireResult } from '../interfaces/lock-backend.interface';
 import type { ReleaseNotifier } from './release-notifier';
 
+/**
+ * The reason the engine gives `request.signal` when the wait deadline passes; a caller's cancel
+ * aborts it with the caller's own reason. Backends tell the two apart with `reason === WAIT_DEADLINE`.
+ */
+export const WAIT_DEADLINE: unknown = Object.freeze({ reason: 'the wait deadline passed' });
+
 export interface PollAcquireOptions {
   /** Backend name for errors. */
   readonly backend: string;

@@ -6,7 +6,7 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
-import { asUnavailable } from './acquire-loop';
+import { asUnavailable, WAIT_DEADLINE } from './acquire-loop';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { checkLockKey } from './lock-key';
 import { LockLease, safeValidity } from './lock-lease';
@@ -152,8 +152,8 @@ export class LockEngine {
     const owner = randomBytes(16).toString('hex');
     const controller = new AbortController();
     // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
-    const deadline = o.wait > 0 ? setTimeout(() => controller.abort(), o.wait) : undefined;
-    const onCancel = () => controller.abort();
+    const deadline = o.wait > 0 ? setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait) : undefined;
+    const onCancel = () => controller.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);

@@ -38,7 +38,8 @@ export interface BackendAcquireRequest extends BackendLock {
   /**
    * ms the caller may wait: 0 = try exactly once. The backend waits (watch, pub/sub, NOTIFY or
    * polling) until granted or until `signal` aborts; the core aborts `signal` at the deadline or when
-   * the caller cancels. After `signal` aborts the backend must clean up any queue entry it created and
+   * the caller cancels (reason: WAIT_DEADLINE from core/acquire-loop at the deadline, the caller's
+   * own reason on a cancel). After `signal` aborts the backend must clean up any queue entry it created and
    * resolve `{ acquired: false }` promptly.
    */
   readonly wait: number;

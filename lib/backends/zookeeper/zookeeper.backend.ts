@@ -1,4 +1,4 @@
-import { sleepFor } from '../../core/acquire-loop';
+import { sleepFor, WAIT_DEADLINE } from '../../core/acquire-loop';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
@@ -74,7 +74,6 @@ export class ZooKeeperLockBackend implements LockBackend {
     const dir = lockDirectory(this.basePath, request.key);
     const lockName = request.mode === 'shared' ? READ_LOCK_NAME : this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
     const prefix = nodePrefix(protectedId(request.owner), lockName);
-    const startedAt = performance.now();
     for (;;) {
       const session = this.currentSession(request.key);
       if (!session.connected) {
@@ -84,7 +83,7 @@ export class ZooKeeperLockBackend implements LockBackend {
           if (session.dead && this.factory && !this.closed && !request.signal.aborted) continue;
           // Cancelled by the caller during a first connect that has not failed yet: let the engine
           // throw the caller's reason. Reaching the deadline unconnected is an outage.
-          if (session.state === 'connecting' && request.signal.aborted && performance.now() - startedAt < request.wait) return { acquired: false };
+          if (session.state === 'connecting' && request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) return { acquired: false };
           throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key: request.key });
         }
       }
