@@ -82,3 +82,32 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * Settles like `work`, or with `onAbort()` (its value, or what it throws) as soon as `signal`
+ * aborts. The work goes on; the caller abandons it (its rejection is then observed, never unhandled).
+ */
+export function raceAbort<T, A>(work: Promise<T>, signal: AbortSignal, onAbort: () => A): Promise<T | A> {
+  return new Promise<T | A>((resolve, reject) => {
+    const abort = () => {
+      work.catch(() => undefined);
+      try {
+        resolve(onAbort());
+      } catch (error) {
+        reject(error);
+      }
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', abort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -6,7 +6,7 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
-import { asUnavailable, WAIT_DEADLINE } from './acquire-loop';
+import { asUnavailable, raceAbort, WAIT_DEADLINE } from './acquire-loop';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { checkLockKey } from './lock-key';
 import { LockLease, safeValidity } from './lock-lease';
@@ -251,23 +251,8 @@ export class LockEngine {
 
 /** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
 export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+  return raceAbort(work, signal, () => {
+    throw signal.reason;
   });
 }
 

@@ -1,4 +1,4 @@
-import { sleepFor, WAIT_DEADLINE } from '../../core/acquire-loop';
+import { raceAbort, sleepFor, WAIT_DEADLINE } from '../../core/acquire-loop';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
@@ -93,7 +93,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
       try {
-        outcome = request.wait === 0 ? await run : await raceAbort(run, request.signal);
+        outcome = request.wait === 0 ? await run : await raceAbort(run, request.signal, () => ABORTED);
       } catch (error) {
         this.contenders.delete(contender);
         const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
@@ -290,23 +290,3 @@ function holdingId(key: string, owner: string): string {
   return `${owner.length}:${owner}:${key}`;
 }
 
-/** Settles like `work`, or ABORTED as soon as `signal` aborts (the work goes on; the caller abandons it). */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
-  if (signal.aborted) {
-    return Promise.resolve(ABORTED);
-  }
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve(ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
