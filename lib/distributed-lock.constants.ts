@@ -9,10 +9,7 @@ export const DEFAULT_OPERATION_TIMEOUT_MS = 2_000;
 export const DEADLINE_GRACE_MS = 100;
 /** Smallest ttl we accept: the watchdog renews at ttl/3, which must leave a round trip of slack. */
 export const MIN_TTL_MS = 30;
-/** Largest ttl/wait/maxHold accepted (about 24.8 days: the largest delay setTimeout honours). */
-export const MAX_DURATION_MS = 2_147_483_647;
-/** Longest full key (prefix included) in characters; a backend may lower it. */
-export const MAX_KEY_LENGTH = 512;
+export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './backend-kit/limits';
 
 export const DISTRIBUTED_LOCK_OPTIONS = Symbol('DISTRIBUTED_LOCK_OPTIONS');
 export const LOCKED_METADATA = 'nestjs-distributed-lock:locked';

@@ -1,4 +1,9 @@
-// Nest layer
+/**
+ * The public API of nestjs-distributed-lock. Backend authors import
+ * `nestjs-distributed-lock/backend-kit` instead; nothing here is internal.
+ */
+
+// Nest layer: module, decorators, service, interceptor
 export { DistributedLockModule } from './distributed-lock.module';
 export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
 export { Locked } from './decorators/locked.decorator';
@@ -6,14 +11,12 @@ export { CurrentLock } from './decorators/current-lock.decorator';
 export { LockedInterceptor, toHttpException } from './interceptors/locked.interceptor';
 export { LockService } from './services/lock.service';
 
-// Core
-export { LockEngine, raceLost } from './core/lock-engine';
-export type { LockEngineOptions } from './core/lock-engine';
+// Handles, keys and the framework-free engine (for scripts and workers without Nest)
 export { LockHandle } from './core/lock-handle';
-export { encodeKeyPart } from './core/lock-key';
+export { LockEngine } from './core/lock-engine';
+export type { LockEngineOptions } from './core/lock-engine';
+export { encodeKeyPart } from './backend-kit/key-encoding';
 export type { LockKey, LockKeyFn } from './core/lock-key';
-export { pollAcquire } from './core/acquire-loop';
-export { ReleaseNotifier } from './core/release-notifier';
 export {
   DEFAULT_TTL_MS,
   DEFAULT_WAIT_MS,
@@ -23,17 +26,13 @@ export {
   MIN_TTL_MS,
 } from './distributed-lock.constants';
 
-// Options and contracts
-export type { DistributedLockModuleOptions, LockHttpErrorMapper } from './interfaces/distributed-lock-module-options.interface';
-export type { LockOptions, LockedOptions, LockDefaults, LockOnBusy } from './interfaces/lock-options.interface';
+// Options
 export type {
-  LockBackend,
-  LockBackendCapabilities,
-  LockMode,
-  BackendLock,
-  BackendAcquireRequest,
-  BackendAcquireResult,
-} from './interfaces/lock-backend.interface';
+  DistributedLockModuleOptions,
+  LockHttpErrorMapper,
+} from './interfaces/distributed-lock-module-options.interface';
+export type { LockOptions, LockedOptions, LockDefaults, LockOnBusy } from './interfaces/lock-options.interface';
+export type { LockBackend, LockBackendCapabilities, LockMode } from './interfaces/lock-backend.interface';
 
 // Errors
 export * from './errors';
@@ -45,12 +44,16 @@ export { RedisLockBackend } from './backends/redis';
 export type { RedisLockBackendOptions } from './backends/redis';
 export { RedlockBackend } from './backends/redlock';
 export type { RedlockBackendOptions } from './backends/redlock';
-export { EtcdLockBackend } from './backends/etcd';
+export { EtcdLockBackend, encodeEtcdLockName, etcdLockPrefix } from './backends/etcd';
 export type { EtcdLockBackendOptions, EtcdClientLike } from './backends/etcd';
-export { encodeEtcdLockName, etcdLockPrefix } from './backends/etcd';
-export { ZooKeeperLockBackend } from './backends/zookeeper';
-export type { ZooKeeperLockBackendOptions, ZooKeeperClientLike, ZooKeeperLockStats, ZooKeeperSessionState, CuratorRecipe } from './backends/zookeeper';
-export { lockDirectory as zookeeperLockDirectory } from './backends/zookeeper';
+export { ZooKeeperLockBackend, lockDirectory as zookeeperLockDirectory } from './backends/zookeeper';
+export type {
+  ZooKeeperLockBackendOptions,
+  ZooKeeperClientLike,
+  ZooKeeperLockStats,
+  ZooKeeperSessionState,
+  CuratorRecipe,
+} from './backends/zookeeper';
 export { MySqlLockBackend, mysqlDdl } from './backends/mysql';
 export type { MySqlLockBackendOptions, MySqlPoolLike } from './backends/mysql';
 export { PostgresLockBackend, postgresDdl } from './backends/postgres';

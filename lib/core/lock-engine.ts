@@ -1,15 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME, DEFAULT_KEY_PREFIX, DEFAULT_OPERATION_TIMEOUT_MS, MAX_KEY_LENGTH } from '../distributed-lock.constants';
+import { checkKnownOptions } from '../backend-kit/option-checker';
+import { checkLockKey } from '../backend-kit/key-encoding';
+import { MAX_KEY_LENGTH } from '../backend-kit/limits';
+import { safeValidity } from '../backend-kit/validity';
+import { asUnavailable, raceAbort, WAIT_DEADLINE } from '../backend-kit/wait-loop';
+import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME, DEFAULT_KEY_PREFIX, DEFAULT_OPERATION_TIMEOUT_MS } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
-import { asUnavailable, raceAbort, WAIT_DEADLINE } from './acquire-loop';
+import { AcquireRunner } from './acquire-runner';
 import { LockHandle, type LeaseOps } from './lock-handle';
-import { checkLockKey } from './lock-key';
-import { LockLease, safeValidity } from './lock-lease';
+import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
@@ -39,6 +43,7 @@ export class LockEngine {
   private readonly watchdogs = new Map<string, Watchdog>();
   private readonly held = new Set<LockLease>();
   private readonly scopes = new ReentrancyScopes();
+  private readonly runner = new AcquireRunner();
   private readonly backendNames: string[];
   private closed = false;
   private readonly ops: LeaseOps = {
@@ -160,7 +165,7 @@ export class LockEngine {
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
     try {
-      const attempt = backend.acquire(request);
+      const attempt = this.runner.run(backend, this.label(o.backend), request);
       const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
@@ -176,8 +181,20 @@ export class LockEngine {
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
       const grantedAt = result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
-      lease = new LockLease(key, fullKey, owner, o.mode, o.ttl, result.fencingToken, backend, o.backend, grantedAt,
-        Math.min(result.validity ?? Infinity, safeValidity(o.ttl)), o.maxHold, this.forgetLease);
+      lease = new LockLease({
+        key,
+        fullKey,
+        owner,
+        mode: o.mode,
+        ttl: o.ttl,
+        fencingToken: result.fencingToken,
+        backend,
+        backendName: o.backend,
+        grantedAt,
+        validity: Math.min(result.validity ?? Infinity, safeValidity(o.ttl)),
+        maxHold: o.maxHold,
+        onEnd: this.forgetLease,
+      });
       this.held.add(lease);
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
@@ -256,12 +273,12 @@ export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** Module options the engine reads, plus those the Nest layer reads (isGlobal, httpErrors). */
+const ENGINE_OPTIONS = ['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'isGlobal', 'httpErrors'];
+
 function validateEngineOptions(options: LockEngineOptions) {
   if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object');
-  const known = new Set(['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'isGlobal', 'httpErrors']);
-  for (const name of Object.keys(options)) {
-    if (!known.has(name)) throw new InvalidLockOptionsError(name, (options as Record<string, unknown>)[name], `one of ${[...known].join(', ')} (unknown option)`);
-  }
+  checkKnownOptions('', options, ENGINE_OPTIONS);
   const backends = new Map<string, LockBackend>();
   if (options.backend !== undefined && options.backends !== undefined) {
     throw new InvalidLockOptionsError('backends', options.backends, 'either "backend" or "backends", not both');
@@ -290,7 +307,7 @@ function validateEngineOptions(options: LockEngineOptions) {
 }
 
 function checkBackend(option: string, b: unknown): LockBackend {
-  const ok = b !== null && typeof b === 'object' && ['acquire', 'renew', 'release', 'close'].every((m) => typeof (b as Record<string, unknown>)[m] === 'function') && typeof (b as LockBackend).capabilities === 'object';
+  const ok = b !== null && typeof b === 'object' && ['tryAcquire', 'renew', 'release', 'close'].every((m) => typeof (b as Record<string, unknown>)[m] === 'function') && typeof (b as LockBackend).capabilities === 'object';
   if (!ok) throw new InvalidLockOptionsError(option, b, 'a LockBackend instance (MemoryLockBackend, RedisLockBackend, ...)');
   return b as LockBackend;
 }

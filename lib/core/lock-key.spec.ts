@@ -1,4 +1,5 @@
-import { compileLockKey, encodeKeyPart, parseParameterNames } from './lock-key';
+import { encodeKeyPart } from '../backend-kit/key-encoding';
+import { compileLockKey, parseParameterNames } from './lock-key';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
 

@@ -1,7 +1,29 @@
+import { safeValidity } from '../backend-kit/validity';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { BackendLock, LockBackend, LockMode } from '../interfaces/lock-backend.interface';
 
 export type LeaseState = 'held' | 'released' | 'lost';
+
+export interface LockLeaseOptions {
+  /** The key as the caller gave it (errors show it)... */
+  readonly key: string;
+  /** ...and as the backend stores it (prefix included). */
+  readonly fullKey: string;
+  readonly owner: string;
+  readonly mode: LockMode;
+  readonly ttl: number;
+  readonly fencingToken: bigint;
+  readonly backend: LockBackend;
+  /** The name the backend is registered under. */
+  readonly backendName: string;
+  /** performance.now() when the granting request was sent. */
+  readonly grantedAt: number;
+  /** ms from grantedAt the grant is valid for (drift already deducted). */
+  readonly validity: number;
+  readonly maxHold: number | undefined;
+  /** Called once when the lease is released or lost. */
+  readonly onEnd: (lease: LockLease) => void;
+}
 
 /**
  * One grant from a backend, shared by every re-entrant handle of it. Internal: users see LockHandle.
@@ -21,23 +43,29 @@ export class LockLease implements BackendLock {
   readonly controller = new AbortController();
   private releasing?: Promise<void>;
 
-  constructor(
-    readonly key: string,
-    readonly fullKey: string,
-    readonly owner: string,
-    readonly mode: LockMode,
-    public ttl: number,
-    readonly fencingToken: bigint,
-    readonly backend: LockBackend,
-    readonly backendName: string,
-    grantedAt: number,
-    validity: number,
-    maxHold: number | undefined,
-    private readonly onEnd: (lease: LockLease) => void,
-  ) {
-    this.validUntil = grantedAt + validity;
-    this.nextRenewAt = grantedAt + ttl / 3;
-    this.renewUntil = maxHold === undefined ? Infinity : grantedAt + maxHold;
+  readonly key: string;
+  readonly fullKey: string;
+  readonly owner: string;
+  readonly mode: LockMode;
+  ttl: number;
+  readonly fencingToken: bigint;
+  readonly backend: LockBackend;
+  readonly backendName: string;
+  private readonly onEnd: (lease: LockLease) => void;
+
+  constructor(o: LockLeaseOptions) {
+    this.key = o.key;
+    this.fullKey = o.fullKey;
+    this.owner = o.owner;
+    this.mode = o.mode;
+    this.ttl = o.ttl;
+    this.fencingToken = o.fencingToken;
+    this.backend = o.backend;
+    this.backendName = o.backendName;
+    this.onEnd = o.onEnd;
+    this.validUntil = o.grantedAt + o.validity;
+    this.nextRenewAt = o.grantedAt + o.ttl / 3;
+    this.renewUntil = o.maxHold === undefined ? Infinity : o.grantedAt + o.maxHold;
   }
 
   /** The BackendLock view the backend sees (its key is the full key). */
@@ -93,7 +121,4 @@ export class LockLease implements BackendLock {
   }
 }
 
-/** Validity we count on for a grant of `ttl`: minus a clock-drift margin (1 % + 2 ms, as Redlock). */
-export function safeValidity(ttl: number): number {
-  return ttl - Math.ceil(ttl * 0.01) - 2;
-}
+export { safeValidity };

@@ -1,10 +1,5 @@
-import {
-  DEFAULT_BACKEND_NAME,
-  DEFAULT_TTL_MS,
-  DEFAULT_WAIT_MS,
-  MAX_DURATION_MS,
-  MIN_TTL_MS,
-} from '../distributed-lock.constants';
+import { checkDuration, checkKnownOptions, checkOneOf } from '../backend-kit/option-checker';
+import { DEFAULT_BACKEND_NAME, DEFAULT_TTL_MS, DEFAULT_WAIT_MS, MIN_TTL_MS } from '../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockMode } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOnBusy, LockOptions, ResolvedLockOptions } from '../interfaces/lock-options.interface';
@@ -16,21 +11,14 @@ import type { LockDefaults, LockOnBusy, LockOptions, ResolvedLockOptions } from 
 const MODES: readonly LockMode[] = ['exclusive', 'shared'];
 const ON_BUSY: readonly LockOnBusy[] = ['wait', 'skip', 'fail'];
 
-export function checkDuration(option: string, value: unknown, min: number, key?: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || !Number.isInteger(value) || value < min || value > MAX_DURATION_MS) {
-    throw new InvalidLockOptionsError(option, value, `an integer number of ms from ${min} to ${MAX_DURATION_MS}`, key);
-  }
-  return value;
-}
+export { checkDuration };
 
 export function checkMode(option: string, value: unknown, key?: string): LockMode {
-  if (!MODES.includes(value as LockMode)) throw new InvalidLockOptionsError(option, value, `'exclusive' or 'shared'`, key);
-  return value as LockMode;
+  return checkOneOf(option, value, MODES, key);
 }
 
 export function checkOnBusy(option: string, value: unknown, key?: string): LockOnBusy {
-  if (!ON_BUSY.includes(value as LockOnBusy)) throw new InvalidLockOptionsError(option, value, `'wait', 'skip' or 'fail'`, key);
-  return value as LockOnBusy;
+  return checkOneOf(option, value, ON_BUSY, key);
 }
 
 function checkObject(option: string, value: unknown): Record<string, unknown> {
@@ -45,9 +33,7 @@ const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold']);
 const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'signal', 'onBusy']);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
-  for (const name of Object.keys(value)) {
-    if (!allowed.has(name)) throw new InvalidLockOptionsError(`${option}.${name}`, value[name], `one of ${[...allowed].join(', ')} (unknown option)`);
-  }
+  checkKnownOptions(option, value, [...allowed]);
 }
 
 /** Validates module-level defaults; every missing one takes the package default. */

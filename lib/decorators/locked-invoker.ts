@@ -1,23 +1,15 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import { raceLost, type LockEngine } from '../core/lock-engine';
 import type { LockHandle } from '../core/lock-handle';
-import { checkLockKey, type CompiledLockKey } from '../core/lock-key';
+import { checkLockKey } from '../backend-kit/key-encoding';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
-import type { LockedOptions, LockOptions } from '../interfaces/lock-options.interface';
-import { engineRegistry } from '../discovery/engine-registry';
-import { MAX_KEY_LENGTH } from '../distributed-lock.constants';
+import type { LockedMethod } from '../interfaces/locked-method.interface';
+import type { LockOptions } from '../interfaces/lock-options.interface';
+import { engineRegistry } from '../core/engine-registry';
+import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 
-/** What @Locked recorded about one method. */
-export interface LockedMethod {
-  readonly where: string;
-  readonly key: CompiledLockKey;
-  readonly options: LockedOptions;
-  readonly currentLockIndex: number | undefined;
-  /** design:returntype is Observable: the wrapper returns a cold Observable that locks on subscribe. */
-  readonly returnsObservable: boolean;
-}
 
 /**
  * Runs a @Locked method: resolve the key from the real arguments (after Nest's pipes, so the same
@@ -122,3 +114,5 @@ function withHandle(args: unknown[], method: LockedMethod, handle: LockHandle): 
   copy[method.currentLockIndex] = handle;
   return copy;
 }
+
+

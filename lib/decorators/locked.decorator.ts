@@ -8,7 +8,8 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedOptions } from '../interfaces/lock-options.interface';
 import { LockedInterceptor } from '../interceptors/locked.interceptor';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
-import { invokeLocked, type LockedMethod } from './locked-invoker';
+import type { LockedMethod } from '../interfaces/locked-method.interface';
+import { invokeLocked } from './locked-invoker';
 
 const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold']);
 

@@ -2,8 +2,8 @@ import { Inject, Injectable, type OnModuleInit, type OnApplicationShutdown } fro
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LOCKED_METADATA } from '../distributed-lock.constants';
 import { LockEngine } from '../core/lock-engine';
-import type { LockedMethod } from '../decorators/locked-invoker';
-import { engineRegistry } from './engine-registry';
+import type { LockedMethod } from '../interfaces/locked-method.interface';
+import { engineRegistry } from '../core/engine-registry';
 
 /**
  * At bootstrap, finds every provider and controller with @Locked methods, binds them to this

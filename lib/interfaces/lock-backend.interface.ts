@@ -1,8 +1,11 @@
 /**
- * The contract between the core engine and a backend. The core owns policy (owner tokens, option
- * validation, deadlines, reentrancy, the watchdog, handles); a backend owns mechanics (how one
- * lock is taken, waited for, renewed and released on its system). Backends never import the Nest
- * layer.
+ * The contract between the core engine and a backend (version 2). The core owns policy and waiting
+ * (owner tokens, option validation, deadlines, cancellation, the local FIFO line per key, wake-ups
+ * and timed retries, reentrancy, the watchdog, handles); a backend owns mechanics: how ONE attempt
+ * takes a lock on its system, how it is renewed and released, and optionally how waiters learn of a
+ * release (a wake-up source) or how the system queues them natively (etcd, ZooKeeper). Backends
+ * import only `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option checker,
+ * key encoding, validity and token helpers) and the errors.
  */
 export type LockMode = 'exclusive' | 'shared';
 
@@ -34,21 +37,54 @@ export interface BackendLock {
   readonly ttl: number;
 }
 
-export interface BackendAcquireRequest extends BackendLock {
+/** One attempt: a BackendLock plus the signals the engine gives every call that may grant it. */
+export interface BackendAttempt extends BackendLock {
   /**
-   * ms the caller may wait: 0 = try exactly once. The backend waits (watch, pub/sub, NOTIFY or
-   * polling) until granted or until `signal` aborts; the core aborts `signal` at the deadline or when
-   * the caller cancels (reason: WAIT_DEADLINE from core/acquire-loop at the deadline, the caller's
-   * own reason on a cancel). After `signal` aborts the backend must clean up any queue entry it created and
-   * resolve `{ acquired: false }` promptly.
+   * Aborts when the engine gives up: reason WAIT_DEADLINE (from the backend kit) at the wait
+   * deadline, the caller's own reason on a cancel. After it aborts the backend must clean up any
+   * queue entry it created and resolve `{ acquired: false }` promptly.
    */
-  readonly wait: number;
   readonly signal: AbortSignal;
   /**
    * Session-based backends call this when they learn that a granted lock is gone (session expired,
    * lease revoked, node deleted). Safe to call more than once; ignored before the grant or after release.
    */
   readonly onLost: (reason: string, cause?: unknown) => void;
+}
+
+/** A waiting acquire, for backends that queue natively (LockBackend.acquire). */
+export interface BackendAcquireRequest extends BackendAttempt {
+  /** ms the caller may wait (> 0 when the engine calls acquire; 0 goes to tryAcquire). */
+  readonly wait: number;
+}
+
+/** Waits for a release of one key; see WakeupSource.listen. */
+export interface ReleaseListener {
+  /** Resolves on a release of the key, after `ms`, or when `signal` aborts; then stops listening. */
+  wait(ms: number, signal: AbortSignal): Promise<void>;
+  /** Stops listening without waiting. */
+  dispose(): void;
+}
+
+/**
+ * How a backend tells the engine's waiters that a key was released (Redis pub/sub, PostgreSQL
+ * NOTIFY, an in-process event). The engine listens BEFORE each attempt, so a release between a
+ * failed attempt and the sleep is never missed. ReleaseNotifier from the kit implements it.
+ */
+export interface WakeupSource {
+  /** Called once before a waiter first sleeps (e.g. to subscribe); a rejection falls back to polling. */
+  prepare?(key: string): Promise<void>;
+  listen(key: string): ReleaseListener;
+}
+
+/** Tuning of the engine's wait loop for one backend (all ms). */
+export interface BackendWaitPolicy {
+  /** First poll delay (doubles up to maxDelay, with full jitter). Default 10. */
+  readonly minDelay?: number;
+  /** Largest poll delay. Default 500. */
+  readonly maxDelay?: number;
+  /** With wake-ups: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
+  readonly fallbackDelay?: number;
 }
 
 export type BackendAcquireResult =
@@ -71,8 +107,8 @@ export type BackendAcquireResult =
     };
 
 /**
- * A lock backend. Every method that talks to the system must reject with
- * LockBackendUnavailableError (or any error; the core wraps it) when the system cannot be reached;
+ * A lock backend. Every method that talks to the system must reject (with
+ * LockBackendUnavailableError, or any error: the core wraps it) when the system cannot be reached;
  * the core bounds every call by the caller's budget, so a backend need not add its own timeouts.
  */
 export interface LockBackend {
@@ -80,8 +116,26 @@ export interface LockBackend {
   readonly name: string;
   readonly capabilities: LockBackendCapabilities;
 
-  /** Take the lock, waiting as `request.wait`/`request.signal` allow. */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
+  /**
+   * ONE attempt, no waiting: grant the lock now or answer busy (with retryAfter when the holder's
+   * remaining ttl is known). The engine runs every wait of a backend without `acquire` on top of it:
+   * a FIFO line per key in this process (only its head attempts), woken by `wakeups`, the busy
+   * answer's retryAfter or a jittered backoff, until the deadline or a cancel.
+   */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
+
+  /** Optional wake-ups for waiters (see WakeupSource); without them the engine polls. */
+  readonly wakeups?: WakeupSource;
+
+  /** Optional tuning of the engine's wait loop. */
+  readonly waitPolicy?: BackendWaitPolicy;
+
+  /**
+   * Optional native queued wait (etcd's revisions, ZooKeeper's sequential nodes): when present the
+   * engine calls it for every acquire with wait > 0 instead of running its own loop. It must honour
+   * request.signal as described on BackendAttempt.
+   */
+  acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
 
   /**
    * Renew many held locks at once (the watchdog batches every due lock of this backend into one
@@ -93,6 +147,6 @@ export interface LockBackend {
   /** Owner-checked release; releasing a lock that is not ours (or gone) is a no-op. */
   release(lock: BackendLock): Promise<void>;
 
-  /** Stop the backend's own timers, subscriptions and sessions. Never closes the user's client. */
+  /** Stop the backend's own timers, subscriptions and sessions. Never closes a client the user owns. */
   close(): Promise<void>;
 }

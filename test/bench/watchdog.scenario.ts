@@ -165,7 +165,10 @@ function countingBackend(backend: LockBackend, batches: Batch[]): LockBackend {
   return {
     name: backend.name,
     capabilities: backend.capabilities,
-    acquire: (request) => backend.acquire(request),
+    tryAcquire: (request) => backend.tryAcquire(request),
+    acquire: backend.acquire?.bind(backend),
+    wakeups: backend.wakeups,
+    waitPolicy: backend.waitPolicy,
     release: (lock) => backend.release(lock),
     close: () => backend.close(),
     renew(locks) {

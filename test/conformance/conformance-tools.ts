@@ -1,4 +1,4 @@
-import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockMode } from '../../lib/interfaces/lock-backend.interface';
+import type { BackendAcquireRequest, BackendAcquireResult, BackendAttempt, BackendLock, LockBackend, LockMode } from '../../lib/backend-kit';
 
 /**
  * Wraps a real backend to count calls and to simulate the death of its process: once `crashed`,
@@ -7,12 +7,32 @@ import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBack
  */
 export class CrashableBackend implements LockBackend {
   crashed = false;
+  /** Calls into the backend that may grant a lock (tryAcquire attempts and native acquires). */
   acquireCalls = 0;
   readonly acquireStarted: Promise<void>;
   private started!: () => void;
+  /** Present exactly when the inner backend queues natively, so the engine treats both alike. */
+  readonly acquire?: (request: BackendAcquireRequest) => Promise<BackendAcquireResult>;
 
   constructor(readonly inner: LockBackend) {
     this.acquireStarted = new Promise((r) => (this.started = r));
+    const native = inner.acquire?.bind(inner);
+    if (native) {
+      this.acquire = (request) => {
+        this.acquireCalls++;
+        const result = native(request);
+        this.started();
+        return result;
+      };
+    }
+  }
+
+  get wakeups() {
+    return this.inner.wakeups;
+  }
+
+  get waitPolicy() {
+    return this.inner.waitPolicy;
   }
 
   get name() {
@@ -23,9 +43,9 @@ export class CrashableBackend implements LockBackend {
     return this.inner.capabilities;
   }
 
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     this.acquireCalls++;
-    const result = this.inner.acquire(request);
+    const result = this.inner.tryAcquire(request);
     this.started();
     return result;
   }

@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   const backend: LockBackend = {
     name: inner.name,
     capabilities: inner.capabilities,
+    tryAcquire: (request) => inner.tryAcquire(request),
     acquire: (request) => inner.acquire(request),
     release: (lock) => inner.release(lock),
     close: () => inner.close(),

@@ -145,7 +145,7 @@ describe('DistributedLockModule', () => {
   it('routes @Locked({ backend }) and LockService calls to the named backend', async () => {
     const other = new MemoryLockBackend();
     const app = await boot({ backends: { default: new MemoryLockBackend(), other } });
-    const spy = jest.spyOn(other, 'acquire');
+    const spy = jest.spyOn(other, 'tryAcquire');
     await app.get(ReportJob).perTenant({ id: 'x' });
     expect(spy).toHaveBeenCalledTimes(1);
     const locks = app.get(LockService);

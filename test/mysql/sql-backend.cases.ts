@@ -291,7 +291,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       await long.release();
       await expect(e.acquire('x'.repeat(513))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key', message: expect.stringContaining('at most 512') });
       const signal = new AbortController().signal;
-      const direct = (k: string) => backend.acquire({ key: k, owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 1_000, wait: 0, signal, onLost: () => undefined });
+      const direct = (k: string) => backend.tryAcquire({ key: k, owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 1_000, signal, onLost: () => undefined });
       await expect(direct('y'.repeat(600))).rejects.toThrow(InvalidLockOptionsError);
       await expect(direct('y'.repeat(600))).rejects.toThrow(/at most 512/);
     });

@@ -27,7 +27,7 @@ void serveJsonLines(
       case 'acquire': {
         const controller = new AbortController();
         mine.set(m.id as number, controller);
-        const result = await backend.acquire({ ...lockOf(m), wait: Number(m.wait), signal: controller.signal, onLost: () => undefined });
+        const result = await backend.tryAcquire({ ...lockOf(m), signal: controller.signal, onLost: () => undefined });
         mine.delete(m.id as number);
         // The client is gone (connection cut): nobody will use this grant, give it back.
         if (result.acquired && socket.destroyed) await backend.release(lockOf(m));

@@ -1,11 +1,10 @@
 import type {
-  BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
-} from '../../lib/interfaces/lock-backend.interface';
-import { pollAcquire } from '../../lib/core/acquire-loop';
+} from '../../lib/backend-kit';
 import { JsonLinesClient, type JsonMessage } from './json-lines.channel';
 
 /**
@@ -23,15 +22,14 @@ export class MemoryRemoteBackend implements LockBackend {
     this.client = new JsonLinesClient(port);
   }
 
+  /** The engine polls (no release push), quickly: the server is on loopback. */
+  readonly waitPolicy = { minDelay: 5, maxDelay: 100 };
+
   /**
    * Try-once requests in the engine's own wait loop (as the SQL backends poll), so the grant's
    * validity is dated by this process's clock from the request that won it.
    */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return pollAcquire(request, () => this.attempt(request), { backend: this.name, minDelay: 5, maxDelay: 100 });
-  }
-
-  private async attempt(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     const { key, owner, mode, ttl } = request;
     const m = await this.client.call({ type: 'acquire', key, owner, mode, ttl, wait: 0 }).answer;
     return m.acquired ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) } : { acquired: false, retryAfter: m.retryAfter as number | undefined };

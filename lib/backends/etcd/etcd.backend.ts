@@ -2,6 +2,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
@@ -92,6 +93,11 @@ export class EtcdLockBackend implements LockBackend {
   /** The lease id (decimal string) of the current live session, if any: what `etcdctl lease list` shows in hex. */
   get sessionLeaseId(): string | undefined {
     return this.live?.alive ? this.live.id : undefined;
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

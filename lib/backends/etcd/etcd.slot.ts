@@ -1,4 +1,4 @@
-import { sleepFor } from '../../core/acquire-loop';
+import { sleepFor } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { BackendAcquireRequest, BackendAcquireResult } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike } from './etcd.client';

@@ -1,20 +1,15 @@
-import { pollAcquire } from '../../core/acquire-loop';
-import { ReleaseNotifier } from '../../core/release-notifier';
-import type {
-  BackendAcquireRequest,
-  BackendAcquireResult,
-  BackendLock,
-  LockBackend,
-  LockBackendCapabilities,
-} from '../../interfaces/lock-backend.interface';
+import {
+  checkOptionsObject,
+  InvalidLockOptionsError,
+  MAX_KEY_LENGTH,
+  ReleaseNotifier,
+  type BackendAttempt,
+  type BackendAcquireResult,
+  type BackendLock,
+  type LockBackend,
+  type LockBackendCapabilities,
+} from '../../backend-kit';
 
-/**
- * In-process locks: the embedded default and the reference implementation of the backend contract.
- * One entry per key holds an exclusive owner or a set of shared owners, each with an expiry on the
- * monotonic clock; expired holders are purged lazily on every access. Fencing tokens come from a
- * per-key counter that outlives the entry, so they grow across holders and expiry. Waiters sleep on
- * a ReleaseNotifier, woken by release, or by the holder's expiry (retryAfter).
- */
 interface Entry {
   writer?: { owner: string; expiresAt: number };
   readers: Map<string, number>;
@@ -25,20 +20,36 @@ export interface MemoryLockBackendOptions {
   now?: () => number;
 }
 
+/**
+ * In-process locks: the embedded default and the reference implementation of the backend contract.
+ *
+ * Algorithm: one entry per key holds an exclusive owner or a set of shared owners, each with an
+ * expiry on the monotonic clock; expired holders are purged lazily on every access. `tryAcquire`
+ * is one synchronous check-and-set, so it is atomic by construction (one event loop). Waiters are
+ * the engine's: it queues them per key and wakes the head through `wakeups` (fired by release and
+ * by a holder's expiry). Safety: every check and change of a key happens in one synchronous step;
+ * fencing tokens come from a per-key counter that outlives the entry, so they grow across holders
+ * and expiry. Scope: one process; use a networked backend for several.
+ */
 export class MemoryLockBackend implements LockBackend {
   readonly name = 'memory';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: MAX_KEY_LENGTH };
   private readonly entries = new Map<string, Entry>();
   private readonly fences = new Map<string, bigint>();
   private readonly notifier = new ReleaseNotifier();
+  readonly wakeups = this.notifier;
   private readonly now: () => number;
 
   constructor(options: MemoryLockBackendOptions = {}) {
-    this.now = options.now ?? (() => performance.now());
+    const o = checkOptionsObject<MemoryLockBackendOptions>('MemoryLockBackend options', options, ['now']);
+    if (o.now !== undefined && typeof o.now !== 'function') {
+      throw new InvalidLockOptionsError('now', o.now, 'a function returning monotonic ms');
+    }
+    this.now = o.now ?? (() => performance.now());
   }
 
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return pollAcquire(request, async () => this.attempt(request), { backend: this.name, notifier: this.notifier });
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.attempt(request);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -76,7 +87,7 @@ export class MemoryLockBackend implements LockBackend {
     this.notifier.notify(key);
   }
 
-  private attempt(request: BackendAcquireRequest): BackendAcquireResult {
+  private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
     const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
     if (entry.writer) return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };

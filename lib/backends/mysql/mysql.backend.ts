@@ -1,16 +1,17 @@
-import { pollAcquire } from '../../core/acquire-loop';
-import { checkDuration } from '../../core/lock-options';
-import { ReleaseNotifier } from '../../core/release-notifier';
+import { pollAcquire } from '../../backend-kit';
+import { checkDuration } from '../../backend-kit';
+import { ReleaseNotifier } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type {
   BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
   LockMode,
 } from '../../interfaces/lock-backend.interface';
-import { LocalWaitQueue } from './local-wait.queue';
+import { LocalWaitQueue } from '../../backend-kit';
 import { SqlSweeper, SWEEP_GRACE_MS } from './sql-sweeper';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
 import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
@@ -90,6 +91,11 @@ export class MySqlLockBackend implements LockBackend {
     this.maxPollDelay = options.maxPollDelay === undefined ? 100 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
     this.sql = mysqlStatements(this.table);
     this.sweeper = new SqlSweeper(checkSweepInterval(options.sweepInterval), () => this.sweep());
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

@@ -1,4 +1,4 @@
-import { checkLockKey } from '../../core/lock-key';
+import { checkLockKey } from '../../backend-kit';
 import { MAX_DURATION_MS } from '../../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LockMode } from '../../interfaces/lock-backend.interface';

@@ -1,16 +1,17 @@
-import { pollAcquire, sleepFor } from '../../core/acquire-loop';
-import { checkDuration } from '../../core/lock-options';
-import { ReleaseNotifier } from '../../core/release-notifier';
+import { pollAcquire, sleepFor } from '../../backend-kit';
+import { checkDuration } from '../../backend-kit';
+import { ReleaseNotifier } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type {
   BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
   LockMode,
 } from '../../interfaces/lock-backend.interface';
-import { LocalWaitQueue } from '../mysql/local-wait.queue';
+import { LocalWaitQueue } from '../../backend-kit';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../mysql/sql-sweeper';
 import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
 import { PgReleaseListener, type PgListenClientLike, type PgListenConnector } from './postgres.listener';
@@ -105,6 +106,11 @@ export class PostgresLockBackend implements LockBackend {
     if (checkBoolean('notifications', options.notifications, true)) {
       this.listener = new PgReleaseListener(listenConnector(this.pool), this.sql.channel, this.notifier);
     }
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

@@ -1,4 +1,4 @@
-import type { ReleaseNotifier } from '../../core/release-notifier';
+import type { ReleaseNotifier } from '../../backend-kit';
 
 /** A pg notification as pg's Client emits it. */
 export interface PgNotification {

@@ -1,10 +1,11 @@
-import { pollAcquire } from '../../core/acquire-loop';
-import { checkDuration } from '../../core/lock-options';
-import { ReleaseNotifier } from '../../core/release-notifier';
+import { pollAcquire } from '../../backend-kit';
+import { checkDuration } from '../../backend-kit';
+import { ReleaseNotifier } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
@@ -95,6 +96,11 @@ export class RedisLockBackend implements LockBackend {
       this.replicas = { count, timeout };
     }
     if (options.notifications !== false) this.notifier = new ReleaseNotifier();
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

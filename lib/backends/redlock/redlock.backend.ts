@@ -1,9 +1,10 @@
-import { pollAcquire, sleepFor } from '../../core/acquire-loop';
-import { ReleaseNotifier } from '../../core/release-notifier';
+import { pollAcquire, sleepFor } from '../../backend-kit';
+import { ReleaseNotifier } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
+  BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
@@ -73,6 +74,11 @@ export class RedlockBackend implements LockBackend {
       throw backend.duplicate;
     }
     return backend;
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

@@ -1,4 +1,4 @@
-import { checkDuration } from '../../core/lock-options';
+import { checkDuration } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { RedlockClientLike } from './redlock.quorum';
 

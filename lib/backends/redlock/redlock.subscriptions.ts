@@ -1,4 +1,4 @@
-import type { ReleaseNotifier } from '../../core/release-notifier';
+import type { ReleaseNotifier } from '../../backend-kit';
 import { gather, tally, type RedlockClientLike, type RedlockSubscriberLike } from './redlock.quorum';
 
 /**

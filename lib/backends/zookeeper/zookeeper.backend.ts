@@ -1,7 +1,7 @@
-import { raceAbort, sleepFor, WAIT_DEADLINE } from '../../core/acquire-loop';
+import { raceAbort, sleepFor, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { BackendAcquireRequest, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
+import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, toBigInt, zk } from './zookeeper.client';
 import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
 import { checkOptions, type ZooKeeperLockBackendOptions } from './zookeeper.options';
@@ -68,6 +68,11 @@ export class ZooKeeperLockBackend implements LockBackend {
   /** true while the connection is down and locks are held: they may or may not still be ours. */
   get inDoubt(): boolean {
     return this.session?.state === 'disconnected' && [...this.holdings.values()].some((h) => h.session === this.session);
+  }
+
+  /** One attempt: the native acquire with wait 0. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.acquire({ ...request, wait: 0 });
   }
 
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {

@@ -1,10 +1,12 @@
+import type { ReleaseListener, WakeupSource } from '../interfaces/lock-backend.interface';
+
 /**
  * Local fan-out of "a lock was released" events to the waiters of this process. A backend feeds it
  * from its notification channel (Redis pub/sub, PostgreSQL NOTIFY, ...); waiters sleep on it
  * instead of polling. A waiter registers before it attempts, so a release between its failed
  * attempt and its sleep is never missed.
  */
-export class ReleaseNotifier {
+export class ReleaseNotifier implements WakeupSource {
   private readonly waiters = new Map<string, Set<() => void>>();
 
   /** Starts listening for `key`; call wait() on the result after an attempt failed. */
@@ -60,8 +62,4 @@ export class ReleaseNotifier {
   }
 }
 
-export interface ReleaseListener {
-  /** Resolves on notify(key), after `ms`, or when `signal` aborts; then stops listening. */
-  wait(ms: number, signal: AbortSignal): Promise<void>;
-  dispose(): void;
-}
+export type { ReleaseListener };

@@ -1,4 +1,4 @@
-import type { LockEngine } from '../core/lock-engine';
+import type { LockEngine } from './lock-engine';
 
 /**
  * Which engine serves which instance. The explorer registers every provider and controller that

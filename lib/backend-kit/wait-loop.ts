@@ -1,7 +1,6 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
-import type { BackendAcquireRequest, BackendAcquireResult } from '../interfaces/lock-backend.interface';
-import type { ReleaseNotifier } from './release-notifier';
+import type { BackendAcquireRequest, BackendAcquireResult, WakeupSource } from '../interfaces/lock-backend.interface';
 
 /**
  * The reason the engine gives `request.signal` when the wait deadline passes; a caller's cancel
@@ -13,7 +12,7 @@ export interface PollAcquireOptions {
   /** Backend name for errors. */
   readonly backend: string;
   /** Wakes the waiter when a release is announced; without it the loop polls with backoff. */
-  readonly notifier?: ReleaseNotifier;
+  readonly notifier?: WakeupSource;
   /** First poll delay in ms (doubles up to maxDelay, with full jitter). Default 10. */
   readonly minDelay?: number;
   /** Largest poll delay in ms. Default 500. */
@@ -23,7 +22,8 @@ export interface PollAcquireOptions {
 }
 
 /**
- * The wait loop of every try-once backend (memory, Redis, Redlock, SQL): attempt; on busy, sleep
+ * The wait loop the engine runs for every backend without a native queue (memory, Redis, Redlock,
+ * SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep
  * until a release notification, the lock's own expiry (the attempt's retryAfter) or a jittered
  * backoff, whichever comes first; stop when the request's signal aborts (deadline or cancel).
  * A failed attempt (backend unreachable) is retried while the budget lasts; when it runs out, the
@@ -38,6 +38,7 @@ export async function pollAcquire(
   const maxDelay = options.maxDelay ?? 500;
   const fallback = options.fallbackDelay ?? 1_000;
   let delay = minDelay;
+  let prepared = false;
   for (;;) {
     const listener = options.notifier?.listen(request.key);
     let busy: BackendAcquireResult | undefined;
@@ -57,6 +58,15 @@ export async function pollAcquire(
       if (failure !== undefined) throw asUnavailable(failure, options.backend, request.key);
       return busy as BackendAcquireResult;
     }
+    if (!prepared && options.notifier?.prepare) {
+      // First wait: make wake-ups live (Redis subscribes lazily), then re-attempt at once, so a
+      // release announced before they were live is not missed. Without them: poll.
+      prepared = true;
+      listener?.dispose();
+      const ok = await options.notifier.prepare(request.key).then(() => true, () => false);
+      if (ok) continue;
+    }
+    prepared = true;
     let sleep = listener && failure === undefined ? fallback : Math.random() * delay;
     delay = Math.min(delay * 2, maxDelay);
     if (busy && !busy.acquired && busy.retryAfter !== undefined) sleep = Math.min(sleep, busy.retryAfter + 1);

@@ -1,14 +1,13 @@
-import { asUnavailable } from '../../core/acquire-loop';
-import type { BackendAcquireRequest, BackendAcquireResult } from '../../interfaces/lock-backend.interface';
+import type { BackendAcquireRequest, BackendAcquireResult } from '../interfaces/lock-backend.interface';
+import { asUnavailable } from './wait-loop';
 
 /**
- * In-process FIFO line per key for the SQL backends' waiters. Only the waiter at the head of a
- * key's line polls the database; the others sleep until it leaves (granted, timed out or
- * cancelled). Why: 50 waiters of one process polling (or all woken by one NOTIFY) would queue 50
- * transactions on a small pool, delaying the holder's renewals until its lock expires; with the
- * line there is one poller per key and process, waiters of one process are served in arrival
- * order, and a pool of 2 serves any number of waiters. Processes still compete by polling (or
- * NOTIFY). A waiter whose deadline passes while queued behind a head whose attempts fail gets
+ * In-process FIFO line per key, run by the engine for every backend it waits for. Only the
+ * waiter at the head of a key's line attempts and listens for wake-ups; the others sleep until it
+ * leaves (granted, timed out or cancelled). Why: a release then wakes ONE waiter per process, not
+ * every waiter (a herd is quadratic in waiters), 50 waiters of one process never queue 50
+ * transactions on a small SQL pool ahead of the holder's renewals, and waiters of one process are
+ * served in arrival order. Processes still compete through the backend. A waiter whose deadline passes while queued behind a head whose attempts fail gets
  * LockBackendUnavailableError (the database is down), not a timeout.
  */
 export class LocalWaitQueue {

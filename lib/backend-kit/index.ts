@@ -1,0 +1,45 @@
+/**
+ * The backend kit: everything a lock backend may use, published as
+ * `nestjs-distributed-lock/backend-kit`. The seven built-in backends import only this, the errors
+ * and the contract, so a third-party backend can be written from the public API alone
+ * (docs/writing-a-backend.md).
+ */
+export type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+  BackendLock,
+  BackendWaitPolicy,
+  LockBackend,
+  LockBackendCapabilities,
+  LockMode,
+  ReleaseListener,
+  WakeupSource,
+} from '../interfaces/lock-backend.interface';
+export { WAIT_DEADLINE, pollAcquire, sleepFor, raceAbort, asUnavailable, type PollAcquireOptions } from './wait-loop';
+export { ReleaseNotifier } from './release-notifier';
+export { LocalWaitQueue } from './local-wait.queue';
+export {
+  checkOptionsObject,
+  checkKnownOptions,
+  checkDuration,
+  checkInteger,
+  checkNumber,
+  checkBoolean,
+  checkString,
+  checkOneOf,
+  checkClient,
+} from './option-checker';
+export { encodeKeyPart, checkLockKey, LONE_SURROGATE } from './key-encoding';
+export { DRIFT_FACTOR, DRIFT_MARGIN_MS, driftFor, safeValidity, minimumTtl } from './validity';
+export { toBigInt } from './tokens';
+export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
+export {
+  DistributedLockError,
+  InvalidLockOptionsError,
+  LockAcquireTimeoutError,
+  LockBackendUnavailableError,
+  LockKeyResolutionError,
+  LockLostError,
+  LockNotHeldError,
+} from '../errors';

@@ -1,0 +1,34 @@
+import { LocalWaitQueue } from '../backend-kit/local-wait.queue';
+import { pollAcquire } from '../backend-kit/wait-loop';
+import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '../interfaces/lock-backend.interface';
+
+/**
+ * The core owns waiting. For a backend that queues natively (etcd, ZooKeeper: `acquire`), a wait
+ * goes to it; for every other backend the engine runs the wait itself over the backend's one-shot
+ * `tryAcquire`: a FIFO line per key in this process (only its head attempts, so a release wakes
+ * one waiter per process), woken by the backend's wake-ups, the busy answer's retryAfter or a
+ * jittered backoff, until the request's signal aborts (deadline or cancel). `wait: 0` is one attempt.
+ */
+export class AcquireRunner {
+  private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
+
+  run(backend: LockBackend, label: string, request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    if (request.wait > 0 && typeof backend.acquire === 'function') return backend.acquire(request);
+    const line = this.line(backend, label);
+    const attempt = () => line.attempt(() => backend.tryAcquire(request));
+    return line.run(request, () =>
+      pollAcquire(request, attempt, { backend: label, notifier: backend.wakeups, ...backend.waitPolicy }),
+    );
+  }
+
+  /** Waiters queued in this process's lines for `backend` (heads included). */
+  waiting(backend: LockBackend): number {
+    return this.lines.get(backend)?.waiting ?? 0;
+  }
+
+  private line(backend: LockBackend, label: string): LocalWaitQueue {
+    let line = this.lines.get(backend);
+    if (!line) this.lines.set(backend, (line = new LocalWaitQueue(label)));
+    return line;
+  }
+}
