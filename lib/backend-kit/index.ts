@@ -12,6 +12,8 @@ export type {
   BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
+  LockHolderInfo,
+  LockInspection,
   LockMode,
   ReleaseListener,
   WakeupSource,

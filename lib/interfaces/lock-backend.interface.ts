@@ -106,6 +106,31 @@ export type BackendAcquireResult =
       readonly retryAfter?: number;
     };
 
+/** One holder of a key, as far as the backend can tell. */
+export interface LockHolderInfo {
+  readonly mode: LockMode;
+  /** The holder's owner token, where the backend stores it. */
+  readonly owner?: string;
+  /** ms until the holder's grant expires unless renewed (ttl backends); undefined for session-based ones. */
+  readonly remainingTtl?: number;
+  /** What the grant stored about its holder (host, pid, app, acquiredAt), where the backend can. */
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/** What `inspect(key)` reports about one key. */
+export interface LockInspection {
+  /** The full key (prefix included). */
+  readonly key: string;
+  readonly held: boolean;
+  /** 'exclusive', 'shared', or undefined when free. */
+  readonly mode?: LockMode;
+  readonly holders: readonly LockHolderInfo[];
+  /** The last fencing token issued for the key, where the backend keeps it. */
+  readonly fencingToken?: bigint;
+  /** Waiters the backend knows of (queue entries, contenders); undefined when it cannot tell. */
+  readonly waiters?: number;
+}
+
 /**
  * A lock backend. Every method that talks to the system must reject (with
  * LockBackendUnavailableError, or any error: the core wraps it) when the system cannot be reached;
@@ -146,6 +171,16 @@ export interface LockBackend {
 
   /** Owner-checked release; releasing a lock that is not ours (or gone) is a no-op. */
   release(lock: BackendLock): Promise<void>;
+
+  /** Optional operator view of one key (full key). Read-only; never blocks holders. */
+  inspect?(key: string): Promise<LockInspection>;
+
+  /**
+   * Optional operator action: frees `key` (full key) whoever holds it; resolves true when something
+   * was freed. Fencing keeps the old holder harmless: its next renewal finds the lock gone and its
+   * handle's signal aborts with LockLostError.
+   */
+  forceRelease?(key: string): Promise<boolean>;
 
   /** Stop the backend's own timers, subscriptions and sessions. Never closes a client the user owns. */
   close(): Promise<void>;
