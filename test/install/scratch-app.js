@@ -1,0 +1,153 @@
+'use strict';
+/**
+ * The scratch app of the install test, written into a temp dir: what a user writes after
+ * `nest new` and `npm install nestjs-distributed-lock ioredis`. Kept as strings (not .ts files in
+ * the repo) because it compiles against the packed tarball, not against lib/.
+ */
+
+const compilerOptions = {
+  strict: true,
+  skipLibCheck: false,
+  esModuleInterop: true,
+  isolatedModules: true,
+  declaration: true,
+  removeComments: true,
+  emitDecoratorMetadata: true,
+  experimentalDecorators: true,
+  allowSyntheticDefaultImports: true,
+  target: 'ES2023',
+  sourceMap: true,
+  outDir: './dist',
+  forceConsistentCasingInFileNames: true,
+  types: ['node'],
+};
+
+const tsconfig = {
+  // Nest 11's starter settings, with strict on and skipLibCheck off.
+  compilerOptions: { ...compilerOptions, module: 'nodenext', moduleResolution: 'nodenext', resolvePackageJsonExports: true },
+  include: ['src'],
+};
+
+const tsconfigNode10 = {
+  // Older projects: classic resolution, which ignores `exports` and reads `typesVersions`.
+  compilerOptions: { ...compilerOptions, module: 'commonjs', moduleResolution: 'node', outDir: './dist-node10', noEmit: true, skipLibCheck: true },
+  include: ['src'],
+};
+
+const main = `import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { onShutdownRequested } from './shutdown';
+
+async function bootstrap(): Promise<void> {
+  const app = await NestFactory.create(AppModule, { logger: ['error', 'warn'] });
+  onShutdownRequested(() => void app.close());
+  const port = Number(process.env.PORT ?? 3000);
+  await app.listen(port, '127.0.0.1');
+  console.log(\`listening on \${port}\`);
+}
+
+void bootstrap();
+`;
+
+const shutdown = `let listener: (() => void) | undefined;
+
+export function onShutdownRequested(fn: () => void): void {
+  listener = fn;
+}
+
+export function requestShutdown(): void {
+  setImmediate(() => listener?.());
+}
+`;
+
+const appModule = `import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { DistributedLockModule, RedisLockBackend, type LockBackend } from 'nestjs-distributed-lock';
+import type { LockBackend as KitLockBackend } from 'nestjs-distributed-lock/backend-kit';
+import { OrdersController } from './orders.controller';
+
+let client: Redis | undefined;
+
+function createBackend(): LockBackend {
+  const url = process.env.REDIS_URL;
+  if (!url) throw new Error('REDIS_URL is required');
+  client = new Redis(url, { maxRetriesPerRequest: 2 });
+  const backend: KitLockBackend = new RedisLockBackend({ client });
+  return backend;
+}
+
+@Module({
+  imports: [
+    DistributedLockModule.forRootAsync({
+      useFactory: () => ({ backend: createBackend(), defaults: { ttl: 10_000, wait: 2_000 } }),
+    }),
+  ],
+  controllers: [OrdersController],
+})
+export class AppModule implements OnApplicationShutdown {
+  // You created the client, you close it.
+  async onApplicationShutdown(): Promise<void> {
+    await client?.quit();
+  }
+}
+`;
+
+const ordersController = `import { Controller, Get, Param } from '@nestjs/common';
+import { CurrentLock, Locked, type LockHandle } from 'nestjs-distributed-lock';
+import { requestShutdown } from './shutdown';
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+@Controller()
+export class OrdersController {
+  private readonly entered = deferred();
+  private readonly released = deferred();
+
+  @Get('orders/:id/pay')
+  @Locked('order:<id>', { onBusy: 'fail' })
+  async pay(@Param('id') id: string, @CurrentLock() lock?: LockHandle): Promise<{ id: string; token: string }> {
+    return { id, token: String(lock?.fencingToken) };
+  }
+
+  /** Holds order:<id> until /release is called. */
+  @Get('orders/:id/hold')
+  @Locked('order:<id>', { ttl: 5_000 })
+  async hold(@Param('id') id: string): Promise<{ id: string; held: boolean }> {
+    this.entered.resolve();
+    await this.released.promise;
+    return { id, held: true };
+  }
+
+  @Get('orders/:id/entered')
+  async whenEntered(): Promise<{ entered: true }> {
+    await this.entered.promise;
+    return { entered: true };
+  }
+
+  @Get('orders/:id/release')
+  release(): { released: true } {
+    this.released.resolve();
+    return { released: true };
+  }
+
+  @Get('shutdown')
+  shutdown(): { closing: true } {
+    requestShutdown();
+    return { closing: true };
+  }
+}
+`;
+
+exports.APP_FILES = {
+  'tsconfig.json': JSON.stringify(tsconfig, null, 2),
+  'tsconfig.node10.json': JSON.stringify(tsconfigNode10, null, 2),
+  'src/main.ts': main,
+  'src/shutdown.ts': shutdown,
+  'src/app.module.ts': appModule,
+  'src/orders.controller.ts': ordersController,
+};
