@@ -12,6 +12,7 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
+import { Leadership, type CampaignOptions } from './leader-election';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
@@ -44,6 +45,7 @@ export class LockEngine {
   private readonly held = new Set<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
+  private readonly elections = new Map<string, Leadership>();
   private readonly backendNames: string[];
   private closed = false;
   private readonly ops: LeaseOps = {
@@ -117,6 +119,22 @@ export class LockEngine {
     return lease ? new LockHandle(lease, { extend: this.ops.extend, release: async () => undefined }) : undefined;
   }
 
+  /**
+   * The campaign for leadership of `name` in this engine: started on first use and shared by every
+   * later caller (options apply at the start). See Leadership.
+   */
+  leadership(name: string, options?: CampaignOptions): Leadership {
+    if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key: name });
+    let election = this.elections.get(name);
+    if (!election) this.elections.set(name, (election = new Leadership(this, name, options)));
+    return election;
+  }
+
+  /** true once close() was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Number of locks held through this engine (all backends). */
   get heldCount(): number {
     return this.held.size;
@@ -126,6 +144,7 @@ export class LockEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all([...this.elections.values()].map((e) => e.resign()));
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
@@ -193,6 +212,7 @@ export class LockEngine {
         grantedAt,
         validity: Math.min(result.validity ?? Infinity, safeValidity(o.ttl)),
         maxHold: o.maxHold,
+        minHold: o.minHold,
         onEnd: this.forgetLease,
       });
       this.held.add(lease);

@@ -11,7 +11,7 @@ import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
 
-const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold']);
+const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold']);
 
 /**
  * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
@@ -60,6 +60,7 @@ function checkLockedOptions(options: LockedOptions, where: string): void {
   if (options.ttl !== undefined) checkDuration('ttl', options.ttl, MIN_TTL_MS, where);
   if (options.wait !== undefined) checkDuration('wait', options.wait, 0, where);
   if (options.maxHold !== undefined) checkDuration('maxHold', options.maxHold, 1, where);
+  if (options.minHold !== undefined) checkDuration('minHold', options.minHold, 1, where);
   if (options.mode !== undefined) checkMode('mode', options.mode, where);
   if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
   if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from '../core/lock-engine';
 import type { LockHandle } from '../core/lock-handle';
+import type { CampaignOptions, Leadership } from '../core/leader-election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 
 /**
@@ -24,6 +25,15 @@ export class LockService implements OnApplicationShutdown {
   /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
   withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
     return this.engine.withLock(key, fn, options);
+  }
+
+  /**
+   * Campaigns for leadership of `name` (one campaign per name and module, shared by every caller):
+   * `isLeader`, `term` (fencing token and a signal that aborts on loss), `onChange`, `whenLeader`,
+   * `resign`. Works on every backend.
+   */
+  campaign(name: string, options?: CampaignOptions): Leadership {
+    return this.engine.leadership(name, options);
   }
 
   /** The handle of a lock held in the current async context (innermost, or by key). */
