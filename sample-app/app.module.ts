@@ -1,7 +1,9 @@
 import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { DistributedLockModule } from '../lib';
 import { InventoryController } from './inventory/inventory.controller';
 import { JobsController } from './jobs/jobs.controller';
+import { OutboxWorker } from './jobs/outbox.worker';
 import { ReportJob } from './jobs/report.job';
 import { createLockBackend } from './lock-backend.factory';
 import { OrdersController } from './orders/orders.controller';
@@ -12,6 +14,7 @@ const selected = createLockBackend();
 
 @Module({
   imports: [
+    ScheduleModule.forRoot(),
     DistributedLockModule.forRootAsync({
       useFactory: () => ({
         backend: selected.backend,
@@ -21,7 +24,7 @@ const selected = createLockBackend();
     }),
   ],
   controllers: [OrdersController, InventoryController, JobsController],
-  providers: [OrdersService, PaymentLedger, ReportJob],
+  providers: [OrdersService, PaymentLedger, ReportJob, OutboxWorker],
 })
 export class AppModule implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
