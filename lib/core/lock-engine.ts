@@ -13,6 +13,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
 import { Leadership, type CampaignOptions } from './leader-election';
+import { acquireAll, type LockKeys } from './multi-lock';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
@@ -48,7 +49,7 @@ export class LockEngine {
   private readonly elections = new Map<string, Leadership>();
   private readonly backendNames: string[];
   private closed = false;
-  private readonly ops: LeaseOps = {
+  private readonly ops: LeaseOps<LockLease> = {
     extend: (lease, ttl) => this.extendLease(lease, ttl),
     release: (lease) => this.releaseHold(lease),
   };
@@ -80,22 +81,32 @@ export class LockEngine {
     return backend;
   }
 
-  /** Acquires `key`, waiting up to `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline. */
-  async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
-    const handle = await this.acquireOrNull(key, options);
+  /**
+   * Acquires `key` (or every key of an array, all or nothing, in canonical order), waiting up to
+   * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
+   */
+  async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
+    if (Array.isArray(key)) return acquireAll(this, key, options);
+    const handle = await this.acquireOrNull(key as string, options);
     return handle.handle ?? Promise.reject(handle.error);
   }
 
   /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
-  async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
-    const result = await this.acquireOrNull(key, { wait: 0, ...options });
+  async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
+    if (Array.isArray(key)) {
+      return acquireAll(this, key, { wait: 0, ...options }).catch((error) => {
+        if (error instanceof LockAcquireTimeoutError) return null;
+        throw error;
+      });
+    }
+    const result = await this.acquireOrNull(key as string, { wait: 0, ...options });
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
   }
 
   /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
-  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+  withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
