@@ -14,6 +14,7 @@ import type { LockDefaults, LockOptions } from '../interfaces/lock-options.inter
 import { AcquireRunner } from './acquire-runner';
 import { Leadership, type CampaignOptions } from './leader-election';
 import { acquireAll, type LockKeys } from './multi-lock';
+import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
@@ -86,6 +87,7 @@ export class LockEngine {
    * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
    */
   async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
+    if (options?.permits !== undefined) return this.acquireSemaphore(key, options);
     if (Array.isArray(key)) return acquireAll(this, key, options);
     const handle = await this.acquireOrNull(key as string, options);
     return handle.handle ?? Promise.reject(handle.error);
@@ -93,8 +95,8 @@ export class LockEngine {
 
   /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
   async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
-    if (Array.isArray(key)) {
-      return acquireAll(this, key, { wait: 0, ...options }).catch((error) => {
+    if (Array.isArray(key) || options?.permits !== undefined) {
+      return this.acquire(key, { ...options, wait: options?.wait ?? 0 }).catch((error) => {
         if (error instanceof LockAcquireTimeoutError) return null;
         throw error;
       });
@@ -115,6 +117,11 @@ export class LockEngine {
         await handle.release().catch(() => undefined);
       }
     });
+  }
+
+  private acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
+    if (Array.isArray(key)) throw new InvalidLockOptionsError('permits', options.permits, 'a single key (semaphores over several keys are not supported)');
+    return acquireSeat(this, key as string, checkPermits(options.permits, key as string), options);
   }
 
   /** Opens a reentrancy scope: acquires inside it re-enter locks taken earlier in it. */

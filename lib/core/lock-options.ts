@@ -30,7 +30,7 @@ function checkObject(option: string, value: unknown): Record<string, unknown> {
 }
 
 const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold', 'minHold']);
-const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'minHold', 'signal', 'onBusy']);
+const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'minHold', 'permits', 'signal', 'onBusy']);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
   checkKnownOptions(option, value, [...allowed]);

@@ -15,6 +15,9 @@ export interface MultiLockEngine {
   resolveOptions(options: LockOptions | undefined, key?: string): { ttl: number; wait: number };
 }
 
+/** A later key gets at least this much of the shared deadline, or one try (wait 0). */
+const MIN_SLICE_MS = 50;
+
 /** Deduplicated keys in the one canonical order every process uses (UTF-16 code unit order). */
 export function canonicalKeys(keys: readonly unknown[]): string[] {
   if (keys.length === 0) throw new InvalidLockOptionsError('key', keys, 'a key, or a non-empty array of keys');
@@ -40,8 +43,9 @@ export async function acquireAll(engine: MultiLockEngine, keys: readonly string[
   const taken: LockHandle[] = [];
   try {
     for (const key of ordered) {
-      const remaining = Math.max(0, Math.floor(deadline - performance.now()));
-      taken.push(await engine.acquire(key, { ...options, wait: remaining }));
+      // Out of budget (or nearly): one last try instead of a wait too short for a round trip.
+      const left = Math.floor(deadline - performance.now());
+      taken.push(await engine.acquire(key, { ...options, wait: left < MIN_SLICE_MS ? 0 : left }));
     }
   } catch (error) {
     await Promise.all(taken.map((h) => h.release().catch(() => undefined)));
@@ -50,15 +54,21 @@ export async function acquireAll(engine: MultiLockEngine, keys: readonly string[
   return new LockHandle(new CompositeLease(taken, ttl), COMPOSITE_OPS);
 }
 
-/** One grant made of the handles of its keys (canonical order). */
-class CompositeLease implements HandleLease {
+/**
+ * One grant made of the handles of its keys (canonical order). `names` are the keys the holder
+ * sees (a semaphore's seat is shown under the semaphore's key); default: each part's own key.
+ */
+export class CompositeLease implements HandleLease {
   released = false;
   private readonly controller = new AbortController();
+  private readonly names: readonly string[];
 
   constructor(
     readonly parts: readonly LockHandle[],
     public ttl: number,
+    names?: readonly string[],
   ) {
+    this.names = names ?? parts.map((p) => p.key);
     for (const part of parts) {
       const lost = () => this.controller.abort(part.signal.reason);
       if (part.signal.aborted) lost();
@@ -67,11 +77,11 @@ class CompositeLease implements HandleLease {
   }
 
   get key(): string {
-    return this.parts[0].key;
+    return this.names[0];
   }
 
   get keys(): readonly string[] {
-    return this.parts.map((p) => p.key);
+    return this.names;
   }
 
   get mode(): LockMode {
@@ -83,7 +93,7 @@ class CompositeLease implements HandleLease {
   }
 
   get fencingTokens(): ReadonlyMap<string, bigint> {
-    return new Map(this.parts.map((p) => [p.key, p.fencingToken]));
+    return new Map(this.parts.map((p, i) => [this.names[i], p.fencingToken]));
   }
 
   get owner(): string {
@@ -109,7 +119,7 @@ class CompositeLease implements HandleLease {
   }
 }
 
-const COMPOSITE_OPS: LeaseOps<CompositeLease> = {
+export const COMPOSITE_OPS: LeaseOps<CompositeLease> = {
   async extend(lease, ttl) {
     await Promise.all(lease.parts.map((p) => p.extend(ttl)));
     lease.ttl = ttl;

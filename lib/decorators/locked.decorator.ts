@@ -4,6 +4,7 @@ import { Observable } from 'rxjs';
 import { CURRENT_LOCK_PARAM_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
 import { parseParameterNames, type LockKey } from '../core/lock-key';
 import { compileLockKeys } from '../core/multi-lock';
+import { checkPermits } from '../core/semaphore';
 import { checkDuration, checkMode, checkOnBusy } from '../core/lock-options';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedOptions } from '../interfaces/lock-options.interface';
@@ -12,7 +13,7 @@ import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
 
-const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold']);
+const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits']);
 
 /**
  * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
@@ -63,6 +64,7 @@ function checkLockedOptions(options: LockedOptions, where: string): void {
   if (options.wait !== undefined) checkDuration('wait', options.wait, 0, where);
   if (options.maxHold !== undefined) checkDuration('maxHold', options.maxHold, 1, where);
   if (options.minHold !== undefined) checkDuration('minHold', options.minHold, 1, where);
+  if (options.permits !== undefined) checkPermits(options.permits, where);
   if (options.mode !== undefined) checkMode('mode', options.mode, where);
   if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
   if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {

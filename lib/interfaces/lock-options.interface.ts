@@ -24,6 +24,11 @@ export interface LockOptions {
    * scheduler) runs late still finds it busy and skips the same tick. See docs/guide/scheduling.md.
    */
   minHold?: number;
+  /**
+   * A semaphore: at most this many holders of `key` at once (an integer from 1; exclusive mode,
+   * one key). Each grant is a handle like a lock's. See docs/guide/semaphores.md.
+   */
+  permits?: number;
   /** Cancels a wait; acquire rejects with the signal's reason. */
   signal?: AbortSignal;
 }

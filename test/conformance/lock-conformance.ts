@@ -9,6 +9,7 @@ import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { eventually } from '../support/server-process';
 import { CrashableBackend, untilAborted, MutexProbe } from './conformance-tools';
 import { describeMultiKeyCases } from './multi-key-cases';
+import { describeSemaphoreCases } from './semaphore-cases';
 
 /**
  * The one conformance suite every backend runs unchanged. Each case builds engines over fresh
@@ -73,7 +74,9 @@ export function describeLockConformance(
       return { engine: e, backend, inner };
     }
 
-    describeMultiKeyCases({ engine: () => engine(), forceDelete: (k) => fixture.forceDelete(k), ttl: () => ttl });
+    const extra = { engine: () => engine(), forceDelete: (k: string) => fixture.forceDelete(k), ttl: () => ttl };
+    describeMultiKeyCases(extra);
+    describeSemaphoreCases(extra);
 
     it('grants a handle with key, mode, a bigint fencing token, a live signal and held=true', async () => {
       const { engine: e } = await engine();
