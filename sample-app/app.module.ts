@@ -1,6 +1,8 @@
 import { Module, type OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DistributedLockModule } from '../lib';
+import { AccountsController } from './accounts/accounts.controller';
+import { ExportsController } from './exports/exports.controller';
 import { InventoryController } from './inventory/inventory.controller';
 import { JobsController } from './jobs/jobs.controller';
 import { OutboxWorker } from './jobs/outbox.worker';
@@ -23,7 +25,7 @@ const selected = createLockBackend();
       }),
     }),
   ],
-  controllers: [OrdersController, InventoryController, JobsController],
+  controllers: [OrdersController, InventoryController, JobsController, AccountsController, ExportsController],
   providers: [OrdersService, PaymentLedger, ReportJob, OutboxWorker],
 })
 export class AppModule implements OnApplicationShutdown {
