@@ -14,3 +14,4 @@ export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './backend-kit/limits';
 export const DISTRIBUTED_LOCK_OPTIONS = Symbol('DISTRIBUTED_LOCK_OPTIONS');
 export const LOCKED_METADATA = 'nestjs-distributed-lock:locked';
 export const CURRENT_LOCK_PARAM_METADATA = 'nestjs-distributed-lock:current-lock-param';
+export const LEADER_ONLY_METADATA = 'nestjs-distributed-lock:leader-only';

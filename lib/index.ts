@@ -8,6 +8,11 @@ export { DistributedLockModule } from './distributed-lock.module';
 export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
 export { Locked } from './decorators/locked.decorator';
 export { CurrentLock } from './decorators/current-lock.decorator';
+export { LockedJob } from './decorators/locked-job.decorator';
+export type { LockedJobOptions } from './decorators/locked-job.decorator';
+export { LeaderOnly } from './decorators/leader-only.decorator';
+export { Leadership } from './core/leader-election';
+export type { CampaignOptions, LeadershipListener } from './core/leader-election';
 export { LockedInterceptor, toHttpException } from './interceptors/locked.interceptor';
 export { LockService } from './services/lock.service';
 

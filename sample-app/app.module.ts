@@ -1,7 +1,11 @@
 import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { DistributedLockModule } from '../lib';
+import { AccountsController } from './accounts/accounts.controller';
+import { ExportsController } from './exports/exports.controller';
 import { InventoryController } from './inventory/inventory.controller';
 import { JobsController } from './jobs/jobs.controller';
+import { OutboxWorker } from './jobs/outbox.worker';
 import { ReportJob } from './jobs/report.job';
 import { createLockBackend } from './lock-backend.factory';
 import { OrdersController } from './orders/orders.controller';
@@ -12,6 +16,7 @@ const selected = createLockBackend();
 
 @Module({
   imports: [
+    ScheduleModule.forRoot(),
     DistributedLockModule.forRootAsync({
       useFactory: () => ({
         backend: selected.backend,
@@ -20,8 +25,8 @@ const selected = createLockBackend();
       }),
     }),
   ],
-  controllers: [OrdersController, InventoryController, JobsController],
-  providers: [OrdersService, PaymentLedger, ReportJob],
+  controllers: [OrdersController, InventoryController, JobsController, AccountsController, ExportsController],
+  providers: [OrdersService, PaymentLedger, ReportJob, OutboxWorker],
 })
 export class AppModule implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {

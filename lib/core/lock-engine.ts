@@ -12,6 +12,9 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
+import { Leadership, type CampaignOptions } from './leader-election';
+import { acquireAll, type LockKeys } from './multi-lock';
+import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
@@ -44,9 +47,10 @@ export class LockEngine {
   private readonly held = new Set<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
+  private readonly elections = new Map<string, Leadership>();
   private readonly backendNames: string[];
   private closed = false;
-  private readonly ops: LeaseOps = {
+  private readonly ops: LeaseOps<LockLease> = {
     extend: (lease, ttl) => this.extendLease(lease, ttl),
     release: (lease) => this.releaseHold(lease),
   };
@@ -78,22 +82,33 @@ export class LockEngine {
     return backend;
   }
 
-  /** Acquires `key`, waiting up to `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline. */
-  async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
-    const handle = await this.acquireOrNull(key, options);
+  /**
+   * Acquires `key` (or every key of an array, all or nothing, in canonical order), waiting up to
+   * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
+   */
+  async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
+    if (options?.permits !== undefined) return this.acquireSemaphore(key, options);
+    if (Array.isArray(key)) return acquireAll(this, key, options);
+    const handle = await this.acquireOrNull(key as string, options);
     return handle.handle ?? Promise.reject(handle.error);
   }
 
   /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
-  async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
-    const result = await this.acquireOrNull(key, { wait: 0, ...options });
+  async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
+    if (Array.isArray(key) || options?.permits !== undefined) {
+      return this.acquire(key, { ...options, wait: options?.wait ?? 0 }).catch((error) => {
+        if (error instanceof LockAcquireTimeoutError) return null;
+        throw error;
+      });
+    }
+    const result = await this.acquireOrNull(key as string, { wait: 0, ...options });
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
   }
 
   /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
-  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+  withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
@@ -102,6 +117,11 @@ export class LockEngine {
         await handle.release().catch(() => undefined);
       }
     });
+  }
+
+  private acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
+    if (Array.isArray(key)) throw new InvalidLockOptionsError('permits', options.permits, 'a single key (semaphores over several keys are not supported)');
+    return acquireSeat(this, key as string, checkPermits(options.permits, key as string), options);
   }
 
   /** Opens a reentrancy scope: acquires inside it re-enter locks taken earlier in it. */
@@ -117,6 +137,22 @@ export class LockEngine {
     return lease ? new LockHandle(lease, { extend: this.ops.extend, release: async () => undefined }) : undefined;
   }
 
+  /**
+   * The campaign for leadership of `name` in this engine: started on first use and shared by every
+   * later caller (options apply at the start). See Leadership.
+   */
+  leadership(name: string, options?: CampaignOptions): Leadership {
+    if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key: name });
+    let election = this.elections.get(name);
+    if (!election) this.elections.set(name, (election = new Leadership(this, name, options)));
+    return election;
+  }
+
+  /** true once close() was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Number of locks held through this engine (all backends). */
   get heldCount(): number {
     return this.held.size;
@@ -126,6 +162,7 @@ export class LockEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all([...this.elections.values()].map((e) => e.resign()));
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
@@ -193,6 +230,7 @@ export class LockEngine {
         grantedAt,
         validity: Math.min(result.validity ?? Infinity, safeValidity(o.ttl)),
         maxHold: o.maxHold,
+        minHold: o.minHold,
         onEnd: this.forgetLease,
       });
       this.held.add(lease);

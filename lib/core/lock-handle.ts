@@ -3,11 +3,28 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import type { LockMode } from '../interfaces/lock-backend.interface';
 import { checkDuration } from './lock-options';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
-import type { LockLease } from './lock-lease';
+import type { LeaseState } from './lock-lease';
 
-export interface LeaseOps {
-  extend(lease: LockLease, ttl: number): Promise<void>;
-  release(lease: LockLease): Promise<void>;
+/** What a handle reads of its grant: one LockLease, or a multi-key CompositeLease. */
+export interface HandleLease {
+  readonly key: string;
+  /** Every key of a multi-key grant (canonical order); absent = [key]. */
+  readonly keys?: readonly string[];
+  readonly mode: LockMode;
+  readonly fencingToken: bigint;
+  /** A token per key of a multi-key grant; absent = { key: fencingToken }. */
+  readonly fencingTokens?: ReadonlyMap<string, bigint>;
+  readonly owner: string;
+  readonly signal: AbortSignal;
+  readonly state: LeaseState;
+  readonly lostError: LockLostError | undefined;
+  readonly ttl: number;
+  checkExpiry(): void;
+}
+
+export interface LeaseOps<L extends HandleLease = HandleLease> {
+  extend(lease: L, ttl: number): Promise<void>;
+  release(lease: L): Promise<void>;
 }
 
 /**
@@ -19,20 +36,33 @@ export class LockHandle {
 
   /** @internal */
   constructor(
-    private readonly lease: LockLease,
-    private readonly ops: LeaseOps,
+    private readonly lease: HandleLease,
+    private readonly ops: LeaseOps<any>,
   ) {}
 
-  /** The resolved key, without the module's keyPrefix. */
+  /** The resolved key, without the module's keyPrefix (a multi-key grant: its first key in canonical order). */
   get key(): string {
     return this.lease.key;
+  }
+
+  /** Every key this handle holds (one, or all keys of a multi-key grant in canonical order). */
+  get keys(): readonly string[] {
+    return this.lease.keys ?? [this.lease.key];
+  }
+
+  /** The fencing token of each key (a multi-key grant has one per key). */
+  get fencingTokens(): ReadonlyMap<string, bigint> {
+    return this.lease.fencingTokens ?? new Map([[this.lease.key, this.lease.fencingToken]]);
   }
 
   get mode(): LockMode {
     return this.lease.mode;
   }
 
-  /** Larger for every new exclusive grant of this key; send it with every write the lock protects. */
+  /**
+   * Larger for every new exclusive grant of this key; send it with every write the lock protects.
+   * A multi-key grant: the first key's token (see fencingTokens for each key's).
+   */
   get fencingToken(): bigint {
     return this.lease.fencingToken;
   }

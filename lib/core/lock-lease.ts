@@ -21,6 +21,8 @@ export interface LockLeaseOptions {
   /** ms from grantedAt the grant is valid for (drift already deducted). */
   readonly validity: number;
   readonly maxHold: number | undefined;
+  /** ms from grantedAt the lock must stay held even when released earlier (lockAtLeastFor). */
+  readonly minHold?: number;
   /** Called once when the lease is released or lost. */
   readonly onEnd: (lease: LockLease) => void;
 }
@@ -39,6 +41,8 @@ export class LockLease implements BackendLock {
   nextRenewAt: number;
   /** No renewals after this time (maxHold). */
   readonly renewUntil: number;
+  /** A release before this time leaves the lock to expire then instead (minHold). */
+  readonly holdUntil: number;
   renewing = false;
   readonly controller = new AbortController();
   private releasing?: Promise<void>;
@@ -66,6 +70,7 @@ export class LockLease implements BackendLock {
     this.validUntil = o.grantedAt + o.validity;
     this.nextRenewAt = o.grantedAt + o.ttl / 3;
     this.renewUntil = o.maxHold === undefined ? Infinity : o.grantedAt + o.maxHold;
+    this.holdUntil = o.minHold === undefined ? -Infinity : o.grantedAt + o.minHold;
   }
 
   /** The BackendLock view the backend sees (its key is the full key). */
@@ -106,8 +111,19 @@ export class LockLease implements BackendLock {
     return this.state === 'lost' ? (this.signal.reason as LockLostError) : undefined;
   }
 
-  /** Releases on the backend once; concurrent and later calls share the first call's promise. */
+  /**
+   * Releases on the backend once; concurrent and later calls share the first call's promise.
+   * Before holdUntil (minHold) the lock is not deleted: one renewal sets its server-side expiry to
+   * holdUntil (session backends: a timer releases it then), so it frees on its own at that time.
+   */
   release(call: <T>(op: Promise<T>, what: string) => Promise<T>): Promise<void> {
+    const linger = this.state === 'held' ? Math.ceil(this.holdUntil - performance.now()) : 0;
+    if (linger > 0 && !this.releasing) {
+      this.state = 'released';
+      this.onEnd(this);
+      this.releasing = this.linger(call, linger);
+      return this.releasing;
+    }
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
@@ -119,6 +135,24 @@ export class LockLease implements BackendLock {
     this.releasing = call(this.backend.release(this.lock), 'release');
     return this.releasing;
   }
+
+  /**
+   * minHold: keep the lock, unrenewed, for `ms` more. TTL backends: renew once with ttl = ms, so
+   * the server drops it at holdUntil even if this process dies now. Session backends (the lock
+   * lives as long as the session): release from a timer at holdUntil (unref'd; a process that
+   * exits frees it with its session). If the renewal finds it gone there is nothing to keep.
+   */
+  private async linger(call: <T>(op: Promise<T>, what: string) => Promise<T>, ms: number): Promise<void> {
+    if (!this.backend.capabilities.sessionBased) {
+      await call(this.backend.renew([{ ...this.lock, ttl: ms }]), 'release');
+      return;
+    }
+    const timer = setTimeout(() => {
+      call(this.backend.release(this.lock), 'release').catch(() => undefined);
+    }, ms);
+    timer.unref?.();
+  }
+
 }
 
 export { safeValidity };

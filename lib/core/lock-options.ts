@@ -29,15 +29,15 @@ function checkObject(option: string, value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold']);
-const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'signal', 'onBusy']);
+const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold', 'minHold']);
+const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'minHold', 'permits', 'signal', 'onBusy']);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
   checkKnownOptions(option, value, [...allowed]);
 }
 
 /** Validates module-level defaults; every missing one takes the package default. */
-export function resolveDefaults(input: unknown, option = 'defaults'): Required<Omit<LockDefaults, 'maxHold'>> & { maxHold: number | undefined } {
+export function resolveDefaults(input: unknown, option = 'defaults'): Required<Omit<LockDefaults, 'maxHold' | 'minHold'>> & { maxHold: number | undefined; minHold: number | undefined } {
   const d = checkObject(option, input);
   rejectUnknown(option, d, DEFAULT_KEYS);
   return {
@@ -46,6 +46,7 @@ export function resolveDefaults(input: unknown, option = 'defaults'): Required<O
     mode: d.mode === undefined ? 'exclusive' : checkMode(`${option}.mode`, d.mode),
     onBusy: d.onBusy === undefined ? 'wait' : checkOnBusy(`${option}.onBusy`, d.onBusy),
     maxHold: d.maxHold === undefined ? undefined : checkDuration(`${option}.maxHold`, d.maxHold, 1),
+    minHold: d.minHold === undefined ? undefined : checkDuration(`${option}.minHold`, d.minHold, 1),
   };
 }
 
@@ -67,12 +68,18 @@ export function resolveLockOptions(
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new InvalidLockOptionsError('signal', o.signal, 'an AbortSignal', key);
   }
-  return {
+  const resolved: ResolvedLockOptions = {
     ttl: o.ttl === undefined ? defaults.ttl : checkDuration('ttl', o.ttl, MIN_TTL_MS, key),
     wait: o.wait === undefined ? defaults.wait : checkDuration('wait', o.wait, 0, key),
     mode: o.mode === undefined ? defaults.mode : checkMode('mode', o.mode, key),
     backend,
     maxHold: o.maxHold === undefined ? defaults.maxHold : checkDuration('maxHold', o.maxHold, 1, key),
+    minHold: o.minHold === undefined ? defaults.minHold : checkDuration('minHold', o.minHold, 1, key),
     signal: o.signal,
   };
+  const { minHold, maxHold } = resolved;
+  if (minHold !== undefined && maxHold !== undefined && minHold > maxHold) {
+    throw new InvalidLockOptionsError('minHold', minHold, `at most maxHold (${maxHold} ms)`, key);
+  }
+  return resolved;
 }

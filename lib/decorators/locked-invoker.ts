@@ -95,11 +95,13 @@ async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMet
   }
 }
 
-function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string {
+function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string | string[] {
   const key = method.key.resolve(args);
   try {
-    checkLockKey(key);
-    checkLockKey(engine.keyPrefix + key, Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength));
+    for (const k of Array.isArray(key) ? key : [key]) {
+      checkLockKey(k);
+      checkLockKey(engine.keyPrefix + k, Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength));
+    }
   } catch (error) {
     // A key built from request values that does not fit is the request's fault (400), not the code's.
     const message = error instanceof DistributedLockError ? error.message.replace(/^Invalid lock option "key": /, '') : String(error);

@@ -2,7 +2,9 @@ import 'reflect-metadata';
 import { UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { CURRENT_LOCK_PARAM_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
-import { compileLockKey, parseParameterNames, type LockKey } from '../core/lock-key';
+import { parseParameterNames, type LockKey } from '../core/lock-key';
+import { compileLockKeys } from '../core/multi-lock';
+import { checkPermits } from '../core/semaphore';
 import { checkDuration, checkMode, checkOnBusy } from '../core/lock-options';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedOptions } from '../interfaces/lock-options.interface';
@@ -11,19 +13,20 @@ import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
 
-const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold']);
+const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits']);
 
 /**
  * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
  * parameter named id, `'<dto.customer.id>'` a path, `'<0>'` / `'<1.id>'` by position; values are
- * encoded) or a function of the arguments. Works on controller handlers and on plain provider
+ * encoded), a function of the arguments, or an array of templates (a multi-key lock: every key or
+ * none, taken in canonical order, so opposite orders cannot deadlock). Works on controller handlers and on plain provider
  * methods alike: the method is wrapped here, so the key sees the real arguments (after pipes).
  * The wrapped method always returns a Promise, except one declared to return an Observable, which
  * stays a cold Observable that locks on subscribe and releases when it ends.
  *
  * Errors in the template or options fail here, at class definition (application start-up).
  */
-export function Locked(key: LockKey, options: LockedOptions = {}): MethodDecorator {
+export function Locked(key: LockKey | readonly string[], options: LockedOptions = {}): MethodDecorator {
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
     const original = descriptor?.value;
     const where = `${(target as { constructor: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
@@ -31,7 +34,7 @@ export function Locked(key: LockKey, options: LockedOptions = {}): MethodDecorat
     checkLockedOptions(options, where);
     const method: LockedMethod = {
       where,
-      key: compileLockKey(key, parseParameterNames(original), where),
+      key: compileLockKeys(key, parseParameterNames(original), where),
       options: { ...options },
       currentLockIndex: Reflect.getMetadata(CURRENT_LOCK_PARAM_METADATA, target, propertyKey),
       returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
@@ -60,6 +63,8 @@ function checkLockedOptions(options: LockedOptions, where: string): void {
   if (options.ttl !== undefined) checkDuration('ttl', options.ttl, MIN_TTL_MS, where);
   if (options.wait !== undefined) checkDuration('wait', options.wait, 0, where);
   if (options.maxHold !== undefined) checkDuration('maxHold', options.maxHold, 1, where);
+  if (options.minHold !== undefined) checkDuration('minHold', options.minHold, 1, where);
+  if (options.permits !== undefined) checkPermits(options.permits, where);
   if (options.mode !== undefined) checkMode('mode', options.mode, where);
   if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
   if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {

@@ -1,6 +1,7 @@
-import { Inject, Injectable, type OnModuleInit, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { LOCKED_METADATA } from '../distributed-lock.constants';
+import { LEADER_ONLY_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
+import type { LeaderOnlyMethod } from '../decorators/leader-only.decorator';
 import { LockEngine } from '../core/lock-engine';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { engineRegistry } from '../core/engine-registry';
@@ -11,7 +12,8 @@ import { engineRegistry } from '../core/engine-registry';
  * a wrong name fails start-up rather than the first call.
  */
 @Injectable()
-export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
+export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly campaigns: LeaderOnlyMethod[] = [];
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -28,6 +30,12 @@ export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
       if (!proto) continue;
       let found = false;
       for (const name of this.scanner.getAllMethodNames(proto)) {
+        const leader = Reflect.getMetadata(LEADER_ONLY_METADATA, proto[name]) as LeaderOnlyMethod | undefined;
+        if (leader) {
+          found = true;
+          this.engine.resolveOptions({ ttl: leader.options.ttl, backend: leader.options.backend }, leader.name);
+          this.campaigns.push(leader);
+        }
         const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as LockedMethod | undefined;
         if (!method) continue;
         found = true;
@@ -35,6 +43,11 @@ export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
       }
       if (found) engineRegistry.register(instance, this.engine);
     }
+  }
+
+  /** Campaigns start once the application is up (not while modules are still initialising). */
+  onApplicationBootstrap(): void {
+    for (const c of this.campaigns) this.engine.leadership(c.name, c.options);
   }
 
   onApplicationShutdown(): void {

@@ -13,8 +13,22 @@ export interface LockOptions {
   mode?: LockMode;
   /** Name of a backend registered with `backends`; default 'default'. */
   backend?: string;
-  /** Stop renewing after this many ms held; the lock then expires ttl later and the handle signals loss. */
+  /**
+   * Stop renewing after this many ms held (ShedLock's lockAtMostFor); the lock then expires ttl
+   * later and the handle signals loss.
+   */
   maxHold?: number;
+  /**
+   * Keep the lock at least this many ms from the grant (ShedLock's lockAtLeastFor): when the work
+   * ends earlier, the lock stays held, unrenewed, until then, so an instance whose clock (or
+   * scheduler) runs late still finds it busy and skips the same tick. See docs/guide/scheduling.md.
+   */
+  minHold?: number;
+  /**
+   * A semaphore: at most this many holders of `key` at once (an integer from 1; exclusive mode,
+   * one key). Each grant is a handle like a lock's. See docs/guide/semaphores.md.
+   */
+  permits?: number;
   /** Cancels a wait; acquire rejects with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -32,6 +46,7 @@ export interface LockDefaults {
   mode?: LockMode;
   onBusy?: LockOnBusy;
   maxHold?: number;
+  minHold?: number;
 }
 
 /** Fully resolved, validated options of one acquire. */
@@ -41,5 +56,6 @@ export interface ResolvedLockOptions {
   mode: LockMode;
   backend: string;
   maxHold: number | undefined;
+  minHold: number | undefined;
   signal: AbortSignal | undefined;
 }

@@ -1,10 +1,10 @@
-import type { CompiledLockKey } from '../core/lock-key';
+import type { CompiledLockKeys } from '../core/multi-lock';
 import type { LockedOptions } from './lock-options.interface';
 
 /** What @Locked recorded about one method. */
 export interface LockedMethod {
   readonly where: string;
-  readonly key: CompiledLockKey;
+  readonly key: CompiledLockKeys;
   readonly options: LockedOptions;
   readonly currentLockIndex: number | undefined;
   /** design:returntype is Observable: the wrapper returns a cold Observable that locks on subscribe. */

@@ -1,6 +1,8 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from '../core/lock-engine';
 import type { LockHandle } from '../core/lock-handle';
+import type { LockKeys } from '../core/multi-lock';
+import type { CampaignOptions, Leadership } from '../core/leader-election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 
 /**
@@ -11,19 +13,31 @@ import type { LockOptions } from '../interfaces/lock-options.interface';
 export class LockService implements OnApplicationShutdown {
   constructor(@Inject(LockEngine) readonly engine: LockEngine) {}
 
-  /** Acquires the lock, waiting up to `wait` ms; LockAcquireTimeoutError when still busy. */
-  acquire(key: string, options?: LockOptions): Promise<LockHandle> {
+  /**
+   * Acquires the lock (or every key of an array: all or nothing, in canonical order, one handle),
+   * waiting up to `wait` ms; LockAcquireTimeoutError when still busy.
+   */
+  acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
     return this.engine.acquire(key, options);
   }
 
   /** Acquires the lock if it is free (or frees within `wait`, default 0); otherwise null. */
-  tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
+  tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
     return this.engine.tryAcquire(key, options);
   }
 
   /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
-  withLock<T>(key: string, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+  withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
     return this.engine.withLock(key, fn, options);
+  }
+
+  /**
+   * Campaigns for leadership of `name` (one campaign per name and module, shared by every caller):
+   * `isLeader`, `term` (fencing token and a signal that aborts on loss), `onChange`, `whenLeader`,
+   * `resign`. Works on every backend.
+   */
+  campaign(name: string, options?: CampaignOptions): Leadership {
+    return this.engine.leadership(name, options);
   }
 
   /** The handle of a lock held in the current async context (innermost, or by key). */

@@ -8,6 +8,8 @@ import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { eventually } from '../support/server-process';
 import { CrashableBackend, untilAborted, MutexProbe } from './conformance-tools';
+import { describeMultiKeyCases } from './multi-key-cases';
+import { describeSemaphoreCases } from './semaphore-cases';
 
 /**
  * The one conformance suite every backend runs unchanged. Each case builds engines over fresh
@@ -71,6 +73,10 @@ export function describeLockConformance(
       engines.push(e);
       return { engine: e, backend, inner };
     }
+
+    const extra = { engine: () => engine(), forceDelete: (k: string) => fixture.forceDelete(k), ttl: () => ttl };
+    describeMultiKeyCases(extra);
+    describeSemaphoreCases(extra);
 
     it('grants a handle with key, mode, a bigint fencing token, a live signal and held=true', async () => {
       const { engine: e } = await engine();

@@ -1,0 +1,139 @@
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import type { LockHandle } from './lock-handle';
+
+/** Options of a campaign. All durations in ms. */
+export interface CampaignOptions {
+  /** How long leadership survives a leader that went silent (crash, pause, partition). Default: the module's ttl. */
+  ttl?: number;
+  /** Registered backend name. Default 'default'. */
+  backend?: string;
+}
+
+/** The part of the engine a campaign uses. */
+export interface CampaignEngine {
+  acquire(key: string, options: { ttl?: number; backend?: string; wait: number; signal: AbortSignal }): Promise<LockHandle>;
+  runInScope<T>(fn: () => T): T;
+}
+
+export type LeadershipListener = (leader: boolean, term: LockHandle | undefined) => void;
+
+/** Each round of waiting is bounded so a campaign re-checks resign() and backend health. */
+const ROUND_MS = 60_000;
+/** Pause after a failed round (backend unavailable) before campaigning again. */
+const BACKOFF_MS = 1_000;
+
+/**
+ * Leader election over the lock machinery, on every backend: campaigning is waiting for the
+ * exclusive lock `election:<name>`; leading is holding it (the watchdog renews it); leadership
+ * ends when the lock is lost (expiry, session loss, forceRelease: the term's signal aborts at
+ * once) or on resign(). After a loss the instance campaigns again. Safety is the lock's: at most
+ * one instance holds it within its validity, and each term carries the lock's fencing token, so
+ * a deposed leader's late writes can be refused downstream. A leader that is paused past its ttl
+ * learns of the loss on its next read of `isLeader`/`term.signal` (checked synchronously).
+ */
+export class Leadership {
+  private current: LockHandle | undefined;
+  private resigned = false;
+  private readonly cancel = new AbortController();
+  private readonly listeners = new Set<LeadershipListener>();
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly engine: CampaignEngine,
+    readonly name: string,
+    private readonly options: CampaignOptions = {},
+  ) {
+    this.loop = engine.runInScope(() => this.campaign());
+  }
+
+  /** true while this instance leads (its term's lock is held and valid). */
+  get isLeader(): boolean {
+    return this.current?.held ?? false;
+  }
+
+  /** The current term's handle (fencing token, signal that aborts when leadership is lost). */
+  get term(): LockHandle | undefined {
+    return this.isLeader ? this.current : undefined;
+  }
+
+  /** Calls `listener(true, term)` on every win and `listener(false)` on every loss; returns an unsubscribe. */
+  onChange(listener: LeadershipListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves with the term once this instance leads (at once if it does). */
+  whenLeader(): Promise<LockHandle> {
+    const term = this.term;
+    if (term) return Promise.resolve(term);
+    return new Promise((resolve) => {
+      const off = this.onChange((leader, t) => {
+        if (leader && t) {
+          off();
+          resolve(t);
+        }
+      });
+    });
+  }
+
+  /** Stops campaigning and gives up leadership (releases the lock). Idempotent. */
+  async resign(): Promise<void> {
+    this.resigned = true;
+    this.cancel.abort(new Error(`leadership of "${this.name}" resigned`));
+    await this.loop;
+  }
+
+  private async campaign(): Promise<void> {
+    while (!this.resigned) {
+      let term: LockHandle;
+      try {
+        term = await this.engine.acquire(`election:${this.name}`, {
+          ttl: this.options.ttl,
+          backend: this.options.backend,
+          wait: ROUND_MS,
+          signal: this.cancel.signal,
+        });
+      } catch (error) {
+        if (this.resigned) break;
+        if (!(error instanceof LockAcquireTimeoutError)) await pause(BACKOFF_MS, this.cancel.signal);
+        continue;
+      }
+      this.current = term;
+      this.emit(true, term);
+      await untilEither(term.signal, this.cancel.signal);
+      this.current = undefined;
+      await term.release().catch(() => undefined);
+      this.emit(false, undefined);
+    }
+  }
+
+  private emit(leader: boolean, term: LockHandle | undefined): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(leader, term);
+      } catch {
+        // A listener's failure must not stop the campaign; it is the listener's to report.
+      }
+    }
+  }
+}
+
+function untilEither(a: AbortSignal, b: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (a.aborted || b.aborted) return resolve();
+    const done = () => {
+      a.removeEventListener('abort', done);
+      b.removeEventListener('abort', done);
+      resolve();
+    };
+    a.addEventListener('abort', done, { once: true });
+    b.addEventListener('abort', done, { once: true });
+  });
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}

@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import type { LockEngine } from '../../lib/core/lock-engine';
+import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
+import { untilAborted } from './conformance-tools';
+import type { MultiKeyContext } from './multi-key-cases';
+
+/**
+ * Semaphores (`permits: N`), run by describeLockConformance on every backend: at most N holders,
+ * all N seats used under load, try-once when full, a grant is a handle like a lock's.
+ */
+export function describeSemaphoreCases(ctx: MultiKeyContext): void {
+  const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
+
+  it('semaphore: at most N hold at once across two processes, and all N seats get used', async () => {
+    const engines = [(await ctx.engine()).engine, (await ctx.engine()).engine];
+    const k = key('sem');
+    let inside = 0;
+    let most = 0;
+    let done = 0;
+    const worker = async (e: LockEngine) => {
+      for (let i = 0; i < 6; i++) {
+        await e.withLock(k, async () => {
+          most = Math.max(most, ++inside);
+          await new Promise((r) => setTimeout(r, 20));
+          inside--;
+          done++;
+        }, { permits: 3, wait: 30_000 });
+      }
+    };
+    await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((i) => worker(engines[i % 2])));
+    expect(done).toBe(48);
+    expect(most).toBe(3);
+  });
+
+  it('semaphore: full means busy (tryAcquire null, acquire times out); a release frees one seat', async () => {
+    const { engine: e } = await ctx.engine();
+    const { engine: other } = await ctx.engine();
+    const k = key('sem-full');
+    const a = await e.acquire(k, { permits: 2 });
+    const b = await other.acquire(k, { permits: 2 });
+    expect(a.key).toBe(k);
+    expect(typeof a.fencingToken).toBe('bigint');
+    expect(await other.tryAcquire(k, { permits: 2 })).toBeNull();
+    await expect(other.acquire(k, { permits: 2, wait: 150 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    const waiting = other.acquire(k, { permits: 2, wait: 10_000 });
+    await a.release();
+    const c = await waiting;
+    expect(c.held).toBe(true);
+    await Promise.all([b.release(), c.release()]);
+  });
+
+  it('semaphore: a lost seat aborts its handle’s signal; bad permits are rejected naming the option', async () => {
+    const { engine: e } = await ctx.engine();
+    const k = key('sem-lost');
+    const h = await e.acquire(k, { permits: 1, ttl: Math.max(ctx.ttl(), 300) });
+    await ctx.forceDelete(`conf:${k}#0`);
+    expect(await untilAborted(h.signal, 15_000)).toBeInstanceOf(LockLostError);
+    await h.release();
+    for (const permits of [0, 1.5, -1, '2', 1_001]) {
+      await expect(e.acquire(k, { permits: permits as number })).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'permits' });
+    }
+    await expect(e.acquire(k, { permits: 2, mode: 'shared' })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await expect(e.acquire([k, `${k}2`], { permits: 2 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+  });
+}
