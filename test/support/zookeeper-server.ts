@@ -217,7 +217,6 @@ export interface ZkDriver {
 }
 
 /** The driver, loaded by the tests (the library itself never loads it). It ships no typings. */
-// eslint-disable-next-line @typescript-eslint/no-var-requires
 export const zookeeperDriver: ZkDriver = require('node-zookeeper-client');
 
 /** A new, not yet connected client (what a backend's clientFactory returns). spinDelay 100 ms: fast reconnects in tests. */
