@@ -50,7 +50,8 @@ function backendBoundary(name, depth) {
       regex: `^(?!${allowed.join('|')})\\.`,
       message:
         'A backend imports only lib/backend-kit, lib/interfaces, lib/errors, its own folder and ' +
-        `its shared folder (${Object.keys(SHARED).join(', ')}): never core, the Nest layer or another backend.`,
+        `its shared folder (${Object.keys(SHARED).join(', ')}): ` +
+        'never core, the Nest layer or another backend.',
     },
     { group: ['@nestjs/*'], message: 'A backend does not depend on NestJS.' },
   ];
@@ -71,7 +72,7 @@ const FOCUSED_GLOBALS = ['fit', 'fdescribe', 'xit', 'xdescribe', 'xtest'].map((n
 const libSource = ['lib/**/*.ts'];
 const libSpecs = ['lib/**/*.spec.ts'];
 
-/** One config object per backend folder depth: flat config replaces a rule's options, never merges. */
+/** One config object per backend folder and depth (flat config replaces a rule's options). */
 const backendConfigs = [...BACKENDS, ...Object.keys(SHARED)].flatMap((name) =>
   [0, 1, 2].map((depth) => ({
     name: `house/boundaries/backends/${name}/depth-${depth}`,
@@ -187,7 +188,8 @@ export default defineConfig(
             {
               regex: '^(?!\\./|(?:\\.\\./){2}lib/backend-kit$)\\.',
               message:
-                "The example backend imports only the kit ('nestjs-distributed-lock/backend-kit'), as a third party would.",
+                'The example backend imports only the kit ' +
+                "('nestjs-distributed-lock/backend-kit'), as a third party would.",
             },
           ],
         },
