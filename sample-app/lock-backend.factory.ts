@@ -14,7 +14,6 @@ export function createLockBackend(env: NodeJS.ProcessEnv = process.env): { backe
     return { backend: new MemoryLockBackend(), close: async () => undefined };
   }
   if (kind === 'redis') {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const Redis = require('ioredis') as typeof import('ioredis').default;
     const url = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const client = new Redis(url, { maxRetriesPerRequest: 2 });

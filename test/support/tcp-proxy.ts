@@ -1,13 +1,19 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /**
- * A loopback TCP proxy for fault injection between clients and a server. Each proxy forwards to one
- * target; tests put one in front of every server a process talks to and then:
+ * The loopback TCP proxy for fault injection between clients and servers (the one proxy of the test
+ * suites). Each proxy forwards to one target, or round-robin over several (a client given one
+ * address for a cluster: a dead member closes at once and the client retries through us). Tests put
+ * one in front of every server a process talks to and then:
  * - blackhole(): hold every byte in both directions, on open and on new connections, until heal(),
- *   like a network partition (TCP would retransmit; nothing is lost, it arrives late or never).
+ *   like a network partition or a hung peer (TCP would retransmit; nothing is lost, it arrives late
+ *   or never). blackhole('replies') holds only the servers' answers: requests still arrive and are
+ *   applied, their responses wait (a lost response, once the connection drops).
  *   Held bytes wait in the proxy's memory (fine for lock traffic), so `held` can be observed.
  * - delay: add ms of latency to every chunk, both directions (order preserved).
- * - resetAll(): destroy every connection at once, like a partition long enough for TCP to give up.
+ * - resetAll(): reset (RST) every connection at once, like a partition long enough for TCP to give
+ *   up; new connections are accepted.
+ * - drop(): close every connection and refuse new ones until heal() (the server seems gone).
  * Bytes are held, never dropped: dropping bytes from the middle of a live stream is not something a
  * network does, and would only test the client's protocol parser.
  */
@@ -17,6 +23,8 @@ export interface ProxyTarget {
 }
 
 interface Direction {
+  /** server -> client */
+  reply: boolean;
   from: Socket;
   to: Socket;
   queue: { chunk: Buffer | null; due: number }[];
@@ -26,16 +34,26 @@ interface Direction {
 export class TcpProxy {
   /** Extra latency in ms per chunk (both directions). */
   delay = 0;
-  private holding = false;
+  private holding: 'none' | 'both' | 'replies' = 'none';
+  private refusing = false;
+  private next = 0;
   private readonly directions = new Set<Direction>();
   private readonly sockets = new Set<Socket>();
 
-  private constructor(private readonly server: Server, readonly target: Required<ProxyTarget>) {}
+  private constructor(
+    private readonly server: Server,
+    readonly targets: Required<ProxyTarget>[],
+  ) {}
 
-  /** Starts a proxy to `target` on a free loopback port (or `listenPort`). */
-  static start(target: ProxyTarget, listenPort = 0): Promise<TcpProxy> {
+  /** Starts a proxy to `target` (round-robin over several) on a free port (or `listenPort`). */
+  static start(target: ProxyTarget | ProxyTarget[], listenPort = 0): Promise<TcpProxy> {
+    const list = (Array.isArray(target) ? target : [target]).map((t) => ({
+      host: t.host ?? '127.0.0.1',
+      port: t.port,
+    }));
+    if (list.length === 0) return Promise.reject(new Error('TcpProxy.start: no target'));
     const server = createServer();
-    const proxy = new TcpProxy(server, { host: target.host ?? '127.0.0.1', port: target.port });
+    const proxy = new TcpProxy(server, list);
     server.on('connection', (client) => proxy.accept(client));
     return new Promise((resolve, reject) => {
       server.once('error', reject);
@@ -43,12 +61,22 @@ export class TcpProxy {
     });
   }
 
+  /** The first (or only) target. */
+  get target(): Required<ProxyTarget> {
+    return this.targets[0];
+  }
+
   get port(): number {
     return (this.server.address() as { port: number }).port;
   }
 
+  /** `host:port` of the proxy, the form ZooKeeper's and etcd's clients take. */
+  get connectionString(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
   get blackholed(): boolean {
-    return this.holding;
+    return this.holding !== 'none';
   }
 
   /** Open proxied connections. */
@@ -63,17 +91,26 @@ export class TcpProxy {
     return n;
   }
 
-  blackhole(): void {
-    this.holding = true;
+  /** Holds bytes until heal(): in both directions, or only the servers' replies. */
+  blackhole(which: 'both' | 'replies' = 'both'): void {
+    this.holding = which;
   }
 
+  /** Undoes blackhole() and drop(): held bytes flow, new connections are accepted. */
   heal(): void {
-    this.holding = false;
+    this.holding = 'none';
+    this.refusing = false;
     for (const d of this.directions) this.flush(d);
   }
 
   resetAll(): void {
     for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  /** Closes every connection (held bytes die with it) and refuses new ones until heal(). */
+  drop(): void {
+    this.refusing = true;
+    for (const s of this.sockets) s.destroy();
   }
 
   async close(): Promise<void> {
@@ -82,13 +119,15 @@ export class TcpProxy {
   }
 
   private accept(client: Socket): void {
-    const upstream = connect({ host: this.target.host, port: this.target.port });
+    if (this.refusing) return void client.destroy();
+    const target = this.targets[this.next++ % this.targets.length];
+    const upstream = connect({ host: target.host, port: target.port });
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     this.sockets.add(client);
     this.sockets.add(upstream);
-    const up = this.direction(client, upstream);
-    const down = this.direction(upstream, client);
+    const up = this.direction(client, upstream, false);
+    const down = this.direction(upstream, client, true);
     const teardown = () => {
       for (const d of [up, down]) {
         if (d.timer) clearTimeout(d.timer);
@@ -105,8 +144,8 @@ export class TcpProxy {
     }
   }
 
-  private direction(from: Socket, to: Socket): Direction {
-    const d: Direction = { from, to, queue: [], timer: undefined };
+  private direction(from: Socket, to: Socket, reply: boolean): Direction {
+    const d: Direction = { reply, from, to, queue: [], timer: undefined };
     this.directions.add(d);
     from.on('data', (chunk: Buffer) => {
       d.queue.push({ chunk, due: Date.now() + this.delay });
@@ -123,7 +162,7 @@ export class TcpProxy {
   private flush(d: Direction): void {
     if (d.timer) clearTimeout(d.timer);
     d.timer = undefined;
-    if (this.holding) return;
+    if (this.holding === 'both' || (this.holding === 'replies' && d.reply)) return;
     const now = Date.now();
     while (d.queue.length > 0 && d.queue[0].due <= now) {
       const { chunk } = d.queue.shift() as { chunk: Buffer | null };

@@ -1,8 +1,9 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { freePort, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { TcpProxy } from './tcp-proxy';
 
 /**
  * Private ZooKeeper servers from Debian's `zookeeper` package (jars under /usr/share/java), run
@@ -131,84 +132,46 @@ export class ZooKeeperEnsemble {
 }
 
 /**
- * A TCP proxy between one client and the servers, for faults no server signal can make:
- * `freeze()` stops reading in both directions (bytes wait in the kernel, sockets stay open: the
- * process behind looks hung, like SIGSTOP, and its session expires on the server), `drop()` cuts
- * every connection and refuses new ones (the client sees a disconnection), `freezeReplies()`
- * holds only the answers, `restore()` undoes all of them. Bytes are held, never discarded, so a thawed stream stays valid.
+ * ZooKeeper's names for the shared fault proxy (test/support/tcp-proxy.ts), one per client, round-robin
+ * over the servers: `freeze()` holds every byte both ways (sockets stay open: the process behind
+ * looks hung, like SIGSTOP, and its session expires on the server), `drop()` cuts every connection
+ * and refuses new ones (the client sees a disconnection), `freezeReplies()` holds only the answers,
+ * `restore()` undoes all of them. Bytes are held, never discarded, so a thawed stream stays valid.
+ * New code can use TcpProxy directly: blackhole(), drop(), blackhole('replies'), heal().
  */
 export class FaultProxy {
-  private server!: Server;
-  private readonly sockets = new Set<Socket>();
-  private readonly upstreamSockets = new Set<Socket>();
-  private next = 0;
-  frozen = false;
-  dropped = false;
-
-  private constructor(private readonly upstreams: number[], readonly port: number) {}
+  private constructor(private readonly proxy: TcpProxy) {}
 
   static async start(upstreams: number[]): Promise<FaultProxy> {
-    const proxy = new FaultProxy(upstreams, await freePort());
-    await proxy.listen();
-    return proxy;
+    return new FaultProxy(await TcpProxy.start(upstreams.map((port) => ({ port }))));
+  }
+
+  get port(): number {
+    return this.proxy.port;
   }
 
   get connectionString(): string {
-    return `127.0.0.1:${this.port}`;
+    return this.proxy.connectionString;
   }
 
   freeze(): void {
-    this.frozen = true;
-    for (const s of this.sockets) s.pause();
+    this.proxy.blackhole();
   }
 
-  /** Holds only the servers' replies: requests still arrive and are applied, their answers wait (a lost response, once dropped). */
   freezeReplies(): void {
-    for (const s of this.upstreamSockets) s.pause();
+    this.proxy.blackhole('replies');
   }
 
   drop(): void {
-    this.dropped = true;
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-    this.upstreamSockets.clear();
+    this.proxy.drop();
   }
 
   restore(): void {
-    this.frozen = false;
-    this.dropped = false;
-    for (const s of this.sockets) s.resume();
+    this.proxy.heal();
   }
 
-  async close(): Promise<void> {
-    this.drop();
-    await new Promise((r) => this.server.close(r));
-  }
-
-  private listen(): Promise<void> {
-    this.server = createServer((client) => {
-      if (this.dropped) return void client.destroy();
-      // Round-robin over the servers; a dead one closes at once and the client retries (through us).
-      const port = this.upstreams[this.next++ % this.upstreams.length];
-      const upstream = connect({ port, host: '127.0.0.1' });
-      this.upstreamSockets.add(upstream);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        if (this.frozen) s.pause();
-      }
-      const end = () => {
-        this.sockets.delete(client);
-        this.sockets.delete(upstream);
-        this.upstreamSockets.delete(upstream);
-        client.destroy();
-        upstream.destroy();
-      };
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-    });
-    return new Promise((resolve) => this.server.listen(this.port, '127.0.0.1', () => resolve()));
+  close(): Promise<void> {
+    return this.proxy.close();
   }
 }
 
@@ -217,7 +180,6 @@ export interface ZkDriver {
 }
 
 /** The driver, loaded by the tests (the library itself never loads it). It ships no typings. */
-// eslint-disable-next-line @typescript-eslint/no-var-requires
 export const zookeeperDriver: ZkDriver = require('node-zookeeper-client');
 
 /** A new, not yet connected client (what a backend's clientFactory returns). spinDelay 100 ms: fast reconnects in tests. */

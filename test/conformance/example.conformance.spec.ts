@@ -1,0 +1,32 @@
+import { ToyLockBackend } from '../example-backend/toy-lock.backend';
+import { ToyLockServer } from '../example-backend/toy-lock.server';
+import { describeLockConformance } from './lock-conformance';
+
+/**
+ * The example backend of docs/writing-a-backend.md (test/example-backend/, written against the
+ * public backend kit only) passes the same conformance suite as the built-in backends, outages
+ * included: the fixture stops and restarts its toy server.
+ */
+let server: ToyLockServer;
+const backends = new Set<ToyLockBackend>();
+
+describeLockConformance(
+  'example (toy JSON-lines server)',
+  async () => {
+    server = await ToyLockServer.start();
+    return {
+      createBackend: () => {
+        const backend = new ToyLockBackend({ port: server.port });
+        backends.add(backend);
+        return backend;
+      },
+      forceDelete: async (fullKey) => server.forceDelete(fullKey),
+      outage: { stop: () => server.stop(), start: () => server.listen() },
+      closeAll: async () => {
+        await Promise.all([...backends].map((b) => b.close()));
+        backends.clear();
+      },
+    };
+  },
+  async () => server?.stop(),
+);
