@@ -23,6 +23,11 @@ export interface LockLeaseOptions {
   readonly maxHold: number | undefined;
   /** Called once when the lease is released or lost. */
   readonly onEnd: (lease: LockLease) => void;
+  /**
+   * Runs a function outside every caller's async context (the engine's ReentrancyScopes.detached):
+   * loss listeners and backend calls then never run "as" whichever request happened to trigger them.
+   */
+  readonly detached?: <T>(fn: () => T) => T;
 }
 
 /**
@@ -52,8 +57,10 @@ export class LockLease implements BackendLock {
   readonly backend: LockBackend;
   readonly backendName: string;
   private readonly onEnd: (lease: LockLease) => void;
+  private readonly detached: <T>(fn: () => T) => T;
 
   constructor(o: LockLeaseOptions) {
+    this.detached = o.detached ?? ((fn) => fn());
     this.key = o.key;
     this.fullKey = o.fullKey;
     this.owner = o.owner;
@@ -99,7 +106,10 @@ export class LockLease implements BackendLock {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.onEnd(this);
-    this.controller.abort(new LockLostError(this.key, reason, cause));
+    // Listeners run outside the context of whoever noticed the loss (a watchdog tick, another
+    // request reading a handle, a backend session callback), so they cannot re-enter its locks.
+    const error = new LockLostError(this.key, reason, cause);
+    this.detached(() => this.controller.abort(error));
   }
 
   get lostError(): LockLostError | undefined {
@@ -111,12 +121,12 @@ export class LockLease implements BackendLock {
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
-      this.releasing = call(this.backend.release(this.lock), 'release').catch(() => undefined);
+      this.releasing = call(this.detached(() => this.backend.release(this.lock)), 'release').catch(() => undefined);
       return this.releasing;
     }
     this.state = 'released';
     this.onEnd(this);
-    this.releasing = call(this.backend.release(this.lock), 'release');
+    this.releasing = call(this.detached(() => this.backend.release(this.lock)), 'release');
     return this.releasing;
   }
 }

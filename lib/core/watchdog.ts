@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockLease } from './lock-lease';
 
@@ -8,12 +9,16 @@ const MAX_BATCH = 5_000;
  * One per backend: a single timer renews every due lease of that backend in one batched
  * backend.renew() call at ttl/3, and declares a lease lost when its validity ends without a
  * confirmed renewal (lock gone, or backend unreachable for too long). Never throws from a timer.
+ * Its timer chain runs in the context the watchdog was built in (the engine's), never in the async
+ * context of the acquire that happened to arm it: otherwise every renewal, and every loss listener
+ * it fires, would run inside that one request's reentrancy scope.
  */
 export class Watchdog {
   private readonly leases = new Set<LockLease>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
+  private readonly context = new AsyncResource('nestjs-distributed-lock.watchdog');
 
   constructor(
     private readonly backend: LockBackend,
@@ -46,7 +51,7 @@ export class Watchdog {
     if (this.stopped || at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - this.now()));
+    this.timer = setTimeout(() => this.context.runInAsyncScope(() => this.tick()), Math.max(0, at - this.now()));
     this.timer.unref();
   }
 
