@@ -1,5 +1,6 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { MAX_DURATION_MS } from './limits';
 import type { BackendAcquireRequest, BackendAcquireResult, WakeupSource } from '../interfaces/lock-backend.interface';
 
 /**
@@ -88,7 +89,8 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    // Clamped: setTimeout turns a delay above 2^31-1 ms into 1 ms (a busy loop, not a long sleep).
+    const timer = setTimeout(done, Math.min(Math.max(0, ms), MAX_DURATION_MS));
     signal?.addEventListener('abort', done, { once: true });
   });
 }
