@@ -137,3 +137,24 @@ describe('backend session callbacks run outside the caller’s scope (issue 14.5
     await engine.close();
   });
 });
+
+describe('library callbacks run outside the caller’s own AsyncLocalStorage too (issue 14.5)', () => {
+  it('a watchdog-detected loss reaches listeners with none of the arming request’s context', async () => {
+    const { AsyncLocalStorage } = await import('node:async_hooks');
+    const requestContext = new AsyncLocalStorage<string>(); // e.g. an app's per-request store
+    const backend = new MemoryLockBackend();
+    const engine = new LockEngine({ backend, defaults: { wait: 0, ttl: 90 } });
+    let releaseA!: () => void;
+    const holdingA = requestContext.run('request A', () => engine.withLock('a', () => new Promise<void>((r) => (releaseA = r))));
+    await new Promise<void>((r) => setImmediate(r));
+    const hb = await requestContext.run('request B', () => engine.acquire('b'));
+    backend.forceDelete('lock:b');
+    const seen = await new Promise<string | undefined>((resolve) => {
+      hb.signal.addEventListener('abort', () => resolve(requestContext.getStore()), { once: true });
+    });
+    expect(seen).toBeUndefined();
+    releaseA();
+    await holdingA;
+    await engine.close();
+  });
+});
