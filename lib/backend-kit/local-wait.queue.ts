@@ -1,4 +1,8 @@
-import type { BackendAcquireRequest, BackendAcquireResult, ReleaseListener } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  ReleaseListener,
+} from '../interfaces/lock-backend.interface';
 import { asUnavailable } from './wait-loop';
 
 /**
@@ -39,7 +43,8 @@ export class LocalWaitQueue {
     try {
       if (request.signal.aborted) {
         entry.handoff?.dispose();
-        if (this.failure !== undefined) throw asUnavailable(this.failure, this.backend, request.key);
+        if (this.failure !== undefined)
+          throw asUnavailable(this.failure, this.backend, request.key);
         return { acquired: false };
       }
       result = await poll(entry.handoff);
@@ -69,7 +74,10 @@ export class LocalWaitQueue {
   }
 
   /** Joins `key`'s line; resolves once first in it (or when `signal` aborts) with the function that leaves it. */
-  private async line(key: string, signal: AbortSignal): Promise<{ entry: Entry; leave: (handoff?: (key: string) => ReleaseListener) => void }> {
+  private async line(
+    key: string,
+    signal: AbortSignal,
+  ): Promise<{ entry: Entry; leave: (handoff?: (key: string) => ReleaseListener) => void }> {
     let line = this.lines.get(key);
     if (!line) this.lines.set(key, (line = []));
     let wake!: () => void;

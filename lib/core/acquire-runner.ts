@@ -1,6 +1,10 @@
 import { LocalWaitQueue } from '../backend-kit/local-wait.queue';
 import { pollAcquire } from '../backend-kit/wait-loop';
-import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  LockBackend,
+} from '../interfaces/lock-backend.interface';
 
 /**
  * The core owns waiting. For a backend that queues natively (etcd, ZooKeeper: `acquire`), a wait
@@ -13,7 +17,11 @@ import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '.
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
-  run(backend: LockBackend, label: string, request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  run(
+    backend: LockBackend,
+    label: string,
+    request: BackendAcquireRequest,
+  ): Promise<BackendAcquireResult> {
     if (request.wait > 0 && typeof backend.acquire === 'function') return backend.acquire(request);
     const line = this.line(backend, label);
     const attempt = () => line.attempt(() => backend.tryAcquire(request));
@@ -22,7 +30,13 @@ export class AcquireRunner {
     const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
     return line.run(
       request,
-      (handoff) => pollAcquire(request, attempt, { backend: label, notifier: wakeups, ...backend.waitPolicy }, handoff),
+      (handoff) =>
+        pollAcquire(
+          request,
+          attempt,
+          { backend: label, notifier: wakeups, ...backend.waitPolicy },
+          handoff,
+        ),
       listen,
     );
   }

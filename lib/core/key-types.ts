@@ -16,7 +16,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const KEY_TYPES: Readonly<Record<string, KeyType>> = Object.freeze({
   int: {
-    expected: 'a canonical integer (a safe integer number, a bigint, or decimal digits with no sign but "-", no leading zeros, spaces, "+", exponent or fraction)',
+    expected:
+      'a canonical integer (a safe integer number, a bigint, or decimal digits with no sign but "-", no leading zeros, spaces, "+", exponent or fraction)',
     canonical(value) {
       if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : undefined;
       if (typeof value === 'bigint') return value.toString();
@@ -24,7 +25,8 @@ export const KEY_TYPES: Readonly<Record<string, KeyType>> = Object.freeze({
     },
   },
   uuid: {
-    expected: 'a uuid in its 8-4-4-4-12 hexadecimal form (no braces or spaces); letters are lower-cased',
+    expected:
+      'a uuid in its 8-4-4-4-12 hexadecimal form (no braces or spaces); letters are lower-cased',
     canonical(value) {
       return typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : undefined;
     },

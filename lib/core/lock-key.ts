@@ -33,7 +33,10 @@ export function isIdentifier(name: unknown): name is string {
 
 /** Reads parameter names from a function's source; destructured parameters have no name (null). */
 export function parseParameterNames(fn: Function): (string | null)[] {
-  const src = Function.prototype.toString.call(fn).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  const src = Function.prototype.toString
+    .call(fn)
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/[^\n]*/g, '');
   const open = src.indexOf('(');
   if (open < 0) return [];
   const parts: string[] = [];
@@ -62,7 +65,11 @@ export function parseParameterNames(fn: Function): (string | null)[] {
   }
   if (current.trim()) parts.push(current);
   return parts.map((p) => {
-    const name = p.trim().replace(/^\.\.\./, '').split('=')[0].trim();
+    const name = p
+      .trim()
+      .replace(/^\.\.\./, '')
+      .split('=')[0]
+      .trim();
     return IDENT.test(name) ? name : null;
   });
 }
@@ -79,10 +86,18 @@ interface Placeholder {
  * @KeyParam). A placeholder that names no parameter, an unknown type or an ambiguous template fails
  * here, at start-up, naming the method, its parameters and the fix.
  */
-export function compileLockKey(key: LockKey, paramNames: readonly (string | null)[], where: string): CompiledLockKey {
+export function compileLockKey(
+  key: LockKey,
+  paramNames: readonly (string | null)[],
+  where: string,
+): CompiledLockKey {
   if (typeof key === 'function') return compileKeyFunction(key, where);
   if (typeof key !== 'string' || key.length === 0) {
-    throw new InvalidLockOptionsError('key', key, `a non-empty template string or a function of the arguments (${where})`);
+    throw new InvalidLockOptionsError(
+      'key',
+      key,
+      `a non-empty template string or a function of the arguments (${where})`,
+    );
   }
   const literals: string[] = [];
   const placeholders: Placeholder[] = [];
@@ -120,7 +135,12 @@ export function compileLockKey(key: LockKey, paramNames: readonly (string | null
  * then the first such character after a value marks where the value ends. `inv:<tenant>_<id>` is
  * refused: ('acme_1', '2') and ('acme', '1_2') both give `inv:acme_1_2`.
  */
-function checkUnambiguous(key: string, literals: readonly string[], placeholders: readonly Placeholder[], where: string): void {
+function checkUnambiguous(
+  key: string,
+  literals: readonly string[],
+  placeholders: readonly Placeholder[],
+  where: string,
+): void {
   for (let i = 1; i < placeholders.length; i++) {
     if (!VALUE_ALPHABET.test(literals[i])) continue;
     const [a, b] = [placeholders[i - 1].text, placeholders[i].text];
@@ -135,23 +155,43 @@ function checkUnambiguous(key: string, literals: readonly string[], placeholders
   }
 }
 
-function parsePlaceholder(text: string, template: string, paramNames: readonly (string | null)[], where: string): Placeholder {
+function parsePlaceholder(
+  text: string,
+  template: string,
+  paramNames: readonly (string | null)[],
+  where: string,
+): Placeholder {
   const colon = text.indexOf(':');
   const typeName = colon < 0 ? undefined : text.slice(colon + 1);
   const [head, ...path] = (colon < 0 ? text : text.slice(0, colon)).split('.');
   const named = paramNames.map((n, i) => `${n ?? '<destructured>'} (${i})`).join(', ') || 'none';
   if (path.some((seg) => !/^[\w$]+$/.test(seg))) {
-    throw new InvalidLockOptionsError('key', template, `placeholders like <name>, <name.path>, <0>, <1.id> or <id:int> (${where})`);
+    throw new InvalidLockOptionsError(
+      'key',
+      template,
+      `placeholders like <name>, <name.path>, <0>, <1.id> or <id:int> (${where})`,
+    );
   }
   let type: KeyType | undefined;
   if (typeName !== undefined) {
-    type = Object.prototype.hasOwnProperty.call(KEY_TYPES, typeName) ? KEY_TYPES[typeName] : undefined;
-    if (!type) throw new InvalidLockOptionsError('key', template, `<${text}>: a placeholder type among ${Object.keys(KEY_TYPES).join(', ')} (${where})`);
+    type = Object.prototype.hasOwnProperty.call(KEY_TYPES, typeName)
+      ? KEY_TYPES[typeName]
+      : undefined;
+    if (!type)
+      throw new InvalidLockOptionsError(
+        'key',
+        template,
+        `<${text}>: a placeholder type among ${Object.keys(KEY_TYPES).join(', ')} (${where})`,
+      );
   }
   if (/^\d+$/.test(head)) {
     const index = Number(head);
     if (index >= paramNames.length) {
-      throw new InvalidLockOptionsError('key', template, `<${head}> must be a parameter position of ${where}, whose parameters are: ${named}`);
+      throw new InvalidLockOptionsError(
+        'key',
+        template,
+        `<${head}> must be a parameter position of ${where}, whose parameters are: ${named}`,
+      );
     }
     return { text, index, path, type };
   }
@@ -163,54 +203,92 @@ function parsePlaceholder(text: string, template: string, paramNames: readonly (
       ? `; these parameter names look minified (a bundler renamed them, and templates read names from the source): ` +
         `name the value explicitly with @KeyParam('${head}') on its parameter, or use a positional placeholder such as <0>`
       : '';
-    throw new InvalidLockOptionsError('key', template, `<${head}> must name a parameter of ${where}, whose parameters are: ${named}${hint}`);
+    throw new InvalidLockOptionsError(
+      'key',
+      template,
+      `<${head}> must name a parameter of ${where}, whose parameters are: ${named}${hint}`,
+    );
   }
   return { text, index, path, type };
 }
 
 /** The placeholder's value, validated and (for typed placeholders) canonical; long strings fail before any scan. */
-function readValue(p: Placeholder, args: readonly unknown[], template: string, budget: number): string | number | bigint {
+function readValue(
+  p: Placeholder,
+  args: readonly unknown[],
+  template: string,
+  budget: number,
+): string | number | bigint {
   let value: unknown = args[p.index];
   for (const seg of p.path) {
     if (value === null || value === undefined) break;
-    value = typeof value === 'object' || typeof value === 'function' ? (value as Record<string, unknown>)[seg] : undefined;
+    value =
+      typeof value === 'object' || typeof value === 'function'
+        ? (value as Record<string, unknown>)[seg]
+        : undefined;
   }
-  if (value === undefined || value === null) throw new LockKeyResolutionError(template, `<${p.text}> is missing`);
+  if (value === undefined || value === null)
+    throw new LockKeyResolutionError(template, `<${p.text}> is missing`);
   if (typeof value === 'string') {
-    if (value.length === 0) throw new LockKeyResolutionError(template, `<${p.text}> is an empty string`);
+    if (value.length === 0)
+      throw new LockKeyResolutionError(template, `<${p.text}> is an empty string`);
     if (value.length > budget) throw tooLong(p, template, value.length);
   }
   if (p.type) {
     const canonical = p.type.canonical(value);
-    if (canonical === undefined) throw new LockKeyResolutionError(template, `<${p.text}> must be ${p.type.expected}`);
+    if (canonical === undefined)
+      throw new LockKeyResolutionError(template, `<${p.text}> must be ${p.type.expected}`);
     return canonical;
   }
   if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) throw new LockKeyResolutionError(template, `<${p.text}> holds a lone UTF-16 surrogate`);
+    if (LONE_SURROGATE.test(value))
+      throw new LockKeyResolutionError(template, `<${p.text}> holds a lone UTF-16 surrogate`);
     return value;
   }
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new LockKeyResolutionError(template, `<${p.text}> is ${value}, not a finite number`);
+    if (!Number.isFinite(value))
+      throw new LockKeyResolutionError(template, `<${p.text}> is ${value}, not a finite number`);
     return value;
   }
   if (typeof value === 'bigint') return value;
-  const kind = Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-  throw new LockKeyResolutionError(template, `<${p.text}> is ${kind}; only strings and numbers can be part of a key`);
+  const kind = Array.isArray(value)
+    ? 'an array'
+    : typeof value === 'object'
+      ? 'an object'
+      : `a ${typeof value}`;
+  throw new LockKeyResolutionError(
+    template,
+    `<${p.text}> is ${kind}; only strings and numbers can be part of a key`,
+  );
 }
 
 /** Encodes one value within what is left of the key's budget; the encoder stops as soon as it passes it. */
-function encodeWithin(value: string | number | bigint, budget: number, p: Placeholder, template: string): string {
+function encodeWithin(
+  value: string | number | bigint,
+  budget: number,
+  p: Placeholder,
+  template: string,
+): string {
   try {
     return encodeKeyPart(value, Math.max(0, budget));
   } catch (error) {
-    if (error instanceof InvalidLockOptionsError) throw tooLong(p, template, String(value).length, true);
+    if (error instanceof InvalidLockOptionsError)
+      throw tooLong(p, template, String(value).length, true);
     throw error;
   }
 }
 
-function tooLong(p: Placeholder, template: string, length: number, encoded = false): LockKeyResolutionError {
+function tooLong(
+  p: Placeholder,
+  template: string,
+  length: number,
+  encoded = false,
+): LockKeyResolutionError {
   const what = encoded ? 'once encoded, is longer than' : `is ${length} characters, more than`;
-  return new LockKeyResolutionError(template, `<${p.text}> ${what} the key has room for (a key holds at most ${MAX_KEY_LENGTH} characters)`);
+  return new LockKeyResolutionError(
+    template,
+    `<${p.text}> ${what} the key has room for (a key holds at most ${MAX_KEY_LENGTH} characters)`,
+  );
 }
 
 function compileKeyFunction(fn: LockKeyFn, where: string): CompiledLockKey {
@@ -222,10 +300,19 @@ function compileKeyFunction(fn: LockKeyFn, where: string): CompiledLockKey {
       try {
         key = fn(...args);
       } catch (error) {
-        throw Object.assign(new LockKeyResolutionError(template, `the key function threw: ${(error as Error)?.message ?? error}`), { cause: error });
+        throw Object.assign(
+          new LockKeyResolutionError(
+            template,
+            `the key function threw: ${(error as Error)?.message ?? error}`,
+          ),
+          { cause: error },
+        );
       }
       if (typeof key !== 'string' || key.length === 0) {
-        throw new LockKeyResolutionError(template, `the key function returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a non-empty string`);
+        throw new LockKeyResolutionError(
+          template,
+          `the key function returned ${typeof key === 'string' ? 'an empty string' : typeof key}, not a non-empty string`,
+        );
       }
       return key;
     },

@@ -97,7 +97,9 @@ export class LockLease implements BackendLock {
    */
   checkExpiry(now = performance.now()): void {
     if (this.state === 'held' && this.validUntil <= now) {
-      this.lose('its validity ended without a confirmed renewal (the process was paused or the backend was slow)');
+      this.lose(
+        'its validity ended without a confirmed renewal (the process was paused or the backend was slow)',
+      );
     }
   }
 
@@ -121,12 +123,18 @@ export class LockLease implements BackendLock {
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
-      this.releasing = call(this.detached(() => this.backend.release(this.lock)), 'release').catch(() => undefined);
+      this.releasing = call(
+        this.detached(() => this.backend.release(this.lock)),
+        'release',
+      ).catch(() => undefined);
       return this.releasing;
     }
     this.state = 'released';
     this.onEnd(this);
-    this.releasing = call(this.detached(() => this.backend.release(this.lock)), 'release');
+    this.releasing = call(
+      this.detached(() => this.backend.release(this.lock)),
+      'release',
+    );
     return this.releasing;
   }
 }

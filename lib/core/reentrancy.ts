@@ -45,7 +45,12 @@ export class ReentrancyScopes {
 
   /** Runs fn as a new owning call; its scope closes when fn's result settles (or fn throws). */
   run<T>(fn: () => T): T {
-    const scope: ReentrancyScope = { parent: this.nearestOpen(), leases: new Map(), open: true, claimable: true };
+    const scope: ReentrancyScope = {
+      parent: this.nearestOpen(),
+      leases: new Map(),
+      open: true,
+      claimable: true,
+    };
     const close = () => {
       scope.open = false;
       scope.leases.clear();
@@ -97,7 +102,8 @@ export class ReentrancyScopes {
     const chain: ReentrancyScope[] = [];
     for (let s = this.storage.getStore(); s; s = s.parent) if (s.open) chain.unshift(s);
     const byId = new Map<string, LockLease>();
-    for (const s of chain) for (const [id, lease] of s.leases) if (lease.state === 'held') byId.set(id, lease);
+    for (const s of chain)
+      for (const [id, lease] of s.leases) if (lease.state === 'held') byId.set(id, lease);
     return [...byId.values()];
   }
 

@@ -51,7 +51,10 @@ export class Watchdog {
     if (this.stopped || at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    this.timer = setTimeout(() => this.context.runInAsyncScope(() => this.tick()), Math.max(0, at - this.now()));
+    this.timer = setTimeout(
+      () => this.context.runInAsyncScope(() => this.tick()),
+      Math.max(0, at - this.now()),
+    );
     this.timer.unref();
   }
 
@@ -79,8 +82,15 @@ export class Watchdog {
         }
         // Renewing up to ttl/6 early lets leases taken at slightly different times share one batch;
         // after that they stay aligned, so each tick is one backend call.
-        if (!lease.renewing && lease.nextRenewAt - lease.ttl / 6 <= now && lease.renewUntil > now) due.push(lease);
-        else next = Math.min(next, lease.renewing || lease.renewUntil <= now ? lease.validUntil : Math.min(lease.nextRenewAt, lease.validUntil));
+        if (!lease.renewing && lease.nextRenewAt - lease.ttl / 6 <= now && lease.renewUntil > now)
+          due.push(lease);
+        else
+          next = Math.min(
+            next,
+            lease.renewing || lease.renewUntil <= now
+              ? lease.validUntil
+              : Math.min(lease.nextRenewAt, lease.validUntil),
+          );
       }
       for (let i = 0; i < due.length; i += MAX_BATCH) void this.renew(due.slice(i, i + MAX_BATCH));
       if (next < Infinity) this.arm(next);

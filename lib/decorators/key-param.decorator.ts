@@ -13,14 +13,29 @@ export const KEY_PARAM_METADATA = 'nestjs-distributed-lock:key-params';
  */
 export function KeyParam(name: string): ParameterDecorator {
   if (!isIdentifier(name)) {
-    throw new InvalidLockOptionsError('@KeyParam', name, 'an identifier such as "id" or "orderId" (the name a <placeholder> uses)');
+    throw new InvalidLockOptionsError(
+      '@KeyParam',
+      name,
+      'an identifier such as "id" or "orderId" (the name a <placeholder> uses)',
+    );
   }
   return (target, propertyKey, index) => {
     const where = `${(target as { constructor?: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
-    if (propertyKey === undefined) throw new InvalidLockOptionsError('@KeyParam', name, `a method parameter, not a constructor parameter (${where})`);
-    const names: Record<number, string> = { ...(Reflect.getMetadata(KEY_PARAM_METADATA, target, propertyKey) ?? {}) };
+    if (propertyKey === undefined)
+      throw new InvalidLockOptionsError(
+        '@KeyParam',
+        name,
+        `a method parameter, not a constructor parameter (${where})`,
+      );
+    const names: Record<number, string> = {
+      ...(Reflect.getMetadata(KEY_PARAM_METADATA, target, propertyKey) ?? {}),
+    };
     if (Object.values(names).includes(name)) {
-      throw new InvalidLockOptionsError('@KeyParam', name, `a name used by one parameter only (${where})`);
+      throw new InvalidLockOptionsError(
+        '@KeyParam',
+        name,
+        `a name used by one parameter only (${where})`,
+      );
     }
     names[index] = name;
     Reflect.defineMetadata(KEY_PARAM_METADATA, names, target, propertyKey);
@@ -28,8 +43,13 @@ export function KeyParam(name: string): ParameterDecorator {
 }
 
 /** The parameter names of a method for its key template: parsed from its source, overridden by @KeyParam. */
-export function keyParameterNames(parsed: readonly (string | null)[], target: object, propertyKey: string | symbol): (string | null)[] {
-  const explicit: Record<number, string> = Reflect.getMetadata(KEY_PARAM_METADATA, target, propertyKey) ?? {};
+export function keyParameterNames(
+  parsed: readonly (string | null)[],
+  target: object,
+  propertyKey: string | symbol,
+): (string | null)[] {
+  const explicit: Record<number, string> =
+    Reflect.getMetadata(KEY_PARAM_METADATA, target, propertyKey) ?? {};
   const names = [...parsed];
   for (const [at, name] of Object.entries(explicit)) {
     // An explicit name wins over a parsed one that happens to be spelled alike at another position.

@@ -9,7 +9,9 @@ export class ParseSkuPipe implements PipeTransform<string, string> {
   transform(value: string): string {
     const sku = typeof value === 'string' ? value.toLowerCase() : '';
     if (!/^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(sku) || sku.length > 64) {
-      throw new BadRequestException('sku must be letters and digits in dash-separated groups (at most 64 characters)');
+      throw new BadRequestException(
+        'sku must be letters and digits in dash-separated groups (at most 64 characters)',
+      );
     }
     return sku;
   }

@@ -21,7 +21,8 @@ function parses(key: string, lits: readonly string[]): string[][] {
     }
     for (let end = at + 1; end <= key.length; end++) {
       const value = decode(key.slice(at, end));
-      if (value !== undefined && key.startsWith(lits[i + 1], end)) walk(end + lits[i + 1].length, i + 1, [...values, value]);
+      if (value !== undefined && key.startsWith(lits[i + 1], end))
+        walk(end + lits[i + 1].length, i + 1, [...values, value]);
     }
   };
   walk(lits[0].length, 0, []);
@@ -56,31 +57,63 @@ describe('ambiguous key templates (issue 14.1)', () => {
     ['<a>%<b>', ['x', '25%1'], ['x%', '251']],
     ['k:<a>x<b>', ['1x', '2'], ['1', 'x2']],
   ])('rejects %s at start-up (two tuples gave one key)', (template, one, two) => {
-    const byHand = (values: string[]) => template.replace(/<([abc])>/g, (_m, p: string) => encodeKeyPart(values[PARAMS.indexOf(p)]));
+    const byHand = (values: string[]) =>
+      template.replace(/<([abc])>/g, (_m, p: string) => encodeKeyPart(values[PARAMS.indexOf(p)]));
     expect(byHand(one)).toBe(byHand(two));
     expect(() => compileLockKey(template, PARAMS, 'T.m()')).toThrow(InvalidLockOptionsError);
-    expect(() => compileLockKey(template, PARAMS, 'T.m()')).toThrow(/separator such as ':' or '\/'/);
+    expect(() => compileLockKey(template, PARAMS, 'T.m()')).toThrow(
+      /separator such as ':' or '\/'/,
+    );
   });
 
   it('accepts templates whose placeholders are separated by a character values never contain unencoded', () => {
-    for (const t of ['inv:<a>:<b>', 'inv/<a>/<b>', '<a>.<b>', '<a>x:<b>', '<a>:x<b>', 'k:<a>', '<a>', 'p<a>s', '<a>:<b>:<c>']) {
+    for (const t of [
+      'inv:<a>:<b>',
+      'inv/<a>/<b>',
+      '<a>.<b>',
+      '<a>x:<b>',
+      '<a>:x<b>',
+      'k:<a>',
+      '<a>',
+      'p<a>s',
+      '<a>:<b>:<c>',
+    ]) {
       expect(tryCompile(t)).toBeDefined();
     }
-    expect(compileLockKey('inv:<a>:<b>', PARAMS, 'T.m()').resolve(['acme:1', '2'])).toBe('inv:acme%3A1:2');
+    expect(compileLockKey('inv:<a>:<b>', PARAMS, 'T.m()').resolve(['acme:1', '2'])).toBe(
+      'inv:acme%3A1:2',
+    );
   });
 
   it('property: for every accepted template, equal resolved keys imply equal value tuples', () => {
     // Literal characters include the encoded alphabet ([A-Za-z0-9_-], '%') and safe separators.
-    const literal = fc.string({ unit: fc.constantFrom('a', 'x', '1', '2', '5', '_', '-', '%', ':', '/', '.'), maxLength: 3 });
+    const literal = fc.string({
+      unit: fc.constantFrom('a', 'x', '1', '2', '5', '_', '-', '%', ':', '/', '.'),
+      maxLength: 3,
+    });
     const template = fc
       .tuple(fc.integer({ min: 1, max: 3 }), fc.array(literal, { minLength: 4, maxLength: 4 }))
-      .map(([n, lits]) => ({ lits: lits.slice(0, n + 1), t: lits.slice(1, n + 1).reduce((t, l, i) => `${t}<${PARAMS[i]}>${l}`, lits[0]) }));
-    const value = fc.string({ unit: fc.constantFrom('a', 'x', '1', '2', '5', '_', '-', '%', ':', '/', '.', 'é'), minLength: 1, maxLength: 4 });
+      .map(([n, lits]) => ({
+        lits: lits.slice(0, n + 1),
+        t: lits.slice(1, n + 1).reduce((t, l, i) => `${t}<${PARAMS[i]}>${l}`, lits[0]),
+      }));
+    const value = fc.string({
+      unit: fc.constantFrom('a', 'x', '1', '2', '5', '_', '-', '%', ':', '/', '.', 'é'),
+      minLength: 1,
+      maxLength: 4,
+    });
     let accepted = 0;
     fc.assert(
       fc.property(
         template.chain(({ t, lits }) =>
-          fc.tuple(fc.constant(t), fc.constant(lits), fc.array(fc.array(value, { minLength: lits.length - 1, maxLength: lits.length - 1 }), { minLength: 1, maxLength: 20 })),
+          fc.tuple(
+            fc.constant(t),
+            fc.constant(lits),
+            fc.array(fc.array(value, { minLength: lits.length - 1, maxLength: lits.length - 1 }), {
+              minLength: 1,
+              maxLength: 20,
+            }),
+          ),
         ),
         ([t, lits, tuples]) => {
           const compiled = tryCompile(t);

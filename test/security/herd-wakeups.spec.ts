@@ -45,6 +45,8 @@ describe('wake-ups per handoff are O(1) on the memory backend (issue 14.4)', () 
     for (const p of per) expect(p).toBeLessThanOrEqual(1.1);
     expect(per[2]).toBeLessThanOrEqual(per[0] * 1.1);
     // eslint-disable-next-line no-console
-    console.log(`attempts per handoff for 100/200/400 waiters: ${per.map((p) => p.toFixed(2)).join(' / ')}`);
+    console.log(
+      `attempts per handoff for 100/200/400 waiters: ${per.map((p) => p.toFixed(2)).join(' / ')}`,
+    );
   }, 60_000);
 });

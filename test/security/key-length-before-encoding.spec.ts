@@ -24,7 +24,9 @@ describe('key length is bounded before encoding (issue 14.2)', () => {
   it('a value that fits raw but not encoded stops encoding once past the limit', () => {
     const from = jest.spyOn(Buffer, 'from');
     // 500 characters of 'é' would encode to 3000: each costs 6 output characters and one Buffer.from.
-    expect(() => compileLockKey('o:<id>', ['id'], 'T.m()').resolve(['é'.repeat(500)])).toThrow(LockKeyResolutionError);
+    expect(() => compileLockKey('o:<id>', ['id'], 'T.m()').resolve(['é'.repeat(500)])).toThrow(
+      LockKeyResolutionError,
+    );
     expect(from.mock.calls.length).toBeLessThanOrEqual(Math.ceil(MAX_KEY_LENGTH / 6) + 1);
   });
 
@@ -39,7 +41,8 @@ describe('key length is bounded before encoding (issue 14.2)', () => {
     const encode = jest.spyOn(keyEncoding, 'encodeKeyPart');
     const k = compileLockKey('a:<x>:<y>', ['x', 'y'], 'T.m()');
     expect(() => k.resolve(['a'.repeat(400), 'b'.repeat(400)])).toThrow(LockKeyResolutionError);
-    for (const [v] of encode.mock.calls) expect(String(v).length).toBeLessThanOrEqual(MAX_KEY_LENGTH + 1);
+    for (const [v] of encode.mock.calls)
+      expect(String(v).length).toBeLessThanOrEqual(MAX_KEY_LENGTH + 1);
     expect(k.resolve(['a'.repeat(200), 'b'.repeat(200)])).toHaveLength(403);
   });
 });

@@ -6,7 +6,8 @@ function collections(o: object, depth = 1): (Map<unknown, unknown> | Set<unknown
   const out: (Map<unknown, unknown> | Set<unknown>)[] = [];
   for (const value of Object.values(o)) {
     if (value instanceof Map || value instanceof Set) out.push(value);
-    else if (depth > 0 && value !== null && typeof value === 'object') out.push(...collections(value, depth - 1));
+    else if (depth > 0 && value !== null && typeof value === 'object')
+      out.push(...collections(value, depth - 1));
   }
   return out;
 }
@@ -33,9 +34,18 @@ describe('memory backend: per-key state ends with the lock (issue 14.3)', () => 
   it('tokens still grow strictly per key, across holders, expiry and other keys', async () => {
     let now = 0;
     const backend = new MemoryLockBackend({ now: () => now });
-    const lock = (key: string, owner: string, mode: 'exclusive' | 'shared' = 'exclusive') => ({ key, owner, mode, ttl: 100 });
+    const lock = (key: string, owner: string, mode: 'exclusive' | 'shared' = 'exclusive') => ({
+      key,
+      owner,
+      mode,
+      ttl: 100,
+    });
     const attempt = (key: string, owner: string, mode: 'exclusive' | 'shared' = 'exclusive') =>
-      backend.tryAcquire({ ...lock(key, owner, mode), signal: new AbortController().signal, onLost: () => undefined });
+      backend.tryAcquire({
+        ...lock(key, owner, mode),
+        signal: new AbortController().signal,
+        onLost: () => undefined,
+      });
     const tokens: bigint[] = [];
     for (let i = 0; i < 50; i++) {
       const r = await attempt('k', `o${i}`, i % 3 === 0 ? 'shared' : 'exclusive');
@@ -47,7 +57,11 @@ describe('memory backend: per-key state ends with the lock (issue 14.3)', () => 
     }
     for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
     // A second backend instance in the same process continues above the first (one counter per process).
-    const other = await new MemoryLockBackend().tryAcquire({ ...lock('k', 'z'), signal: new AbortController().signal, onLost: () => undefined });
+    const other = await new MemoryLockBackend().tryAcquire({
+      ...lock('k', 'z'),
+      signal: new AbortController().signal,
+      onLost: () => undefined,
+    });
     expect(other.acquired && other.fencingToken > tokens[tokens.length - 1]).toBe(true);
   });
 });

@@ -61,7 +61,13 @@ describe('named placeholders under minification (issue 13.5)', () => {
 
   it('@KeyParam rejects a bad name, and an unknown placeholder still fails naming the parameters', () => {
     expect(() => KeyParam('not a name')).toThrow(InvalidLockOptionsError);
-    expect(() => compileLockKey('o:<nope>', ['id', 'dto'], 'T.m()')).toThrow(/must name a parameter/);
-    expect(parseParameterNames(function (e: string, t: number) { return [e, t]; })).toEqual(['e', 't']);
+    expect(() => compileLockKey('o:<nope>', ['id', 'dto'], 'T.m()')).toThrow(
+      /must name a parameter/,
+    );
+    expect(
+      parseParameterNames(function (e: string, t: number) {
+        return [e, t];
+      }),
+    ).toEqual(['e', 't']);
   });
 });

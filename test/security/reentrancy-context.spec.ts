@@ -80,7 +80,11 @@ describe('reentrancy belongs to the owning call only (issue 14.5)', () => {
     const hb = await engine.acquire('b');
     backend.forceDelete('lock:b');
     const seen = await new Promise<LockHandle | null>((resolve) => {
-      hb.signal.addEventListener('abort', () => void engine.tryAcquire('a').then(resolve, () => resolve(null)), { once: true });
+      hb.signal.addEventListener(
+        'abort',
+        () => void engine.tryAcquire('a').then(resolve, () => resolve(null)),
+        { once: true },
+      );
     });
     expect(seen).toBeNull();
     releaseA();
@@ -108,7 +112,11 @@ describe('reentrancy belongs to the owning call only (issue 14.5)', () => {
     await engine.withLock('n', async (outer) => {
       const inner = await engine.acquire('n', { wait: 0 });
       expect(inner.fencingToken).toBe(outer.fencingToken);
-      await engine.withLock('n', async (again) => expect(again.fencingToken).toBe(outer.fencingToken), { wait: 0 });
+      await engine.withLock(
+        'n',
+        async (again) => expect(again.fencingToken).toBe(outer.fencingToken),
+        { wait: 0 },
+      );
       await inner.release();
       expect(outer.held).toBe(true);
     });
@@ -127,7 +135,11 @@ describe('backend session callbacks run outside the caller’s scope (issue 14.5
     const engine = new LockEngine({ backend: new SessionBackend(), defaults: { wait: 0 } });
     const hb = await engine.acquire('b');
     const seen = new Promise<unknown>((resolve) => {
-      hb.signal.addEventListener('abort', () => void engine.tryAcquire('a').then(resolve, resolve), { once: true });
+      hb.signal.addEventListener(
+        'abort',
+        () => void engine.tryAcquire('a').then(resolve, resolve),
+        { once: true },
+      );
     });
     // A session callback (say, an etcd keepalive started during A's acquire) reports B's loss.
     await engine.withLock('a', async () => {
@@ -145,7 +157,9 @@ describe('library callbacks run outside the caller’s own AsyncLocalStorage too
     const backend = new MemoryLockBackend();
     const engine = new LockEngine({ backend, defaults: { wait: 0, ttl: 90 } });
     let releaseA!: () => void;
-    const holdingA = requestContext.run('request A', () => engine.withLock('a', () => new Promise<void>((r) => (releaseA = r))));
+    const holdingA = requestContext.run('request A', () =>
+      engine.withLock('a', () => new Promise<void>((r) => (releaseA = r))),
+    );
     await new Promise<void>((r) => setImmediate(r));
     const hb = await requestContext.run('request B', () => engine.acquire('b'));
     backend.forceDelete('lock:b');

@@ -17,7 +17,23 @@ describe('typed placeholders canonicalise (issue 14.8, "one id, many locks")', (
     expect(int.resolve([0])).toBe('order:0');
     expect(int.resolve([-0])).toBe('order:0');
     expect(int.resolve([12345678901234567890n])).toBe('order:12345678901234567890');
-    for (const bad of ['01', '1.0', ' 1', '1 ', '+1', '1e3', '0x1', '-0', '', '١', 1.5, Number.NaN, 2 ** 53, true, {}]) {
+    for (const bad of [
+      '01',
+      '1.0',
+      ' 1',
+      '1 ',
+      '+1',
+      '1e3',
+      '0x1',
+      '-0',
+      '',
+      '١',
+      1.5,
+      Number.NaN,
+      2 ** 53,
+      true,
+      {},
+    ]) {
       expect(() => int.resolve([bad])).toThrow(LockKeyResolutionError);
     }
     try {
@@ -32,7 +48,14 @@ describe('typed placeholders canonicalise (issue 14.8, "one id, many locks")', (
     const upper = '0F8FAD5B-D9CB-469F-A165-70867728950E';
     expect(uuid.resolve([{ id: upper }])).toBe(`user:${upper.toLowerCase()}`);
     expect(uuid.resolve([{ id: upper.toLowerCase() }])).toBe(uuid.resolve([{ id: upper }]));
-    for (const bad of [`{${upper}}`, upper.replace(/-/g, ''), ` ${upper}`, `${upper}0`, 'not-a-uuid', 1]) {
+    for (const bad of [
+      `{${upper}}`,
+      upper.replace(/-/g, ''),
+      ` ${upper}`,
+      `${upper}0`,
+      'not-a-uuid',
+      1,
+    ]) {
       expect(() => uuid.resolve([{ id: bad }])).toThrow(LockKeyResolutionError);
     }
   });

@@ -17,7 +17,11 @@ describe('wait near the maximum (issue 14.6)', () => {
     const holder = await engine.acquire('big');
     const delays: number[] = [];
     const real = global.setTimeout;
-    jest.spyOn(global, 'setTimeout').mockImplementation(((fn: () => void, ms?: number, ...rest: unknown[]) => {
+    jest.spyOn(global, 'setTimeout').mockImplementation(((
+      fn: () => void,
+      ms?: number,
+      ...rest: unknown[]
+    ) => {
       delays.push(Number(ms ?? 0));
       return (real as (...a: unknown[]) => NodeJS.Timeout)(fn, ms, ...rest);
     }) as typeof setTimeout);
@@ -50,7 +54,9 @@ describe('wait near the maximum (issue 14.6)', () => {
       return new Promise(() => undefined); // a backend that never answers
     };
     const engine = new LockEngine({ backend, operationTimeout: 50 });
-    await expect(engine.acquire('stuck', { wait: 0 })).rejects.toBeInstanceOf(LockBackendUnavailableError);
+    await expect(engine.acquire('stuck', { wait: 0 })).rejects.toBeInstanceOf(
+      LockBackendUnavailableError,
+    );
     expect(seen?.aborted).toBe(true);
     await engine.close();
   });
