@@ -7,6 +7,7 @@
 export { DistributedLockModule } from './distributed-lock.module';
 export { DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
 export { Locked } from './decorators/locked.decorator';
+export { KeyParam } from './decorators/key-param.decorator';
 export { CurrentLock } from './decorators/current-lock.decorator';
 export { LockedJob } from './decorators/locked-job.decorator';
 export type { LockedJobOptions } from './decorators/locked-job.decorator';

@@ -13,17 +13,29 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 /** A UTF-16 surrogate that is not part of a pair: UTF-8 cannot carry it (it would become U+FFFD and collide). */
 export const LONE_SURROGATE = /\p{Cs}/u;
 
-/** Encodes one value for use inside a key (exported for function keys that build their own). */
-export function encodeKeyPart(value: string | number | bigint): string {
-  if (LONE_SURROGATE.test(String(value))) {
+/**
+ * Encodes one value for use inside a key (exported for function keys that build their own).
+ * `maxLength` bounds the work: a value longer than it fails before any scan (every character
+ * encodes to at least one), and encoding stops as soon as the output passes it, so a 10 MB request
+ * body costs nothing before its rejection.
+ */
+export function encodeKeyPart(value: string | number | bigint, maxLength = Infinity): string {
+  const text = String(value);
+  if (text.length > maxLength) throw tooLong(value, maxLength);
+  if (LONE_SURROGATE.test(text)) {
     throw new InvalidLockOptionsError('key', value, 'text without lone UTF-16 surrogates (they cannot be encoded distinctly)');
   }
   let out = '';
-  for (const ch of String(value)) {
+  for (const ch of text) {
     if (SAFE.test(ch)) out += ch;
     else for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    if (out.length > maxLength) throw tooLong(value, maxLength);
   }
   return out;
+}
+
+function tooLong(value: unknown, maxLength: number): InvalidLockOptionsError {
+  return new InvalidLockOptionsError('key', value, `a value of at most ${maxLength} characters once encoded`);
 }
 
 /** Checks a final key (prefix included): a non-empty string, no control characters, within the limit. */

@@ -1,4 +1,8 @@
-import type { BackendAcquireRequest, BackendAcquireResult } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  ReleaseListener,
+} from '../interfaces/lock-backend.interface';
 import { asUnavailable } from './wait-loop';
 
 /**
@@ -7,28 +11,46 @@ import { asUnavailable } from './wait-loop';
  * leaves (granted, timed out or cancelled). Why: a release then wakes ONE waiter per process, not
  * every waiter (a herd is quadratic in waiters), 50 waiters of one process never queue 50
  * transactions on a small SQL pool ahead of the holder's renewals, and waiters of one process are
- * served in arrival order. Processes still compete through the backend. A waiter whose deadline passes while queued behind a head whose attempts fail gets
- * LockBackendUnavailableError (the database is down), not a timeout.
+ * served in arrival order. Processes still compete through the backend. A waiter whose deadline
+ * passes while queued behind a head whose attempts fail gets LockBackendUnavailableError (the
+ * database is down), not a timeout.
+ *
+ * Handoff: when the head leaves WITH a grant, the lock is known busy, so the next head need not
+ * attempt at once (that attempt could only answer busy). Given `listen`, the queue starts the next
+ * head's release listener synchronously, before the grant even reaches its holder, so no release
+ * can be missed; the next head then waits for it and attempts once. A handoff costs one attempt.
  */
 export class LocalWaitQueue {
-  private readonly lines = new Map<string, { wake: () => void }[]>();
+  private readonly lines = new Map<string, Entry[]>();
   /** The last attempt's failure, cleared by any answer: queued waiters report it at their deadline. */
   private failure: unknown;
 
   constructor(private readonly backend: string) {}
 
-  /** Runs `poll` (the backend's pollAcquire for this request) when the request reaches the head of its key's line. */
-  async run(request: BackendAcquireRequest, poll: () => Promise<BackendAcquireResult>): Promise<BackendAcquireResult> {
+  /**
+   * Runs `poll` (the backend's pollAcquire for this request) when the request reaches the head of
+   * its key's line; `poll` gets the handoff listener when the previous head left with a grant.
+   * `listen` (the backend's wake-ups, when they need no preparation) enables handoffs.
+   */
+  async run(
+    request: BackendAcquireRequest,
+    poll: (handoff?: ReleaseListener) => Promise<BackendAcquireResult>,
+    listen?: (key: string) => ReleaseListener,
+  ): Promise<BackendAcquireResult> {
     if (request.wait === 0) return poll();
-    const leave = await this.line(request.key, request.signal);
+    const { entry, leave } = await this.line(request.key, request.signal);
+    let result: BackendAcquireResult | undefined;
     try {
       if (request.signal.aborted) {
-        if (this.failure !== undefined) throw asUnavailable(this.failure, this.backend, request.key);
+        entry.handoff?.dispose();
+        if (this.failure !== undefined)
+          throw asUnavailable(this.failure, this.backend, request.key);
         return { acquired: false };
       }
-      return await poll();
+      result = await poll(entry.handoff);
+      return result;
     } finally {
-      leave();
+      leave(result?.acquired === true ? listen : undefined);
     }
   }
 
@@ -52,21 +74,28 @@ export class LocalWaitQueue {
   }
 
   /** Joins `key`'s line; resolves once first in it (or when `signal` aborts) with the function that leaves it. */
-  private async line(key: string, signal: AbortSignal): Promise<() => void> {
+  private async line(
+    key: string,
+    signal: AbortSignal,
+  ): Promise<{ entry: Entry; leave: (handoff?: (key: string) => ReleaseListener) => void }> {
     let line = this.lines.get(key);
     if (!line) this.lines.set(key, (line = []));
     let wake!: () => void;
     const turn = new Promise<void>((resolve) => (wake = resolve));
-    const entry = { wake };
+    const entry: Entry = { wake };
     line.push(entry);
     if (line[0] === entry) wake();
-    const leave = () => {
+    const leave = (handoff?: (key: string) => ReleaseListener) => {
       const current = this.lines.get(key);
       const at = current ? current.indexOf(entry) : -1;
       if (!current || at < 0) return;
       current.splice(at, 1);
       if (current.length === 0) this.lines.delete(key);
-      else if (at === 0) current[0].wake();
+      else if (at === 0) {
+        // Synchronously, before our grant reaches its holder: the next head cannot miss its release.
+        if (handoff) current[0].handoff = handoff(key);
+        current[0].wake();
+      }
     };
     if (!signal.aborted) {
       await new Promise<void>((resolve) => {
@@ -78,6 +107,12 @@ export class LocalWaitQueue {
         });
       });
     }
-    return leave;
+    return { entry, leave };
   }
+}
+
+interface Entry {
+  readonly wake: () => void;
+  /** Started by the previous head as it left with a grant: the release this waiter waits for. */
+  handoff?: ReleaseListener;
 }

@@ -1,6 +1,7 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
-import type { BackendAcquireRequest, BackendAcquireResult, WakeupSource } from '../interfaces/lock-backend.interface';
+import { MAX_DURATION_MS } from './limits';
+import type { BackendAcquireRequest, BackendAcquireResult, ReleaseListener, WakeupSource } from '../interfaces/lock-backend.interface';
 
 /**
  * The reason the engine gives `request.signal` when the wait deadline passes; a caller's cancel
@@ -33,10 +34,14 @@ export async function pollAcquire(
   request: BackendAcquireRequest,
   attempt: () => Promise<BackendAcquireResult>,
   options: PollAcquireOptions,
+  handoff?: ReleaseListener,
 ): Promise<BackendAcquireResult> {
   const minDelay = options.minDelay ?? 10;
   const maxDelay = options.maxDelay ?? 500;
   const fallback = options.fallbackDelay ?? 1_000;
+  // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
+  // its release (or the fallback) before the first attempt instead of attempting in vain.
+  if (handoff) await handoff.wait(fallback, request.signal);
   let delay = minDelay;
   let prepared = false;
   for (;;) {
@@ -88,7 +93,8 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    // Clamped: setTimeout turns a delay above 2^31-1 ms into 1 ms (a busy loop, not a long sleep).
+    const timer = setTimeout(done, Math.min(Math.max(0, ms), MAX_DURATION_MS));
     signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -1,6 +1,10 @@
 import { LocalWaitQueue } from '../backend-kit/local-wait.queue';
 import { pollAcquire } from '../backend-kit/wait-loop';
-import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  LockBackend,
+} from '../interfaces/lock-backend.interface';
 
 /**
  * The core owns waiting. For a backend that queues natively (etcd, ZooKeeper: `acquire`), a wait
@@ -8,16 +12,32 @@ import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '.
  * `tryAcquire`: a FIFO line per key in this process (only its head attempts, so a release wakes
  * one waiter per process), woken by the backend's wake-ups, the busy answer's retryAfter or a
  * jittered backoff, until the request's signal aborts (deadline or cancel). `wait: 0` is one attempt.
+ * After a local grant the next head waits for the release before attempting: one attempt per handoff.
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
-  run(backend: LockBackend, label: string, request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  run(
+    backend: LockBackend,
+    label: string,
+    request: BackendAcquireRequest,
+  ): Promise<BackendAcquireResult> {
     if (request.wait > 0 && typeof backend.acquire === 'function') return backend.acquire(request);
     const line = this.line(backend, label);
     const attempt = () => line.attempt(() => backend.tryAcquire(request));
-    return line.run(request, () =>
-      pollAcquire(request, attempt, { backend: label, notifier: backend.wakeups, ...backend.waitPolicy }),
+    const wakeups = backend.wakeups;
+    // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is not.
+    const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
+    return line.run(
+      request,
+      (handoff) =>
+        pollAcquire(
+          request,
+          attempt,
+          { backend: label, notifier: wakeups, ...backend.waitPolicy },
+          handoff,
+        ),
+      listen,
     );
   }
 

@@ -1,37 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { checkKnownOptions } from '../backend-kit/option-checker';
 import { checkLockKey } from '../backend-kit/key-encoding';
-import { MAX_KEY_LENGTH } from '../backend-kit/limits';
+import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
 import { asUnavailable, raceAbort, WAIT_DEADLINE } from '../backend-kit/wait-loop';
-import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME, DEFAULT_KEY_PREFIX, DEFAULT_OPERATION_TIMEOUT_MS } from '../distributed-lock.constants';
+import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
-import type { LockDefaults, LockOptions } from '../interfaces/lock-options.interface';
+import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
 import { Leadership, type CampaignOptions } from './leader-election';
 import { acquireAll, type LockKeys } from './multi-lock';
 import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
-import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
+import { validateEngineOptions, type LockEngineOptions } from './engine-options';
+import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
 
-export interface LockEngineOptions {
-  /** One backend (registered as 'default')... */
-  backend?: LockBackend;
-  /** ...or several by name, one of them named 'default'. */
-  backends?: Record<string, LockBackend>;
-  /** Prepended to every key. Default 'lock:'. */
-  keyPrefix?: string;
-  defaults?: LockDefaults;
-  /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
-  operationTimeout?: number;
-}
+export type { LockEngineOptions } from './engine-options';
 
 /**
  * The framework-free engine: validates options, resolves keys, runs acquires against a deadline,
@@ -124,7 +114,10 @@ export class LockEngine {
     return acquireSeat(this, key as string, checkPermits(options.permits, key as string), options);
   }
 
-  /** Opens a reentrancy scope: acquires inside it re-enter locks taken earlier in it. */
+  /**
+   * Runs fn as an owning call (see ReentrancyScopes): the acquire fn makes synchronously at its
+   * start is fn's own lock, re-entered by code running inside fn until fn's result settles.
+   */
   runInScope<T>(fn: () => T): T {
     return this.scopes.run(fn);
   }
@@ -172,6 +165,8 @@ export class LockEngine {
   }
 
   private async acquireOrNull(key: string, options?: LockOptions): Promise<{ handle?: LockHandle; error?: unknown }> {
+    // Synchronously, before any await: only the acquire an owning call starts with is its own lock.
+    const scope = this.scopes.claim();
     if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
     const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
     const backend = this.backend(o.backend);
@@ -187,14 +182,16 @@ export class LockEngine {
         throw new InvalidLockOptionsError('mode', 'exclusive', `'shared': this context already holds "${key}" shared, and upgrading would deadlock`, key);
       }
       existing.holds++;
+      if (scope) this.scopes.remember(scope, id, existing);
       return { handle: new LockHandle(existing, this.ops) };
     }
     o.signal?.throwIfAborted();
 
     const owner = randomBytes(16).toString('hex');
     const controller = new AbortController();
+    const detached = this.detached;
     // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
-    const deadline = o.wait > 0 ? setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait) : undefined;
+    const deadline = o.wait > 0 ? detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait)) : undefined;
     const onCancel = () => controller.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
@@ -202,18 +199,27 @@ export class LockEngine {
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
     try {
-      const attempt = this.runner.run(backend, this.label(o.backend), request);
-      const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
+      // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
+      // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
+      const attempt = detached(() => this.runner.run(backend, this.label(o.backend), request));
+      // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
+      const budget = Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout));
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
-        attempt.then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined)).catch(() => undefined);
+        const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl };
+        attempt.then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined)).catch(() => undefined);
+      }).catch((error: unknown) => {
+        // Whatever made the engine give up (its own budget timer, a failure), the backend's wait
+        // stops now instead of polling for a caller that is gone.
+        controller.abort(WAIT_DEADLINE);
+        throw error;
       });
       if (!result.acquired) {
         if (o.signal?.aborted) throw o.signal.reason;
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
       }
       if (o.signal?.aborted) {
-        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch(() => undefined);
+        await detached(() => backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl })).catch(() => undefined);
         throw o.signal.reason;
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
@@ -232,10 +238,11 @@ export class LockEngine {
         maxHold: o.maxHold,
         minHold: o.minHold,
         onEnd: this.forgetLease,
+        detached,
       });
       this.held.add(lease);
       this.watchdogs.get(o.backend)?.add(lease);
-      this.scopes.remember(id, lease);
+      if (scope) this.scopes.remember(scope, id, lease);
       return { handle: new LockHandle(lease, this.ops) };
     } finally {
       clearTimeout(deadline);
@@ -248,6 +255,9 @@ export class LockEngine {
     const kind = this.backends.get(name)?.name;
     return kind && kind !== name ? `${name} (${kind})` : name;
   }
+
+  /** Runs fn outside every caller's async context (see ReentrancyScopes.detached). */
+  private readonly detached = <T>(fn: () => T): T => this.scopes.detached(fn);
 
   /**
    * Created once per engine: a closure made inside acquireOrNull would keep that call's whole
@@ -269,7 +279,8 @@ export class LockEngine {
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();
-    const [ok] = await this.call(lease.backend.renew([{ ...lease.lock, ttl }]), this.label(lease.backendName), 'extend', this.operationTimeout, lease.key);
+    const renewal = this.detached(() => lease.backend.renew([{ ...lease.lock, ttl }]));
+    const [ok] = await this.call(renewal, this.label(lease.backendName), 'extend', this.operationTimeout, lease.key);
     if (!ok) {
       lease.lose('extend found it deleted, expired or owned by another owner');
       lease.signal.throwIfAborted();
@@ -285,6 +296,7 @@ export class LockEngine {
    * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
    */
   private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
+    budget = Math.min(budget, MAX_DURATION_MS);
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
@@ -309,45 +321,6 @@ export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return raceAbort(work, signal, () => {
     throw signal.reason;
   });
-}
-
-/** Module options the engine reads, plus those the Nest layer reads (isGlobal, httpErrors). */
-const ENGINE_OPTIONS = ['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'isGlobal', 'httpErrors'];
-
-function validateEngineOptions(options: LockEngineOptions) {
-  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object');
-  checkKnownOptions('', options, ENGINE_OPTIONS);
-  const backends = new Map<string, LockBackend>();
-  if (options.backend !== undefined && options.backends !== undefined) {
-    throw new InvalidLockOptionsError('backends', options.backends, 'either "backend" or "backends", not both');
-  }
-  if (options.backends !== undefined) {
-    if (options.backends === null || typeof options.backends !== 'object') throw new InvalidLockOptionsError('backends', options.backends, 'an object of named LockBackend instances');
-    for (const [name, b] of Object.entries(options.backends)) backends.set(name, checkBackend(`backends.${name}`, b));
-    if (!backends.has(DEFAULT_BACKEND_NAME)) {
-      throw new InvalidLockOptionsError('backends', Object.keys(options.backends).join(', '), `a set of backends with one named '${DEFAULT_BACKEND_NAME}'`);
-    }
-  } else if (options.backend !== undefined) {
-    backends.set(DEFAULT_BACKEND_NAME, checkBackend('backend', options.backend));
-  } else {
-    throw new InvalidLockOptionsError('backend', undefined, 'a LockBackend instance (e.g. new MemoryLockBackend()) or "backends"');
-  }
-  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-  if (typeof keyPrefix !== 'string' || keyPrefix.length > 128 || /[\u0000-\u001f\u007f{}]/.test(keyPrefix)) {
-    throw new InvalidLockOptionsError('keyPrefix', keyPrefix, 'a string of at most 128 characters without control characters or { }');
-  }
-  return {
-    backends,
-    keyPrefix,
-    defaults: resolveDefaults(options.defaults),
-    operationTimeout: options.operationTimeout === undefined ? DEFAULT_OPERATION_TIMEOUT_MS : checkDuration('operationTimeout', options.operationTimeout, 1),
-  };
-}
-
-function checkBackend(option: string, b: unknown): LockBackend {
-  const ok = b !== null && typeof b === 'object' && ['tryAcquire', 'renew', 'release', 'close'].every((m) => typeof (b as Record<string, unknown>)[m] === 'function') && typeof (b as LockBackend).capabilities === 'object';
-  if (!ok) throw new InvalidLockOptionsError(option, b, 'a LockBackend instance (MemoryLockBackend, RedisLockBackend, ...)');
-  return b as LockBackend;
 }
 
 export { DistributedLockError };

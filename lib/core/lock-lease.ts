@@ -25,6 +25,11 @@ export interface LockLeaseOptions {
   readonly minHold?: number;
   /** Called once when the lease is released or lost. */
   readonly onEnd: (lease: LockLease) => void;
+  /**
+   * Runs a function outside every caller's async context (the engine's ReentrancyScopes.detached):
+   * loss listeners and backend calls then never run "as" whichever request happened to trigger them.
+   */
+  readonly detached?: <T>(fn: () => T) => T;
 }
 
 /**
@@ -56,8 +61,10 @@ export class LockLease implements BackendLock {
   readonly backend: LockBackend;
   readonly backendName: string;
   private readonly onEnd: (lease: LockLease) => void;
+  private readonly detached: <T>(fn: () => T) => T;
 
   constructor(o: LockLeaseOptions) {
+    this.detached = o.detached ?? ((fn) => fn());
     this.key = o.key;
     this.fullKey = o.fullKey;
     this.owner = o.owner;
@@ -95,7 +102,9 @@ export class LockLease implements BackendLock {
    */
   checkExpiry(now = performance.now()): void {
     if (this.state === 'held' && this.validUntil <= now) {
-      this.lose('its validity ended without a confirmed renewal (the process was paused or the backend was slow)');
+      this.lose(
+        'its validity ended without a confirmed renewal (the process was paused or the backend was slow)',
+      );
     }
   }
 
@@ -104,7 +113,10 @@ export class LockLease implements BackendLock {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.onEnd(this);
-    this.controller.abort(new LockLostError(this.key, reason, cause));
+    // Listeners run outside the context of whoever noticed the loss (a watchdog tick, another
+    // request reading a handle, a backend session callback), so they cannot re-enter its locks.
+    const error = new LockLostError(this.key, reason, cause);
+    this.detached(() => this.controller.abort(error));
   }
 
   get lostError(): LockLostError | undefined {
@@ -127,12 +139,18 @@ export class LockLease implements BackendLock {
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
-      this.releasing = call(this.backend.release(this.lock), 'release').catch(() => undefined);
+      this.releasing = call(
+        this.detached(() => this.backend.release(this.lock)),
+        'release',
+      ).catch(() => undefined);
       return this.releasing;
     }
     this.state = 'released';
     this.onEnd(this);
-    this.releasing = call(this.backend.release(this.lock), 'release');
+    this.releasing = call(
+      this.detached(() => this.backend.release(this.lock)),
+      'release',
+    );
     return this.releasing;
   }
 

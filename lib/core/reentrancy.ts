@@ -1,36 +1,124 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import type { LockLease } from './lock-lease';
 
+/** One owning call: a withLock callback, a @Locked method call, or runInScope's function. */
+export interface ReentrancyScope {
+  /** The nearest enclosing scope that was still open when this one began. */
+  readonly parent: ReentrancyScope | undefined;
+  /** The locks this call owns (normally one: the lock it was opened for), by backend+key. */
+  readonly leases: Map<string, LockLease>;
+  /** false once the owning call has settled: code it left running (timers, stray promises) no longer owns. */
+  open: boolean;
+  /** true only while the call's synchronous start runs: the acquire made then is the call's own lock. */
+  claimable: boolean;
+}
+
 /**
- * Reentrancy per async context. A scope (opened by withLock, a @Locked method or runInLockScope)
- * maps backend+key to the lease held in it. Nested scopes copy their parent's map, so a child sees
- * the locks of its ancestors but siblings never see each other's: two concurrent requests are two
- * owners even in one process.
+ * Reentrancy, and precisely what counts as the same owner.
+ *
+ * An OWNER is one owning call: `withLock(key, fn)` (while fn runs), a `@Locked` method call (until
+ * its Promise settles or its Observable is set up), or `runInScope(fn)` (until fn's result settles).
+ * The lock an owning call is opened for (the acquire made synchronously at its start) belongs to it.
+ * Code running inside that call's async context re-enters that lock, and the locks of the calls
+ * enclosing it, while they are still running: nested withLock / @Locked / acquire of the same key
+ * get the same grant and token and count holds.
+ *
+ * NOT the same owner, even in one async context:
+ * - a plain `acquire()` / `tryAcquire()` made inside an owning call after its start: its handle is
+ *   owned by the code that holds the handle, and is never re-entered by anyone else. So parallel
+ *   branches of one call (Promise.all) never re-enter each other's locks, whatever the timing;
+ * - a sibling owning call (another request, another branch's withLock): siblings never see each
+ *   other's locks, only their ancestors';
+ * - anything that runs after the owning call settled (a timer or promise it left behind): its
+ *   scope is closed, so it re-enters nothing;
+ * - the library's own callbacks (watchdog timers, loss listeners, backend sessions): the engine
+ *   runs them outside every caller's context (see `detached`).
  */
 export class ReentrancyScopes {
-  private readonly storage = new AsyncLocalStorage<Map<string, LockLease>>();
+  private readonly storage = new AsyncLocalStorage<ReentrancyScope>();
+  /** The context of the engine's construction: no caller's scope, whatever ran since. */
+  private readonly root = new AsyncResource('nestjs-distributed-lock');
 
   static id(backend: string, fullKey: string): string {
     return `${backend}\u0000${fullKey}`;
   }
 
+  /** Runs fn as a new owning call; its scope closes when fn's result settles (or fn throws). */
   run<T>(fn: () => T): T {
-    const parent = this.storage.getStore();
-    return this.storage.run(new Map(parent), fn);
+    const scope: ReentrancyScope = {
+      parent: this.nearestOpen(),
+      leases: new Map(),
+      open: true,
+      claimable: true,
+    };
+    const close = () => {
+      scope.open = false;
+      scope.leases.clear();
+    };
+    let result: T;
+    try {
+      result = this.storage.run(scope, fn);
+    } catch (error) {
+      close();
+      throw error;
+    } finally {
+      scope.claimable = false;
+    }
+    if (result !== null && typeof (result as { then?: unknown })?.then === 'function') {
+      (result as PromiseLike<unknown>).then(close, close);
+    } else {
+      close();
+    }
+    return result;
   }
 
-  /** The lease held for this key in the current context, if it is still held. */
+  /**
+   * Called synchronously at the start of an acquire: returns the current scope if this acquire is
+   * its owning call's own (the first made during the call's synchronous start), else undefined.
+   */
+  claim(): ReentrancyScope | undefined {
+    const scope = this.storage.getStore();
+    if (!scope || !scope.open || !scope.claimable) return undefined;
+    scope.claimable = false;
+    return scope;
+  }
+
+  /** The lease held for this key by the current owner or an owner enclosing it that is still running. */
   find(id: string): LockLease | undefined {
-    const lease = this.storage.getStore()?.get(id);
-    return lease?.state === 'held' ? lease : undefined;
+    for (let s = this.storage.getStore(); s; s = s.parent) {
+      if (!s.open) continue;
+      const lease = s.leases.get(id);
+      if (lease?.state === 'held') return lease;
+    }
+    return undefined;
   }
 
-  remember(id: string, lease: LockLease): void {
-    this.storage.getStore()?.set(id, lease);
+  remember(scope: ReentrancyScope, id: string, lease: LockLease): void {
+    if (scope.open) scope.leases.set(id, lease);
   }
 
-  /** Leases visible in the current context (for @CurrentLock / LockService.current). */
+  /** Leases visible in the current context (for @CurrentLock / LockService.current), innermost last. */
   visible(): LockLease[] {
-    return [...(this.storage.getStore()?.values() ?? [])].filter((l) => l.state === 'held');
+    const chain: ReentrancyScope[] = [];
+    for (let s = this.storage.getStore(); s; s = s.parent) if (s.open) chain.unshift(s);
+    const byId = new Map<string, LockLease>();
+    for (const s of chain)
+      for (const [id, lease] of s.leases) if (lease.state === 'held') byId.set(id, lease);
+    return [...byId.values()];
+  }
+
+  /**
+   * Runs fn outside every caller's async context: in the context the engine was built in, with no
+   * reentrancy scope. Timers, listeners and backend sessions started inside inherit that context,
+   * so a callback of the library never runs "as" some request and never re-enters its locks.
+   */
+  detached<T>(fn: () => T): T {
+    return this.root.runInAsyncScope(() => this.storage.exit(fn));
+  }
+
+  private nearestOpen(): ReentrancyScope | undefined {
+    let s = this.storage.getStore();
+    while (s && !s.open) s = s.parent;
+    return s;
   }
 }

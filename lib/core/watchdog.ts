@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockLease } from './lock-lease';
 
@@ -8,12 +9,16 @@ const MAX_BATCH = 5_000;
  * One per backend: a single timer renews every due lease of that backend in one batched
  * backend.renew() call at ttl/3, and declares a lease lost when its validity ends without a
  * confirmed renewal (lock gone, or backend unreachable for too long). Never throws from a timer.
+ * Its timer chain runs in the context the watchdog was built in (the engine's), never in the async
+ * context of the acquire that happened to arm it: otherwise every renewal, and every loss listener
+ * it fires, would run inside that one request's reentrancy scope.
  */
 export class Watchdog {
   private readonly leases = new Set<LockLease>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
+  private readonly context = new AsyncResource('nestjs-distributed-lock.watchdog');
 
   constructor(
     private readonly backend: LockBackend,
@@ -46,7 +51,10 @@ export class Watchdog {
     if (this.stopped || at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - this.now()));
+    this.timer = setTimeout(
+      () => this.context.runInAsyncScope(() => this.tick()),
+      Math.max(0, at - this.now()),
+    );
     this.timer.unref();
   }
 
@@ -74,8 +82,15 @@ export class Watchdog {
         }
         // Renewing up to ttl/6 early lets leases taken at slightly different times share one batch;
         // after that they stay aligned, so each tick is one backend call.
-        if (!lease.renewing && lease.nextRenewAt - lease.ttl / 6 <= now && lease.renewUntil > now) due.push(lease);
-        else next = Math.min(next, lease.renewing || lease.renewUntil <= now ? lease.validUntil : Math.min(lease.nextRenewAt, lease.validUntil));
+        if (!lease.renewing && lease.nextRenewAt - lease.ttl / 6 <= now && lease.renewUntil > now)
+          due.push(lease);
+        else
+          next = Math.min(
+            next,
+            lease.renewing || lease.renewUntil <= now
+              ? lease.validUntil
+              : Math.min(lease.nextRenewAt, lease.validUntil),
+          );
       }
       for (let i = 0; i < due.length; i += MAX_BATCH) void this.renew(due.slice(i, i + MAX_BATCH));
       if (next < Infinity) this.arm(next);

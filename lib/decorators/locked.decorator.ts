@@ -12,15 +12,19 @@ import { LockedInterceptor } from '../interceptors/locked.interceptor';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
+import { keyParameterNames } from './key-param.decorator';
 
 const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits']);
 
 /**
  * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
- * parameter named id, `'<dto.customer.id>'` a path, `'<0>'` / `'<1.id>'` by position; values are
- * encoded), a function of the arguments, or an array of templates (a multi-key lock: every key or
- * none, taken in canonical order, so opposite orders cannot deadlock). Works on controller handlers and on plain provider
- * methods alike: the method is wrapped here, so the key sees the real arguments (after pipes).
+ * parameter named id, `'<dto.customer.id>'` a path, `'<0>'` / `'<1.id>'` by position, `'<id:int>'`
+ * / `'<id:uuid>'` a canonical value; values are encoded; a parameter can be named explicitly with
+ * @KeyParam, which survives minification), a function of the arguments, or an array of templates
+ * (a multi-key lock: every key or none, in canonical order, so opposite orders cannot deadlock).
+ * Works on controller
+ * handlers and on plain provider methods alike: the method is wrapped here, so the key sees the
+ * real arguments (after pipes).
  * The wrapped method always returns a Promise, except one declared to return an Observable, which
  * stays a cold Observable that locks on subscribe and releases when it ends.
  *
@@ -34,7 +38,7 @@ export function Locked(key: LockKey | readonly string[], options: LockedOptions 
     checkLockedOptions(options, where);
     const method: LockedMethod = {
       where,
-      key: compileLockKeys(key, parseParameterNames(original), where),
+      key: compileLockKeys(key, keyParameterNames(parseParameterNames(original), target, propertyKey), where),
       options: { ...options },
       currentLockIndex: Reflect.getMetadata(CURRENT_LOCK_PARAM_METADATA, target, propertyKey),
       returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,

@@ -7,10 +7,10 @@ import { ConflictException, Injectable } from '@nestjs/common';
  */
 @Injectable()
 export class PaymentLedger {
-  private readonly payments = new Map<string, { amount: number; token: bigint }[]>();
-  private readonly highestToken = new Map<string, bigint>();
+  private readonly payments = new Map<number, { amount: number; token: bigint }[]>();
+  private readonly highestToken = new Map<number, bigint>();
 
-  record(orderId: string, amount: number, fencingToken: bigint): { paid: number; token: string } {
+  record(orderId: number, amount: number, fencingToken: bigint): { paid: number; token: string } {
     const highest = this.highestToken.get(orderId) ?? 0n;
     if (fencingToken < highest) throw new ConflictException(`stale fencing token ${fencingToken} < ${highest} for order ${orderId}`);
     this.highestToken.set(orderId, fencingToken);
@@ -20,7 +20,7 @@ export class PaymentLedger {
     return { paid: list.reduce((s, p) => s + p.amount, 0), token: String(fencingToken) };
   }
 
-  history(orderId: string) {
+  history(orderId: number) {
     return (this.payments.get(orderId) ?? []).map((p) => ({ amount: p.amount, token: String(p.token) }));
   }
 }

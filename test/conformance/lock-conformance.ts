@@ -239,6 +239,40 @@ export function describeLockConformance(
       await h.release();
     });
 
+    it('parallel branches of one owning call never re-enter each other’s plain acquires (issue 14.5)', async () => {
+      const { engine: e } = await engine();
+      const k = key('branches');
+      const probe = new MutexProbe();
+      const branch = async (late: boolean) => {
+        if (late) await new Promise((r) => setImmediate(r));
+        const h = await e.acquire(k, { wait: 10_000 });
+        try {
+          await probe.criticalSection();
+        } finally {
+          await h.release();
+        }
+      };
+      await e.withLock(key('request'), () => Promise.all([branch(false), branch(true), branch(true)]));
+      expect(probe.maxConcurrent).toBe(1);
+      expect(probe.counter).toBe(3);
+    });
+
+    it('wait near the maximum (2147483548 ms) keeps waiting and gets the lock on release (issue 14.6)', async () => {
+      const { engine: e } = await engine();
+      const k = key('huge-wait');
+      const holder = await e.acquire(k);
+      let settled: unknown = 'pending';
+      const waiter = e.acquire(k, { wait: 2_147_483_548 });
+      waiter.then(() => (settled = 'granted'), (error: unknown) => (settled = error));
+      // An overflowing timer fired after 1 ms; this is the time it would need to show itself.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(settled).toBe('pending');
+      await holder.release();
+      const h = await waiter;
+      expect(h.held).toBe(true);
+      await h.release();
+    });
+
     it('fencing tokens grow across holders, processes and releases', async () => {
       const a = await engine();
       const b = await engine();

@@ -10,6 +10,9 @@ import {
   type LockBackendCapabilities,
 } from '../../backend-kit';
 
+/** The last fencing token handed out by any MemoryLockBackend of this process. */
+let lastFencingToken = 0n;
+
 interface Entry {
   writer?: { owner: string; expiresAt: number };
   readers: Map<string, number>;
@@ -28,14 +31,15 @@ export interface MemoryLockBackendOptions {
  * is one synchronous check-and-set, so it is atomic by construction (one event loop). Waiters are
  * the engine's: it queues them per key and wakes the head through `wakeups` (fired by release and
  * by a holder's expiry). Safety: every check and change of a key happens in one synchronous step;
- * fencing tokens come from a per-key counter that outlives the entry, so they grow across holders
- * and expiry. Scope: one process; use a networked backend for several.
+ * fencing tokens come from ONE process-wide counter, so within a key every grant's token is larger
+ * than every earlier grant's (across holders, expiry and backend instances) while the state kept
+ * per key ends with its last holder: a key's entry is deleted when it is free, so a million
+ * request ids leave nothing behind. Scope: one process; use a networked backend for several.
  */
 export class MemoryLockBackend implements LockBackend {
   readonly name = 'memory';
   readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: MAX_KEY_LENGTH };
   private readonly entries = new Map<string, Entry>();
-  private readonly fences = new Map<string, bigint>();
   private readonly notifier = new ReleaseNotifier();
   readonly wakeups = this.notifier;
   private readonly now: () => number;
@@ -98,9 +102,7 @@ export class MemoryLockBackend implements LockBackend {
       entry.readers.set(request.owner, now + request.ttl);
     }
     this.entries.set(request.key, entry);
-    const fencingToken = (this.fences.get(request.key) ?? 0n) + 1n;
-    this.fences.set(request.key, fencingToken);
-    return { acquired: true, fencingToken };
+    return { acquired: true, fencingToken: ++lastFencingToken };
   }
 
   /** The key's entry with expired holders purged (waking waiters when any expired). */
