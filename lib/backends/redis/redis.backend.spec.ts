@@ -103,5 +103,8 @@ describe('RedisLockBackend command budget', () => {
     expect(() => new RedisLockBackend({ client, channel: '' })).toThrow(/"channel"/);
     expect(() => new RedisLockBackend({ client, fenceRetention: 5 })).toThrow(/"fenceRetention"/);
     expect(() => new RedisLockBackend({ client, replicas: { count: 0, timeout: 100 } })).toThrow(/"replicas.count"/);
+    // A misspelt option fails, naming it, instead of silently keeping the default.
+    expect(() => new RedisLockBackend({ client, fenceRetenton: 60_000 } as never)).toThrow(/fenceRetenton.*did you mean "fenceRetention"/s);
+    expect(() => new RedisLockBackend({} as never)).toThrow(/"client"/);
   });
 });
