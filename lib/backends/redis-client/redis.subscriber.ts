@@ -19,6 +19,11 @@ export class RedisSubscriber {
     private readonly onReconnect: () => void,
   ) {}
 
+  /** true while a first subscription is on its way. */
+  get opening(): boolean {
+    return this.subscribed !== undefined && !this.live;
+  }
+
   /** true once every channel is subscribed (and until the connection drops). */
   get ready(): boolean {
     return this.live;

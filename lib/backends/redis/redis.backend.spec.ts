@@ -90,8 +90,8 @@ describe('RedisLockBackend command budget', () => {
     await admin.config('RESETSTAT');
     await held.release();
     const next = await waiting;
-    // The waiter's only attempt after the release: one EVALSHA for its acquire, one for the release.
-    expect((await commandCalls()).evalsha).toBe(2);
+    // Direct handoff: the release script granted the waiter and told it so; no attempt of its own.
+    expect((await commandCalls()).evalsha).toBe(1);
     await next.release();
     await a.close();
     await b.close();

@@ -1,40 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { asUnavailable, safeValidity } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
+  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
 } from '../../interfaces/lock-backend.interface';
-import {
-  PubSubWakeups,
-  RedisSubscriber,
-  runScript,
-  runScriptBatch,
-  type RedisClientLike,
-  type RedisScript,
-} from '../redis-client';
+import { RedisSubscriber, runScript, runScriptBatch, type RedisClientLike } from '../redis-client';
+import { RedisHandoffs } from './redis.handoffs';
 import { resolveRedisOptions, type RedisLockBackendOptions, type ResolvedRedisOptions } from './redis.options';
 import { ACQUIRE, lockKeys, RELEASE, RENEW } from './redis.scripts';
 
 export type { RedisLockBackendOptions } from './redis.options';
 export type { RedisClientLike } from '../redis-client';
 
+/** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
+const RECHECK_MS = 5_000;
+/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 100;
+
+type Phase = 'try' | 'wait' | 'recheck';
+
 /**
- * Redis (standalone, Sentinel-managed or Cluster) locks.
+ * Redis (standalone, Sentinel-managed or Cluster) locks with a fair queue and direct handoff.
  *
- * Algorithm: acquire is ONE script call (SET NX PX semantics for writers, a sorted set of expiring
- * seats for readers, fence bump), release and renew are owner-checked scripts, so every step that
- * compares the owner and acts on it is atomic on the server. Release PUBLISHes the key; the
- * engine's waiters sleep on that notification (subscribed on the first wait), or until the
- * holder's PTTL that the failed acquire returned, whichever is first.
+ * Algorithm: an attempt is ONE script (uncontended: SET NX PX + fence INCR). A waiter that finds
+ * the lock busy is queued in the same script, in arrival order with a deadline, in a sorted set
+ * beside the lock (one hash slot). Release is one owner-checked script that, when anyone waits,
+ * grants the lock to the queue's head (a writer, or every reader up to the next writer) in the same
+ * step and PUBLISHes "owner|token" on that waiter's process channel; the waiter takes the grant
+ * from the message, so a handoff costs no extra attempt and no race. Waiters re-check on the
+ * server when their holder's ttl ends, after a reconnect, and every few seconds.
  *
- * Safety: one Redis primary decides every grant in one atomic script, and the key expires by the
- * server's clock after ttl, while the holder counts its validity from before it sent the request
- * minus a drift allowance. Fencing tokens are max(last + 1, server µs), so they grow across
- * holders, expiry and restarts. With asynchronous replication a failover can lose a grant;
- * `replicas` makes an acquire wait for replica acknowledgement (WAIT) to narrow that window,
- * Redlock or a consensus backend closes it.
+ * Safety: every compare-and-act (grant, handoff, renew, release) is one atomic script on one
+ * primary; a handed-off grant is dated from before the waiter's last request (or re-confirmed by a
+ * renewal), so a holder never counts on more than the server keeps. Waiters that died or timed out
+ * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
+ * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
+ * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
  */
 export class RedisLockBackend implements LockBackend {
   readonly name = 'redis';
@@ -44,24 +50,25 @@ export class RedisLockBackend implements LockBackend {
     sessionBased: false,
     maxKeyLength: 512,
   };
-  readonly wakeups: PubSubWakeups | undefined;
   private readonly o: ResolvedRedisOptions;
   private readonly subscriber: RedisSubscriber | undefined;
+  private readonly handoffs: RedisHandoffs;
+  /** This backend's own channel: handoffs to its waiters arrive here. */
+  private readonly processChannel: string;
 
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
+    this.processChannel = `${this.o.channel}:${randomId()}`;
+    this.handoffs = new RedisHandoffs((lock) => void this.release(lock).catch(() => undefined));
     if (this.o.notifications) {
-      const wakeups = new PubSubWakeups(() => (this.subscriber as RedisSubscriber).ensure());
       this.subscriber = new RedisSubscriber(
         () => this.o.source.get(),
-        [this.o.channel],
+        [this.processChannel],
         (channel, message) => {
-          if (channel === this.o.channel) wakeups.notify(message);
+          if (channel === this.processChannel) this.handoffs.onMessage(message);
         },
-        // After a reconnect, releases may have been missed: let every waiter re-attempt.
-        () => wakeups.notifyAll(),
+        () => this.handoffs.recheckAll(),
       );
-      this.wakeups = wakeups;
     }
   }
 
@@ -71,15 +78,88 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    const k = lockKeys(request.key);
-    const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
-    const reply = (await this.run(ACQUIRE, 3, args)) as [number, string | number];
-    if (reply[0] !== 1) {
-      const pttl = Number(reply[1]);
-      return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+    const sentAt = performance.now();
+    const reply = await this.attempt(request, 'try', 0);
+    if (reply[0] !== 1) return busy(reply);
+    return this.granted(request, String(reply[1]), sentAt);
+  }
+
+  /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const deadline = performance.now() + request.wait;
+    let handed = '';
+    let wake: (() => void) | undefined;
+    const unregister = this.handoffs.expect(request.owner, (token) => {
+      if (token) handed = token;
+      wake?.();
+    });
+    // The first acquire that may wait starts the subscription (without waiting for it) and makes
+    // a plain attempt; acquires that come while it is on its way wait for it, then queue.
+    let phase: Phase = 'wait';
+    if (this.subscriber && !this.subscriber.ready) {
+      if (this.subscriber.opening) await this.subscriber.ensure().catch(() => undefined);
+      else {
+        this.subscriber.ensure().catch(() => undefined);
+        phase = 'try';
+      }
     }
-    if (this.o.replicas) await this.confirmReplicated(request);
-    return { acquired: true, fencingToken: BigInt(reply[1]) };
+    let failure: unknown;
+    let backoff = 10;
+    let sentAt = performance.now();
+    let last: { acquired: false; retryAfter?: number } = { acquired: false };
+    try {
+      for (;;) {
+        if (request.signal.aborted) break;
+        if (handed) {
+          const token = handed;
+          handed = '';
+          const result = await this.handedOver(request, token, sentAt);
+          if (result) return result;
+          phase = 'recheck';
+        }
+        let sleep: number;
+        try {
+          sentAt = performance.now();
+          const reply = await this.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt)));
+          failure = undefined;
+          backoff = 10;
+          if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
+          last = busy(reply);
+          if (phase === 'try') {
+            // The first wait of this backend: subscribe before queueing, so a handoff is never
+            // announced before we listen (the server would take us for gone and skip us).
+            await this.subscriber?.ensure().catch(() => undefined);
+            phase = 'wait';
+            continue;
+          }
+          phase = 'recheck';
+          sleep = Math.min(RECHECK_MS, last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1);
+        } catch (error) {
+          failure = error;
+          if (phase === 'wait') phase = 'recheck';
+          sleep = Math.random() * backoff;
+          backoff = Math.min(backoff * 2, 500);
+        }
+        if (request.signal.aborted) break;
+        if (handed) continue;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            request.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, sleep);
+          request.signal.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+      }
+    } finally {
+      unregister();
+    }
+    await this.leave(request, deadline);
+    if (failure !== undefined) throw asUnavailable(failure, this.name, request.key);
+    return last;
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -102,14 +182,64 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
-    const k = lockKeys(lock.key);
-    await this.run(RELEASE, 2, [k.writer, k.readers, lock.owner, lock.mode, this.o.channel, lock.key]);
+    await this.releaseScript(lock, '0');
   }
 
   async close(): Promise<void> {
     this.subscriber?.close();
-    this.wakeups?.notifyAll();
+    this.handoffs.recheckAll();
     await this.o.source.close();
+  }
+
+  private async attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<[number, string | number]> {
+    const k = lockKeys(request.key);
+    const channel = this.subscriber?.ready ? this.processChannel : '';
+    const client = this.o.source.current ?? (await this.o.source.get());
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, request.owner, request.ttl, request.mode,
+      this.o.fenceRetention, phase, waitMs, channel, client.isCluster ? '0' : '1'];
+    return (await runScript(client, ACQUIRE, 5, args)) as [number, string | number];
+  }
+
+  private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
+    const k = lockKeys(lock.key);
+    const client = this.o.source.current ?? (await this.o.source.get());
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, lock.owner, lock.mode,
+      this.o.fenceRetention, client.isCluster ? '0' : '1', leaving];
+    return Number(await runScript(client, RELEASE, 5, args));
+  }
+
+  /**
+   * A grant that arrived by message. It happened after our last request was sent (`sentAt`), so
+   * its validity counts from there; when that is long ago, one renewal re-dates it. Undefined when
+   * the renewal finds it gone (then the waiter re-checks).
+   */
+  private async handedOver(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult | undefined> {
+    if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
+      const renewedAt = performance.now();
+      const [ok] = await this.renew([request]);
+      if (!ok) return undefined;
+      sentAt = renewedAt;
+    }
+    return this.granted(request, token, sentAt);
+  }
+
+  private async granted(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult> {
+    if (this.o.replicas) await this.confirmReplicated(request);
+    return { acquired: true, fencingToken: BigInt(token), sentAt };
+  }
+
+  /** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
+  private async leave(request: BackendAttempt, deadline: number): Promise<void> {
+    const leaving = this.releaseScript(request, '1');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)));
+    const outcome = await Promise.race([leaving.then(() => 'left' as const, () => 'failed' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome !== 'left') {
+      // It may never arrive: a grant handed to us later is given back when its message comes.
+      this.handoffs.abandon(request, Math.max(0, deadline - performance.now()) + request.ttl + 1_000);
+      leaving.catch(() => undefined);
+    }
   }
 
   /** WAIT for replica acks of the grant; too few: give the grant back and fail closed. */
@@ -142,9 +272,13 @@ export class RedisLockBackend implements LockBackend {
       );
     }
   }
+}
 
-  private async run(script: RedisScript, numKeys: number, args: readonly (string | number)[]): Promise<unknown> {
-    const client = this.o.source.current ?? (await this.o.source.get());
-    return runScript(client, script, numKeys, args);
-  }
+function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
+  const pttl = Number(reply[1]);
+  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+}
+
+function randomId(): string {
+  return randomBytes(8).toString('hex');
 }

@@ -1,6 +1,223 @@
+import { redisScript, RENEW } from '../redis-client';
+
 /**
- * Lua scripts of the Redis backend. The lock's key layout and the scripts Redlock shares live in
- * ../redis-client (lock-keys.ts, lock.scripts.ts); `lockKeys` is re-exported here for tests and tools.
+ * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
+ * see ../redis-client/lock-keys.ts): W={K} writer, R={K}:r readers, F={K}:f fence, Q={K}:q queue
+ * (owner -> arrival, server µs), D={K}:w waiter details (owner -> "deadline|mode|ttl|channel").
+ *
+ * Invariants: a waiter is in Q only while it waits (its deadline, server ms, bounds a waiter that
+ * died); whenever the lock becomes free while Q is non-empty (release, leave, or an attempt that
+ * finds a holder expired) the same script grants the head: one writer, or every reader up to the
+ * next queued writer, and PUBLISHes "owner|token" on that waiter's own process channel. A
+ * newcomer never overtakes the queue: with Q non-empty it queues (except a reader joining readers
+ * when no writer is queued ahead of it, since it would not delay anyone).
+ *
+ * Fence: token = INCR of F; only when F is new is it set to the server time in µs (and given its
+ * retention, counted from creation). So tokens are max(last + 1, server µs at F's creation), and
+ * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F after
+ * expiry still starts above every earlier token unless the server clock stepped back. Cost per
+ * distinct key: F lives `fenceRetention` ms after its creation (about 60-90 bytes plus the key name
+ * as reported by MEMORY USAGE), whatever the traffic; W, R, Q, D vanish with the lock and its waiters.
  */
-export { lockKeys, ACQUIRE, RELEASE, RENEW, type LockKeys } from '../redis-client';
-export type { RedisScript } from '../redis-client';
+export { lockKeys, RENEW, type LockKeys } from '../redis-client';
+
+const NOW_MS = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+const FENCE = `
+local function fence(F, retention)
+  local f = redis.call('INCR', F)
+  if f == 1 then
+    local t = redis.call('TIME')
+    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
+  end
+  return string.format('%.0f', f)
+end
+`;
+
+/** Live readers after purging expired seats: count, and the latest expiry (server ms). */
+const READERS = `
+local function readers(R, now)
+  if redis.call('EXISTS', R) == 0 then return 0 end
+  redis.call('ZREMRANGEBYSCORE', R, '-inf', now)
+  return redis.call('ZCARD', R)
+end
+local function reader_expiry(R)
+  local last = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+  if last[1] then redis.call('PEXPIREAT', R, tonumber(last[2])) end
+end
+`;
+
+/**
+ * dispatch(): while the lock is free, grant the queue's head: one writer (no live readers), or
+ * every reader up to the next writer. Waiters past their deadline are dropped. Each grant is
+ * announced on the waiter's channel; with `probe` (standalone servers), a grant nobody received
+ * (the waiter's process is gone) is undone and the next waiter served. `self` is the caller's own
+ * owner (its grant is returned, not announced). Returns the token granted to `self`, or false.
+ */
+const DISPATCH = `${NOW_MS}${FENCE}${READERS}
+local function dispatch(W, R, F, Q, D, retention, probe, self)
+  if redis.call('EXISTS', W) == 1 then return false end
+  local now = now_ms()
+  local held = readers(R, now)
+  local token, mine, granted_readers = nil, false, false
+  while true do
+    local head = redis.call('ZRANGE', Q, 0, 0)[1]
+    if not head then break end
+    local info = redis.call('HGET', D, head)
+    local deadline, mode, ttl, channel
+    if info then deadline, mode, ttl, channel = string.match(info, '^(%d+)|(%a+)|(%d+)|(.*)$') end
+    if not deadline or tonumber(deadline) <= now then
+      redis.call('ZREM', Q, head)
+      redis.call('HDEL', D, head)
+    else
+      if mode == 'exclusive' and held > 0 then break end
+      redis.call('ZREM', Q, head)
+      redis.call('HDEL', D, head)
+      if mode == 'exclusive' then
+        redis.call('SET', W, head, 'PX', ttl)
+      else
+        redis.call('ZADD', R, now + tonumber(ttl), head)
+        granted_readers = true
+      end
+      token = token or fence(F, retention)
+      local got = 1
+      if head == self then mine = token
+      elseif channel ~= '' then
+        got = redis.call('PUBLISH', channel, head .. '|' .. token)
+        if got == 0 and probe == '1' then
+          if mode == 'exclusive' then redis.call('DEL', W) else redis.call('ZREM', R, head) end
+        end
+      end
+      if got > 0 or probe ~= '1' then
+        if mode == 'exclusive' then break end
+        held = held + 1
+      end
+    end
+  end
+  if granted_readers then reader_expiry(R) end
+  return mine
+end
+`;
+
+/**
+ * acquire KEYS=W,R,F,Q,D ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe
+ * phase 'try': one attempt, never queues. 'wait': attempt, else queue (deadline now + waitMs).
+ * 'recheck': a queued waiter looks again: granted by a handoff it missed? grantable now? else it
+ * stays queued (or queues again if it was dropped). Returns {1, token} or {0, ms until the
+ * holder's ttl ends (-1 unknown)}. Uncontended exclusive path: EXISTS R Q, SET NX PX, INCR F.
+ */
+export const ACQUIRE = redisScript(`${DISPATCH}
+local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, ttl, mode, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local function pttl()
+  local t = redis.call('PTTL', W)
+  if t < 0 then
+    local last = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+    if last[1] then t = tonumber(last[2]) - now_ms() end
+  end
+  return t
+end
+local function enqueue()
+  if not redis.call('ZSCORE', Q, owner) then
+    local t = redis.call('TIME')
+    redis.call('ZADD', Q, tonumber(t[1]) * 1000000 + tonumber(t[2]), owner)
+  end
+  local info = string.format('%.0f', now_ms() + waitms) .. '|' .. mode .. '|' .. ttl .. '|' .. channel
+  redis.call('HSET', D, owner, info)
+  local keep = waitms + 1000
+  for _, k in ipairs({Q, D}) do
+    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  end
+end
+local function join_readers()
+  local now = now_ms()
+  readers(R, now)
+  redis.call('ZADD', R, now + ttl, owner)
+  reader_expiry(R)
+  return fence(F, retention)
+end
+if phase ~= 'recheck' and mode == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
+  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return {1, fence(F, retention)} end
+  if phase == 'wait' then enqueue() end
+  return {0, redis.call('PTTL', W)}
+end
+if phase == 'recheck' then
+  local mine
+  if mode == 'exclusive' then mine = redis.call('GET', W) == owner
+  else
+    local s = redis.call('ZSCORE', R, owner)
+    mine = s and tonumber(s) > now_ms()
+  end
+  if mine then return {1, redis.call('GET', F) or fence(F, retention)} end
+end
+if redis.call('EXISTS', Q) == 1 then
+  -- A reader joins live readers at once unless a writer waits (readers queue only behind one).
+  if mode == 'shared' and not redis.call('ZSCORE', Q, owner) and redis.call('EXISTS', W) == 0
+      and readers(R, now_ms()) > 0 then
+    local writer_waits = false
+    for _, o in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
+      local info = redis.call('HGET', D, o)
+      if info and string.find(info, '|exclusive|', 1, true) then
+        writer_waits = true
+        break
+      end
+    end
+    if not writer_waits then return {1, join_readers()} end
+  end
+  if phase ~= 'try' then
+    enqueue()
+    local got = dispatch(W, R, F, Q, D, retention, probe, owner)
+    if got then return {1, got} end
+    return {0, pttl()}
+  end
+  -- A one-shot attempt never overtakes the queue, but serves it if the holder expired.
+  dispatch(W, R, F, Q, D, retention, probe, '')
+  if redis.call('EXISTS', Q) == 1 then return {0, pttl()} end
+end
+if mode == 'exclusive' then
+  if readers(R, now_ms()) == 0 and redis.call('SET', W, owner, 'NX', 'PX', ttl) then
+    return {1, fence(F, retention)}
+  end
+elseif redis.call('EXISTS', W) == 0 then
+  return {1, join_readers()}
+end
+if phase ~= 'try' then enqueue() end
+return {0, pttl()}
+`);
+
+/**
+ * release KEYS=W,R,F,Q,D ARGV=owner,mode,fenceRetention,probe,leaving
+ * Owner-checked: drops our hold if it is ours; with leaving='1' also our queue entry (a waiter
+ * that gave up). If anyone waits, hands the lock to the queue's head in the same step. No PUBLISH
+ * when nobody waits. Returns 1 if a hold of ours was released, else 0.
+ */
+export const RELEASE = redisScript(`${DISPATCH}
+local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner = ARGV[1]
+local released = 0
+if ARGV[5] == '1' then
+  redis.call('ZREM', Q, owner)
+  redis.call('HDEL', D, owner)
+end
+if ARGV[2] == 'exclusive' then
+  if redis.call('GET', W) == owner then
+    redis.call('DEL', W)
+    released = 1
+  end
+elseif redis.call('ZREM', R, owner) == 1 then
+  released = 1
+end
+if (released == 1 or ARGV[5] == '1') and redis.call('EXISTS', Q) == 1 then
+  dispatch(W, R, F, Q, D, ARGV[3], ARGV[4], '')
+end
+return released
+`);
+
+export const SCRIPTS = { ACQUIRE, RELEASE, RENEW };
