@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { sleepFor } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
+  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
@@ -58,9 +60,12 @@ export class RedlockBackend implements LockBackend {
   private making: Promise<Masters> | undefined;
   private closed = false;
   private readonly rounds = new WeakMap<AbortSignal, Round>();
+  /** This process's wake-up channel: a release wakes one registered process, not every waiter. */
+  private readonly processChannel: string;
 
   constructor(options: RedlockBackendOptions) {
     this.o = resolveRedlockOptions(options);
+    this.processChannel = `${this.o.channel}:${randomBytes(8).toString('hex')}`;
     this.minTtl = minimumTtl(this.o.driftFactor, this.o.driftMargin);
     this.capabilities = { shared: true, fencing: 'best-effort', sessionBased: false, maxKeyLength: 512, minTtl: this.minTtl };
     if (this.o.notifications) {
@@ -188,8 +193,8 @@ export class RedlockBackend implements LockBackend {
       quorum: Math.floor(clients.length / 2) + 1,
       silent: clients.map(() => false),
       subscriptions: wakeups
-        ? new RedlockSubscriptions(clients, [this.o.channel], (channel, message) => {
-            if (channel === this.o.channel) wakeups.notify(message);
+        ? new RedlockSubscriptions(clients, [this.processChannel], (channel, message) => {
+            if (channel === this.processChannel) wakeups.notify(message);
           }, () => wakeups.notifyAll())
         : undefined,
       distinct: Promise.resolve(),
@@ -204,7 +209,13 @@ export class RedlockBackend implements LockBackend {
   private async attempt(m: Masters, request: BackendAttempt, round: Round): Promise<BackendAcquireResult> {
     if (m.duplicate) throw m.duplicate;
     const k = lockKeys(request.key);
-    const args = [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.o.fenceRetention];
+    // An attempt of a wait registers this process where its subscription is live, so the next
+    // release there wakes it (and only one process). The score orders processes the same way on
+    // every master, so they tend to wake the same one.
+    const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
+    const score = Date.now();
+    const args = (i: number) => [k.writer, k.readers, k.fence, k.queue, request.owner, request.ttl, request.mode,
+      this.o.fenceRetention, wait > 0 && m.subscriptions?.live(i) ? this.processChannel : '', score, wait + 1_000];
     const n = m.clients.length;
     const q = m.quorum;
     const granted = (r: unknown) => Array.isArray(r) && r[0] === 1;
@@ -220,7 +231,7 @@ export class RedlockBackend implements LockBackend {
     else request.signal.addEventListener('abort', onAbort, { once: true });
     const outcomes = await gather(
       n,
-      (i) => this.track(m, i, runScript(m.clients[i], ACQUIRE, 3, args)),
+      (i) => this.track(m, i, runScript(m.clients[i], ACQUIRE, 4, args(i))),
       // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
       // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
       // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
@@ -266,10 +277,10 @@ export class RedlockBackend implements LockBackend {
   /** Owner-checked release on every master at once; resolves with how many answered. */
   private async withdraw(m: Masters, lock: BackendLock) {
     const k = lockKeys(lock.key);
-    const args = [k.writer, k.readers, lock.owner, lock.mode, this.o.channel, lock.key];
+    const args = [k.writer, k.readers, k.queue, lock.owner, lock.mode, lock.key];
     // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
     // minority must not make every release wait for the round timeout.
-    const outcomes = await gather(m.clients.length, (i) => runScript(m.clients[i], RELEASE, 2, args), (o) => tally(o, () => true).yes >= m.quorum, this.roundTimeout(lock.ttl));
+    const outcomes = await gather(m.clients.length, (i) => runScript(m.clients[i], RELEASE, 3, args), (o) => tally(o, () => true).yes >= m.quorum, this.roundTimeout(lock.ttl));
     return tally(outcomes, () => true);
   }
 

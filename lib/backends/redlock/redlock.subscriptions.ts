@@ -29,6 +29,11 @@ export class RedlockSubscriptions {
     await gather(n, (m) => this.subscribers[m].ensure(), (o) => tally(o, () => true).yes >= quorum, 200, signal);
   }
 
+  /** Whether master `m`'s subscription is live (a release there can reach this process). */
+  live(m: number): boolean {
+    return this.subscribers[m]?.ready ?? false;
+  }
+
   close(): void {
     this.subscribers.forEach((s) => s.close());
   }
