@@ -10,4 +10,5 @@ export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';
 export { lockKeys, type LockKeys } from './lock-keys';
-export { ACQUIRE, RELEASE, RENEW } from './lock.scripts';
+export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
+export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';

@@ -8,11 +8,12 @@ import type {
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { RedisSubscriber, runScript, runScriptBatch, type RedisClientLike } from '../redis-client';
+import { parseInspect, RedisSubscriber, runScript, runScriptBatch, toInspection, type RedisClientLike } from '../redis-client';
 import { RedisHandoffs } from './redis.handoffs';
 import { resolveRedisOptions, type RedisLockBackendOptions, type ResolvedRedisOptions } from './redis.options';
-import { ACQUIRE, lockKeys, RELEASE, RENEW } from './redis.scripts';
+import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
 
 export type { RedisLockBackendOptions } from './redis.options';
 export type { RedisClientLike } from '../redis-client';
@@ -183,6 +184,22 @@ export class RedisLockBackend implements LockBackend {
 
   async release(lock: BackendLock): Promise<void> {
     await this.releaseScript(lock, '0');
+  }
+
+  /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
+  async inspect(key: string): Promise<LockInspection> {
+    const k = lockKeys(key);
+    const client = await this.o.source.get();
+    const view = parseInspect(await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]));
+    return toInspection(key, view, view.queued);
+  }
+
+  /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
+  async forceRelease(key: string): Promise<boolean> {
+    const k = lockKeys(key);
+    const client = await this.o.source.get();
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, this.o.fenceRetention, client.isCluster ? '0' : '1'];
+    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
   }
 
   async close(): Promise<void> {
