@@ -11,19 +11,18 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * Token = INCR of {K}:f; only when the counter is new is it set to the server time in µs, with its
- * retention counted from creation. Tokens are so max(last + 1, server µs at creation): strictly
- * growing while {K}:f lives and still above every earlier token after it expired (a token exceeds
- * the clock by less than the grants per µs), unless the server clock stepped back.
+ * Token = max(last + 1, server time in µs), the counter kept `fenceRetention` ms after the last
+ * grant. Redlock needs the time term on EVERY grant (not only for a new counter, as the Redis
+ * backend does): the token is the largest of the granting majority's, and different majorities
+ * agree only because every master's token tracks its clock.
  */
 const FENCE = `
 local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
+  local f = tonumber(redis.call('GET', F) or '0') + 1
+  local t = redis.call('TIME')
+  local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if micros > f then f = micros end
+  redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
   return string.format('%.0f', f)
 end
 `;
@@ -33,7 +32,7 @@ end
  * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1
  * unknown)}. When busy and `channel` is given (a waiting process), registers that process channel
  * in {K}:q with `score` (its first registration keeps its place), so a release wakes ONE process.
- * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, INCR {K}:f.
+ * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence.
  */
 export const ACQUIRE = script(`${FENCE}
 local ttl = tonumber(ARGV[2])

@@ -7,11 +7,17 @@ import { ReleaseNotifier } from '../../backend-kit';
  * connection.
  */
 export class PubSubWakeups extends ReleaseNotifier {
-  constructor(private readonly subscribe: () => Promise<void>) {
-    super();
-  }
+  /**
+   * Present until the subscription is live; then removed, since the engine re-attempts after each
+   * prepare() (needed only while wake-ups were not live) and a live subscription resubscribes by itself.
+   */
+  prepare?: (key: string) => Promise<void>;
 
-  prepare(): Promise<void> {
-    return this.subscribe();
+  constructor(subscribe: () => Promise<void>) {
+    super();
+    this.prepare = async () => {
+      await subscribe();
+      this.prepare = undefined;
+    };
   }
 }

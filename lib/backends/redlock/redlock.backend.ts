@@ -9,32 +9,17 @@ import type {
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { ACQUIRE, lockKeys, PubSubWakeups, quit, RELEASE, RENEW, runScript, runScriptBatch } from '../redis-client';
-import { checkRedlockClients, minimumTtl, resolveRedlockOptions, runIdOf, type RedlockBackendOptions, type ResolvedRedlockOptions } from './redlock.options';
+import { checkRedlockClients, minimumTtl, resolveRedlockOptions, type RedlockBackendOptions, type ResolvedRedlockOptions } from './redlock.options';
+import { checkDistinct, type Masters, type Round } from './redlock.masters';
+import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
 import { RedlockSubscriptions } from './redlock.subscriptions';
 
 /** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
 const ROUND_TAIL_MS = 50;
-
-/** The masters, once known (at construction for `clients`, on first use for `clientFactory`). */
-interface Masters {
-  readonly clients: readonly RedlockClientLike[];
-  readonly quorum: number;
-  /** Masters that let an acquire round time out and have not answered anything since. */
-  readonly silent: boolean[];
-  readonly subscriptions: RedlockSubscriptions | undefined;
-  readonly distinct: Promise<void>;
-  checked: boolean;
-  duplicate: InvalidLockOptionsError | undefined;
-}
-
-/** Per acquire call (keyed by its signal): how many attempts ran, and whether the last one split the vote. */
-interface Round {
-  attempts: number;
-  split: boolean;
-}
 
 /**
  * Redlock over N independent Redis masters. Each attempt (`tryAcquire`; the engine runs the wait,
@@ -72,6 +57,9 @@ export class RedlockBackend implements LockBackend {
       this.wakeups = new PubSubWakeups(async () => {
         const m = await this.setup();
         await m.subscriptions?.ensure(m.quorum);
+        // Not yet live on a majority: this wait polls, the next one tries again.
+        const live = m.clients.filter((_, i) => m.subscriptions?.live(i)).length;
+        if (live < m.quorum) throw new LockBackendUnavailableError(this.name, `wake-ups live on ${live} of ${m.clients.length} masters`);
       });
     }
     if (this.o.clients) this.masters = this.build(this.o.clients);
@@ -157,6 +145,16 @@ export class RedlockBackend implements LockBackend {
     if (c.answered < m.quorum) throw this.unavailable(m, 'release', c, lock.key, this.roundTimeout(lock.ttl), ' (the rest expire by their ttl)');
   }
 
+  /** Holders a majority of masters agree on, the largest fencing token; see redlock.operator.ts. */
+  async inspect(key: string): Promise<LockInspection> {
+    return inspectMasters(await this.setup(), key, this.o.timeout ?? 500);
+  }
+
+  /** Frees `key` on every master whoever holds it, and wakes one waiting process. */
+  async forceRelease(key: string): Promise<boolean> {
+    return forceReleaseMasters(await this.setup(), key, this.o.timeout ?? 500);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.masters?.subscriptions?.close();
@@ -201,7 +199,7 @@ export class RedlockBackend implements LockBackend {
       checked: false,
       duplicate: undefined,
     };
-    (m as { distinct: Promise<void> }).distinct = this.checkDistinct(m);
+    (m as { distinct: Promise<void> }).distinct = checkDistinct(m, this.o.timeout ?? 1_000);
     return m;
   }
 
@@ -326,24 +324,5 @@ export class RedlockBackend implements LockBackend {
     return new LockBackendUnavailableError(this.name,
       `${what}: only ${c.answered} of ${m.clients.length} masters answered, a majority of ${m.quorum} is needed; ${c.failed} failed, ${c.silent} gave no answer within ${timeout} ms${tail}`,
       { key, cause: c.firstError });
-  }
-
-  /** Asks every master for its run_id; two clients on one server make every later call fail clearly. */
-  private async checkDistinct(m: Masters): Promise<void> {
-    const outcomes = await gather(m.clients.length, async (i) => {
-      const info = m.clients[i].info;
-      return typeof info === 'function' ? runIdOf(await info.call(m.clients[i], 'server')) : undefined;
-    }, () => false, this.o.timeout ?? 1_000);
-    m.checked = true;
-    const byId = new Map<string, number>();
-    outcomes.forEach((o, i) => {
-      if (!o?.ok || !o.value || m.duplicate) return;
-      const first = byId.get(o.value);
-      if (first !== undefined) {
-        m.duplicate = new InvalidLockOptionsError(`clients[${i}]`, `run_id ${o.value}`,
-          `a connection to a server other than clients[${first}] (both reach the same redis-server, which would count one master twice toward the majority)`);
-      }
-      byId.set(o.value, i);
-    });
   }
 }

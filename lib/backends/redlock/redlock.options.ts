@@ -38,7 +38,7 @@ export interface RedlockBackendOptions {
   channel?: string;
   /** Wake waiters by pub/sub on every master (default true; one extra connection per master, made on the first wait). */
   notifications?: boolean;
-  /** ms a key's fence counter lives on each master after it was created. Default 1 hour. */
+  /** ms a key's fence counter lives on each master after its last grant. Default 1 hour. */
   fenceRetention?: number;
 }
 
