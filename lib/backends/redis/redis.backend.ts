@@ -21,7 +21,7 @@ export type { RedisClientLike } from '../redis-client';
 /** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
 const RECHECK_MS = 5_000;
 /** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
-const LEAVE_WAIT_MS = 100;
+const LEAVE_WAIT_MS = 50;
 
 type Phase = 'try' | 'wait' | 'recheck';
 
