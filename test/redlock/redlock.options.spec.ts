@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Redis, { Cluster } from 'ioredis';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
-import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { lockKeys } from '../../lib/backends/redis-client';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -102,7 +102,8 @@ describe('RedlockBackend options', () => {
     rejects({ clients, retryJitter: -5 }, 'retryJitter', /integer number of ms/);
     rejects({ clients, channel: '' }, 'channel', /non-empty string/);
     rejects({ clients, notifications: 'yes' }, 'notifications', /true or false/);
-    rejects({ clients, fenceRetention: 10 }, 'fenceRetention', /from 60000/);
+    rejects({ clients, fenceRetention: 10 }, 'fenceRetention', /from 1000/);
+    rejects({ clients, driftFactr: 0.01 }, 'driftFactr', /unknown option.*driftFactor/);
     expect(new RedlockBackend({ clients, driftFactor: 0 }).minTtl).toBe(3);
     expect(new RedlockBackend({ clients, driftFactor: 0.1, driftMargin: 0 }).minTtl).toBe(2);
   });

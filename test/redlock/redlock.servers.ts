@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
 import type { RedlockBackendOptions } from '../../lib/backends/redlock/redlock.options';
-import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { lockKeys } from '../../lib/backends/redis-client';
 import { RedisServer } from '../support/redis-server';
 
 /**

@@ -1,2 +1,3 @@
 export { RedisLockBackend } from './redis.backend';
-export type { RedisLockBackendOptions, RedisClientLike } from './redis.backend';
+export type { RedisLockBackendOptions } from './redis.options';
+export type { RedisClientLike } from '../redis-client';

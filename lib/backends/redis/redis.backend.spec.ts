@@ -90,8 +90,8 @@ describe('RedisLockBackend command budget', () => {
     await admin.config('RESETSTAT');
     await held.release();
     const next = await waiting;
-    // The waiter's only attempt after the release: one EVALSHA for its acquire, one for the release.
-    expect((await commandCalls()).evalsha).toBe(2);
+    // Direct handoff: the release script granted the waiter and told it so; no attempt of its own.
+    expect((await commandCalls()).evalsha).toBe(1);
     await next.release();
     await a.close();
     await b.close();
@@ -103,5 +103,8 @@ describe('RedisLockBackend command budget', () => {
     expect(() => new RedisLockBackend({ client, channel: '' })).toThrow(/"channel"/);
     expect(() => new RedisLockBackend({ client, fenceRetention: 5 })).toThrow(/"fenceRetention"/);
     expect(() => new RedisLockBackend({ client, replicas: { count: 0, timeout: 100 } })).toThrow(/"replicas.count"/);
+    // A misspelt option fails, naming it, instead of silently keeping the default.
+    expect(() => new RedisLockBackend({ client, fenceRetenton: 60_000 } as never)).toThrow(/fenceRetenton.*did you mean "fenceRetention"/s);
+    expect(() => new RedisLockBackend({} as never)).toThrow(/"client"/);
   });
 });

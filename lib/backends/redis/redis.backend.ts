@@ -1,7 +1,5 @@
-import { pollAcquire } from '../../backend-kit';
-import { checkDuration } from '../../backend-kit';
-import { ReleaseNotifier } from '../../backend-kit';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { randomBytes } from 'node:crypto';
+import { asUnavailable, safeValidity } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
@@ -10,164 +8,255 @@ import type {
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { ACQUIRE, lockKeys, RELEASE, RENEW, type RedisScript } from './redis.scripts';
+import { parseInspect, RedisSubscriber, runScript, runScriptBatch, toInspection, type RedisClientLike } from '../redis-client';
+import { RedisHandoffs } from './redis.handoffs';
+import { resolveRedisOptions, type RedisLockBackendOptions, type ResolvedRedisOptions } from './redis.options';
+import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
+
+export type { RedisLockBackendOptions } from './redis.options';
+export type { RedisClientLike } from '../redis-client';
+
+/** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
+const RECHECK_MS = 5_000;
+/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 50;
+
+type Phase = 'try' | 'wait' | 'recheck';
 
 /**
- * Redis (standalone, Sentinel-managed or Cluster) locks. Algorithm: acquire is ONE script call
- * (SET NX PX semantics for writers, a sorted set of expiring seats for readers, fence bump), release
- * and renew are owner-checked scripts, so every step that compares the owner and acts on it is
- * atomic on the server. Release PUBLISHes the key; waiters sleep on that notification, or until
- * the holder's PTTL that the failed acquire returned, whichever is first. Safety rests on one
- * Redis primary: with asynchronous replication a failover can lose a grant; `replicas` makes an
- * acquire wait for replica acknowledgement (WAIT) to narrow that window, Redlock or a consensus
- * backend closes it.
+ * Redis (standalone, Sentinel-managed or Cluster) locks with a fair queue and direct handoff.
+ *
+ * Algorithm: an attempt is ONE script (uncontended: SET NX PX + fence INCR). A waiter that finds
+ * the lock busy is queued in the same script, in arrival order with a deadline, in a sorted set
+ * beside the lock (one hash slot). Release is one owner-checked script that, when anyone waits,
+ * grants the lock to the queue's head (a writer, or every reader up to the next writer) in the same
+ * step and PUBLISHes "owner|token" on that waiter's process channel; the waiter takes the grant
+ * from the message, so a handoff costs no extra attempt and no race. Waiters re-check on the
+ * server when their holder's ttl ends, after a reconnect, and every few seconds.
+ *
+ * Safety: every compare-and-act (grant, handoff, renew, release) is one atomic script on one
+ * primary; a handed-off grant is dated from before the waiter's last request (or re-confirmed by a
+ * renewal), so a holder never counts on more than the server keeps. Waiters that died or timed out
+ * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
+ * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
+ * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
  */
-type Reply = unknown;
-
-/** The part of an ioredis `Redis` or `Cluster` client this backend uses. */
-export interface RedisClientLike {
-  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<Reply>;
-  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<Reply>;
-  pipeline(): {
-    evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
-    eval(script: string, numKeys: number, ...args: (string | number)[]): unknown;
-    exec(): Promise<[Error | null, Reply][] | null>;
-  };
-  duplicate(): RedisSubscriberLike;
-  wait?(numReplicas: number, timeout: number): Promise<number>;
-  readonly isCluster?: boolean;
-}
-
-interface RedisSubscriberLike {
-  subscribe(channel: string): Promise<unknown>;
-  on(event: 'message', cb: (channel: string, message: string) => void): unknown;
-  on(event: 'ready', cb: () => void): unknown;
-  on(event: 'error', cb: (error: Error) => void): unknown;
-  disconnect(): void;
-}
-
-export interface RedisLockBackendOptions {
-  /** An ioredis Redis (standalone or Sentinel-managed) or Cluster client; you keep owning it. */
-  client: RedisClientLike;
-  /** Pub/sub channel that announces releases. Default 'nestjs-distributed-lock:released'. */
-  channel?: string;
-  /** Wake waiters by pub/sub (default true; one extra connection per backend). false = poll only. */
-  notifications?: boolean;
-  /** ms a key's fence counter outlives its last grant. Default 7 days. */
-  fenceRetention?: number;
-  /**
-   * After each grant, WAIT until `count` replicas acknowledge (at most `timeout` ms); fewer acks
-   * release the grant and fail the acquire with LockBackendUnavailableError.
-   */
-  replicas?: { count: number; timeout: number };
-}
-
-const DEFAULT_CHANNEL = 'nestjs-distributed-lock:released';
-const WEEK_MS = 7 * 24 * 3600 * 1000;
-
 export class RedisLockBackend implements LockBackend {
   readonly name = 'redis';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
-  private readonly client: RedisClientLike;
-  private readonly channel: string;
-  private readonly fenceRetention: number;
-  private readonly replicas: { count: number; timeout: number } | undefined;
-  private readonly notifier: ReleaseNotifier | undefined;
-  private subscriber: RedisSubscriberLike | undefined;
-  private subscribed: Promise<void> | undefined;
-  private closed = false;
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: false,
+    maxKeyLength: 512,
+  };
+  private readonly o: ResolvedRedisOptions;
+  private readonly subscriber: RedisSubscriber | undefined;
+  private readonly handoffs: RedisHandoffs;
+  /** This backend's own channel: handoffs to its waiters arrive here. */
+  private readonly processChannel: string;
 
   constructor(options: RedisLockBackendOptions) {
-    if (!options || typeof options !== 'object') throw new InvalidLockOptionsError('RedisLockBackend options', options, '{ client }');
-    const { client } = options;
-    if (!client || typeof client.evalsha !== 'function' || typeof client.eval !== 'function' || typeof client.duplicate !== 'function') {
-      throw new InvalidLockOptionsError('client', client, 'an ioredis Redis or Cluster client');
+    this.o = resolveRedisOptions(options);
+    this.processChannel = `${this.o.channel}:${randomId()}`;
+    this.handoffs = new RedisHandoffs((lock) => void this.release(lock).catch(() => undefined));
+    if (this.o.notifications) {
+      this.subscriber = new RedisSubscriber(
+        () => this.o.source.get(),
+        [this.processChannel],
+        (channel, message) => {
+          if (channel === this.processChannel) this.handoffs.onMessage(message);
+        },
+        () => this.handoffs.recheckAll(),
+      );
     }
-    this.client = client;
-    this.channel = options.channel ?? DEFAULT_CHANNEL;
-    if (typeof this.channel !== 'string' || this.channel.length === 0) throw new InvalidLockOptionsError('channel', this.channel, 'a non-empty string');
-    this.fenceRetention = options.fenceRetention === undefined ? WEEK_MS : checkDuration('fenceRetention', options.fenceRetention, 60_000);
-    if (options.replicas !== undefined) {
-      const { count, timeout } = options.replicas ?? ({} as never);
-      if (!Number.isInteger(count) || count < 1) throw new InvalidLockOptionsError('replicas.count', count, 'an integer >= 1');
-      checkDuration('replicas.timeout', timeout, 1);
-      if (client.isCluster || typeof client.wait !== 'function') throw new InvalidLockOptionsError('replicas', options.replicas, 'a standalone or Sentinel-managed ioredis client (WAIT is per primary)');
-      this.replicas = { count, timeout };
-    }
-    if (options.notifications !== false) this.notifier = new ReleaseNotifier();
   }
 
-  /** One attempt: the native acquire with wait 0. */
-  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.acquire({ ...request, wait: 0 });
+  /** The client, once known (a `clientFactory` client after the first call). */
+  get client(): RedisClientLike | undefined {
+    return this.o.source.current;
   }
 
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    const sentAt = performance.now();
+    const reply = await this.attempt(request, 'try', 0);
+    if (reply[0] !== 1) return busy(reply);
+    return this.granted(request, String(reply[1]), sentAt);
+  }
+
+  /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    const first = await this.attempt(request);
-    if (first.acquired || request.wait === 0 || request.signal.aborted) return first;
-    if (this.notifier) await this.subscribe();
-    // Re-attempts right away: a release announced before the subscription was live is not missed.
-    return pollAcquire(request, () => this.attempt(request), { backend: this.name, notifier: this.notifier });
+    const deadline = performance.now() + request.wait;
+    let handed = '';
+    let wake: (() => void) | undefined;
+    const unregister = this.handoffs.expect(request.owner, (token) => {
+      if (token) handed = token;
+      wake?.();
+    });
+    // The first acquire that may wait starts the subscription (without waiting for it) and makes
+    // a plain attempt; acquires that come while it is on its way wait for it, then queue.
+    let phase: Phase = 'wait';
+    if (this.subscriber && !this.subscriber.ready) {
+      if (this.subscriber.opening) await this.subscriber.ensure().catch(() => undefined);
+      else {
+        this.subscriber.ensure().catch(() => undefined);
+        phase = 'try';
+      }
+    }
+    let failure: unknown;
+    let backoff = 10;
+    let sentAt = performance.now();
+    let last: { acquired: false; retryAfter?: number } = { acquired: false };
+    try {
+      for (;;) {
+        if (request.signal.aborted) break;
+        if (handed) {
+          const token = handed;
+          handed = '';
+          const result = await this.handedOver(request, token, sentAt);
+          if (result) return result;
+          phase = 'recheck';
+        }
+        let sleep: number;
+        try {
+          sentAt = performance.now();
+          const reply = await this.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt)));
+          failure = undefined;
+          backoff = 10;
+          if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
+          last = busy(reply);
+          if (phase === 'try') {
+            // The first wait of this backend: subscribe before queueing, so a handoff is never
+            // announced before we listen (the server would take us for gone and skip us).
+            await this.subscriber?.ensure().catch(() => undefined);
+            phase = 'wait';
+            continue;
+          }
+          phase = 'recheck';
+          sleep = Math.min(RECHECK_MS, last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1);
+        } catch (error) {
+          failure = error;
+          if (phase === 'wait') phase = 'recheck';
+          sleep = Math.random() * backoff;
+          backoff = Math.min(backoff * 2, 500);
+        }
+        if (request.signal.aborted) break;
+        if (handed) continue;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            request.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, sleep);
+          request.signal.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+      }
+    } finally {
+      unregister();
+    }
+    await this.leave(request, deadline);
+    if (failure !== undefined) throw asUnavailable(failure, this.name, request.key);
+    return last;
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    const results = await this.renewOnPrimary(locks);
-    // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
-    // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
-    if (this.replicas && results.some(Boolean)) await this.waitForReplicas('renewal', locks[0].key);
-    return results;
-  }
-
-  private async renewOnPrimary(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     const calls = locks.map((l) => {
       const k = lockKeys(l.key);
-      return [k.writer, k.readers, l.owner, l.ttl, l.mode] as const;
+      return [k.writer, k.readers, l.owner, l.ttl, l.mode];
     });
-    if (this.client.isCluster || locks.length === 1) {
-      // Cluster: keys live on different nodes; the calls go out concurrently (one round trip of latency).
-      return Promise.all(calls.map((args) => this.run(RENEW, 2, args).then((r) => r === 1)));
-    }
-    // Standalone: one pipelined round trip for the whole batch.
-    const pipe = this.client.pipeline();
-    for (const args of calls) pipe.evalsha(RENEW.sha, 2, ...args);
-    const replies = (await pipe.exec()) ?? [];
-    const missing = replies.map((r, i) => (r[0] && /NOSCRIPT/.test(r[0].message) ? i : -1)).filter((i) => i >= 0);
-    if (missing.length) {
-      // Script cache was empty (first renewal, or a restarted server): one more pipeline with EVAL, which also caches it.
-      const retry = this.client.pipeline();
-      for (const i of missing) retry.eval(RENEW.source, 2, ...calls[i]);
-      const again = (await retry.exec()) ?? [];
-      missing.forEach((i, j) => (replies[i] = again[j]));
-    }
-    return replies.map(([error, reply]) => {
-      if (error) throw error;
-      return reply === 1;
-    });
+    const client = await this.o.source.get();
+    // Cluster: keys live on different nodes; the calls go out concurrently (one round trip of
+    // latency). Standalone: one pipelined round trip for the whole batch.
+    const replies = client.isCluster
+      ? await Promise.all(calls.map((args) => runScript(client, RENEW, 2, args)))
+      : await runScriptBatch(client, RENEW, 2, calls);
+    const results = replies.map((r) => r === 1);
+    // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
+    // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
+    if (this.o.replicas && results.some(Boolean)) await this.waitForReplicas('renewal', locks[0].key);
+    return results;
   }
 
   async release(lock: BackendLock): Promise<void> {
-    const k = lockKeys(lock.key);
-    await this.run(RELEASE, 2, [k.writer, k.readers, lock.owner, lock.mode, this.channel, lock.key]);
+    await this.releaseScript(lock, '0');
+  }
+
+  /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
+  async inspect(key: string): Promise<LockInspection> {
+    const k = lockKeys(key);
+    const client = await this.o.source.get();
+    const view = parseInspect(await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]));
+    return toInspection(key, view, view.queued);
+  }
+
+  /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
+  async forceRelease(key: string): Promise<boolean> {
+    const k = lockKeys(key);
+    const client = await this.o.source.get();
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, this.o.fenceRetention, client.isCluster ? '0' : '1'];
+    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.subscriber?.disconnect();
-    this.subscriber = undefined;
-    this.notifier?.notifyAll();
+    this.subscriber?.close();
+    this.handoffs.recheckAll();
+    await this.o.source.close();
   }
 
-  private async attempt(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  private async attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<[number, string | number]> {
     const k = lockKeys(request.key);
-    const reply = (await this.run(ACQUIRE, 3, [k.writer, k.readers, k.fence, request.owner, request.ttl, request.mode, this.fenceRetention])) as [number, string | number];
-    if (reply[0] !== 1) {
-      const pttl = Number(reply[1]);
-      return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+    const channel = this.subscriber?.ready ? this.processChannel : '';
+    const client = this.o.source.current ?? (await this.o.source.get());
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, request.owner, request.ttl, request.mode,
+      this.o.fenceRetention, phase, waitMs, channel, client.isCluster ? '0' : '1'];
+    return (await runScript(client, ACQUIRE, 5, args)) as [number, string | number];
+  }
+
+  private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
+    const k = lockKeys(lock.key);
+    const client = this.o.source.current ?? (await this.o.source.get());
+    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, lock.owner, lock.mode,
+      this.o.fenceRetention, client.isCluster ? '0' : '1', leaving];
+    return Number(await runScript(client, RELEASE, 5, args));
+  }
+
+  /**
+   * A grant that arrived by message. It happened after our last request was sent (`sentAt`), so
+   * its validity counts from there; when that is long ago, one renewal re-dates it. Undefined when
+   * the renewal finds it gone (then the waiter re-checks).
+   */
+  private async handedOver(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult | undefined> {
+    if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
+      const renewedAt = performance.now();
+      const [ok] = await this.renew([request]);
+      if (!ok) return undefined;
+      sentAt = renewedAt;
     }
-    if (this.replicas) await this.confirmReplicated(request);
-    return { acquired: true, fencingToken: BigInt(reply[1]) };
+    return this.granted(request, token, sentAt);
+  }
+
+  private async granted(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult> {
+    if (this.o.replicas) await this.confirmReplicated(request);
+    return { acquired: true, fencingToken: BigInt(token), sentAt };
+  }
+
+  /** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
+  private async leave(request: BackendAttempt, deadline: number): Promise<void> {
+    const leaving = this.releaseScript(request, '1');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)));
+    const outcome = await Promise.race([leaving.then(() => 'left' as const, () => 'failed' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome !== 'left') {
+      // It may never arrive: a grant handed to us later is given back when its message comes.
+      this.handoffs.abandon(request, Math.max(0, deadline - performance.now()) + request.ttl + 1_000);
+      leaving.catch(() => undefined);
+    }
   }
 
   /** WAIT for replica acks of the grant; too few: give the grant back and fail closed. */
@@ -186,40 +275,27 @@ export class RedisLockBackend implements LockBackend {
    * to `timeout` ms, which is why that should stay well below the ttl.
    */
   private async waitForReplicas(what: string, key: string): Promise<void> {
-    const { count, timeout } = this.replicas as { count: number; timeout: number };
-    const acked = await (this.client.wait as NonNullable<RedisClientLike['wait']>)(count, timeout);
+    const { count, timeout } = this.o.replicas as { count: number; timeout: number };
+    const client = await this.o.source.get();
+    if (client.isCluster || typeof client.wait !== 'function') {
+      throw new LockBackendUnavailableError(this.name, 'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)', { key });
+    }
+    const acked = await client.wait(count, timeout);
     if (acked < count) {
-      throw new LockBackendUnavailableError(this.name, `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`, { key });
+      throw new LockBackendUnavailableError(
+        this.name,
+        `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
+        { key },
+      );
     }
   }
+}
 
-  private subscribe(): Promise<void> {
-    if (this.subscribed) return this.subscribed;
-    const sub = this.client.duplicate();
-    this.subscriber = sub;
-    sub.on('message', (channel, message) => {
-      if (channel === this.channel) this.notifier?.notify(message);
-    });
-    // After a reconnect, releases may have been missed: let every waiter re-attempt.
-    sub.on('ready', () => this.notifier?.notifyAll());
-    sub.on('error', () => undefined);
-    this.subscribed = sub.subscribe(this.channel).then(
-      () => undefined,
-      (error) => {
-        this.subscribed = undefined;
-        if (!this.closed) throw error;
-      },
-    );
-    return this.subscribed;
-  }
+function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
+  const pttl = Number(reply[1]);
+  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+}
 
-  /** EVALSHA, falling back to EVAL once when the server has not cached the script (NOSCRIPT). */
-  private async run(script: RedisScript, numKeys: number, args: readonly (string | number)[]): Promise<Reply> {
-    try {
-      return await this.client.evalsha(script.sha, numKeys, ...args);
-    } catch (error) {
-      if (error instanceof Error && /NOSCRIPT/.test(error.message)) return this.client.eval(script.source, numKeys, ...args);
-      throw error;
-    }
-  }
+function randomId(): string {
+  return randomBytes(8).toString('hex');
 }

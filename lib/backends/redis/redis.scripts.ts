@@ -1,104 +1,238 @@
-import { createHash } from 'node:crypto';
+import { redisScript, RENEW } from '../redis-client';
 
 /**
- * Lua scripts of the Redis backend. Keys of one lock share the hash tag `{<full key>}` so every
- * script touches one slot and runs unchanged on Redis Cluster:
- *   {K}     exclusive holder: owner token, PX ttl
- *   {K}:r   shared holders: sorted set owner -> expiry (server ms), PEXPIREAT the latest expiry
- *   {K}:f   fence: last token issued, kept `fenceRetention` ms after the last grant
- * Time is always the server's (TIME), never a client's.
+ * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
+ * see ../redis-client/lock-keys.ts): W={K} writer, R={K}:r readers, F={K}:f fence, Q={K}:q queue
+ * (owner -> arrival, server µs), D={K}:w waiter details (owner -> "deadline|mode|ttl|channel").
+ *
+ * Invariants: a waiter is in Q only while it waits (its deadline, server ms, bounds a waiter that
+ * died); whenever the lock becomes free while Q is non-empty (release, leave, or an attempt that
+ * finds a holder expired) the same script grants the head: one writer, or every reader up to the
+ * next queued writer, and PUBLISHes "owner|token" on that waiter's own process channel. A
+ * newcomer never overtakes the queue: with Q non-empty it queues (except a reader joining readers
+ * when no writer is queued ahead of it, since it would not delay anyone).
+ *
+ * Fence: token = INCR of F; only when F is new is it set to the server time in µs (and given its
+ * retention, counted from creation). So tokens are max(last + 1, server µs at F's creation), and
+ * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F after
+ * expiry still starts above every earlier token unless the server clock stepped back by more than
+ * the retention. Cost per distinct key (for the docs): F lives `fenceRetention` ms (default 1 hour)
+ * after its creation, whatever the traffic; MEMORY USAGE reports 56 bytes for a 14-character key
+ * name on Redis 7.0 (about 42 bytes + the key name). So 1M distinct keys a day keep ~42k fence keys,
+ * ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire by the
+ * waiters' deadlines).
  */
-export interface RedisScript {
-  readonly source: string;
-  readonly sha: string;
-}
+export { INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-client';
 
-function script(source: string): RedisScript {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
+const NOW_MS = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const FENCE = `
+local function fence(F, retention)
+  local f = redis.call('INCR', F)
+  if f == 1 then
+    local t = redis.call('TIME')
+    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
+  end
+  return string.format('%.0f', f)
+end
+`;
+
+/** Live readers after purging expired seats: count, and the latest expiry (server ms). */
+const READERS = `
+local function readers(R, now)
+  if redis.call('EXISTS', R) == 0 then return 0 end
+  redis.call('ZREMRANGEBYSCORE', R, '-inf', now)
+  return redis.call('ZCARD', R)
+end
+local function reader_expiry(R)
+  local last = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+  if last[1] then redis.call('PEXPIREAT', R, tonumber(last[2])) end
+end
 `;
 
 /**
- * acquire KEYS={K},{K}:r,{K}:f ARGV=owner,ttl,mode,fenceRetention
- * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1 unknown)}.
- * The uncontended exclusive path is EXISTS + SET NX PX + fence: the readers' set is only read (and
- * purged by server TIME) when it exists. Token = max(last + 1, server time in microseconds):
- * strictly growing while {K}:f lives, still above every earlier token after it expired (unless the
- * server clock went back by more than its retention), and comparable across Redlock's masters.
+ * dispatch(): while the lock is free, grant the queue's head: one writer (no live readers), or
+ * every reader up to the next writer. Waiters past their deadline are dropped. Each grant is
+ * announced on the waiter's channel; with `probe` (standalone servers), a grant nobody received
+ * (the waiter's process is gone) is undone and the next waiter served. `self` is the caller's own
+ * owner (its grant is returned, not announced). Returns the token granted to `self`, or false.
  */
-export const ACQUIRE = script(`
-local ttl = tonumber(ARGV[2])
-if ARGV[3] == 'exclusive' then
-  if redis.call('EXISTS', KEYS[2]) == 1 then
-    ${NOW}
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-    if last[1] then return {0, tonumber(last[2]) - now} end
+const DISPATCH = `${NOW_MS}${FENCE}${READERS}
+local function dispatch(W, R, F, Q, D, retention, probe, self)
+  if redis.call('EXISTS', W) == 1 then return false end
+  local now = now_ms()
+  local held = readers(R, now)
+  local token, mine, granted_readers = nil, false, false
+  while true do
+    local head = redis.call('ZRANGE', Q, 0, 0)[1]
+    if not head then break end
+    local info = redis.call('HGET', D, head)
+    local deadline, mode, ttl, channel
+    if info then deadline, mode, ttl, channel = string.match(info, '^(%d+)|(%a+)|(%d+)|(.*)$') end
+    if not deadline or tonumber(deadline) <= now then
+      redis.call('ZREM', Q, head)
+      redis.call('HDEL', D, head)
+    else
+      if mode == 'exclusive' and held > 0 then break end
+      redis.call('ZREM', Q, head)
+      redis.call('HDEL', D, head)
+      if mode == 'exclusive' then
+        redis.call('SET', W, head, 'PX', ttl)
+      else
+        redis.call('ZADD', R, now + tonumber(ttl), head)
+        granted_readers = true
+      end
+      token = token or fence(F, retention)
+      local got = 1
+      if head == self then mine = token
+      elseif channel ~= '' then
+        got = redis.call('PUBLISH', channel, head .. '|' .. token)
+        if got == 0 and probe == '1' then
+          if mode == 'exclusive' then redis.call('DEL', W) else redis.call('ZREM', R, head) end
+        end
+      end
+      if got > 0 or probe ~= '1' then
+        if mode == 'exclusive' then break end
+        held = held + 1
+      end
+    end
   end
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then return {0, redis.call('PTTL', KEYS[1])} end
-else
-  local wttl = redis.call('PTTL', KEYS[1])
-  if wttl ~= -2 then return {0, wttl} end
-  ${NOW}
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
-  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
+  if granted_readers then reader_expiry(R) end
+  return mine
 end
-local t = redis.call('TIME')
-local fence = tonumber(redis.call('GET', KEYS[3]) or '0') + 1
-local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if micros > fence then fence = micros end
-redis.call('SET', KEYS[3], string.format('%.0f', fence), 'PX', ARGV[4])
-return {1, string.format('%.0f', fence)}
+`;
+
+/**
+ * acquire KEYS=W,R,F,Q,D ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe
+ * phase 'try': one attempt, never queues. 'wait': attempt, else queue (deadline now + waitMs).
+ * 'recheck': a queued waiter looks again: granted by a handoff it missed? grantable now? else it
+ * stays queued (or queues again if it was dropped). Returns {1, token} or {0, ms until the
+ * holder's ttl ends (-1 unknown)}. Uncontended exclusive path: EXISTS R Q, SET NX PX, INCR F.
+ */
+export const ACQUIRE = redisScript(`${DISPATCH}
+local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, ttl, mode, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local function pttl()
+  local t = redis.call('PTTL', W)
+  if t < 0 then
+    local last = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
+    if last[1] then t = tonumber(last[2]) - now_ms() end
+  end
+  return t
+end
+local function enqueue()
+  if not redis.call('ZSCORE', Q, owner) then
+    local t = redis.call('TIME')
+    redis.call('ZADD', Q, tonumber(t[1]) * 1000000 + tonumber(t[2]), owner)
+  end
+  local info = string.format('%.0f', now_ms() + waitms) .. '|' .. mode .. '|' .. ttl .. '|' .. channel
+  redis.call('HSET', D, owner, info)
+  local keep = waitms + 1000
+  for _, k in ipairs({Q, D}) do
+    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  end
+end
+local function join_readers()
+  local now = now_ms()
+  readers(R, now)
+  redis.call('ZADD', R, now + ttl, owner)
+  reader_expiry(R)
+  return fence(F, retention)
+end
+if phase ~= 'recheck' and mode == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
+  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return {1, fence(F, retention)} end
+  if phase == 'wait' then enqueue() end
+  return {0, redis.call('PTTL', W)}
+end
+if phase == 'recheck' then
+  local mine
+  if mode == 'exclusive' then mine = redis.call('GET', W) == owner
+  else
+    local s = redis.call('ZSCORE', R, owner)
+    mine = s and tonumber(s) > now_ms()
+  end
+  if mine then return {1, redis.call('GET', F) or fence(F, retention)} end
+end
+if redis.call('EXISTS', Q) == 1 then
+  -- A reader joins live readers at once unless a writer waits (readers queue only behind one).
+  if mode == 'shared' and not redis.call('ZSCORE', Q, owner) and redis.call('EXISTS', W) == 0
+      and readers(R, now_ms()) > 0 then
+    local writer_waits = false
+    for _, o in ipairs(redis.call('ZRANGE', Q, 0, -1)) do
+      local info = redis.call('HGET', D, o)
+      if info and string.find(info, '|exclusive|', 1, true) then
+        writer_waits = true
+        break
+      end
+    end
+    if not writer_waits then return {1, join_readers()} end
+  end
+  if phase ~= 'try' then
+    enqueue()
+    local got = dispatch(W, R, F, Q, D, retention, probe, owner)
+    if got then return {1, got} end
+    return {0, pttl()}
+  end
+  -- A one-shot attempt never overtakes the queue, but serves it if the holder expired.
+  dispatch(W, R, F, Q, D, retention, probe, '')
+  if redis.call('EXISTS', Q) == 1 then return {0, pttl()} end
+end
+if mode == 'exclusive' then
+  if readers(R, now_ms()) == 0 and redis.call('SET', W, owner, 'NX', 'PX', ttl) then
+    return {1, fence(F, retention)}
+  end
+elseif redis.call('EXISTS', W) == 0 then
+  return {1, join_readers()}
+end
+if phase ~= 'try' then enqueue() end
+return {0, pttl()}
 `);
 
 /**
- * release KEYS={K},{K}:r ARGV=owner,mode,channel,message
- * Deletes our hold only if it is ours; announces the release on the channel so waiters wake at once.
- * Returns 1 if released, 0 if it was not ours (or gone).
+ * release KEYS=W,R,F,Q,D ARGV=owner,mode,fenceRetention,probe,leaving
+ * Owner-checked: drops our hold if it is ours; with leaving='1' also our queue entry (a waiter
+ * that gave up). If anyone waits, hands the lock to the queue's head in the same step. No PUBLISH
+ * when nobody waits. Returns 1 if a hold of ours was released, else 0.
  */
-export const RELEASE = script(`
+export const RELEASE = redisScript(`${DISPATCH}
+local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner = ARGV[1]
+local released = 0
+if ARGV[5] == '1' then
+  redis.call('ZREM', Q, owner)
+  redis.call('HDEL', D, owner)
+end
 if ARGV[2] == 'exclusive' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-  redis.call('DEL', KEYS[1])
-else
-  if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end
-  if redis.call('ZCARD', KEYS[2]) > 0 then return 1 end
+  if redis.call('GET', W) == owner then
+    redis.call('DEL', W)
+    released = 1
+  end
+elseif redis.call('ZREM', R, owner) == 1 then
+  released = 1
 end
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 1
+if (released == 1 or ARGV[5] == '1') and redis.call('EXISTS', Q) == 1 then
+  dispatch(W, R, F, Q, D, ARGV[3], ARGV[4], '')
+end
+return released
 `);
 
 /**
- * renew KEYS={K},{K}:r ARGV=owner,ttl,mode
- * Extends our hold to ttl ms from now if it is still ours and unexpired; returns 1, else 0.
+ * forceRelease KEYS=W,R,F,Q,D ARGV=fenceRetention,probe
+ * An operator frees the key whoever holds it; the queue's head is served as after a release. The
+ * fence is kept, so the old holder's token stays below every later one. Returns 1 if a hold was removed.
  */
-export const RENEW = script(`
-if ARGV[3] == 'exclusive' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
+export const FORCE_RELEASE = redisScript(`${DISPATCH}
+local removed = redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], '')
 end
-${NOW}
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not score or tonumber(score) <= now then return 0 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
-return 1
+if removed > 0 then return 1 end
+return 0
 `);
-
-/**
- * The keys of one lock, all in the slot of one hash tag: `{fullKey}`, or, when the key itself holds
- * a brace (only a literal key can: interpolated values are encoded), `{#<sha1>}fullKey`, so a brace
- * can never split a lock's keys across slots. Both forms are injective and cannot meet.
- */
-export function lockKeys(fullKey: string): { writer: string; readers: string; fence: string } {
-  const tag = /[{}]/.test(fullKey) ? `{#${createHash('sha1').update(fullKey).digest('hex')}}${fullKey}` : `{${fullKey}}`;
-  return { writer: tag, readers: `${tag}:r`, fence: `${tag}:f` };
-}

@@ -1,4 +1,4 @@
-import type { RedisScript } from '../redis/redis.scripts';
+import type { RedisClientLike } from '../redis-client';
 
 /**
  * Fan-out to N independent masters with an early decision. Redlock must never wait for the slowest
@@ -10,22 +10,13 @@ import type { RedisScript } from '../redis/redis.scripts';
 export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown } | undefined;
 
 /** The part of an ioredis `Redis` client that Redlock uses on each master. */
-export interface RedlockClientLike {
-  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
-  pipeline(): { evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown; exec(): Promise<[Error | null, unknown][] | null> };
-  duplicate(override?: { autoResubscribe?: boolean }): RedlockSubscriberLike;
-  info?(section: string): Promise<string>;
-  readonly isCluster?: boolean;
-  readonly options?: { readonly host?: string; readonly port?: number; readonly path?: string; readonly sentinels?: unknown };
-}
-
-export interface RedlockSubscriberLike {
-  subscribe(channel: string): Promise<unknown>;
-  on(event: 'message', cb: (channel: string, message: string) => void): unknown;
-  on(event: 'ready', cb: () => void): unknown;
-  on(event: 'error', cb: (error: Error) => void): unknown;
-  disconnect(): void;
+export interface RedlockClientLike extends RedisClientLike {
+  readonly options?: {
+    readonly host?: string;
+    readonly port?: number;
+    readonly path?: string;
+    readonly sentinels?: unknown;
+  };
 }
 
 /**
@@ -73,32 +64,6 @@ export function gather<T>(
     }
     if (count === 0 || signal?.aborted) finish();
   });
-}
-
-/** EVALSHA on one master, falling back to EVAL once when that master has not cached the script. */
-export async function runScript(client: RedlockClientLike, script: RedisScript, numKeys: number, args: readonly (string | number)[]): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, numKeys, ...args);
-  } catch (error) {
-    if (error instanceof Error && /NOSCRIPT/.test(error.message)) return client.eval(script.source, numKeys, ...args);
-    throw error;
-  }
-}
-
-/** One script over many argument lists in one pipelined round trip to one master. */
-export async function runScriptMany(client: RedlockClientLike, script: RedisScript, numKeys: number, calls: readonly (readonly (string | number)[])[]): Promise<unknown[]> {
-  if (calls.length === 1) return [await runScript(client, script, numKeys, calls[0])];
-  const pipe = client.pipeline();
-  for (const args of calls) pipe.evalsha(script.sha, numKeys, ...args);
-  const replies = (await pipe.exec()) ?? [];
-  if (replies.length !== calls.length) throw new Error(`pipeline answered ${replies.length} of ${calls.length} commands`);
-  return Promise.all(
-    replies.map(async ([error, reply], i) => {
-      if (error && /NOSCRIPT/.test(error.message)) return runScript(client, script, numKeys, calls[i]);
-      if (error) throw error;
-      return reply;
-    }),
-  );
 }
 
 /** Counts of a snapshot: answers that satisfied `ok`, other answers, errors, and masters still silent. */

@@ -1,0 +1,14 @@
+/**
+ * What the Redis and Redlock backends share: structural client types, scripts run by EVALSHA with
+ * a NOSCRIPT fallback (one call or a pipelined batch), the lazily made pub/sub connection, where a
+ * client comes from (given or made and closed by the backend), and the lock's key layout + scripts.
+ */
+export type { RedisClientLike, RedisPipelineLike, RedisReply, RedisSubscriberLike } from './redis-client.types';
+export { REDIS_CLIENT_METHODS } from './redis-client.types';
+export { redisScript, runScript, runScriptBatch, type RedisScript } from './redis.script';
+export { RedisSubscriber } from './redis.subscriber';
+export { PubSubWakeups } from './pubsub.wakeups';
+export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';
+export { lockKeys, type LockKeys } from './lock-keys';
+export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
+export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';

@@ -1,0 +1,133 @@
+import { redisScript as script } from './redis.script';
+
+/**
+ * The lock scripts of the Redlock backend, run on every master (keys: see lock-keys.ts; the Redis
+ * backend shares RENEW and has its own queue-aware acquire and release). Time is always the
+ * server's (TIME), never a client's.
+ */
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/**
+ * Token = max(last + 1, server time in µs), the counter kept `fenceRetention` ms after the last
+ * grant. Redlock needs the time term on EVERY grant (not only for a new counter, as the Redis
+ * backend does): the token is the largest of the granting majority's, and different majorities
+ * agree only because every master's token tracks its clock.
+ */
+const FENCE = `
+local function fence(F, retention)
+  local f = tonumber(redis.call('GET', F) or '0') + 1
+  local t = redis.call('TIME')
+  local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if micros > f then f = micros end
+  redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
+  return string.format('%.0f', f)
+end
+`;
+
+/**
+ * acquire KEYS={K},{K}:r,{K}:f,{K}:q ARGV=owner,ttl,mode,fenceRetention,channel,score,keepMs
+ * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1
+ * unknown)}. When busy and `channel` is given (a waiting process), registers that process channel
+ * in {K}:q with `score` (its first registration keeps its place), so a release wakes ONE process.
+ * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence.
+ */
+export const ACQUIRE = script(`${FENCE}
+local ttl = tonumber(ARGV[2])
+local function busy(ms)
+  if ARGV[5] ~= '' then
+    redis.call('ZADD', KEYS[4], 'NX', ARGV[6], ARGV[5])
+    if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
+  end
+  return {0, ms}
+end
+if ARGV[3] == 'exclusive' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    ${NOW}
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+    if last[1] then return busy(tonumber(last[2]) - now) end
+  end
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then return busy(redis.call('PTTL', KEYS[1])) end
+else
+  local wttl = redis.call('PTTL', KEYS[1])
+  if wttl ~= -2 then return busy(wttl) end
+  ${NOW}
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
+end
+return {1, fence(KEYS[3], ARGV[4])}
+`);
+
+/**
+ * release KEYS={K},{K}:r,{K}:q ARGV=owner,mode,message
+ * Deletes our hold only if it is ours. If processes wait, wakes the earliest registered one that
+ * still listens (PUBLISH reached someone; channels nobody hears are dropped): O(1) wake-ups, and
+ * no PUBLISH at all when nobody waits. Returns 1 if released, 0 if it was not ours (or gone).
+ */
+export const RELEASE = script(`
+if ARGV[2] == 'exclusive' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  redis.call('DEL', KEYS[1])
+else
+  if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end
+  if redis.call('ZCARD', KEYS[2]) > 0 then return 1 end
+end
+while redis.call('EXISTS', KEYS[3]) == 1 do
+  local head = redis.call('ZPOPMIN', KEYS[3])
+  if redis.call('PUBLISH', head[1], ARGV[3]) > 0 then break end
+end
+return 1
+`);
+
+/**
+ * renew KEYS={K},{K}:r ARGV=owner,ttl,mode
+ * Extends our hold to ttl ms from now if it is still ours and unexpired; returns 1, else 0.
+ */
+export const RENEW = script(`
+if ARGV[3] == 'exclusive' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+${NOW}
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) <= now then return 0 end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
+return 1
+`);
+
+/**
+ * inspect KEYS={K},{K}:r,{K}:f,{K}:q (read-only)
+ * Returns {writer owner or '', writer PTTL, {reader, ms left, ...}, last token or '', ZCARD {K}:q}.
+ */
+export const INSPECT = script(`
+${NOW}
+local readers = {}
+for i, v in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf', 'WITHSCORES')) do
+  if i % 2 == 1 then readers[#readers + 1] = v else readers[#readers + 1] = tostring(tonumber(v) - now) end
+end
+return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), readers,
+  redis.call('GET', KEYS[3]) or '', redis.call('ZCARD', KEYS[4])}
+`);
+
+/**
+ * forceRelease KEYS={K},{K}:r,{K}:q ARGV=message
+ * Frees the key whoever holds it (an operator's action) and wakes one waiting process like a
+ * release. Returns 1 if a hold was removed, else 0. The fence is kept: tokens go on growing.
+ */
+export const FORCE_RELEASE = script(`
+local removed = redis.call('DEL', KEYS[1], KEYS[2])
+if removed == 0 then return 0 end
+while redis.call('EXISTS', KEYS[3]) == 1 do
+  local head = redis.call('ZPOPMIN', KEYS[3])
+  if redis.call('PUBLISH', head[1], ARGV[1]) > 0 then break end
+end
+return 1
+`);

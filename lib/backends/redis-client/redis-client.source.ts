@@ -1,0 +1,72 @@
+import { checkClient } from '../../backend-kit';
+import { REDIS_CLIENT_METHODS, type RedisClientLike } from './redis-client.types';
+
+/**
+ * Where a backend's client comes from: `{ client }` (the user created it and keeps owning it: the
+ * backend never closes it) or `{ clientFactory }` (the backend calls it once, on first use, and
+ * QUITs what it made in close()). A failed factory call is retried at the next use.
+ */
+export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
+  private made: Promise<C> | undefined;
+  private closed = false;
+  /** The client once known (at once for `{ client }`). */
+  current: C | undefined;
+
+  constructor(
+    private readonly given: C | undefined,
+    private readonly factory: (() => C | Promise<C>) | undefined,
+    private readonly option = 'clientFactory',
+  ) {
+    this.current = given;
+  }
+
+  /** Whether the backend made (and so closes) the client. */
+  get owned(): boolean {
+    return this.given === undefined;
+  }
+
+  get(): C | Promise<C> {
+    if (this.current) return this.current;
+    return (this.made ??= this.make());
+  }
+
+  /** QUITs the client if the backend made it (falls back to disconnect when QUIT fails). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (!this.owned || !this.made) return;
+    const client = await this.made.catch(() => undefined);
+    if (client) await quit(client);
+  }
+
+  private async make(): Promise<C> {
+    const factory = this.factory as () => C | Promise<C>;
+    try {
+      const client = await factory();
+      checkRedisClient(this.option, client);
+      if (this.closed) {
+        await quit(client);
+        throw new Error('the backend was closed while its client was being made');
+      }
+      this.current = client;
+      return client;
+    } catch (error) {
+      this.made = undefined;
+      throw error;
+    }
+  }
+}
+
+/** QUIT (graceful: waits for replies in flight), else disconnect. Never rejects. */
+export async function quit(client: RedisClientLike): Promise<void> {
+  try {
+    if (typeof client.quit === 'function') await client.quit();
+    else client.disconnect?.();
+  } catch {
+    client.disconnect?.();
+  }
+}
+
+/** Throws InvalidLockOptionsError unless `client` has every method the backends call. */
+export function checkRedisClient(option: string, client: unknown, what = 'an ioredis Redis or Cluster client'): void {
+  checkClient(option, client, REDIS_CLIENT_METHODS, what);
+}

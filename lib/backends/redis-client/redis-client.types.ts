@@ -1,0 +1,37 @@
+/**
+ * The parts of an ioredis `Redis` or `Cluster` client the Redis and Redlock backends use, typed
+ * structurally so the published types never import the optional `ioredis` peer.
+ */
+export type RedisReply = unknown;
+
+export interface RedisPipelineLike {
+  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
+  eval(script: string, numKeys: number, ...args: (string | number)[]): unknown;
+  exec(): Promise<[Error | null, RedisReply][] | null>;
+}
+
+export interface RedisSubscriberLike {
+  subscribe(channel: string): Promise<unknown>;
+  on(event: 'message', cb: (channel: string, message: string) => void): unknown;
+  on(event: 'ready', cb: () => void): unknown;
+  on(event: 'error', cb: (error: Error) => void): unknown;
+  disconnect(): void;
+}
+
+/** An ioredis `Redis` (standalone or Sentinel-managed) or `Cluster` client. */
+export interface RedisClientLike {
+  evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<RedisReply>;
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<RedisReply>;
+  pipeline(): RedisPipelineLike;
+  /** Redis: `duplicate(override?)`; Cluster: `duplicate(startupNodes?, options?)`. */
+  duplicate(...args: never[]): RedisSubscriberLike;
+  wait?(numReplicas: number, timeout: number): Promise<number>;
+  info?(section: string): Promise<string>;
+  /** Closes the connection gracefully (used only for clients the backend created). */
+  quit?(): Promise<unknown>;
+  disconnect?(): void;
+  readonly isCluster?: boolean;
+}
+
+/** Methods a value must have to be accepted as a client. */
+export const REDIS_CLIENT_METHODS = ['evalsha', 'eval', 'pipeline', 'duplicate'] as const;

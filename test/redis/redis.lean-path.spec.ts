@@ -1,0 +1,67 @@
+import Redis from 'ioredis';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { RedisServer } from '../support/redis-server';
+import { eventually } from '../support/server-process';
+
+/**
+ * The uncontended path and the fence's footprint, read from a real redis-server: which commands an
+ * uncontended acquire + release run (INFO commandstats counts commands run inside scripts too),
+ * and that a short fenceRetention keeps tokens strictly growing after the fence key expired.
+ */
+let server: RedisServer;
+let admin: Redis;
+let client: Redis;
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  admin = new Redis({ port: server.port, host: '127.0.0.1' });
+  client = new Redis({ port: server.port, host: '127.0.0.1' });
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  client.disconnect();
+  await server.destroy();
+});
+
+async function commandCalls(): Promise<Record<string, number>> {
+  const info = await admin.info('commandstats');
+  const calls: Record<string, number> = {};
+  for (const m of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls[m[1]] = Number(m[2]);
+  for (const name of Object.keys(calls)) if (name === 'info' || name.startsWith('config')) delete calls[name];
+  return calls;
+}
+
+describe('RedisLockBackend lean path and fence retention', () => {
+  it('uncontended: acquire = EXISTS + SET NX PX + INCR, release = GET + DEL + EXISTS; no TIME, no PUBLISH', async () => {
+    const engine = new LockEngine({ backend: new RedisLockBackend({ client }), keyPrefix: 'lean:' });
+    await (await engine.acquire('warm')).release(); // caches the scripts, creates no fence for 'k*'
+    await (await engine.acquire('k0')).release(); // the fence of k0 is new here (TIME once)
+    await admin.config('RESETSTAT');
+    for (let i = 0; i < 20; i++) await (await engine.acquire('k0')).release();
+    expect(await commandCalls()).toEqual({ evalsha: 40, exists: 40, set: 20, incr: 20, get: 20, del: 20 });
+    await engine.close();
+  });
+
+  it('fenceRetention: the fence key lives that long from its creation, and tokens still grow after it expired', async () => {
+    const engine = new LockEngine({ backend: new RedisLockBackend({ client, fenceRetention: 1_000 }), keyPrefix: 'lean:' });
+    const fenceKey = lockKeys('lean:short').fence;
+    const first = await engine.acquire('short');
+    await first.release();
+    const pttl = await admin.pttl(fenceKey);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(1_000);
+    const bytes = await admin.memory('USAGE', fenceKey);
+    process.stdout.write(`[redis fence] MEMORY USAGE of ${fenceKey} (${fenceKey.length} chars): ${bytes} bytes\n`);
+    const second = await engine.acquire('short');
+    expect(second.fencingToken).toBe(first.fencingToken + 1n);
+    await second.release();
+    await eventually(async () => (await admin.exists(fenceKey)) === 0, 5_000, 50);
+    const third = await engine.acquire('short');
+    expect(third.fencingToken > second.fencingToken).toBe(true);
+    await third.release();
+    await engine.close();
+  });
+});
