@@ -84,9 +84,13 @@ export class LockEngine {
     return handle.handle ?? Promise.reject(handle.error);
   }
 
-  /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
+  /** Tries once (never waits, whatever the defaults): the handle, or null when the lock is busy. */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
-    const result = await this.acquireOrNull(key, { wait: 0, ...options });
+    const wait = options?.wait;
+    if (wait !== undefined && wait !== 0) {
+      throw new InvalidLockOptionsError('wait', wait, '0 or omitted: tryAcquire tries once (use acquire to wait)', key);
+    }
+    const result = await this.acquireOrNull(key, { ...options, wait: 0 });
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;

@@ -16,7 +16,15 @@ export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     @Inject(LockEngine) private readonly engine: LockEngine,
-  ) {}
+  ) {
+    // Built at compile(): @Locked methods of this module's instances work before init().
+    engineRegistry.open(this.engine, (instance) => this.owns(instance));
+  }
+
+  /** Whether `instance` is one of the providers or controllers Nest created in this container. */
+  private owns(instance: object): boolean {
+    return [...this.discovery.getProviders(), ...this.discovery.getControllers()].some((w) => w.instance === instance);
+  }
 
   onModuleInit(): void {
     engineRegistry.open(this.engine);
@@ -31,7 +39,8 @@ export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
         const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as LockedMethod | undefined;
         if (!method) continue;
         found = true;
-        this.engine.resolveOptions({ ...method.options, onBusy: undefined } as never, method.where);
+        const { retryAfter: _retryAfter, ...lockOptions } = method.options;
+        this.engine.resolveOptions({ ...lockOptions, onBusy: undefined } as never, method.where);
       }
       if (found) engineRegistry.register(instance, this.engine);
     }
