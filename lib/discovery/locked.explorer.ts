@@ -4,6 +4,9 @@ import { LOCKED_METADATA } from '../distributed-lock.constants';
 import { LockEngine } from '../core/lock-engine';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { engineRegistry } from '../core/engine-registry';
+import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
+import { bindToGateways } from '../filters/gateway-enhancers';
+import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
 
 /**
  * At bootstrap, finds every provider and controller with @Locked methods, binds them to this
@@ -16,9 +19,11 @@ export class LockedExplorer implements OnModuleInit, OnApplicationShutdown {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     @Inject(LockEngine) private readonly engine: LockEngine,
+    @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS) options: DistributedLockModuleOptions,
   ) {
     // Built at compile(): @Locked methods of this module's instances work before init().
     engineRegistry.open(this.engine, (instance) => this.owns(instance));
+    bindToGateways(new Set(this.discovery.getProviders().map((w) => w.metatype)), options ?? {});
   }
 
   /** Whether `instance` is one of the providers or controllers Nest created in this container. */

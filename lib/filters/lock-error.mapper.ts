@@ -72,7 +72,7 @@ export function retryAfterSeconds(ms: number): number {
 /**
  * The default answer of each transport: HttpException (body: statusCode, error, code, message,
  * retryAfter), RpcException / WsException (payload: code, message, retryAfter), GraphQLError
- * (extensions: code, retryAfter, http.status). Undefined when the transport's package is missing.
+ * (extensions: code, retryAfter). Undefined when the transport's package is missing.
  */
 export function defaultLockException(transport: string, error: DistributedLockError, r: LockErrorResponse): unknown {
   switch (transport) {
@@ -91,7 +91,7 @@ export function defaultLockException(transport: string, error: DistributedLockEr
     case 'graphql': {
       const gql = optionalPeer<GraphqlModule>('graphql');
       const { message: _message, ...rest } = lockErrorPayload(r);
-      const extensions = { ...rest, http: { status: r.status } };
+      const extensions = { ...rest };
       return gql ? new gql.GraphQLError(r.message, { extensions }) : undefined;
     }
     default:

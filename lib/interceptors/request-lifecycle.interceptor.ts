@@ -50,8 +50,9 @@ function goneSource(context: ExecutionContext): GoneSource | undefined {
     case 'http':
       return responseSource(context.switchToHttp().getResponse());
     case 'graphql': {
-      const ctx = context.getArgByIndex<{ res?: unknown; reply?: unknown } | undefined>(2);
-      return responseSource(ctx?.res ?? ctx?.reply);
+      // Apollo on Express gives { req } (Express links req.res); Mercurius gives { reply }.
+      const ctx = context.getArgByIndex<{ req?: { res?: unknown }; res?: unknown; reply?: unknown } | undefined>(2);
+      return responseSource(ctx?.res ?? ctx?.reply ?? ctx?.req?.res);
     }
     case 'ws': {
       const client = context.switchToWs().getClient<Record<string, unknown> & Emitter>();
