@@ -21,7 +21,12 @@ import { withRequestSignal } from '../interceptors/request-signal';
  */
 export function invokeLocked(instance: unknown, original: Function, args: unknown[], method: LockedMethod): unknown {
   if (method.returnsObservable) return lockedObservable(instance, original, args, method);
-  const engine = engineRegistry.find(instance, method.where);
+  let engine: LockEngine;
+  try {
+    engine = engineRegistry.find(instance, method.where);
+  } catch (error) {
+    return Promise.reject(error); // the method is async: it rejects, never throws
+  }
   return engine.runInScope(async () => {
     const handle = await acquireFor(engine, args, method);
     if (!handle) return undefined;
