@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { ArgumentsHost, Catch, Controller, Get, Param, UseFilters, type ExceptionFilter, type INestApplication } from '@nestjs/common';
+import { ArgumentsHost, Catch, Controller, Get, Injectable, Param, UseFilters, UseGuards, type CanActivate, type ExceptionFilter, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
@@ -19,6 +19,16 @@ class UserCatchAllFilter implements ExceptionFilter {
   }
 }
 
+/** A guard that takes a lock itself (try once): its lock error must map like any other. */
+@Injectable()
+class LockingGuard implements CanActivate {
+  constructor(private readonly locks: LockService) {}
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const id = context.switchToHttp().getRequest<{ params: { id: string } }>().params.id;
+    return this.locks.withLock(`item:${id}`, () => true, { wait: 0 });
+  }
+}
+
 @Controller('more')
 class MoreController {
   constructor(private readonly locks: LockService) {}
@@ -27,6 +37,12 @@ class MoreController {
   @Get(':id/service')
   async viaService(@Param('id') id: string): Promise<{ id: string }> {
     return this.locks.withLock(`item:${id}`, async () => ({ id }), { wait: 0 });
+  }
+
+  @Get(':id/guarded')
+  @UseGuards(LockingGuard)
+  async guarded(@Param('id') id: string): Promise<{ id: string }> {
+    return { id };
   }
 
   @Get('plain-error')
@@ -57,7 +73,7 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     const moduleRef = await Test.createTestingModule({
       imports: [DistributedLockModule.forRoot(env.options)],
       controllers: [ItemsController, MoreController],
-      providers: [Runs, ArrivalGuard],
+      providers: [Runs, ArrivalGuard, LockingGuard],
     }).compile();
     app = moduleRef.createNestApplication(make(), { logger: false });
     await app.listen(0, '127.0.0.1');
@@ -99,13 +115,19 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     expect(res.body.retryAfter).toBeLessThan(1_000);
   });
 
-  it('busy: lock errors thrown outside @Locked (LockService.withLock in a plain route) map too', async () => {
+  it('busy: lock errors thrown outside @Locked (LockService.withLock in a plain route, a guard) map too', async () => {
     const held = await LockTesting.hold(app, 'item:w1');
     const res = await httpGet(port, '/more/w1/service');
     await held.release();
     expect(res.status).toBe(409);
     expect(res.body.code).toBe('LOCK_ACQUIRE_TIMEOUT');
     expect(res.headers['retry-after']).toBeDefined();
+    const fromGuard = await LockTesting.hold(app, 'item:w2');
+    const guarded = await httpGet(port, '/more/w2/guarded');
+    await fromGuard.release();
+    expect(guarded.status).toBe(409);
+    expect(guarded.body.code).toBe('LOCK_ACQUIRE_TIMEOUT');
+    expect((await httpGet(port, '/more/w2/guarded')).status).toBe(200);
   });
 
   it('leaves other errors and the user’s own filters alone', async () => {
@@ -132,10 +154,9 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     const req = httpRequest({ host: '127.0.0.1', port, path: '/items/g1/wait', agent: false });
     req.on('error', () => undefined);
     req.end();
-    await eventually(() => runs.arrived.get('g1') === 1); // past the guards: now waiting for the lock
+    await eventually(() => runs.arrived.get('g1') === 1 && env.waiting() === 1); // queued for the lock
     req.destroy();
-    const server = app.getHttpServer() as Server;
-    await eventually(() => new Promise<boolean>((r) => server.getConnections((_e, n) => r(n === 0))));
+    await eventually(() => env.waiting() === 0); // it left the queue without being granted anything
     await held.release();
     // Nobody is queued ahead: a try-once request gets the lock at once.
     const next = await httpGet(port, '/items?id=g1');

@@ -1,5 +1,6 @@
 import { Controller, Get, Injectable, Param, Query, Sse, UseGuards, type CanActivate, type MessageEvent } from '@nestjs/common';
 import Redis from 'ioredis';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { interval, map, type Observable } from 'rxjs';
 import { Locked, RedisLockBackend, type DistributedLockModuleOptions } from '../../../lib';
 import { RedisServer } from '../../support/redis-server';
@@ -59,8 +60,21 @@ export async function redisEnv() {
   const server = await RedisServer.start();
   const client = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   client.on('error', () => undefined);
+  const backend = new RedisLockBackend({ client });
+  // A probe, not a mock: counts the backend's waits in progress (acquire with wait > 0), so a test
+  // can see a waiter leave. The real backend does the work.
+  let waiting = 0;
+  const acquire = backend.acquire.bind(backend);
+  backend.acquire = async (request) => {
+    if (request.wait > 0) waiting++;
+    try {
+      return await acquire(request);
+    } finally {
+      if (request.wait > 0) waiting--;
+    }
+  };
   const options: DistributedLockModuleOptions = {
-    backend: new RedisLockBackend({ client }),
+    backend,
     defaults: { ttl: 5_000, wait: 5_000 },
     operationTimeout: 500,
   };
@@ -68,6 +82,8 @@ export async function redisEnv() {
     server,
     options,
     port: server.port,
+    /** Waits for a busy lock in progress in this process. */
+    waiting: () => waiting,
     stop: () => server.kill(),
     start: () => server.start(),
     async close() {
@@ -86,7 +102,7 @@ export function leaksNothing(text: string, port: number): void {
 
 export interface HttpAnswer {
   status: number;
-  headers: import('node:http').IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   text: string;
   body: Record<string, unknown>;
 }
@@ -94,7 +110,7 @@ export interface HttpAnswer {
 /** One GET over a real socket. */
 export function httpGet(port: number, path: string): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const req = require('node:http').request({ host: '127.0.0.1', port, path, agent: false }, (res: import('node:http').IncomingMessage) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res: IncomingMessage) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -112,3 +128,4 @@ export function httpGet(port: number, path: string): Promise<HttpAnswer> {
     req.end();
   });
 }
+

@@ -82,9 +82,9 @@ describe('lock errors in a TCP microservice', () => {
     const leaving = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
     await leaving.connect();
     void firstValueFrom(leaving.send('item.wait', { id: 'r3' })).catch(() => undefined);
-    await eventually(() => runs.arrived.get('r3') === 1);
+    await eventually(() => runs.arrived.get('r3') === 1 && env.waiting() === 1);
     await leaving.close();
-    await eventually(async () => (await connections()) === before); // the server saw it go
+    await eventually(async () => (await connections()) === before && env.waiting() === 0); // gone, and out of the queue
     await held.release();
     expect(await send('item', { id: 'r3' })).toEqual({ ok: { id: 'r3' } });
     expect(runs.count.get('r3')).toBe(1);
@@ -163,10 +163,10 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     const held = await LockTesting.hold(app, 'item:w3', { ttl: 5_000 });
     const ws = await socket();
     ws.send(JSON.stringify({ event: 'item.wait', data: { id: 'w3' } }));
-    await eventually(() => runs.arrived.get('w3') === 1);
+    await eventually(() => runs.arrived.get('w3') === 1 && env.waiting() === 1);
     ws.terminate();
     const gateway = app.get(ItemsGateway);
-    await eventually(() => gateway.server.clients.size === 0);
+    await eventually(() => gateway.server.clients.size === 0 && env.waiting() === 0);
     await held.release();
     expect(await ask('item', { id: 'w3' })).toEqual({ event: 'item', data: { id: 'w3' } });
     expect(runs.count.get('w3')).toBe(1);
@@ -192,10 +192,9 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     const req = httpRequest({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', headers: { 'content-type': 'application/json' }, agent: false });
     req.on('error', () => undefined);
     req.end(JSON.stringify({ query: '{ itemWait(id: "q3") { id } }' }));
-    await eventually(() => runs.arrived.get('q3') === 1);
+    await eventually(() => runs.arrived.get('q3') === 1 && env.waiting() === 1);
     req.destroy();
-    const server = app.getHttpServer() as HttpServer;
-    await eventually(() => new Promise<boolean>((r) => server.getConnections((_e, n) => r(n === 0))));
+    await eventually(() => env.waiting() === 0);
     await held.release();
     expect((await graphql('{ item(id: "q3") { id } }')).body).toEqual({ data: { item: { id: 'q3' } } });
     expect(runs.count.get('q3')).toBe(1);
