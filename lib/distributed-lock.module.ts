@@ -1,17 +1,23 @@
-import { Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { MemoryLockBackend } from './backends/memory/memory.backend';
 import { LockEngine } from './core/lock-engine';
 import { LockedExplorer } from './discovery/locked.explorer';
 import { DistributedLockConfigurableModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
+import { LockExceptionFilter } from './filters/lock-exception.filter';
+import { resolveErrorMapping } from './filters/lock-error.mapper';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 import { LockedInterceptor } from './interceptors/locked.interceptor';
+import { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
 import { LockService } from './services/lock.service';
-import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
+import { LockTestingHelper } from './testing/lock-testing.helper';
 
 /**
  * DistributedLockModule.forRoot({ backend, keyPrefix, defaults }) or .forRootAsync({ useFactory,
  * inject, imports }): global by default (isGlobal: false to import it where needed). Options are
- * validated once, when the engine is built, for both forms: a bad option fails start-up.
+ * validated once, when the engine is built, for both forms: a bad option fails start-up. It also
+ * registers a global filter mapping lock errors per transport (`errorMapping`) and a global
+ * interceptor that ends a lock wait when the HTTP client goes away.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -19,10 +25,8 @@ import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
     {
       provide: LockEngine,
       useFactory: (options: DistributedLockModuleOptions) => {
-        const { httpErrors, ...engineOptions } = options ?? ({} as DistributedLockModuleOptions);
-        if (httpErrors !== undefined && typeof httpErrors !== 'boolean' && typeof httpErrors !== 'function') {
-          throw new InvalidLockOptionsError('httpErrors', httpErrors, 'true, false or a function (error, context) => exception');
-        }
+        const { httpErrors: _h, errorMapping: _e, exposeErrorDetails: _x, ...engineOptions } = options ?? ({} as DistributedLockModuleOptions);
+        resolveErrorMapping(options ?? {}); // fails start-up on a bad errorMapping / httpErrors / exposeErrorDetails
         return new LockEngine(engineOptions);
       },
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
@@ -30,7 +34,24 @@ import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
     LockService,
     LockedExplorer,
     LockedInterceptor,
+    { provide: APP_FILTER, useClass: LockExceptionFilter },
+    { provide: APP_INTERCEPTOR, useClass: RequestLifecycleInterceptor },
   ],
   exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS],
 })
-export class DistributedLockModule extends DistributedLockConfigurableModule {}
+export class DistributedLockModule extends DistributedLockConfigurableModule {
+  /**
+   * For tests: forRoot on a fresh in-process MemoryLockBackend with `defaults.wait: 0` (a busy lock
+   * fails at once, so a test that holds a key gets its 409 without waiting), plus LockTestingHelper.
+   * Every option can be overridden, e.g. `forTesting({ defaults: { wait: 1_000 } })`.
+   */
+  static forTesting(options: Partial<DistributedLockModuleOptions> & { isGlobal?: boolean } = {}): DynamicModule {
+    const backend = options.backend || options.backends ? {} : { backend: new MemoryLockBackend() };
+    const dynamic = this.forRoot({ ...backend, ...options, defaults: { wait: 0, ...options.defaults } });
+    return {
+      ...dynamic,
+      providers: [...(dynamic.providers ?? []), LockTestingHelper],
+      exports: [...(dynamic.exports ?? []), LockTestingHelper],
+    };
+  }
+}

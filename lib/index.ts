@@ -15,7 +15,15 @@ export { LeaderOnly } from './decorators/leader-only.decorator';
 export { Leadership } from './core/leader-election';
 export type { CampaignOptions, LeadershipListener } from './core/leader-election';
 export { LockedInterceptor, toHttpException } from './interceptors/locked.interceptor';
+export type { LockedMethodDecorator, LockedResult } from './decorators/locked.decorator';
 export { LockService } from './services/lock.service';
+
+// Errors per transport, the request's lifecycle, testing
+export { LockExceptionFilter } from './filters/lock-exception.filter';
+export { lockErrorResponse } from './filters/lock-error.mapper';
+export { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
+export { LockTesting, LockTestingHelper } from './testing';
+export type { LockTestingApp } from './testing';
 
 // Handles, keys and the framework-free engine (for scripts and workers without Nest)
 export { LockHandle } from './core/lock-handle';
@@ -35,7 +43,11 @@ export {
 // Options
 export type {
   DistributedLockModuleOptions,
+  LockErrorMapper,
+  LockErrorMappingOptions,
+  LockErrorResponse,
   LockHttpErrorMapper,
+  LockTransport,
 } from './interfaces/distributed-lock-module-options.interface';
 export type { LockOptions, LockedOptions, LockDefaults, LockOnBusy } from './interfaces/lock-options.interface';
 export type { LockBackend, LockBackendCapabilities, LockMode } from './interfaces/lock-backend.interface';

@@ -77,6 +77,12 @@ export async function pollAcquire(
     if (busy && !busy.acquired && busy.retryAfter !== undefined) sleep = Math.min(sleep, busy.retryAfter + 1);
     if (listener) await listener.wait(sleep, request.signal);
     else await sleepFor(sleep, request.signal);
+    // A cancelled waiter (its caller gave up, e.g. the HTTP client went away) makes no further
+    // attempt: one sent now could take the lock after a release and hold it for nobody.
+    if (request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) {
+      listener?.dispose();
+      return busy ?? { acquired: false };
+    }
   }
 }
 

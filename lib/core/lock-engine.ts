@@ -83,15 +83,19 @@ export class LockEngine {
     return handle.handle ?? Promise.reject(handle.error);
   }
 
-  /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
+  /** Tries once (never waits, whatever the defaults): the handle, or null when the lock is busy. */
   async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
+    const wait = options?.wait;
+    if (wait !== undefined && wait !== 0) {
+      throw new InvalidLockOptionsError('wait', wait, '0 or omitted: tryAcquire tries once (use acquire to wait)', String(key));
+    }
     if (Array.isArray(key) || options?.permits !== undefined) {
-      return this.acquire(key, { ...options, wait: options?.wait ?? 0 }).catch((error) => {
+      return this.acquire(key, { ...options, wait: 0 }).catch((error) => {
         if (error instanceof LockAcquireTimeoutError) return null;
         throw error;
       });
     }
-    const result = await this.acquireOrNull(key as string, { wait: 0, ...options });
+    const result = await this.acquireOrNull(key as string, { ...options, wait: 0 });
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;

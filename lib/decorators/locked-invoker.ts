@@ -9,6 +9,8 @@ import type { LockedMethod } from '../interfaces/locked-method.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
+import { holdTimes, retryAfterHints } from '../core/hold-times';
+import { withRequestSignal } from '../interceptors/request-signal';
 
 
 /**
@@ -19,7 +21,12 @@ import { MAX_KEY_LENGTH } from '../backend-kit/limits';
  */
 export function invokeLocked(instance: unknown, original: Function, args: unknown[], method: LockedMethod): unknown {
   if (method.returnsObservable) return lockedObservable(instance, original, args, method);
-  const engine = engineRegistry.find(instance, method.where);
+  let engine: LockEngine;
+  try {
+    engine = engineRegistry.find(instance, method.where);
+  } catch (error) {
+    return Promise.reject(error); // the method is async: it rejects, never throws
+  }
   return engine.runInScope(async () => {
     const handle = await acquireFor(engine, args, method);
     if (!handle) return undefined;
@@ -85,14 +92,28 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
 
 async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMethod): Promise<LockHandle | null> {
   const key = resolveKey(engine, args, method);
-  const { onBusy = engine.defaults.onBusy, ...rest } = method.options;
-  const options: LockOptions = onBusy === 'wait' ? rest : { ...rest, wait: 0 };
+  const { onBusy = engine.defaults.onBusy, retryAfter, ...rest } = method.options;
+  // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
+  const signal = withRequestSignal(undefined);
+  const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }), ...(signal ? { signal } : {}) };
   try {
-    return await engine.acquire(key, options);
+    return timed(await engine.acquire(key, options), key);
   } catch (error) {
     if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) return null;
+    if (retryAfter !== undefined && error instanceof LockAcquireTimeoutError) retryAfterHints.set(error, retryAfter);
     throw error;
   }
+}
+
+/** Feeds the key's hold time to the Retry-After estimate when the handle is released. */
+export function timed(handle: LockHandle, key: string | readonly string[]): LockHandle {
+  const grantedAt = performance.now();
+  const release = handle.release.bind(handle);
+  handle.release = async () => {
+    if (handle.held) for (const k of typeof key === 'string' ? [key] : key) holdTimes.record(k, performance.now() - grantedAt);
+    return release();
+  };
+  return handle;
 }
 
 function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string | string[] {

@@ -1,7 +1,7 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { checkDuration } from '../core/lock-options';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
-import { Locked } from './locked.decorator';
+import { Locked, type LockedMethodDecorator } from './locked.decorator';
 
 /** Options of `@LockedJob(name, options)`. All durations in ms. */
 export interface LockedJobOptions {
@@ -28,7 +28,7 @@ export interface LockedJobOptions {
  * lockAtLeastFor). A crash mid-job frees the lock after its ttl; the job does not run again until
  * the next tick. See docs/guide/scheduling.md for per-fire keys and leader election.
  */
-export function LockedJob(name: string, options: LockedJobOptions): MethodDecorator {
+export function LockedJob(name: string, options: LockedJobOptions): LockedMethodDecorator<any[]> {
   if (typeof name !== 'string' || !/^[\w.:-]{1,200}$/.test(name)) {
     throw new InvalidLockOptionsError('@LockedJob name', name, 'a job name of letters, digits and _ . : - (1 to 200 characters)');
   }

@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import { UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { CURRENT_LOCK_PARAM_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
 import { parseParameterNames, type LockKey } from '../core/lock-key';
@@ -8,13 +7,26 @@ import { checkPermits } from '../core/semaphore';
 import { checkDuration, checkMode, checkOnBusy } from '../core/lock-options';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedOptions } from '../interfaces/lock-options.interface';
-import { LockedInterceptor } from '../interceptors/locked.interceptor';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
 import { keyParameterNames } from './key-param.decorator';
 
-const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits']);
+const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits', 'retryAfter']);
+
+/** What a @Locked method may return: the lock is held until the Promise settles or the Observable ends. */
+export type LockedResult = Promise<unknown> | Observable<unknown>;
+
+/**
+ * The decorator @Locked returns. Its descriptor constraint makes `@Locked` on a method that returns
+ * neither a Promise nor an Observable a compile error (such a method would silently start
+ * returning a Promise), and checks a key function's parameters against the method's.
+ */
+export type LockedMethodDecorator<A extends unknown[]> = <T extends (...args: [...A, ...any[]]) => LockedResult>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => TypedPropertyDescriptor<T> | void;
 
 /**
  * Runs the method under a distributed lock. `key` is a template (`'order:<id>'` reads the
@@ -28,17 +40,19 @@ const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'm
  * The wrapped method always returns a Promise, except one declared to return an Observable, which
  * stays a cold Observable that locks on subscribe and releases when it ends.
  *
+ * A key function receives the method's arguments; annotate its parameters and they are checked
+ * against the method's (`@Locked((id: string) => `order:${id}`)` on `pay(id: string, ...)`).
  * Errors in the template or options fail here, at class definition (application start-up).
  */
-export function Locked(key: LockKey | readonly string[], options: LockedOptions = {}): MethodDecorator {
-  return (target, propertyKey, descriptor: PropertyDescriptor) => {
+export function Locked<A extends unknown[] = any[]>(key: string | readonly string[] | ((...args: A) => string), options: LockedOptions = {}): LockedMethodDecorator<A> {
+  return <T extends (...args: [...A, ...any[]]) => LockedResult>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
     const original = descriptor?.value;
     const where = `${(target as { constructor: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
     if (typeof original !== 'function') throw new InvalidLockOptionsError('@Locked', original, `a method (${where})`);
     checkLockedOptions(options, where);
     const method: LockedMethod = {
       where,
-      key: compileLockKeys(key, keyParameterNames(parseParameterNames(original), target, propertyKey), where),
+      key: compileLockKeys(key as LockKey | readonly string[], keyParameterNames(parseParameterNames(original), target, propertyKey), where),
       options: { ...options },
       currentLockIndex: Reflect.getMetadata(CURRENT_LOCK_PARAM_METADATA, target, propertyKey),
       returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
@@ -52,8 +66,7 @@ export function Locked(key: LockKey | readonly string[], options: LockedOptions 
     }
     Object.defineProperty(wrapper, 'name', { value: original.name });
     Reflect.defineMetadata(LOCKED_METADATA, method, wrapper);
-    descriptor.value = wrapper;
-    UseInterceptors(LockedInterceptor)(target, propertyKey, descriptor);
+    descriptor.value = wrapper as unknown as T;
     return descriptor;
   };
 }
@@ -69,6 +82,7 @@ function checkLockedOptions(options: LockedOptions, where: string): void {
   if (options.maxHold !== undefined) checkDuration('maxHold', options.maxHold, 1, where);
   if (options.minHold !== undefined) checkDuration('minHold', options.minHold, 1, where);
   if (options.permits !== undefined) checkPermits(options.permits, where);
+  if (options.retryAfter !== undefined) checkDuration('retryAfter', options.retryAfter, 0, where);
   if (options.mode !== undefined) checkMode('mode', options.mode, where);
   if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
   if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {

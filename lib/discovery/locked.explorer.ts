@@ -5,6 +5,9 @@ import type { LeaderOnlyMethod } from '../decorators/leader-only.decorator';
 import { LockEngine } from '../core/lock-engine';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { engineRegistry } from '../core/engine-registry';
+import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
+import { bindToGateways } from '../filters/gateway-enhancers';
+import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
 
 /**
  * At bootstrap, finds every provider and controller with @Locked methods, binds them to this
@@ -18,7 +21,17 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     @Inject(LockEngine) private readonly engine: LockEngine,
-  ) {}
+    @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS) options: DistributedLockModuleOptions,
+  ) {
+    // Built at compile(): @Locked methods of this module's instances work before init().
+    engineRegistry.open(this.engine, (instance) => this.owns(instance));
+    bindToGateways(new Set(this.discovery.getProviders().map((w) => w.metatype)), options ?? {});
+  }
+
+  /** Whether `instance` is one of the providers or controllers Nest created in this container. */
+  private owns(instance: object): boolean {
+    return [...this.discovery.getProviders(), ...this.discovery.getControllers()].some((w) => w.instance === instance);
+  }
 
   onModuleInit(): void {
     engineRegistry.open(this.engine);
@@ -39,7 +52,8 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
         const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as LockedMethod | undefined;
         if (!method) continue;
         found = true;
-        this.engine.resolveOptions({ ...method.options, onBusy: undefined } as never, method.where);
+        const { retryAfter: _retryAfter, ...lockOptions } = method.options;
+        this.engine.resolveOptions({ ...lockOptions, onBusy: undefined } as never, method.where);
       }
       if (found) engineRegistry.register(instance, this.engine);
     }

@@ -5,7 +5,9 @@ export type DistributedLockErrorCode =
   | 'LOCK_NOT_HELD'
   | 'LOCK_BACKEND_UNAVAILABLE'
   | 'INVALID_LOCK_OPTIONS'
-  | 'LOCK_KEY_RESOLUTION';
+  | 'LOCK_KEY_RESOLUTION'
+  | 'LOCK_MODULE_MISSING'
+  | 'REQUEST_ABORTED';
 
 /**
  * Base of every error of this package. Carries a stable `code`, the lock `key` involved (when there

@@ -6,3 +6,5 @@ export { LockNotHeldError } from './lock-not-held.error';
 export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
 export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { LockKeyResolutionError } from './lock-key-resolution.error';
+export { LockModuleMissingError } from './lock-module-missing.error';
+export { RequestAbortedError } from './request-aborted.error';

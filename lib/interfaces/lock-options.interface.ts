@@ -37,6 +37,11 @@ export interface LockOptions {
 export interface LockedOptions extends Omit<LockOptions, 'signal'> {
   /** 'wait' (default) waits up to `wait`; 'skip' returns undefined without running; 'fail' throws at once. */
   onBusy?: LockOnBusy;
+  /**
+   * ms a busy answer tells clients to wait before retrying (Retry-After, `retryAfter` in payloads).
+   * Default: estimated from this key's recent hold times, capped by the holder's remaining ttl.
+   */
+  retryAfter?: number;
 }
 
 /** Defaults applied to every acquire unless the call overrides them. */

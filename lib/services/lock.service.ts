@@ -4,10 +4,14 @@ import type { LockHandle } from '../core/lock-handle';
 import type { LockKeys } from '../core/multi-lock';
 import type { CampaignOptions, Leadership } from '../core/leader-election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
+import { holdTimes } from '../core/hold-times';
+import { withRequestSignal } from '../interceptors/request-signal';
 
 /**
  * The injectable face of the lock engine: acquire / tryAcquire / withLock. Keys are used as given
- * (the module's keyPrefix is prepended); encode request values with encodeKeyPart().
+ * (the module's keyPrefix is prepended); encode request values with encodeKeyPart(). Inside an
+ * HTTP request, a wait also ends when the client goes away; withLock's hold times feed the
+ * Retry-After estimate.
  */
 @Injectable()
 export class LockService implements OnApplicationShutdown {
@@ -18,17 +22,28 @@ export class LockService implements OnApplicationShutdown {
    * waiting up to `wait` ms; LockAcquireTimeoutError when still busy.
    */
   acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    return this.engine.acquire(key, options);
+    return this.engine.acquire(key, requestBound(options));
   }
 
-  /** Acquires the lock if it is free (or frees within `wait`, default 0); otherwise null. */
+  /** Tries once, never waiting (whatever the defaults): the handle, or null when the lock is busy. */
   tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
     return this.engine.tryAcquire(key, options);
   }
 
   /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
   withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
-    return this.engine.withLock(key, fn, options);
+    return this.engine.withLock(
+      key,
+      async (handle) => {
+        const started = performance.now();
+        try {
+          return await fn(handle);
+        } finally {
+          for (const k of typeof key === 'string' ? [key] : key) holdTimes.record(k, performance.now() - started);
+        }
+      },
+      requestBound(options),
+    );
   }
 
   /**
@@ -49,4 +64,9 @@ export class LockService implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await this.engine.close();
   }
+}
+
+function requestBound(options: LockOptions | undefined): LockOptions | undefined {
+  const signal = withRequestSignal(options?.signal);
+  return signal === options?.signal ? options : { ...options, signal };
 }

@@ -23,7 +23,7 @@ class BenchController {
 
   @Get('locked/:id')
   @Locked('item:<id>')
-  locked(@Param('id') id: string) {
+  async locked(@Param('id') id: string) {
     return { id };
   }
 

@@ -121,7 +121,7 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
 
   it('answers 400 for a key value that is missing, empty, an object or an array, and locks nothing', async () => {
     const server = app.getHttpServer();
-    const spy = jest.spyOn(env.backend, 'acquire');
+    const spy = jest.spyOn(env.backend, 'tryAcquire');
     for (const body of [{}, { customer: {} }, { customer: { id: '' } }, { customer: { id: { $ne: 1 } } }, { customer: { id: [1, 2] } }]) {
       const res = await request(server).post('/orders/by-body').send(body);
       expect(res.status).toBe(400);

@@ -1,0 +1,34 @@
+import { HoldTimes, estimateRetryAfter, holdTimes, retryAfterHints } from './hold-times';
+
+describe('HoldTimes', () => {
+  it('averages recent holds of a key, newest weighted most', () => {
+    const t = new HoldTimes();
+    t.record('a', 1_000);
+    expect(t.average('a')).toBe(1_000);
+    t.record('a', 0);
+    expect(t.average('a')).toBeCloseTo(700);
+    expect(t.average('b')).toBeUndefined();
+  });
+
+  it('keeps at most maxKeys keys, dropping the least recently recorded', () => {
+    const t = new HoldTimes(2);
+    t.record('a', 1);
+    t.record('b', 1);
+    t.record('a', 1);
+    t.record('c', 1);
+    expect(t.size).toBe(2);
+    expect(t.average('b')).toBeUndefined();
+    expect(t.average('a')).toBe(1);
+  });
+
+  it('estimates from the average, capped by the remaining ttl; a per-lock hint wins', () => {
+    holdTimes.record('est:1', 800);
+    expect(estimateRetryAfter({}, 'est:1', 30_000)).toBe(800);
+    expect(estimateRetryAfter({}, 'est:1', 200)).toBe(200);
+    expect(estimateRetryAfter({}, 'est:none', 5_000)).toBe(5_000);
+    expect(estimateRetryAfter({}, 'est:none', undefined)).toBe(1_000);
+    const error = {};
+    retryAfterHints.set(error, 4_000);
+    expect(estimateRetryAfter(error, 'est:1', 200)).toBe(4_000);
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * How long locks are usually held, per key, in this process: an exponential moving average of
+ * recent hold times (weight ALPHA for the newest), kept for at most MAX_KEYS keys (least recently
+ * used dropped first). It feeds Retry-After: a busy key is likely free after about one average hold,
+ * never later than the holder's remaining ttl. Only estimates: no correctness depends on it.
+ */
+export class HoldTimes {
+  static readonly MAX_KEYS = 1_000;
+  static readonly ALPHA = 0.3;
+  private readonly averages = new Map<string, number>();
+
+  constructor(private readonly maxKeys = HoldTimes.MAX_KEYS) {}
+
+  /** Records one hold of `key` that lasted `ms`. */
+  record(key: string, ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) return;
+    const previous = this.averages.get(key);
+    this.averages.delete(key); // re-insert: Map order is our LRU order
+    this.averages.set(key, previous === undefined ? ms : previous + HoldTimes.ALPHA * (ms - previous));
+    if (this.averages.size > this.maxKeys) this.averages.delete(this.averages.keys().next().value as string);
+  }
+
+  /** The average hold of `key` in ms, or undefined when none was seen recently. */
+  average(key: string): number | undefined {
+    return this.averages.get(key);
+  }
+
+  get size(): number {
+    return this.averages.size;
+  }
+}
+
+/** The process's hold-time statistics (every engine and module of this process feeds it). */
+export const holdTimes = new HoldTimes();
+
+/** A per-lock `retryAfter` (ms) attached to a busy error by @Locked, read by the error mapping. */
+export const retryAfterHints = new WeakMap<object, number>();
+
+/**
+ * Estimated ms until a busy `key` frees: the per-lock hint if any, else the key's average hold
+ * capped by the holder's remaining ttl (`remaining`, from the backend), else `remaining`, else 1 s.
+ */
+export function estimateRetryAfter(error: object, key: string | undefined, remaining: number | undefined): number {
+  const hint = retryAfterHints.get(error);
+  if (hint !== undefined) return hint;
+  const average = key === undefined ? undefined : holdTimes.average(key);
+  if (average !== undefined) return Math.min(average, remaining ?? Infinity);
+  return remaining ?? 1_000;
+}

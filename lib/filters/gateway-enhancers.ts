@@ -1,0 +1,28 @@
+import { EXCEPTION_FILTERS_METADATA, INTERCEPTORS_METADATA } from '@nestjs/common/constants';
+import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
+import { RequestLifecycleInterceptor } from '../interceptors/request-lifecycle.interceptor';
+import { LockExceptionFilter } from './lock-exception.filter';
+
+/** @nestjs/websockets' marker on @WebSocketGateway classes (a string, so no import of the package). */
+const GATEWAY_METADATA = 'websockets:is_gateway';
+
+/**
+ * Nest applies neither global filters nor global interceptors to WebSocket gateways. So that
+ * gateways get the same lock error answers and client-gone cancellation as every other transport,
+ * the module binds its filter and interceptor to each gateway class at compile (before Nest wires
+ * the gateways at init). They go first in the class's lists: a filter or interceptor of your own on
+ * the class or method is still asked before ours. Runs again for each module, replacing ours.
+ */
+export function bindToGateways(classes: Iterable<unknown>, options: DistributedLockModuleOptions): void {
+  for (const metatype of classes) {
+    if (typeof metatype !== 'function' || !Reflect.getMetadata(GATEWAY_METADATA, metatype)) continue;
+    prepend(metatype, EXCEPTION_FILTERS_METADATA, new LockExceptionFilter(options), LockExceptionFilter);
+    prepend(metatype, INTERCEPTORS_METADATA, new RequestLifecycleInterceptor(), RequestLifecycleInterceptor);
+  }
+}
+
+function prepend(target: Function, metadataKey: string, enhancer: object, kind: Function): void {
+  const existing: unknown[] = Reflect.getOwnMetadata(metadataKey, target) ?? [];
+  const others = existing.filter((e) => !(e instanceof kind));
+  Reflect.defineMetadata(metadataKey, [enhancer, ...others], target);
+}
