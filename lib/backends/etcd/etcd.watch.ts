@@ -1,4 +1,5 @@
 import type { EtcdClientLike, EtcdWatcherLike } from './etcd.client';
+import type { Blocker } from './etcd.ops';
 
 export interface WatchOutcome {
   /** deleted: the blocker went away; recheck: look again (fallback timer, stream trouble); stopped: signal. */
@@ -8,12 +9,19 @@ export interface WatchOutcome {
 }
 
 /**
- * Waits until `key` is deleted, watching from `fromRevision` (the revision right after the read
- * that found it, so a delete in between is replayed, never missed). Resolves 'recheck' after
+ * Waits until `blocker` is deleted, watching from the revision right after `readRevision` (the
+ * read that found it), so a delete in between is replayed, never missed. Resolves 'recheck' after
  * `fallbackMs` or when the watch stream drops: the caller re-reads its position, so a lost event
  * can delay a waiter but never strand it. Never rejects.
  */
-export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision: string, signal: AbortSignal, fallbackMs: number): Promise<WatchOutcome> {
+export function waitForDelete(
+  client: EtcdClientLike,
+  blocker: Blocker,
+  readRevision: string,
+  signal: AbortSignal,
+  fallbackMs: number,
+): Promise<WatchOutcome> {
+  const fromRevision = (BigInt(readRevision) + 1n).toString();
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ outcome: 'stopped' });
     let watcher: EtcdWatcherLike | undefined;
@@ -32,7 +40,7 @@ export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision:
     const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
     signal.addEventListener('abort', onStop, { once: true });
     try {
-      watcher = client.watch().key(key).startRevision(fromRevision).only('delete').watcher();
+      watcher = client.watch().key(blocker.key).startRevision(fromRevision).only('delete').watcher();
       watcher.on('delete', () => finish({ outcome: 'deleted' }));
       watcher.on('disconnected', (error) => finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }));
       // A listener stays attached after we finish: an 'error' without one would be thrown by EventEmitter.

@@ -56,13 +56,6 @@ export function errorCode(error: unknown): number | undefined {
   return typeof e.code === 'number' ? e.code : undefined;
 }
 
-/** A ZooKeeper long (czxid, session id) as bigint: the driver hands longs over as 8-byte big-endian buffers. */
-export function toBigInt(value: Buffer | number | bigint): bigint {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number') return BigInt(value);
-  return value.readBigInt64BE(0);
-}
-
 /** Promisified driver calls; errors keep the driver's code (see errorCode). */
 export const zk: {
   create(c: ZooKeeperClientLike, path: string, mode: number): Promise<string>;

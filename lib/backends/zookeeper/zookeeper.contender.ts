@@ -1,4 +1,5 @@
-import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, toBigInt, zk, type ZooKeeperEvent } from './zookeeper.client';
+import { toBigInt } from '../../backend-kit';
+import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, zk, type ZooKeeperEvent } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
@@ -62,7 +63,7 @@ export class Contender {
         // Pipelined: the own-node watch (and its czxid) and the directory listing in one round trip.
         const [stat, children] = await this.call(() => Promise.all([czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined, zk.children(c, this.dir)]));
         if (this.abandoned) return this.giveUp();
-        if (stat) czxid = toBigInt(stat.czxid);
+        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
         const ours = path.slice(this.dir.length + 1);
         const where = children && (stat !== null) ? standing(sortChildren(children), ours, this.exclusive) : ({ held: false, missing: true } as const);
         if ('missing' in where) {

@@ -1,4 +1,5 @@
-import { InvalidLockOptionsError, describe } from '../../errors/invalid-lock-options.error';
+import { checkClient, checkDuration, checkOneOf, checkOptionsObject } from '../../backend-kit';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { ZooKeeperClientLike } from './zookeeper.client';
 import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
 
@@ -30,35 +31,35 @@ export interface ZooKeeperLockBackendOptions {
   sessionTimeout?: number;
 }
 
-const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout'];
+const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout'] as const;
 const CLIENT_METHODS = ['connect', 'close', 'create', 'remove', 'exists', 'getData', 'getChildren', 'mkdirp', 'getState', 'getSessionId', 'getSessionTimeout', 'on', 'removeListener'] as const;
+const CLIENT = 'a node-zookeeper-client Client (zookeeper.createClient(...))';
 
-/** Validates the backend's options in one place; every error names the option, the value and what is allowed. */
-export function checkOptions(options: ZooKeeperLockBackendOptions) {
-  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object like { client } or { clientFactory }');
-  for (const name of Object.keys(options)) {
-    if (!KNOWN.includes(name)) throw new InvalidLockOptionsError(name, (options as Record<string, unknown>)[name], `one of ${KNOWN.join(', ')} (unknown option)`);
-  }
-  const { client, clientFactory } = options;
+export interface CheckedZooKeeperOptions {
+  readonly client?: ZooKeeperClientLike;
+  readonly clientFactory?: () => ZooKeeperClientLike;
+  readonly basePath: string;
+  readonly curatorRecipe: CuratorRecipe;
+  readonly sessionTimeout?: number;
+}
+
+/** Checks a client (yours, or one clientFactory returned): every method the backend calls. */
+export function checkZooKeeperClient(client: unknown, option = 'client'): ZooKeeperClientLike {
+  return checkClient<ZooKeeperClientLike>(option, client, CLIENT_METHODS, CLIENT);
+}
+
+/** Validates the backend's options with the kit's checker; every error names the option, the value and what is allowed. */
+export function checkOptions(options: unknown): CheckedZooKeeperOptions {
+  const o = checkOptionsObject<ZooKeeperLockBackendOptions>('options', options, KNOWN, 'an object like { client } or { clientFactory }');
+  const { client, clientFactory } = o;
   if (client === undefined && clientFactory === undefined) {
-    throw new InvalidLockOptionsError('client', client, 'a node-zookeeper-client Client (zookeeper.createClient(...)), or give clientFactory');
+    throw new InvalidLockOptionsError('client', client, `${CLIENT}, or give clientFactory`);
   }
-  if (client !== undefined) {
-    const missing = CLIENT_METHODS.filter((m) => typeof (client as unknown as Record<string, unknown>)?.[m] !== 'function');
-    if (client === null || typeof client !== 'object' || missing.length > 0) {
-      throw new InvalidLockOptionsError('client', client, `a node-zookeeper-client Client (missing: ${missing.join(', ') || 'an object'})`);
-    }
-  }
+  if (client !== undefined) checkZooKeeperClient(client);
   if (clientFactory !== undefined && typeof clientFactory !== 'function') {
     throw new InvalidLockOptionsError('clientFactory', clientFactory, 'a function returning a new, not yet connected node-zookeeper-client Client');
   }
-  const curatorRecipe = options.curatorRecipe ?? 'mutex';
-  if (curatorRecipe !== 'mutex' && curatorRecipe !== 'read-write') {
-    throw new InvalidLockOptionsError('curatorRecipe', curatorRecipe, "'mutex' (InterProcessMutex, default) or 'read-write' (InterProcessReadWriteLock)");
-  }
-  const t = options.sessionTimeout;
-  if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 2_147_483_647)) {
-    throw new InvalidLockOptionsError('sessionTimeout', t, `an integer number of ms the server will negotiate unchanged (got ${describe(t)})`);
-  }
-  return { client, clientFactory, basePath: checkBasePath(options.basePath ?? '/locks'), curatorRecipe, sessionTimeout: t };
+  const curatorRecipe = checkOneOf<CuratorRecipe>('curatorRecipe', o.curatorRecipe ?? 'mutex', ['mutex', 'read-write']);
+  const sessionTimeout = o.sessionTimeout === undefined ? undefined : checkDuration('sessionTimeout', o.sessionTimeout, 1);
+  return { client, clientFactory, basePath: checkBasePath(o.basePath ?? '/locks'), curatorRecipe, sessionTimeout };
 }
