@@ -29,6 +29,8 @@ export interface EtcdRangeRequest {
   sort_target?: 'Key' | 'Version' | 'Create' | 'Mod' | 'Value';
   keys_only?: boolean;
   count_only?: boolean;
+  /** Answered by the member from its own state (no consensus round). */
+  serializable?: boolean;
   min_create_revision?: string;
   max_create_revision?: string;
 }
