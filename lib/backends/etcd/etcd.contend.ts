@@ -1,4 +1,5 @@
 import { sleepFor } from '../../backend-kit';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { Incarnation } from './etcd.incarnation';
 import { createContender, findBlocker, type Contender } from './etcd.ops';
 import type { EtcdSession } from './etcd.session';
@@ -17,6 +18,8 @@ export interface ContendHooks {
   /** Settles the try-once waiters after an answer that did not grant. */
   settleGivingUp(inc: Incarnation): void;
   grant(inc: Incarnation): void;
+  /** Fails every waiter (a configuration error: retrying cannot help). */
+  fail(inc: Incarnation, error: unknown): void;
 }
 
 /**
@@ -62,6 +65,7 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
         watchBackoff = Math.min(watchBackoff * 2, 1_000);
       }
     } catch (error) {
+      if (error instanceof InvalidLockOptionsError) return hooks.fail(inc, error);
       inc.answers++;
       inc.failure = error;
       hooks.settleGivingUp(inc);

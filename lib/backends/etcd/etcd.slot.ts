@@ -184,6 +184,10 @@ export class LockSlot {
       contender: (i) => this.contender(i),
       settleGivingUp: (i) => this.settleGivingUp(i),
       grant: (i) => this.grant(i),
+      fail: (i, error) => {
+        for (const w of i.waiters) w.fail(error);
+        i.waiters.clear();
+      },
     });
     if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
     for (const settle of inc.leaving.splice(0)) settle();
