@@ -4,6 +4,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
 import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
+import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
 import { lockDirectory, MUTEX_LOCK_NAME, nodePrefix, protectedId, READ_LOCK_NAME, WRITE_LOCK_NAME, type CuratorRecipe } from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
@@ -49,6 +50,8 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly userClient: ZooKeeperLockBackendOptions['client'];
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
   private readonly expectedTimeout: number | undefined;
+  private readonly acl: readonly unknown[] | undefined;
+  private readonly authInfo: readonly ZooKeeperAuthInfo[];
   private readonly holdings = new Map<string, Holding>();
   private readonly contenders = new Set<Contender>();
   private readonly cleanups = new Set<Promise<unknown>>();
@@ -63,6 +66,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     this.userClient = o.client;
     this.factory = o.clientFactory;
     this.expectedTimeout = o.sessionTimeout;
+    this.acl = o.acl ? driverAcl(o.acl) : undefined;
+    this.authInfo = o.authInfo;
     if (this.userClient) this.session = this.newSession(this.userClient, false);
   }
 
@@ -104,7 +109,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
       }
       this.checkNegotiated(session, request.key);
-      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', tryOnce, this.stats);
+      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', tryOnce, this.stats, this.acl);
       this.contenders.add(contender);
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
@@ -227,6 +232,8 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   private newSession(client: NonNullable<ZooKeeperLockBackendOptions['client']>, owned: boolean): ZooKeeperSession {
     this.stats.sessions++;
+    // Before connect (the driver sends them in the handshake and after every reconnect).
+    for (const a of this.authInfo) client.addAuthInfo?.(a.scheme, Buffer.isBuffer(a.auth) ? a.auth : Buffer.from(a.auth, 'utf8'));
     return new ZooKeeperSession(client, owned, {
       connected: (s) => {
         // Watches are re-set by the driver; still, re-evaluate in case a notification fell in the gap.

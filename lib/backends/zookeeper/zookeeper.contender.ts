@@ -44,6 +44,8 @@ export class Contender {
     private readonly exclusive: boolean,
     private readonly tryOnce: boolean,
     private readonly stats: ZooKeeperLockStats,
+    /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
+    private readonly acl?: readonly unknown[],
   ) {}
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -152,13 +154,14 @@ export class Contender {
       // The directory is deleted when its last node goes, so create it first, in the same round trip:
       // the server runs a session's requests in order, so it exists when our node's create runs
       // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below).
-      c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
-      return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL);
+      if (this.acl) c.create(this.dir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+      else c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
+      return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl);
     } catch (error) {
       const code = errorCode(error);
       if (code === ERR_NO_NODE) {
-        await zk.mkdirp(c, this.dir);
-        return zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL).catch((e) => this.createFailed(e));
+        await zk.mkdirp(c, this.dir, this.acl);
+        return zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl).catch((e) => this.createFailed(e));
       }
       return this.createFailed(error);
     }

@@ -1,6 +1,7 @@
 import { checkClient, checkDuration, checkOneOf, checkOptionsObject } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { ZooKeeperClientLike } from './zookeeper.client';
+import { checkAcl, checkAuthInfo, type ZooKeeperAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
@@ -11,9 +12,12 @@ export interface ZooKeeperLockBackendOptions {
    */
   client?: ZooKeeperClientLike;
   /**
-   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`).
-   * The backend connects it, uses it after `client`'s session expired (or from the start when
-   * `client` is omitted), and closes it on close().
+   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`):
+   * the same shape as every backend's clientFactory (a function returning a client the backend
+   * owns and closes), except that it must return the client itself, not a Promise, and may be
+   * called again: a ZooKeeper client cannot outlive its session, so after an expiry the backend
+   * asks for a new one. The backend connects it, uses it after `client`'s session expired (or from
+   * the start when `client` is omitted), and closes it on close().
    */
   clientFactory?: () => ZooKeeperClientLike;
   /** Parent of every lock directory. Default '/locks' (Curator users pass the same base path). */
@@ -29,9 +33,21 @@ export interface ZooKeeperLockBackendOptions {
    * InvalidLockOptionsError if the server negotiated a different one (it silently clamps).
    */
   sessionTimeout?: number;
+  /**
+   * ACL of every node the backend creates (lock directories and contender nodes), e.g.
+   * `[{ scheme: 'digest', id: zooKeeperDigestId('app', secret), perms: 'cdrwa' }, { scheme: 'world',
+   * id: 'anyone', perms: 'r' }]`. Default: open (world:anyone, all), as Curator. Java services
+   * sharing the locks must authenticate as an identity the ACL admits.
+   */
+  acl?: readonly ZooKeeperAcl[];
+  /**
+   * Credentials added to every session of the backend (addAuthInfo; the driver re-sends them after
+   * a reconnect), e.g. `{ scheme: 'digest', auth: 'app:secret' }`. Also added to a `client` you pass.
+   */
+  authInfo?: ZooKeeperAuthInfo | readonly ZooKeeperAuthInfo[];
 }
 
-const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout'] as const;
+const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout', 'acl', 'authInfo'] as const;
 const CLIENT_METHODS = ['connect', 'close', 'create', 'remove', 'exists', 'getData', 'getChildren', 'mkdirp', 'getState', 'getSessionId', 'getSessionTimeout', 'on', 'removeListener'] as const;
 const CLIENT = 'a node-zookeeper-client Client (zookeeper.createClient(...))';
 
@@ -41,6 +57,8 @@ export interface CheckedZooKeeperOptions {
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
   readonly sessionTimeout?: number;
+  readonly acl?: readonly ZooKeeperAcl[];
+  readonly authInfo: readonly ZooKeeperAuthInfo[];
 }
 
 /** Checks a client (yours, or one clientFactory returned): every method the backend calls. */
@@ -61,5 +79,10 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
   }
   const curatorRecipe = checkOneOf<CuratorRecipe>('curatorRecipe', o.curatorRecipe ?? 'mutex', ['mutex', 'read-write']);
   const sessionTimeout = o.sessionTimeout === undefined ? undefined : checkDuration('sessionTimeout', o.sessionTimeout, 1);
-  return { client, clientFactory, basePath: checkBasePath(o.basePath ?? '/locks'), curatorRecipe, sessionTimeout };
+  const acl = checkAcl(o.acl);
+  const authInfo = checkAuthInfo(o.authInfo);
+  if (authInfo.length > 0 && client !== undefined && typeof client.addAuthInfo !== 'function') {
+    throw new InvalidLockOptionsError('client', client, 'a node-zookeeper-client Client with addAuthInfo (needed by authInfo)');
+  }
+  return { client, clientFactory, basePath: checkBasePath(o.basePath ?? '/locks'), curatorRecipe, sessionTimeout, acl, authInfo };
 }
