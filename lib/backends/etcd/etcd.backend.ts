@@ -7,8 +7,10 @@ import type {
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
+import { deleteHolders, holdersOf, inspection, readContenders } from './etcd.inspect';
 import { etcdLockPrefix } from './etcd.keys';
 import { verifyContenders } from './etcd.ops';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
@@ -76,6 +78,59 @@ export class EtcdLockBackend implements LockBackend {
         if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
       },
     };
+  }
+
+  /**
+   * Health of the session, without a request: 'idle' (no session yet), 'healthy', 'unhealthy'
+   * (alive, but keepalives have gone unanswered for two periods: etcd may be unreachable),
+   * 'lost' (the lease ended; the next acquire grants a new one) or 'closed'.
+   */
+  get sessionState(): 'idle' | 'healthy' | 'unhealthy' | 'lost' | 'closed' {
+    if (this.closed) return 'closed';
+    if (!this.live) return 'idle';
+    if (!this.live.alive) return 'lost';
+    return this.live.healthy ? 'healthy' : 'unhealthy';
+  }
+
+  /**
+   * One real round trip for a health check: a linearizable count of one key, which etcd answers
+   * only with a leader and a quorum. Rejects with LockBackendUnavailableError otherwise.
+   */
+  async ping(): Promise<void> {
+    try {
+      const client = await this.clientFor();
+      await client.kv.range({ key: Buffer.from(`${this.prefix}\u0000ping`), count_only: true }, { deadline: Date.now() + this.callTimeout });
+    } catch (error) {
+      if (error instanceof LockBackendUnavailableError || error instanceof InvalidLockOptionsError) throw error;
+      throw new LockBackendUnavailableError(this.name, 'etcd did not answer a ping', { cause: error });
+    }
+  }
+
+  /**
+   * Who holds `key` and who waits, from the lock's prefix (one range read). Holders are named by
+   * their session lease (etcd stores no owner token); fencingToken is the youngest holder's
+   * create revision; waiters are the contenders behind the holders.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    const client = await this.clientFor();
+    const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
+    return inspection(key, await readContenders(client, lockPrefix, Date.now() + this.callTimeout));
+  }
+
+  /**
+   * Deletes the holders' keys of `key`, whoever they are (each only as the incarnation read, so a
+   * newer grant is never hit). The next contender is granted at once; a holder of another process
+   * learns the loss at its next renewal (ttl/3), one of this backend at once.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const client = await this.clientFor();
+    const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
+    const deadline = Date.now() + this.callTimeout;
+    const holders = holdersOf(await readContenders(client, lockPrefix, deadline));
+    const deleted = await deleteHolders(client, holders, deadline);
+    const slot = this.slots.get(key);
+    for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
+    return deleted > 0;
   }
 
   /** The lease id (decimal string) of the current live session, if any: what `etcdctl lease list` shows in hex. */

@@ -126,16 +126,17 @@ export async function blockerGone(client: EtcdClientLike, blocker: Blocker, revi
   return !kv || BigInt(kv.create_revision) !== blocker.rev;
 }
 
-/** Deletes our contender; with `rev`, only that incarnation of it (never a newer one). */
-export async function deleteContender(client: EtcdClientLike, key: Buffer, rev: bigint | undefined, deadline: number): Promise<void> {
+/** Deletes a contender; with `rev`, only that incarnation of it (never a newer one). Resolves whether it was there. */
+export async function deleteContender(client: EtcdClientLike, key: Buffer, rev: bigint | undefined, deadline: number): Promise<boolean> {
   if (rev === undefined) {
-    await client.kv.deleteRange({ key }, opts(deadline));
-    return;
+    const res = await client.kv.deleteRange({ key }, opts(deadline));
+    return res.deleted !== '0';
   }
-  await client.kv.txn(
+  const res = await client.kv.txn(
     { compare: [{ key, target: 'Create', result: 'Equal', create_revision: String(rev) }], success: [{ request_delete_range: { key } }] },
     opts(deadline),
   );
+  return res.succeeded && res.responses[0]?.response_delete_range?.deleted !== '0';
 }
 
 /** Whether a writer queued after our (shared) contender: then new readers must queue too (no writer starvation). */

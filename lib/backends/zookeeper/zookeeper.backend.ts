@@ -1,8 +1,9 @@
 import { raceAbort, sleepFor, toBigInt, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
-import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
+import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities, LockInspection } from '../../interfaces/lock-backend.interface';
+import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
+import { deleteHolderNodes, inspectDirectory } from './zookeeper.inspect';
 import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
@@ -79,6 +80,47 @@ export class ZooKeeperLockBackend implements LockBackend {
   /** true while the connection is down and locks are held: they may or may not still be ours. */
   get inDoubt(): boolean {
     return this.session?.state === 'disconnected' && [...this.holdings.values()].some((h) => h.session === this.session);
+  }
+
+  /**
+   * One real round trip for a health check (exists('/') on the session), bounded by the session
+   * timeout; rejects with LockBackendUnavailableError when not connected. connectionState and
+   * inDoubt answer without a request.
+   */
+  async ping(): Promise<void> {
+    const client = await this.connectedClient('ping');
+    const bound = Math.max(this.session?.sessionTimeout ?? 0, 1_000);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${bound} ms`)), bound);
+    });
+    try {
+      await Promise.race([zk.exists(client, '/'), late]);
+    } catch (error) {
+      throw new LockBackendUnavailableError(this.name, 'ZooKeeper did not answer a ping', { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Who holds `key` and who waits, from one listing of its directory (Curator's predicates decide
+   * the holders); holders are named by node and protected id; fencingToken is the youngest
+   * holder's czxid; waiters are the nodes behind the holders.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    return inspectDirectory(await this.connectedClient(key), lockDirectory(this.basePath, key), key);
+  }
+
+  /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
+  async forceRelease(key: string): Promise<boolean> {
+    return (await deleteHolderNodes(await this.connectedClient(key), lockDirectory(this.basePath, key))) > 0;
+  }
+
+  private async connectedClient(key: string): Promise<ZooKeeperClientLike> {
+    const session = this.currentSession(key);
+    if (session.connected || (await session.whenConnected(AbortSignal.timeout(Math.max(session.sessionTimeout, 2_000))))) return session.client;
+    throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key });
   }
 
   /** One attempt: create our node, list the directory once; not first: delete it, busy. */
