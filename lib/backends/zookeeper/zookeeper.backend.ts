@@ -2,8 +2,8 @@ import { raceAbort, sleepFor, toBigInt, WAIT_DEADLINE } from '../../backend-kit'
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities, LockInspection } from '../../interfaces/lock-backend.interface';
-import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
-import { deleteHolderNodes, inspectDirectory } from './zookeeper.inspect';
+import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
+import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
@@ -58,6 +58,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
+  private readonly operations = new ZooKeeperOperations(this.name, () => this.basePath, (key) => this.currentSession(key));
   private closed = false;
 
   constructor(options: ZooKeeperLockBackendOptions) {
@@ -87,20 +88,8 @@ export class ZooKeeperLockBackend implements LockBackend {
    * timeout; rejects with LockBackendUnavailableError when not connected. connectionState and
    * inDoubt answer without a request.
    */
-  async ping(): Promise<void> {
-    const client = await this.connectedClient('ping');
-    const bound = Math.max(this.session?.sessionTimeout ?? 0, 1_000);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${bound} ms`)), bound);
-    });
-    try {
-      await Promise.race([zk.exists(client, '/'), late]);
-    } catch (error) {
-      throw new LockBackendUnavailableError(this.name, 'ZooKeeper did not answer a ping', { cause: error });
-    } finally {
-      clearTimeout(timer);
-    }
+  ping(): Promise<void> {
+    return this.operations.ping();
   }
 
   /**
@@ -108,21 +97,14 @@ export class ZooKeeperLockBackend implements LockBackend {
    * the holders); holders are named by node and protected id; fencingToken is the youngest
    * holder's czxid; waiters are the nodes behind the holders.
    */
-  async inspect(key: string): Promise<LockInspection> {
-    return inspectDirectory(await this.connectedClient(key), lockDirectory(this.basePath, key), key);
+  inspect(key: string): Promise<LockInspection> {
+    return this.operations.inspect(key);
   }
 
   /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
-  async forceRelease(key: string): Promise<boolean> {
-    return (await deleteHolderNodes(await this.connectedClient(key), lockDirectory(this.basePath, key))) > 0;
+  forceRelease(key: string): Promise<boolean> {
+    return this.operations.forceRelease(key);
   }
-
-  private async connectedClient(key: string): Promise<ZooKeeperClientLike> {
-    const session = this.currentSession(key);
-    if (session.connected || (await session.whenConnected(AbortSignal.timeout(Math.max(session.sessionTimeout, 2_000))))) return session.client;
-    throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key });
-  }
-
   /** One attempt: create our node, list the directory once; not first: delete it, busy. */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     return this.contend(request, true);
