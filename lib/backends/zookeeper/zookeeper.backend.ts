@@ -1,10 +1,10 @@
-import { raceAbort, sleepFor, toBigInt, WAIT_DEADLINE } from '../../backend-kit';
+import { raceAbort, toBigInt, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities, LockInspection } from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
-import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
+import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
 import { lockDirectory, MUTEX_LOCK_NAME, nodePrefix, protectedId, READ_LOCK_NAME, WRITE_LOCK_NAME, type CuratorRecipe } from './zookeeper.nodes';
@@ -207,20 +207,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
       // deleting it in the background, after each reconnect, until it is gone or the session ends.
-      this.track(this.deleteUntilGone(h.session, h.path));
+      this.track(deleteUntilGone(h.session, h.path, () => this.closed));
       throw error;
-    }
-  }
-
-  private async deleteUntilGone(session: ZooKeeperSession, path: string): Promise<void> {
-    for (let delay = 50; !session.dead && !this.closed; delay = Math.min(delay * 2, 1_000)) {
-      if (!(await session.whenConnected())) return;
-      try {
-        await zk.release(session.client, path);
-        return;
-      } catch {
-        await sleepFor(delay);
-      }
     }
   }
 

@@ -1,4 +1,4 @@
-import { toBigInt } from '../../backend-kit';
+import { sleepFor, toBigInt } from '../../backend-kit';
 import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, zk, type ZooKeeperEvent } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
@@ -193,5 +193,22 @@ export class Contender {
     }
     this.path = undefined;
     return null;
+  }
+}
+
+/**
+ * Curator's "guaranteed delete": keeps deleting our node (after each reconnect) until it is gone,
+ * the session ends (taking its ephemeral nodes) or `stopped()`; a live session would otherwise
+ * keep the node, and so the lock, forever.
+ */
+export async function deleteUntilGone(session: ZooKeeperSession, path: string, stopped: () => boolean): Promise<void> {
+  for (let delay = 50; !session.dead && !stopped(); delay = Math.min(delay * 2, 1_000)) {
+    if (!(await session.whenConnected())) return;
+    try {
+      await zk.release(session.client, path);
+      return;
+    } catch {
+      await sleepFor(delay);
+    }
   }
 }
