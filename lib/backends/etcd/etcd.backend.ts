@@ -1,54 +1,59 @@
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type {
   BackendAcquireRequest,
-  BackendAttempt,
   BackendAcquireResult,
+  BackendAttempt,
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
+import { deleteHolders, holdersOf, inspection, readContenders } from './etcd.inspect';
 import { etcdLockPrefix } from './etcd.keys';
 import { verifyContenders } from './etcd.ops';
+import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
 import { EtcdSession } from './etcd.session';
 import { LockSlot, type SlotContext } from './etcd.slot';
 
+export {
+  DEFAULT_ETCD_CALL_TIMEOUT_MS,
+  DEFAULT_ETCD_SESSION_TTL_MS,
+  type EtcdLockBackendOptions,
+} from './etcd.options';
+
 /**
  * etcd locks with the layout of `etcdctl lock NAME` and Go's concurrency.Mutex, so Go services,
- * etcdctl and this module exclude each other on one NAME. One session lease per backend, kept
- * alive at TTL/3; lock NAME's contender is `NAME/<lease hex>` on that lease. Acquire is one
- * transaction (create our key, read the youngest contenders); the oldest contender holds, the
- * others each watch only their predecessor and re-read after it goes. Safe because etcd orders
- * contenders by create revision (linearizable, cluster-wide), a key dies with the lease of the
- * process that made it, and a holder learns the loss of its lease from local time alone (see
- * EtcdSession). Fencing token = our key's create revision: every new grant is a new key, and
- * etcd's revision only grows. Shared mode marks reader keys with the value `shared`.
+ * etcdctl and this module exclude each other on one NAME.
+ *
+ * Algorithm: one session lease per backend, kept alive at TTL/3; lock NAME's contender is
+ * `NAME/<lease hex>` on that lease (owners of one process queue locally for it, see LockSlot).
+ * Acquire is one transaction (create our key, read the youngest contenders); the oldest contender
+ * holds, the others each watch only their predecessor and re-read after it goes (no herd).
+ * tryAcquire is the same transaction, and deletes the key again when it does not hold.
+ *
+ * Safety: etcd orders contenders by create revision (linearizable, cluster-wide); a key dies with
+ * the lease of the process that made it; a holder learns the loss of its lease from local time
+ * alone (EtcdSession counts validity from the keepalive's send time, minus drift), and a renewal
+ * checks in one transaction that each held key still exists as the incarnation we created.
+ * Fencing token = our key's create revision: every new grant is a new key, and etcd's revision
+ * only grows. Shared mode marks reader keys with the value `shared`; a reader holds when no
+ * older contender is a writer.
  */
-export interface EtcdLockBackendOptions {
-  /** An etcd3 `Etcd3` client you created (not a namespace); you keep owning and closing it. */
-  client: unknown;
-  /**
-   * TTL of the session lease in ms: how long locks of a crashed or partitioned process survive.
-   * etcd leases are whole seconds and its minimum is 2 s: a multiple of 1000, >= 2000. Default 10000.
-   */
-  sessionTtl?: number;
-  /** Prepended to every etcd key, e.g. 'locks/'. Default ''. `etcdctl lock <prefix><NAME>` interoperates. */
-  prefix?: string;
-  /** ms one etcd request may take before it counts as failed. Default 5000. */
-  callTimeout?: number;
-}
-
-export const DEFAULT_ETCD_SESSION_TTL_MS = 10_000;
-export const DEFAULT_ETCD_CALL_TIMEOUT_MS = 5_000;
-const OPTIONS = new Set(['client', 'sessionTtl', 'prefix', 'callTimeout']);
-
 export class EtcdLockBackend implements LockBackend {
   readonly name = 'etcd';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: true, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: true,
+    maxKeyLength: 512,
+  };
   readonly sessionTtl: number;
   readonly prefix: string;
-  private readonly client: EtcdClientLike;
+  private client: EtcdClientLike | undefined;
+  private creating: Promise<EtcdClientLike> | undefined;
+  private readonly factory: (() => unknown) | undefined;
   private readonly callTimeout: number;
   private readonly slots = new Map<string, LockSlot>();
   private readonly ctx: SlotContext;
@@ -58,31 +63,16 @@ export class EtcdLockBackend implements LockBackend {
   private readonly now = () => performance.now();
 
   constructor(options: EtcdLockBackendOptions) {
-    if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object { client, sessionTtl?, prefix?, callTimeout? }');
-    for (const name of Object.keys(options)) {
-      if (!OPTIONS.has(name)) throw new InvalidLockOptionsError(name, (options as unknown as Record<string, unknown>)[name], `one of ${[...OPTIONS].join(', ')} (unknown option)`);
-    }
-    this.client = checkEtcdClient(options.client);
-    const ttl = options.sessionTtl === undefined ? DEFAULT_ETCD_SESSION_TTL_MS : options.sessionTtl;
-    if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 2_000 || ttl % 1_000 !== 0 || ttl > 1_000_000_000) {
-      throw new InvalidLockOptionsError('sessionTtl', ttl, 'whole seconds in ms, at least 2000 (etcd leases are whole seconds; etcd raises shorter ones to its 2 s minimum)');
-    }
-    const callTimeout = options.callTimeout === undefined ? DEFAULT_ETCD_CALL_TIMEOUT_MS : options.callTimeout;
-    if (typeof callTimeout !== 'number' || !Number.isInteger(callTimeout) || callTimeout < 1 || callTimeout > 600_000) {
-      throw new InvalidLockOptionsError('callTimeout', callTimeout, 'an integer number of ms from 1 to 600000');
-    }
-    const prefix = options.prefix === undefined ? '' : options.prefix;
-    if (typeof prefix !== 'string' || prefix.length > 256 || /[\u0000-\u001f\u007f]/.test(prefix)) {
-      throw new InvalidLockOptionsError('prefix', prefix, 'a string of at most 256 characters without control characters');
-    }
-    this.sessionTtl = ttl;
-    this.callTimeout = callTimeout;
-    this.prefix = prefix;
+    const o = checkEtcdOptions(options);
+    if (o.client !== undefined) this.client = checkEtcdClient(o.client);
+    this.factory = o.clientFactory;
+    this.sessionTtl = o.sessionTtl;
+    this.callTimeout = o.callTimeout;
+    this.prefix = o.prefix;
     this.ctx = {
-      client: this.client,
       backend: this.name,
-      callTimeout,
-      recheckInterval: ttl,
+      callTimeout: o.callTimeout,
+      recheckInterval: o.sessionTtl,
       session: (key) => this.session(key),
       idle: (slot) => {
         if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
@@ -90,17 +80,78 @@ export class EtcdLockBackend implements LockBackend {
     };
   }
 
+  /**
+   * Health of the session, without a request: 'idle' (no session yet), 'healthy', 'unhealthy'
+   * (alive, but keepalives have gone unanswered for two periods: etcd may be unreachable),
+   * 'lost' (the lease ended; the next acquire grants a new one) or 'closed'.
+   */
+  get sessionState(): 'idle' | 'healthy' | 'unhealthy' | 'lost' | 'closed' {
+    if (this.closed) return 'closed';
+    if (!this.live) return 'idle';
+    if (!this.live.alive) return 'lost';
+    return this.live.healthy ? 'healthy' : 'unhealthy';
+  }
+
+  /**
+   * One real round trip for a health check: a linearizable count of one key, which etcd answers
+   * only with a leader and a quorum. Rejects with LockBackendUnavailableError otherwise.
+   */
+  async ping(): Promise<void> {
+    try {
+      const client = await this.clientFor();
+      await client.kv.range({ key: Buffer.from(`${this.prefix}\u0000ping`), count_only: true }, { deadline: Date.now() + this.callTimeout });
+    } catch (error) {
+      if (error instanceof LockBackendUnavailableError || error instanceof InvalidLockOptionsError) throw error;
+      throw new LockBackendUnavailableError(this.name, 'etcd did not answer a ping', { cause: error });
+    }
+  }
+
+  /**
+   * Who holds `key` and who waits, from the lock's prefix (one range read). Holders are named by
+   * their session lease (etcd stores no owner token); fencingToken is the youngest holder's
+   * create revision; waiters are the contenders behind the holders.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    const client = await this.clientFor();
+    const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
+    return inspection(key, await readContenders(client, lockPrefix, Date.now() + this.callTimeout));
+  }
+
+  /**
+   * Deletes the holders' keys of `key`, whoever they are (each only as the incarnation read, so a
+   * newer grant is never hit). The next contender is granted at once; a holder of another process
+   * learns the loss at its next renewal (ttl/3), one of this backend at once.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const client = await this.clientFor();
+    const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
+    const deadline = Date.now() + this.callTimeout;
+    const holders = holdersOf(await readContenders(client, lockPrefix, deadline));
+    const deleted = await deleteHolders(client, holders, deadline);
+    const slot = this.slots.get(key);
+    for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
+    return deleted > 0;
+  }
+
   /** The lease id (decimal string) of the current live session, if any: what `etcdctl lease list` shows in hex. */
   get sessionLeaseId(): string | undefined {
     return this.live?.alive ? this.live.id : undefined;
   }
 
-  /** One attempt: the native acquire with wait 0. */
+  /**
+   * One attempt, as Go's Mutex.TryLock: create our key and read the contenders in one txn; when
+   * an older contender blocks us, delete the key again and answer busy.
+   */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.acquire({ ...request, wait: 0 });
+    return this.slotFor(request, true);
   }
 
+  /** Queued wait on etcd's revision order, bounded by request.signal (deadline or cancel). */
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    return this.slotFor(request, request.wait === 0);
+  }
+
+  private slotFor(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key }));
     if (request.mode !== 'exclusive' && request.mode !== 'shared') return Promise.reject(new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key));
     let slot = this.slots.get(request.key);
@@ -114,7 +165,7 @@ export class EtcdLockBackend implements LockBackend {
       slot = new LockSlot(request.key, lockPrefix, this.ctx);
       this.slots.set(request.key, slot);
     }
-    return slot.acquire(request);
+    return slot.acquire(request, tryOnce);
   }
 
   /**
@@ -123,15 +174,16 @@ export class EtcdLockBackend implements LockBackend {
    */
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     const results = locks.map(() => false);
-    const items: { i: number; slot: LockSlot; key: Buffer; rev: bigint; leaseId: string }[] = [];
+    const items: { i: number; slot: LockSlot; key: Buffer; rev: bigint; leaseId: string; client: EtcdClientLike }[] = [];
     locks.forEach((lock, i) => {
       const slot = this.slots.get(lock.key);
       const held = slot?.heldBy(lock.owner);
       // The local validity check runs before any request: a paused process finds out here, not from etcd.
-      if (slot && held && held.session.alive) items.push({ i, slot, key: held.key, rev: held.rev, leaseId: held.session.id });
+      if (slot && held && held.session.alive) items.push({ i, slot, key: held.key, rev: held.rev, leaseId: held.session.id, client: held.session.client });
     });
     if (items.length === 0) return results;
-    const ok = await verifyContenders(this.client, items, Date.now() + this.callTimeout);
+    // Every session of this backend is on its one client.
+    const ok = await verifyContenders(items[0].client, items, Date.now() + this.callTimeout);
     items.forEach((it, j) => {
       if (ok[j]) results[it.i] = true;
       else it.slot.lost('its etcd key was deleted or replaced behind its back', undefined, it.rev);
@@ -143,19 +195,52 @@ export class EtcdLockBackend implements LockBackend {
     await this.slots.get(lock.key)?.release(lock.owner);
   }
 
-  /** Fails waiting acquires and revokes the session lease (its keys go with it). Never closes the client. */
+  /**
+   * Fails waiting acquires and revokes the session lease (its keys go with it). Closes the client
+   * only when the backend created it (clientFactory); never a client you passed.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const slot of this.slots.values()) slot.close();
     const session = this.live ?? (await this.granting?.catch(() => undefined));
     await session?.close();
+    if (this.factory) {
+      const owned = this.client ?? (await this.creating?.catch(() => undefined));
+      try {
+        owned?.close?.();
+      } catch {
+        // already closed
+      }
+    }
+  }
+
+  /** The client: yours, or the one clientFactory made (created once, on first use). */
+  private clientFor(): Promise<EtcdClientLike> {
+    if (this.client) return Promise.resolve(this.client);
+    const factory = this.factory as () => unknown;
+    this.creating ??= (async () => {
+      const made = await factory();
+      const client = checkEtcdClient(made, 'clientFactory');
+      if (this.closed) {
+        client.close?.();
+        throw new LockBackendUnavailableError(this.name, 'the backend was closed');
+      }
+      this.client = client;
+      return client;
+    })().catch((error: unknown) => {
+      this.creating = undefined;
+      throw error;
+    });
+    return this.creating;
   }
 
   private session(key?: string): Promise<EtcdSession> {
     if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed', { key }));
     if (this.live?.alive) return Promise.resolve(this.live);
-    this.granting ??= EtcdSession.grant(this.client, this.sessionTtl, this.callTimeout, this.now).then(
+    this.granting ??= this.clientFor()
+      .then((client) => EtcdSession.grant(client, this.sessionTtl, this.callTimeout, this.now))
+      .then(
       async (session) => {
         this.granting = undefined;
         if (this.closed) {
@@ -165,8 +250,9 @@ export class EtcdLockBackend implements LockBackend {
         this.live = session;
         return session;
       },
-      (error) => {
+      (error: unknown) => {
         this.granting = undefined;
+        if (error instanceof InvalidLockOptionsError) throw error;
         throw new LockBackendUnavailableError(this.name, 'could not create an etcd session lease (is etcd reachable at the client\'s hosts?)', { key, cause: error });
       },
     );

@@ -1,4 +1,4 @@
-import type { BackendAcquireRequest, BackendAcquireResult, LockMode } from '../../interfaces/lock-backend.interface';
+import type { BackendAcquireResult, BackendAttempt, LockMode } from '../../interfaces/lock-backend.interface';
 import type { EtcdSession } from './etcd.session';
 
 /**
@@ -7,17 +7,18 @@ import type { EtcdSession } from './etcd.session';
  * waiters that ride it and then by its holders.
  */
 export class Waiter {
-  /** Give up at the next answer from etcd: wait 0, or its signal aborted before any answer came. */
+  /** Give up at the next answer from etcd: a try-once, or its signal aborted before any answer came. */
   givingUp: boolean;
   settled = false;
   /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
   seen = 0;
   constructor(
-    readonly request: BackendAcquireRequest,
+    readonly request: BackendAttempt,
+    tryOnce: boolean,
     private readonly done: (result: BackendAcquireResult) => void,
     private readonly failed: (error: unknown) => void,
   ) {
-    this.givingUp = request.wait === 0;
+    this.givingUp = tryOnce || request.signal.aborted;
   }
   get mode(): LockMode {
     return this.request.mode;
@@ -36,7 +37,7 @@ export class Incarnation {
   key: Buffer | undefined;
   rev: bigint | undefined;
   readonly waiters = new Set<Waiter>();
-  readonly holders = new Map<string, BackendAcquireRequest['onLost']>();
+  readonly holders = new Map<string, BackendAttempt['onLost']>();
   answers = 0;
   failure: unknown;
   wake = new AbortController();

@@ -1,3 +1,4 @@
+import { safeValidity } from '../../backend-kit';
 import type { EtcdClientLike, EtcdKeepAliveStream } from './etcd.client';
 import { leaseHex } from './etcd.keys';
 
@@ -34,7 +35,8 @@ export class EtcdSession {
   private readonly listeners = new Set<SessionLostListener>();
 
   private constructor(
-    private readonly client: EtcdClientLike,
+    /** The client the lease was granted on; every request of this session's keys goes through it. */
+    readonly client: EtcdClientLike,
     id: string,
     /** Granted TTL in ms (etcd may raise a requested TTL to its minimum, never lower it). */
     readonly ttl: number,
@@ -45,7 +47,7 @@ export class EtcdSession {
     this.id = id;
     this.hex = leaseHex(id);
     this.lastAnswerAt = now();
-    this.validUntil = sentAt + validity(ttl);
+    this.validUntil = sentAt + safeValidity(ttl);
     this.tickTimer = setInterval(() => this.tick(), Math.max(1, Math.floor(ttl / 3)));
     this.tickTimer.unref();
     this.armExpiry();
@@ -141,7 +143,7 @@ export class EtcdSession {
     }
     this.lastAnswerAt = this.now();
     if (sentAt !== undefined && this.alive) {
-      this.validUntil = Math.max(this.validUntil, sentAt + validity(Number(ttlSeconds) * 1000));
+      this.validUntil = Math.max(this.validUntil, sentAt + safeValidity(Number(ttlSeconds) * 1000));
       this.armExpiry();
     }
   }
@@ -195,9 +197,4 @@ export class EtcdSession {
       // Unreachable or already expired: either way the lease ends by its TTL.
     }
   }
-}
-
-/** The part of a TTL we count on: minus a clock-drift margin (1 % + 2 ms, as the core does). */
-function validity(ttl: number): number {
-  return ttl - Math.ceil(ttl * 0.01) - 2;
 }

@@ -1,11 +1,10 @@
-import { sleepFor } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import type { BackendAcquireRequest, BackendAcquireResult } from '../../interfaces/lock-backend.interface';
-import type { EtcdClientLike } from './etcd.client';
-import { createContender, deleteContender, findBlocker, writerQueuedAfter, type Contender } from './etcd.ops';
+import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
+import { deleteUntilGone } from './etcd.cleanup';
+import { contend } from './etcd.contend';
 import { Incarnation, Waiter } from './etcd.incarnation';
+import { writerQueuedAfter, type Contender } from './etcd.ops';
 import type { EtcdSession } from './etcd.session';
-import { waitForDelete } from './etcd.watch';
 
 /**
  * The local side of one lock NAME in one backend. etcd's layout gives a session exactly one key
@@ -15,9 +14,10 @@ import { waitForDelete } from './etcd.watch';
  * fencing token); shared owners may share one, but join a held one only while no writer queues
  * behind it (else a stream of readers would starve the writer). The next incarnation starts only
  * after the previous key's deletion is confirmed, so a stale key is never mistaken for ours.
+ * Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts queues an
+ * incarnation on etcd; etcd.cleanup.ts deletes its key.
  */
 export interface SlotContext {
-  readonly client: EtcdClientLike;
   readonly backend: string;
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
@@ -39,10 +39,10 @@ export class LockSlot {
     return !this.current && !this.cleanup && this.queue.length === 0;
   }
 
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  /** Acquires for `request`; a try-once (`tryOnce`) answers busy after etcd's first answer. */
+  acquire(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     return new Promise((resolve, reject) => {
-      const w = new Waiter(request, resolve, reject);
-      if (request.signal.aborted) w.givingUp = true;
+      const w = new Waiter(request, tryOnce, resolve, reject);
       request.signal.addEventListener('abort', () => this.abandon(w), { once: true });
       const cur = this.current;
       if (!cur && this.queue.length === 0) return this.start([w]);
@@ -113,7 +113,7 @@ export class LockSlot {
     this.join(inc, w);
     let writerWaits: boolean;
     try {
-      writerWaits = await writerQueuedAfter(this.ctx.client, this.contender(inc), inc.rev as bigint, Date.now() + this.ctx.callTimeout);
+      writerWaits = await writerQueuedAfter((inc.session as EtcdSession).client, this.contender(inc), inc.rev as bigint, Date.now() + this.ctx.callTimeout);
     } catch (error) {
       inc.waiters.delete(w);
       w.fail(this.unavailable('reading the queue failed', error));
@@ -173,48 +173,22 @@ export class LockSlot {
     }
   }
 
-  /** Queue on etcd until granted or nobody waits any more. Never throws. */
+  /** Queues on etcd until granted or nobody waits any more; then deletes a key nobody wants. Never throws. */
   private async run(inc: Incarnation): Promise<void> {
-    let backoff = 20;
-    let watchBackoff = 20;
     if (this.cleanup) await this.cleanup;
-    while (inc.state === 'waiting' && inc.waiters.size > 0) {
-      const wake = (inc.wake = new AbortController());
-      try {
-        const session = await this.ctx.session(this.fullKey);
-        if (inc.session !== session) this.bind(inc, session);
-        const c = this.contender(inc);
-        const deadline = Date.now() + this.ctx.callTimeout;
-        const pos = inc.rev === undefined ? await createContender(this.ctx.client, c, session.id, deadline) : await findBlocker(this.ctx.client, c, inc.rev, deadline);
-        inc.answers++;
-        inc.failure = undefined;
-        backoff = 20;
-        if (inc.state !== 'waiting' || !session.alive) continue;
-        // Our key vanished while we queued (deleted by an operator): queue again, at the back.
-        inc.rev = pos.exists ? pos.rev : undefined;
-        if (!pos.exists) continue;
-        if (inc.waiters.size === 0) break;
-        if (!pos.blocker) return this.grant(inc);
-        this.settleGivingUp(inc);
-        if (inc.waiters.size === 0) break;
-        const next = (BigInt(pos.revision) + 1n).toString();
-        const watched = await waitForDelete(this.ctx.client, pos.blocker.key, next, wake.signal, this.ctx.recheckInterval);
-        if (watched.failure === undefined) {
-          watchBackoff = 20;
-        } else {
-          // The watch stream is down (its member died, say): re-read, but do not spin while it reconnects.
-          inc.failure = watched.failure;
-          await sleepFor(Math.random() * watchBackoff, wake.signal);
-          watchBackoff = Math.min(watchBackoff * 2, 1_000);
-        }
-      } catch (error) {
-        inc.answers++;
-        inc.failure = error;
-        this.settleGivingUp(inc);
-        await sleepFor(Math.random() * backoff, wake.signal);
-        backoff = Math.min(backoff * 2, 1_000);
-      }
-    }
+    await contend(inc, {
+      callTimeout: this.ctx.callTimeout,
+      recheckInterval: this.ctx.recheckInterval,
+      session: () => this.ctx.session(this.fullKey),
+      bind: (i, session) => this.bind(i, session),
+      contender: (i) => this.contender(i),
+      settleGivingUp: (i) => this.settleGivingUp(i),
+      grant: (i) => this.grant(i),
+      fail: (i, error) => {
+        for (const w of i.waiters) w.fail(error);
+        i.waiters.clear();
+      },
+    });
     if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
     for (const settle of inc.leaving.splice(0)) settle();
   }
@@ -255,32 +229,19 @@ export class LockSlot {
       this.pump();
       return Promise.resolve();
     }
-    const { key, rev, session } = inc;
-    let first!: (error?: unknown) => void;
-    const firstAttempt = new Promise<void>((resolve, reject) => (first = (e) => (e === undefined ? resolve() : reject(e))));
-    const cleanup = (async () => {
-      for (let attempt = 0, delay = 50; ; attempt++, delay = Math.min(delay * 2, 2_000)) {
-        try {
-          await deleteContender(this.ctx.client, key, rev, Date.now() + this.ctx.callTimeout);
-          this.cleanupFailure = undefined;
-          if (attempt === 0) first();
-          return;
-        } catch (error) {
-          this.cleanupFailure = error;
-          if (attempt === 0) first(this.unavailable('deleting the lock key failed', error));
-          // A lost session took the key with it; otherwise retry while the process lives.
-          if (!session.alive) return;
-          await sleepFor(delay);
-        }
-      }
-    })();
+    const deletion = deleteUntilGone(inc.session, inc.key, inc.rev, this.ctx.callTimeout, (e) => {
+      this.cleanupFailure = e;
+    });
+    const cleanup = deletion.done;
     this.cleanup = cleanup;
     void cleanup.then(() => {
       if (this.cleanup === cleanup) this.cleanup = undefined;
       this.cleanupFailure = undefined;
       this.pump();
     });
-    return firstAttempt;
+    return deletion.first.catch((error: unknown) => {
+      throw this.unavailable('deleting the lock key failed', error);
+    });
   }
 
   /** Starts the next local owner(s): the queue head, with the shared waiters right behind a shared head. */

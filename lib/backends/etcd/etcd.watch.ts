@@ -1,4 +1,5 @@
 import type { EtcdClientLike, EtcdWatcherLike } from './etcd.client';
+import { blockerGone, type Blocker } from './etcd.ops';
 
 export interface WatchOutcome {
   /** deleted: the blocker went away; recheck: look again (fallback timer, stream trouble); stopped: signal. */
@@ -8,16 +9,31 @@ export interface WatchOutcome {
 }
 
 /**
- * Waits until `key` is deleted, watching from `fromRevision` (the revision right after the read
- * that found it, so a delete in between is replayed, never missed). Resolves 'recheck' after
- * `fallbackMs` or when the watch stream drops: the caller re-reads its position, so a lost event
- * can delay a waiter but never strand it. Never rejects.
+ * Waits until `blocker` is deleted. Resolves 'recheck' after `fallbackMs` or when the watch stream
+ * drops: the caller re-reads its position, so a lost event can delay a waiter but never strand it.
+ * Never rejects.
+ *
+ * Why the watch starts "now" and not at `readRevision + 1` (as Go's Mutex does): etcd puts a watch
+ * that starts in the past into its *unsynced* group, which it catches up only every 100 ms; under
+ * contention the revision moves between our read and the watch's creation, so the predecessor's
+ * delete reached the waiter 0-100 ms late (measured: the p90 of a handoff). A watch from now is
+ * synced at once and delivers the delete as it commits. The gap it leaves, (readRevision, W] with
+ * W the revision the server created the watch at, is closed by one read of the blocker when W
+ * moved past our read: gone means deleted in the gap; present means any delete comes after W.
  */
-export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision: string, signal: AbortSignal, fallbackMs: number): Promise<WatchOutcome> {
+export function waitForDelete(
+  client: EtcdClientLike,
+  blocker: Blocker,
+  readRevision: string,
+  signal: AbortSignal,
+  fallbackMs: number,
+  callTimeout: number,
+): Promise<WatchOutcome> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ outcome: 'stopped' });
     let watcher: EtcdWatcherLike | undefined;
     let done = false;
+    let created = false;
     const finish = (result: WatchOutcome) => {
       if (done) return;
       done = true;
@@ -31,10 +47,23 @@ export function waitForDelete(client: EtcdClientLike, key: Buffer, fromRevision:
     const onStop = () => finish({ outcome: 'stopped' });
     const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
     signal.addEventListener('abort', onStop, { once: true });
+    const closeGap = (watchRevision: string) => {
+      if (BigInt(watchRevision) <= BigInt(readRevision)) return; // nothing happened in between
+      blockerGone(client, blocker, watchRevision, Date.now() + callTimeout).then(
+        (gone) => gone && finish({ outcome: 'deleted' }),
+        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
+      );
+    };
     try {
-      watcher = client.watch().key(key).startRevision(fromRevision).only('delete').watcher();
+      watcher = client.watch().key(blocker.key).only('delete').watcher();
       watcher.on('delete', () => finish({ outcome: 'deleted' }));
-      watcher.on('disconnected', (error) => finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }));
+      // Only the first creation leaves a gap: etcd3 resumes a reconnected watch where it stopped.
+      watcher.on('connected', (res) => {
+        if (!created) (created = true), closeGap(res.header.revision);
+      });
+      watcher.on('disconnected', (error) =>
+        finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }),
+      );
       // A listener stays attached after we finish: an 'error' without one would be thrown by EventEmitter.
       watcher.on('error', (error) => finish({ outcome: 'recheck', failure: error }));
     } catch (error) {

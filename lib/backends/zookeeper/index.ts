@@ -4,3 +4,4 @@ export type { ZooKeeperClientLike } from './zookeeper.client';
 export type { ZooKeeperLockStats } from './zookeeper.contender';
 export type { SessionState as ZooKeeperSessionState } from './zookeeper.session';
 export { encodeLockName, lockDirectory, type CuratorRecipe } from './zookeeper.nodes';
+export { zooKeeperDigestId, type ZooKeeperAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';

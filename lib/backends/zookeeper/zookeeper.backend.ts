@@ -1,24 +1,16 @@
-import { raceAbort, sleepFor, WAIT_DEADLINE } from '../../backend-kit';
+import { raceAbort, toBigInt, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities } from '../../interfaces/lock-backend.interface';
-import { errorCode, ERR_SESSION_EXPIRED, toBigInt, zk } from './zookeeper.client';
-import { Contender, type ZooKeeperLockStats } from './zookeeper.contender';
-import { checkOptions, type ZooKeeperLockBackendOptions } from './zookeeper.options';
+import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities, LockInspection } from '../../interfaces/lock-backend.interface';
+import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
+import { ZooKeeperOperations } from './zookeeper.operations';
+import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
+import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
+import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
 import { lockDirectory, MUTEX_LOCK_NAME, nodePrefix, protectedId, READ_LOCK_NAME, WRITE_LOCK_NAME, type CuratorRecipe } from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
 
-/**
- * ZooKeeper locks in Apache Curator's layout (InterProcessMutex / InterProcessReadWriteLock), so
- * Java services using Curator and this module exclude each other on the same path.
- * Each contender owns one EPHEMERAL_SEQUENTIAL node under `<basePath>/<encoded key>`; the server's
- * sequence orders them; a contender holds when Curator's predicate says so and otherwise watches
- * exactly one node (no herd). Safety comes from ZooKeeper itself: creates are totally ordered and
- * an ephemeral node lives exactly as long as its session, so two holders can never both see
- * themselves first. We lose a lock when our node is deleted, our session expires, or the
- * connection stays down longer than the session timeout (then we can no longer know). Fencing
- * token = our node's czxid: zxids only grow, even when the directory is deleted and recreated.
- */
+/** One granted lock of this backend. */
 interface Holding {
   readonly id: string;
   readonly key: string;
@@ -32,6 +24,22 @@ interface Holding {
 
 const ABORTED = Symbol('aborted');
 
+/**
+ * ZooKeeper locks in Apache Curator's layout (InterProcessMutex / InterProcessReadWriteLock), so
+ * Java services using Curator and this module exclude each other on the same path.
+ *
+ * Algorithm: each contender owns one EPHEMERAL_SEQUENTIAL node under `<basePath>/<encoded key>`
+ * (Curator's `_c_<id>-lock-<seq>`); the server's sequence orders them; a contender holds when
+ * Curator's predicate says so (mutex/writer: first; reader: no writer before it) and otherwise
+ * watches exactly one node (no herd). tryAcquire creates the node, lists the directory once and
+ * deletes the node again when it does not hold.
+ *
+ * Safety comes from ZooKeeper itself: creates are totally ordered and an ephemeral node lives
+ * exactly as long as its session, so two holders can never both see themselves first. We lose a
+ * lock when our node is deleted, our session expires, or the connection stays down longer than
+ * the session timeout (then we can no longer know). Fencing token = our node's czxid: zxids only
+ * grow, even when the directory is deleted and recreated.
+ */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
   readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: true, maxKeyLength: 512 };
@@ -43,11 +51,14 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly userClient: ZooKeeperLockBackendOptions['client'];
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
   private readonly expectedTimeout: number | undefined;
+  private readonly acl: readonly unknown[] | undefined;
+  private readonly authInfo: readonly ZooKeeperAuthInfo[];
   private readonly holdings = new Map<string, Holding>();
   private readonly contenders = new Set<Contender>();
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
+  private readonly operations = new ZooKeeperOperations(this.name, () => this.basePath, (key) => this.currentSession(key));
   private closed = false;
 
   constructor(options: ZooKeeperLockBackendOptions) {
@@ -57,6 +68,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     this.userClient = o.client;
     this.factory = o.clientFactory;
     this.expectedTimeout = o.sessionTimeout;
+    this.acl = o.acl ? driverAcl(o.acl) : undefined;
+    this.authInfo = o.authInfo;
     if (this.userClient) this.session = this.newSession(this.userClient, false);
   }
 
@@ -70,12 +83,39 @@ export class ZooKeeperLockBackend implements LockBackend {
     return this.session?.state === 'disconnected' && [...this.holdings.values()].some((h) => h.session === this.session);
   }
 
-  /** One attempt: the native acquire with wait 0. */
-  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.acquire({ ...request, wait: 0 });
+  /**
+   * One real round trip for a health check (exists('/') on the session), bounded by the session
+   * timeout; rejects with LockBackendUnavailableError when not connected. connectionState and
+   * inDoubt answer without a request.
+   */
+  ping(): Promise<void> {
+    return this.operations.ping();
   }
 
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  /**
+   * Who holds `key` and who waits, from one listing of its directory (Curator's predicates decide
+   * the holders); holders are named by node and protected id; fencingToken is the youngest
+   * holder's czxid; waiters are the nodes behind the holders.
+   */
+  inspect(key: string): Promise<LockInspection> {
+    return this.operations.inspect(key);
+  }
+
+  /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
+  forceRelease(key: string): Promise<boolean> {
+    return this.operations.forceRelease(key);
+  }
+  /** One attempt: create our node, list the directory once; not first: delete it, busy. */
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.contend(request, true);
+  }
+
+  /** Queued wait in the directory's sequence order, bounded by request.signal. */
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    return this.contend(request, request.wait === 0);
+  }
+
+  private async contend(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     const dir = lockDirectory(this.basePath, request.key);
     const lockName = request.mode === 'shared' ? READ_LOCK_NAME : this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
     const prefix = nodePrefix(protectedId(request.owner), lockName);
@@ -83,7 +123,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       const session = this.currentSession(request.key);
       if (!session.connected) {
         // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
-        const ok = request.wait === 0 && !session.fresh ? false : await session.whenConnected(request.wait === 0 ? undefined : request.signal);
+        const ok = tryOnce && !session.fresh ? false : await session.whenConnected(tryOnce ? undefined : request.signal);
         if (!ok) {
           if (session.dead && this.factory && !this.closed && !request.signal.aborted) continue;
           // Cancelled by the caller during a first connect that has not failed yet: let the engine
@@ -93,12 +133,12 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
       }
       this.checkNegotiated(session, request.key);
-      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', request.wait === 0, this.stats);
+      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', tryOnce, this.stats, this.acl);
       this.contenders.add(contender);
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
       try {
-        outcome = request.wait === 0 ? await run : await raceAbort(run, request.signal, () => ABORTED);
+        outcome = tryOnce ? await run : await raceAbort(run, request.signal, () => ABORTED);
       } catch (error) {
         this.contenders.delete(contender);
         const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
@@ -140,7 +180,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
         const startedAt = performance.now();
         const stat = await zk.exists(h.session.client, h.path);
-        const ours = !!stat && toBigInt(stat.ephemeralOwner) === h.session.sessionId;
+        const ours = !!stat && toBigInt(stat.ephemeralOwner, this.name) === h.session.sessionId;
         if (!ours) {
           this.lose(h, 'its ZooKeeper node is gone', false);
           return false;
@@ -167,20 +207,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
       // deleting it in the background, after each reconnect, until it is gone or the session ends.
-      this.track(this.deleteUntilGone(h.session, h.path));
+      this.track(deleteUntilGone(h.session, h.path, () => this.closed));
       throw error;
-    }
-  }
-
-  private async deleteUntilGone(session: ZooKeeperSession, path: string): Promise<void> {
-    for (let delay = 50; !session.dead && !this.closed; delay = Math.min(delay * 2, 1_000)) {
-      if (!(await session.whenConnected())) return;
-      try {
-        await zk.release(session.client, path);
-        return;
-      } catch {
-        await sleepFor(delay);
-      }
     }
   }
 
@@ -210,12 +238,14 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch (error) {
       throw new LockBackendUnavailableError(this.name, 'clientFactory threw', { key, cause: error });
     }
-    this.session = this.newSession(checkOptions({ client }).client!, true);
+    this.session = this.newSession(checkZooKeeperClient(client, 'clientFactory'), true);
     return this.session;
   }
 
   private newSession(client: NonNullable<ZooKeeperLockBackendOptions['client']>, owned: boolean): ZooKeeperSession {
     this.stats.sessions++;
+    // Before connect (the driver sends them in the handshake and after every reconnect).
+    for (const a of this.authInfo) client.addAuthInfo?.(a.scheme, Buffer.isBuffer(a.auth) ? a.auth : Buffer.from(a.auth, 'utf8'));
     return new ZooKeeperSession(client, owned, {
       connected: (s) => {
         // Watches are re-set by the driver; still, re-evaluate in case a notification fell in the gap.

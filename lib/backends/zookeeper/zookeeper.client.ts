@@ -25,11 +25,16 @@ export interface ZooKeeperClientLike {
   connect(): void;
   close(): void;
   create(path: string, data: Buffer | null, mode: number, callback: Callback<string>): void;
+  /** With an ACL list (see driverAcl); without one the driver uses the open ACL. */
+  create(path: string, data: Buffer | null, acls: readonly unknown[], mode: number, callback: Callback<string>): void;
   remove(path: string, version: number, callback: (error: ZooKeeperError | null | undefined) => void): void;
   exists(path: string, callback: Callback<ZooKeeperStat | null>): void;
   getData(path: string, watcher: (event: ZooKeeperEvent) => void, callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void): void;
   getChildren(path: string, callback: Callback<string[]>): void;
   mkdirp(path: string, callback: Callback<string>): void;
+  mkdirp(path: string, acls: readonly unknown[], callback: Callback<string>): void;
+  /** Adds credentials to the session (kept for reconnects). Needed only with the authInfo option. */
+  addAuthInfo?(scheme: string, auth: Buffer): void;
   getState(): { readonly name: string; readonly code: number };
   getSessionId(): Buffer;
   getSessionTimeout(): number;
@@ -56,25 +61,22 @@ export function errorCode(error: unknown): number | undefined {
   return typeof e.code === 'number' ? e.code : undefined;
 }
 
-/** A ZooKeeper long (czxid, session id) as bigint: the driver hands longs over as 8-byte big-endian buffers. */
-export function toBigInt(value: Buffer | number | bigint): bigint {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number') return BigInt(value);
-  return value.readBigInt64BE(0);
-}
-
 /** Promisified driver calls; errors keep the driver's code (see errorCode). */
 export const zk: {
-  create(c: ZooKeeperClientLike, path: string, mode: number): Promise<string>;
+  create(c: ZooKeeperClientLike, path: string, mode: number, acl?: readonly unknown[]): Promise<string>;
   remove(c: ZooKeeperClientLike, path: string): Promise<void>;
   release(c: ZooKeeperClientLike, path: string): Promise<void>;
   exists(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null>;
   watch(c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void): Promise<ZooKeeperStat | null>;
   children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
-  mkdirp(c: ZooKeeperClientLike, path: string): Promise<void>;
+  mkdirp(c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]): Promise<void>;
 } = {
-  create: (c: ZooKeeperClientLike, path: string, mode: number) =>
-    new Promise<string>((resolve, reject) => c.create(path, null, mode, (e, p) => (e ? reject(e) : resolve(p)))),
+  create: (c: ZooKeeperClientLike, path: string, mode: number, acl?: readonly unknown[]) =>
+    new Promise<string>((resolve, reject) => {
+      const done: Callback<string> = (e, p) => (e ? reject(e) : resolve(p));
+      if (acl) c.create(path, null, acl, mode, done);
+      else c.create(path, null, mode, done);
+    }),
   remove: (c: ZooKeeperClientLike, path: string) =>
     new Promise<void>((resolve, reject) => c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve()))),
   /**
@@ -100,6 +102,10 @@ export const zk: {
     new Promise<string[] | null>((resolve, reject) =>
       c.getChildren(path, (e, list) => (e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list))),
     ),
-  mkdirp: (c: ZooKeeperClientLike, path: string) =>
-    new Promise<void>((resolve, reject) => c.mkdirp(path, (e) => (e && errorCode(e) !== ERR_NODE_EXISTS ? reject(e) : resolve()))),
+  mkdirp: (c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]) =>
+    new Promise<void>((resolve, reject) => {
+      const done: Callback<string> = (e) => (e && errorCode(e) !== ERR_NODE_EXISTS ? reject(e) : resolve());
+      if (acl) c.mkdirp(path, acl, done);
+      else c.mkdirp(path, done);
+    }),
 };

@@ -1,4 +1,5 @@
-import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, toBigInt, zk, type ZooKeeperEvent } from './zookeeper.client';
+import { sleepFor, toBigInt } from '../../backend-kit';
+import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, zk, type ZooKeeperEvent } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
@@ -43,6 +44,8 @@ export class Contender {
     private readonly exclusive: boolean,
     private readonly tryOnce: boolean,
     private readonly stats: ZooKeeperLockStats,
+    /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
+    private readonly acl?: readonly unknown[],
   ) {}
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -62,7 +65,7 @@ export class Contender {
         // Pipelined: the own-node watch (and its czxid) and the directory listing in one round trip.
         const [stat, children] = await this.call(() => Promise.all([czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined, zk.children(c, this.dir)]));
         if (this.abandoned) return this.giveUp();
-        if (stat) czxid = toBigInt(stat.czxid);
+        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
         const ours = path.slice(this.dir.length + 1);
         const where = children && (stat !== null) ? standing(sortChildren(children), ours, this.exclusive) : ({ held: false, missing: true } as const);
         if ('missing' in where) {
@@ -151,13 +154,14 @@ export class Contender {
       // The directory is deleted when its last node goes, so create it first, in the same round trip:
       // the server runs a session's requests in order, so it exists when our node's create runs
       // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below).
-      c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
-      return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL);
+      if (this.acl) c.create(this.dir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+      else c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
+      return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl);
     } catch (error) {
       const code = errorCode(error);
       if (code === ERR_NO_NODE) {
-        await zk.mkdirp(c, this.dir);
-        return zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL).catch((e) => this.createFailed(e));
+        await zk.mkdirp(c, this.dir, this.acl);
+        return zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl).catch((e) => this.createFailed(e));
       }
       return this.createFailed(error);
     }
@@ -189,5 +193,22 @@ export class Contender {
     }
     this.path = undefined;
     return null;
+  }
+}
+
+/**
+ * Curator's "guaranteed delete": keeps deleting our node (after each reconnect) until it is gone,
+ * the session ends (taking its ephemeral nodes) or `stopped()`; a live session would otherwise
+ * keep the node, and so the lock, forever.
+ */
+export async function deleteUntilGone(session: ZooKeeperSession, path: string, stopped: () => boolean): Promise<void> {
+  for (let delay = 50; !session.dead && !stopped(); delay = Math.min(delay * 2, 1_000)) {
+    if (!(await session.whenConnected())) return;
+    try {
+      await zk.release(session.client, path);
+      return;
+    } catch {
+      await sleepFor(delay);
+    }
   }
 }

@@ -1,5 +1,7 @@
-import { InvalidLockOptionsError, describe } from '../../errors/invalid-lock-options.error';
+import { checkClient, checkDuration, checkOneOf, checkOptionsObject } from '../../backend-kit';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { ZooKeeperClientLike } from './zookeeper.client';
+import { checkAcl, checkAuthInfo, type ZooKeeperAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
@@ -10,9 +12,12 @@ export interface ZooKeeperLockBackendOptions {
    */
   client?: ZooKeeperClientLike;
   /**
-   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`).
-   * The backend connects it, uses it after `client`'s session expired (or from the start when
-   * `client` is omitted), and closes it on close().
+   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`):
+   * the same shape as every backend's clientFactory (a function returning a client the backend
+   * owns and closes), except that it must return the client itself, not a Promise, and may be
+   * called again: a ZooKeeper client cannot outlive its session, so after an expiry the backend
+   * asks for a new one. The backend connects it, uses it after `client`'s session expired (or from
+   * the start when `client` is omitted), and closes it on close().
    */
   clientFactory?: () => ZooKeeperClientLike;
   /** Parent of every lock directory. Default '/locks' (Curator users pass the same base path). */
@@ -28,37 +33,56 @@ export interface ZooKeeperLockBackendOptions {
    * InvalidLockOptionsError if the server negotiated a different one (it silently clamps).
    */
   sessionTimeout?: number;
+  /**
+   * ACL of every node the backend creates (lock directories and contender nodes), e.g.
+   * `[{ scheme: 'digest', id: zooKeeperDigestId('app', secret), perms: 'cdrwa' }, { scheme: 'world',
+   * id: 'anyone', perms: 'r' }]`. Default: open (world:anyone, all), as Curator. Java services
+   * sharing the locks must authenticate as an identity the ACL admits.
+   */
+  acl?: readonly ZooKeeperAcl[];
+  /**
+   * Credentials added to every session of the backend (addAuthInfo; the driver re-sends them after
+   * a reconnect), e.g. `{ scheme: 'digest', auth: 'app:secret' }`. Also added to a `client` you pass.
+   */
+  authInfo?: ZooKeeperAuthInfo | readonly ZooKeeperAuthInfo[];
 }
 
-const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout'];
+const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout', 'acl', 'authInfo'] as const;
 const CLIENT_METHODS = ['connect', 'close', 'create', 'remove', 'exists', 'getData', 'getChildren', 'mkdirp', 'getState', 'getSessionId', 'getSessionTimeout', 'on', 'removeListener'] as const;
+const CLIENT = 'a node-zookeeper-client Client (zookeeper.createClient(...))';
 
-/** Validates the backend's options in one place; every error names the option, the value and what is allowed. */
-export function checkOptions(options: ZooKeeperLockBackendOptions) {
-  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object like { client } or { clientFactory }');
-  for (const name of Object.keys(options)) {
-    if (!KNOWN.includes(name)) throw new InvalidLockOptionsError(name, (options as Record<string, unknown>)[name], `one of ${KNOWN.join(', ')} (unknown option)`);
-  }
-  const { client, clientFactory } = options;
+export interface CheckedZooKeeperOptions {
+  readonly client?: ZooKeeperClientLike;
+  readonly clientFactory?: () => ZooKeeperClientLike;
+  readonly basePath: string;
+  readonly curatorRecipe: CuratorRecipe;
+  readonly sessionTimeout?: number;
+  readonly acl?: readonly ZooKeeperAcl[];
+  readonly authInfo: readonly ZooKeeperAuthInfo[];
+}
+
+/** Checks a client (yours, or one clientFactory returned): every method the backend calls. */
+export function checkZooKeeperClient(client: unknown, option = 'client'): ZooKeeperClientLike {
+  return checkClient<ZooKeeperClientLike>(option, client, CLIENT_METHODS, CLIENT);
+}
+
+/** Validates the backend's options with the kit's checker; every error names the option, the value and what is allowed. */
+export function checkOptions(options: unknown): CheckedZooKeeperOptions {
+  const o = checkOptionsObject<ZooKeeperLockBackendOptions>('options', options, KNOWN, 'an object like { client } or { clientFactory }');
+  const { client, clientFactory } = o;
   if (client === undefined && clientFactory === undefined) {
-    throw new InvalidLockOptionsError('client', client, 'a node-zookeeper-client Client (zookeeper.createClient(...)), or give clientFactory');
+    throw new InvalidLockOptionsError('client', client, `${CLIENT}, or give clientFactory`);
   }
-  if (client !== undefined) {
-    const missing = CLIENT_METHODS.filter((m) => typeof (client as unknown as Record<string, unknown>)?.[m] !== 'function');
-    if (client === null || typeof client !== 'object' || missing.length > 0) {
-      throw new InvalidLockOptionsError('client', client, `a node-zookeeper-client Client (missing: ${missing.join(', ') || 'an object'})`);
-    }
-  }
+  if (client !== undefined) checkZooKeeperClient(client);
   if (clientFactory !== undefined && typeof clientFactory !== 'function') {
     throw new InvalidLockOptionsError('clientFactory', clientFactory, 'a function returning a new, not yet connected node-zookeeper-client Client');
   }
-  const curatorRecipe = options.curatorRecipe ?? 'mutex';
-  if (curatorRecipe !== 'mutex' && curatorRecipe !== 'read-write') {
-    throw new InvalidLockOptionsError('curatorRecipe', curatorRecipe, "'mutex' (InterProcessMutex, default) or 'read-write' (InterProcessReadWriteLock)");
+  const curatorRecipe = checkOneOf<CuratorRecipe>('curatorRecipe', o.curatorRecipe ?? 'mutex', ['mutex', 'read-write']);
+  const sessionTimeout = o.sessionTimeout === undefined ? undefined : checkDuration('sessionTimeout', o.sessionTimeout, 1);
+  const acl = checkAcl(o.acl);
+  const authInfo = checkAuthInfo(o.authInfo);
+  if (authInfo.length > 0 && client !== undefined && typeof client.addAuthInfo !== 'function') {
+    throw new InvalidLockOptionsError('client', client, 'a node-zookeeper-client Client with addAuthInfo (needed by authInfo)');
   }
-  const t = options.sessionTimeout;
-  if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 2_147_483_647)) {
-    throw new InvalidLockOptionsError('sessionTimeout', t, `an integer number of ms the server will negotiate unchanged (got ${describe(t)})`);
-  }
-  return { client, clientFactory, basePath: checkBasePath(options.basePath ?? '/locks'), curatorRecipe, sessionTimeout: t };
+  return { client, clientFactory, basePath: checkBasePath(o.basePath ?? '/locks'), curatorRecipe, sessionTimeout, acl, authInfo };
 }

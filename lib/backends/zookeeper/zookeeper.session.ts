@@ -1,9 +1,9 @@
+import { toBigInt } from '../../backend-kit';
 import {
   STATE_CONNECTED_READ_ONLY,
   STATE_DISCONNECTED,
   STATE_EXPIRED,
   STATE_SYNC_CONNECTED,
-  toBigInt,
   type ZooKeeperClientLike,
 } from './zookeeper.client';
 
@@ -127,7 +127,7 @@ export class ZooKeeperSession {
     this.everConnected = true;
     this.sessionTimeout = this.client.getSessionTimeout();
     try {
-      this.sessionId = toBigInt(this.client.getSessionId());
+      this.sessionId = toBigInt(this.client.getSessionId(), 'zookeeper');
     } catch {
       this.sessionId = 0n;
     }
