@@ -4,7 +4,7 @@ import { MySqlLockBackend, type MySqlLockBackendOptions, type MySqlPoolLike } fr
 import { mysqlStatements } from '../../lib/backends/mysql/mysql.schema';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { MariaDbServer } from '../support/mariadb-server';
-import { describeSqlBackend, type LoggedStatement } from './sql-backend.cases';
+import { describeSqlBackend, type LoggedStatement } from '../sql/sql-backend.cases';
 
 /** Counts what a backend sends, over a real mysql2 pool (nothing is faked). */
 function logged(pool: Pool, log: LoggedStatement[]): MySqlPoolLike {

@@ -1,4 +1,5 @@
-import { SWEEP_BATCH } from './sql-sweeper';
+import { ddlScript } from '../sql/sql-schema';
+import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
  * Tables and statements of the MySQL/MariaDB backend. Only the table name (a validated plain
@@ -76,5 +77,5 @@ export function mysqlStatements(table: string): MySqlStatements {
 
 /** The DDL for DBAs who create the tables themselves (createTable: false). */
 export function mysqlDdl(table = 'distributed_locks'): string {
-  return mysqlStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+  return ddlScript(mysqlStatements(table).ddl);
 }

@@ -1,4 +1,5 @@
-import { SWEEP_BATCH } from '../mysql/sql-sweeper';
+import { ddlScript } from '../sql/sql-schema';
+import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
  * Table and statements of the PostgreSQL backend. Only the table name (a validated plain
@@ -75,7 +76,7 @@ export function postgresStatements(table: string): PostgresStatements {
 
 /** The DDL for DBAs who create the table themselves (createTable: false). */
 export function postgresDdl(table = 'distributed_locks'): string {
-  return postgresStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+  return ddlScript(postgresStatements(table).ddl);
 }
 
 /** A 32-bit class id for the table's advisory locks (FNV-1a of its name), so two tables never share mutexes. */

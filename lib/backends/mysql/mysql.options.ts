@@ -1,0 +1,54 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
+
+/** One statement's answer, as mysql2/promise gives it: [rows or ResultSetHeader, fields]. */
+export type MySqlResult = [unknown, unknown];
+
+/** The part of a mysql2/promise pool connection this backend uses. */
+export interface MySqlConnectionLike {
+  query(sql: string, values?: unknown[]): Promise<MySqlResult>;
+  execute(sql: string, values: (string | number | Buffer)[]): Promise<MySqlResult>;
+  release(): void;
+  destroy(): void;
+}
+
+/** The part of a mysql2/promise `Pool` this backend uses. */
+export interface MySqlPoolLike {
+  getConnection(): Promise<MySqlConnectionLike>;
+  /** mysql2's core pool: its connectionLimit bounds how many connections wake-ups may take. */
+  readonly pool?: { readonly config?: { readonly connectionLimit?: number } };
+}
+
+export interface MySqlLockBackendOptions extends SqlBackendOptions {
+  /** A mysql2/promise pool (`createPool(...)`); you keep owning it. Needs InnoDB. */
+  client: MySqlPoolLike;
+  /**
+   * Longest pause between two polls of a waiter without a wake-up, in ms (default 100): bounds the
+   * handoff delay to another process when doorbells are off or busy.
+   */
+  maxPollDelay?: number;
+}
+
+export type ResolvedMySqlOptions = MySqlLockBackendOptions & ResolvedSqlOptions;
+
+const KNOWN = [...SQL_OPTIONS].filter((o) => o !== 'clientFactory');
+
+/** Validates every option once, at construction; each failure names the option. */
+export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
+  const o = resolveSqlOptions<MySqlLockBackendOptions>('MySqlLockBackend', options, KNOWN, 100);
+  checkMySqlPool(o.client);
+  return o;
+}
+
+/** mysql2's callback-style pool has getConnection(cb) too, and promise() to get the promise API. */
+export function checkMySqlPool(client: unknown): MySqlPoolLike {
+  const c = client as (MySqlPoolLike & { promise?: unknown }) | null | undefined;
+  if (!c || typeof c.getConnection !== 'function' || typeof c.promise === 'function') {
+    throw new InvalidLockOptionsError(
+      'client',
+      client,
+      "a mysql2/promise Pool (createPool from 'mysql2/promise', or pool.promise())",
+    );
+  }
+  return c;
+}
