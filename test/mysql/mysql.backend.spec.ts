@@ -9,10 +9,11 @@ import { describeSqlBackend, type LoggedStatement } from '../sql/sql-backend.cas
 /** Counts what a backend sends, over a real mysql2 pool (nothing is faked). */
 function logged(pool: Pool, log: LoggedStatement[]): MySqlPoolLike {
   return {
+    pool: pool.pool, // its connectionLimit sizes the doorbells
     getConnection: async () => {
       const conn = await pool.getConnection();
       return {
-        query: (sql) => (log.push({ sql }), conn.query(sql)),
+        query: (sql, values) => (log.push({ sql, values }), conn.query(sql, values)),
         execute: (sql, values) => (log.push({ sql, values }), conn.execute(sql, values)),
         release: () => conn.release(),
         destroy: () => conn.destroy(),

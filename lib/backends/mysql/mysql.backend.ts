@@ -1,4 +1,5 @@
 import { ReleaseNotifier, toBigInt } from '../../backend-kit';
+import { MySqlDoorbell } from './mysql.doorbell';
 import type {
   BackendAcquireResult,
   BackendAttempt,
@@ -24,7 +25,9 @@ import { mysqlStatements, type MySqlStatements } from './mysql.schema';
  * else delete expired holders (a dead process's lock is taken over here), take the next fence from
  * the counter row and insert our row; COMMIT. Release and renew are owner-checked single
  * statements (renew: ONE statement for a whole batch). The engine runs the waits (one waiter per
- * key and process attempts); this process's releases wake its own waiters at once.
+ * key and process attempts); this process's releases wake its own waiters at once, other
+ * processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell) and poll only where
+ * they must.
  *
  * Safety: all of an acquire runs under the key's mutex with the holder rows locked, so no two
  * conflicting grants can commit; a renewal racing with a takeover either lands first (the holder
@@ -37,11 +40,12 @@ export class MySqlLockBackend implements LockBackend {
   readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
-  /** Wakes this process's waiters on its own releases; other processes' releases are found by polling. */
+  /** This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling). */
   readonly wakeups: WakeupSource;
   private readonly pool: MySqlPoolLike;
   private readonly sql: MySqlStatements;
   private readonly notifier = new ReleaseNotifier();
+  private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
 
@@ -50,9 +54,11 @@ export class MySqlLockBackend implements LockBackend {
     this.pool = o.client;
     this.table = o.table;
     this.sql = mysqlStatements(this.table);
-    this.wakeups = this.notifier;
-    // The notifier only hears this process's releases: keep polling other processes' at the backoff pace.
-    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay: o.maxPollDelay };
+    this.doorbell = new MySqlDoorbell(o.client, o.table, o.doorbells, o.maxPollDelay, this.notifier);
+    this.wakeups = o.doorbells > 0 ? this.doorbell : this.notifier;
+    // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
+    const fallbackDelay = o.doorbells > 0 ? 1_000 : o.maxPollDelay;
+    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
   }
@@ -61,7 +67,8 @@ export class MySqlLockBackend implements LockBackend {
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    return this.attempt(bytes(request.key), request.owner, request.mode, request.ttl);
+    await this.doorbell.ready();
+    return this.attempt(request.key, request.owner, request.mode, request.ttl);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -85,24 +92,30 @@ export class MySqlLockBackend implements LockBackend {
     });
     const answers = new Array<boolean>(locks.length);
     sorted.forEach((l, i) => (answers[l.at] = results[i]));
+    locks.forEach((l, i) => answers[i] || this.doorbell.disarm(l.key, l.owner));
     return answers;
   }
 
   async release(lock: BackendLock): Promise<void> {
+    // The doorbell rings (RELEASE_LOCK) only after the DELETE committed: a woken waiter finds the row gone.
     const released = await this.withConnection(async (conn) => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       const key = bytes(lock.key);
       const [header] = await conn.execute(this.sql.release, [key, lock.owner]);
+      // Ring now, before dropKey: dropKey waits for the mutex row, which the next holder's acquire
+      // holds while it arms the doorbell (waiting for us to let go: a cycle no server would see).
+      this.doorbell.disarm(lock.key, lock.owner);
       if (affected(header) === 0) return false;
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       await conn.execute(this.sql.dropKey, [key, key]);
       return true;
-    });
+    }).finally(() => this.doorbell.disarm(lock.key, lock.owner));
     if (released) this.notifier.notify(lock.key);
   }
 
   async close(): Promise<void> {
     this.sweeper.stop();
+    await this.doorbell.close();
     this.notifier.notifyAll();
   }
 
@@ -116,8 +129,10 @@ export class MySqlLockBackend implements LockBackend {
     });
   }
 
-  private attempt(key: Buffer, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
-    return this.withConnection(async (conn) => {
+  private attempt(fullKey: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
+    const key = bytes(fullKey);
+    let arming: Promise<void> | undefined;
+    return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
       await conn.query('START TRANSACTION');
@@ -137,9 +152,15 @@ export class MySqlLockBackend implements LockBackend {
       // The row's expiry is dated by the server when this statement runs: date our validity from just
       // before sending it, never from before the waits for a pooled connection or the key's mutex row.
       const sentAt = performance.now();
+      // The doorbell is armed alongside the INSERT, before COMMIT: whoever sees our row finds it armed.
+      arming = this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       await conn.execute(this.sql.insert, [key, owner, mode, ttl * 1000, fencingToken.toString()]);
+      await arming;
       await conn.query('COMMIT');
       return { acquired: true, fencingToken, sentAt };
+    }).catch((error: unknown) => {
+      if (arming) this.doorbell.disarm(fullKey, owner);
+      throw error;
     });
   }
 

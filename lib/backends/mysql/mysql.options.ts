@@ -1,3 +1,4 @@
+import { checkInteger } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
 
@@ -27,17 +28,32 @@ export interface MySqlLockBackendOptions extends SqlBackendOptions {
    * handoff delay to another process when doorbells are off or busy.
    */
   maxPollDelay?: number;
+  /**
+   * How many waiters of this backend may block in the server on a key's release doorbell
+   * (GET_LOCK) at once, each on a pooled connection; one more connection (the bell) holds the
+   * doorbells of the keys this process holds. 0 = other processes' releases are found by polling.
+   * Default: 2, at most half the pool's connectionLimit minus one (a pool of 4 gives 1, of 2 or
+   * less 0), so renewals always keep connections; 0 for a pool whose limit cannot be read.
+   */
+  doorbells?: number;
 }
 
-export type ResolvedMySqlOptions = MySqlLockBackendOptions & ResolvedSqlOptions;
+export type ResolvedMySqlOptions = MySqlLockBackendOptions & ResolvedSqlOptions & { doorbells: number };
 
-const KNOWN = [...SQL_OPTIONS].filter((o) => o !== 'clientFactory');
+const KNOWN = [...SQL_OPTIONS, 'doorbells'].filter((o) => o !== 'clientFactory');
 
 /** Validates every option once, at construction; each failure names the option. */
 export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
   const o = resolveSqlOptions<MySqlLockBackendOptions>('MySqlLockBackend', options, KNOWN, 100);
   checkMySqlPool(o.client);
-  return o;
+  const doorbells = o.doorbells === undefined ? defaultDoorbells(o.client) : checkInteger('doorbells', o.doorbells, 0, 64);
+  return { ...o, doorbells };
+}
+
+function defaultDoorbells(pool: MySqlPoolLike): number {
+  const limit = pool.pool?.config?.connectionLimit;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) return 0;
+  return Math.max(0, Math.min(2, Math.floor(limit / 2) - 1));
 }
 
 /** mysql2's callback-style pool has getConnection(cb) too, and promise() to get the promise API. */
