@@ -14,7 +14,7 @@ import { checkSqlKey, decide, type HolderRow } from '../sql/sql-lock.rules';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
 import { resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
-import { mysqlStatements, type MySqlStatements } from './mysql.schema';
+import { mysqlStatements, PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql.schema';
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
@@ -77,23 +77,37 @@ export class MySqlLockBackend implements LockBackend {
     const sorted = locks
       .map((lock, at) => ({ lock, at, key: bytes(lock.key) }))
       .sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
+    const largest = RENEW_SHAPES[RENEW_SHAPES.length - 1];
     const results = await this.withConnection(async (conn) => {
-      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      const rows = sorted.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]);
-      const [header] = await conn.execute(this.sql.renew(sorted.length), rows);
-      // Every matched row is ours and was live. All matched (the usual case): done in one statement.
-      if (affected(header) === sorted.length) return sorted.map(() => true);
-      // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
-      // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
-      const pairs = sorted.flatMap((l) => [l.key, l.lock.owner]);
-      const [live] = await conn.execute(this.sql.alive(sorted.length), pairs);
-      const ours = new Set((live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`));
-      return sorted.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
+      const out: boolean[] = [];
+      for (let from = 0; from < sorted.length; from += largest) {
+        out.push(...(await this.renewChunk(conn, sorted.slice(from, from + largest))));
+      }
+      return out;
     });
     const answers = new Array<boolean>(locks.length);
     sorted.forEach((l, i) => (answers[l.at] = results[i]));
     locks.forEach((l, i) => answers[i] || this.doorbell.disarm(l.key, l.owner));
     return answers;
+  }
+
+  /** Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed. */
+  private async renewChunk(conn: MySqlConnectionLike, chunk: readonly SortedLock[]): Promise<boolean[]> {
+    const size = renewShape(chunk.length);
+    const pad = size - chunk.length;
+    await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    const rows = chunk.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]);
+    for (let i = 0; i < pad; i++) rows.push(PAD_ROW.key, PAD_ROW.owner, 0);
+    const [header] = await conn.execute(this.sql.renew(size), rows);
+    // Every matched row is ours and was live. All matched (the usual case): done in one statement.
+    if (affected(header) === chunk.length) return chunk.map(() => true);
+    // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
+    // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
+    const pairs: (Buffer | string)[] = chunk.flatMap((l) => [l.key, l.lock.owner]);
+    for (let i = 0; i < pad; i++) pairs.push(PAD_ROW.key, PAD_ROW.owner);
+    const [live] = await conn.execute(this.sql.alive(size), pairs);
+    const ours = new Set((live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`));
+    return chunk.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
   }
 
   async release(lock: BackendLock): Promise<void> {
@@ -191,6 +205,12 @@ export class MySqlLockBackend implements LockBackend {
       for (const statement of this.sql.ddl) await conn.query(statement);
     });
   }
+}
+
+interface SortedLock {
+  readonly lock: BackendLock;
+  readonly at: number;
+  readonly key: Buffer;
 }
 
 function affected(header: unknown): number {

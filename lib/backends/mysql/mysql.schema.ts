@@ -22,8 +22,25 @@ export interface MySqlStatements {
   readonly dropKey: string;
   readonly sweepHolders: string;
   readonly sweepKeys: string;
-  renew(count: number): string;
-  alive(count: number): string;
+  /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
+  renew(size: number): string;
+  /** Which of RENEW_SHAPES[i] (key, owner) pairs are ours and live. */
+  alive(size: number): string;
+}
+
+/**
+ * The only batch sizes a renew statement comes in (issue 14.9): every distinct statement text is
+ * one more server-side prepared statement on every pooled connection, and the server-wide table of
+ * them (max_prepared_stmt_count) is shared with every other application. A batch is padded to the
+ * next size, and one over the largest is sent in chunks of it: at most 4 renew and 4 alive shapes.
+ */
+export const RENEW_SHAPES = [1, 8, 32, 128] as const;
+/** A padding row: the empty key matches no lock (keys are non-empty). */
+export const PAD_ROW = { key: Buffer.alloc(0), owner: '' } as const;
+
+/** The shape a batch of `n` (1..128) rows is sent in. */
+export function renewShape(n: number): number {
+  return RENEW_SHAPES.find((size) => size >= n) ?? RENEW_SHAPES[RENEW_SHAPES.length - 1];
 }
 
 export function mysqlStatements(table: string): MySqlStatements {
