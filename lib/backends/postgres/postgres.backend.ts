@@ -9,6 +9,7 @@ import type {
   LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
+import { keyDigest } from '../sql/key-digest';
 import { checkSqlKey, decide } from '../sql/sql-lock.rules';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
@@ -24,7 +25,7 @@ import { advisoryClass, postgresStatements, type PostgresStatements } from './po
  * transaction-scoped advisory lock (the per-key mutex), lock and read every holder row of the key,
  * give up if a live holder conflicts, else delete expired holders (a dead process's lock is taken
  * over here) and insert our row with nextval() of the fence sequence; COMMIT. Release is an
- * owner-checked DELETE that NOTIFYs the key; the engine's waiters sleep on ONE LISTEN connection
+ * owner-checked DELETE that NOTIFYs the key's digest (never the key); the engine's waiters sleep on ONE LISTEN connection
  * per backend (the `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by
  * the holder's expiry, and poll while it is down. Renew is ONE statement for a whole batch.
  *
@@ -81,7 +82,7 @@ export class PostgresLockBackend implements LockBackend {
   async release(lock: BackendLock): Promise<void> {
     const { rows } = await this.run((c) => c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]));
     // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is down).
-    if (rows.length > 0) this.notifier.notify(lock.key);
+    if (rows.length > 0) this.notifier.notify(keyDigest(lock.key));
   }
 
   async close(): Promise<void> {

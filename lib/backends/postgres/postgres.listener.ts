@@ -1,5 +1,6 @@
 import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
+import { keyDigest } from '../sql/key-digest';
 
 /** A pg notification as pg's Client emits it. */
 export interface PgNotification {
@@ -25,7 +26,7 @@ export interface PgListenConnector {
 
 /**
  * ONE listening connection per backend (not one per waiter): LISTENs on the backend's channel and
- * feeds every NOTIFY payload (a released key) into the ReleaseNotifier its waiters sleep on. It is
+ * feeds every NOTIFY payload (a released key's digest) into the ReleaseNotifier its waiters sleep on. It is
  * the backend's WakeupSource: `prepare` starts it when a waiter first sleeps (bounded, so a frozen
  * server cannot hold the waiter's line), and while it is down a waiter's sleep is capped to a
  * jittered poll delay, so waiters poll instead. When the connection breaks it reconnects with
@@ -53,7 +54,7 @@ export class PgReleaseListener implements WakeupSource {
   }
 
   listen(key: string): ReleaseListener {
-    const inner = this.notifier.listen(key);
+    const inner = this.notifier.listen(keyDigest(key)); // NOTIFY payloads are digests
     return {
       // Without an active LISTEN no NOTIFY can arrive: sleep a jittered poll delay at most.
       wait: (ms, signal) => inner.wait(this.listening ? ms : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2)), signal),

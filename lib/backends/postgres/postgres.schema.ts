@@ -1,3 +1,4 @@
+import { KEY_DIGEST_HEX } from '../sql/key-digest';
 import { ddlScript } from '../sql/sql-schema';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
@@ -62,10 +63,11 @@ export function postgresStatements(table: string): PostgresStatements {
       `ORDER BY h.lock_key, h.owner FOR UPDATE OF h) ` +
       `UPDATE ${t} h SET expires_at = clock_timestamp() + mine.ms * interval '1 millisecond' FROM mine ` +
       `WHERE h.lock_key = mine.lock_key AND h.owner = mine.owner AND h.expires_at > clock_timestamp() RETURNING h.lock_key, h.owner`,
-    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours.
+    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours. The payload is
+    // the key's digest (keyDigest: SHA-256 of its UTF-8 bytes, first 32 hex digits), never the key.
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
-      `SELECT pg_notify($3, lock_key) FROM gone`,
+      `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
     // condition is re-checked on the current row version if a renewal or an acquire got there first.
     sweep:
