@@ -11,9 +11,10 @@ import type {
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { checkSqlKey, decide, type HolderRow } from '../sql/sql-lock.rules';
+import { SqlClientSource } from '../sql/sql-client';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
-import { resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
+import { defaultDoorbells, resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
 import { mysqlStatements, PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql.schema';
 
 /**
@@ -42,7 +43,8 @@ export class MySqlLockBackend implements LockBackend {
   readonly waitPolicy: BackendWaitPolicy;
   /** This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling). */
   readonly wakeups: WakeupSource;
-  private readonly pool: MySqlPoolLike;
+  private readonly source: SqlClientSource<MySqlPoolLike>;
+  private readonly doorbells: number | undefined;
   private readonly sql: MySqlStatements;
   private readonly notifier = new ReleaseNotifier();
   private readonly doorbell: MySqlDoorbell;
@@ -51,13 +53,18 @@ export class MySqlLockBackend implements LockBackend {
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
-    this.pool = o.client;
+    this.source = o.source;
+    this.doorbells = o.doorbells;
+    const given = o.source.given;
+    const slots = o.doorbells ?? (given ? defaultDoorbells(given) : 0);
     this.table = o.table;
     this.sql = mysqlStatements(this.table);
-    this.doorbell = new MySqlDoorbell(o.client, o.table, o.doorbells, o.maxPollDelay, this.notifier);
-    this.wakeups = o.doorbells > 0 ? this.doorbell : this.notifier;
+    this.doorbell = new MySqlDoorbell(() => this.pool(), o.table, slots, o.maxPollDelay, this.notifier);
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
-    const fallbackDelay = o.doorbells > 0 ? 1_000 : o.maxPollDelay;
+    // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
+    const doorbells = o.doorbells !== 0 && (slots > 0 || !given);
+    this.wakeups = doorbells ? this.doorbell : this.notifier;
+    const fallbackDelay = doorbells ? 1_000 : o.maxPollDelay;
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
@@ -131,6 +138,14 @@ export class MySqlLockBackend implements LockBackend {
     this.sweeper.stop();
     await this.doorbell.close();
     this.notifier.notifyAll();
+    await this.source.close();
+  }
+
+  /** The pool: the one given, or the factory's (made on first use; its size sets the doorbell slots). */
+  private async pool(): Promise<MySqlPoolLike> {
+    const pool = await this.source.get();
+    if (this.doorbells === undefined && this.source.given === undefined) this.doorbell.slots = defaultDoorbells(pool);
+    return pool;
   }
 
   /** Deletes rows that expired over a minute ago (and mutex rows left without holders). */
@@ -189,7 +204,7 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   private async checkout<T>(work: (conn: MySqlConnectionLike) => Promise<T>): Promise<T> {
-    const conn = await this.pool.getConnection();
+    const conn = await (await this.pool()).getConnection();
     try {
       const result = await work(conn);
       conn.release();

@@ -37,9 +37,10 @@ export class MySqlDoorbell implements WakeupSource {
   private closed = false;
 
   constructor(
-    private readonly pool: MySqlPoolLike,
+    private readonly pool: () => Promise<MySqlPoolLike>,
     private readonly table: string,
-    private readonly slots: number,
+    /** Set once the pool is known (the default depends on its connectionLimit). */
+    public slots: number,
     private readonly maxPollDelay: number,
     private readonly notifier: ReleaseNotifier,
   ) {}
@@ -76,7 +77,7 @@ export class MySqlDoorbell implements WakeupSource {
    */
   async ready(): Promise<void> {
     if (this.slots === 0 || this.closed || this.bell) return;
-    this.opening ??= this.pool.getConnection().then(
+    this.opening ??= this.pool().then((pool) => pool.getConnection()).then(
       (conn) => {
         if (this.closed || this.bell) conn.release();
         else this.bell = conn;
@@ -129,7 +130,7 @@ export class MySqlDoorbell implements WakeupSource {
     this.active++;
     let conn: MySqlConnectionLike | undefined;
     try {
-      conn = await this.pool.getConnection();
+      conn = await (await this.pool()).getConnection();
       if (signal.aborted) return 'timeout';
       const name = this.name(key);
       const [rows] = await conn.query(

@@ -1,5 +1,6 @@
 import { checkInteger } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { SqlClientSource } from '../sql/sql-client';
 import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
 
 /** One statement's answer, as mysql2/promise gives it: [rows or ResultSetHeader, fields]. */
@@ -21,8 +22,13 @@ export interface MySqlPoolLike {
 }
 
 export interface MySqlLockBackendOptions extends SqlBackendOptions {
-  /** A mysql2/promise pool (`createPool(...)`); you keep owning it. Needs InnoDB. */
-  client: MySqlPoolLike;
+  /** A mysql2/promise pool (`createPool(...)`); you keep owning it (and end it). Needs InnoDB. Or give clientFactory. */
+  client?: MySqlPoolLike;
+  /**
+   * Instead of client: makes the pool (e.g. `() => createPool(config.getOrThrow('MYSQL_URL'))`),
+   * called once on first use; the backend owns it and ends it in close().
+   */
+  clientFactory?: () => MySqlPoolLike | Promise<MySqlPoolLike>;
   /**
    * Longest pause between two polls of a waiter without a wake-up, in ms (default 100): bounds the
    * handoff delay to another process when doorbells are off or busy.
@@ -38,19 +44,25 @@ export interface MySqlLockBackendOptions extends SqlBackendOptions {
   doorbells?: number;
 }
 
-export type ResolvedMySqlOptions = MySqlLockBackendOptions & ResolvedSqlOptions & { doorbells: number };
+export type ResolvedMySqlOptions = MySqlLockBackendOptions &
+  ResolvedSqlOptions & { source: SqlClientSource<MySqlPoolLike>; doorbells: number | undefined };
 
-const KNOWN = [...SQL_OPTIONS, 'doorbells'].filter((o) => o !== 'clientFactory');
+const KNOWN = [...SQL_OPTIONS, 'doorbells'];
 
 /** Validates every option once, at construction; each failure names the option. */
 export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
   const o = resolveSqlOptions<MySqlLockBackendOptions>('MySqlLockBackend', options, KNOWN, 100);
-  checkMySqlPool(o.client);
-  const doorbells = o.doorbells === undefined ? defaultDoorbells(o.client) : checkInteger('doorbells', o.doorbells, 0, 64);
-  return { ...o, doorbells };
+  const source = SqlClientSource.from(o, 'a mysql2/promise Pool', checkMySqlPool, endPool);
+  const doorbells = o.doorbells === undefined ? undefined : checkInteger('doorbells', o.doorbells, 0, 64);
+  return { ...o, source, doorbells };
 }
 
-function defaultDoorbells(pool: MySqlPoolLike): number {
+async function endPool(pool: MySqlPoolLike): Promise<void> {
+  await (pool as MySqlPoolLike & { end?(): Promise<void> }).end?.();
+}
+
+/** Default doorbell slots for a pool: 2, at most half its connectionLimit minus one; 0 if unknown. */
+export function defaultDoorbells(pool: MySqlPoolLike): number {
   const limit = pool.pool?.config?.connectionLimit;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) return 0;
   return Math.max(0, Math.min(2, Math.floor(limit / 2) - 1));

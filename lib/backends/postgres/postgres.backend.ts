@@ -11,6 +11,7 @@ import type {
 } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
 import { checkSqlKey, decide } from '../sql/sql-lock.rules';
+import { SqlClientSource } from '../sql/sql-client';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
 import { PgReleaseListener, type PgListenConnector, type PgListenClientLike } from './postgres.listener';
@@ -42,7 +43,7 @@ export class PostgresLockBackend implements LockBackend {
   readonly waitPolicy: BackendWaitPolicy;
   /** The LISTEN connection's wake-ups (undefined with notifications: false: the engine polls). */
   readonly wakeups: WakeupSource | undefined;
-  private readonly pool: PgPoolLike;
+  private readonly source: SqlClientSource<PgPoolLike>;
   private readonly sql: PostgresStatements;
   private readonly classId: number;
   private readonly notifier = new ReleaseNotifier();
@@ -52,7 +53,7 @@ export class PostgresLockBackend implements LockBackend {
 
   constructor(options: PostgresLockBackendOptions) {
     const o = resolvePostgresOptions(options);
-    this.pool = o.client;
+    this.source = o.source;
     this.table = o.table;
     this.sql = postgresStatements(this.table);
     this.classId = advisoryClass(this.table);
@@ -60,7 +61,7 @@ export class PostgresLockBackend implements LockBackend {
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])));
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
     if (o.notifications) {
-      this.listener = new PgReleaseListener(listenConnector(this.pool), this.sql.channel, this.notifier, o.maxPollDelay);
+      this.listener = new PgReleaseListener(listenConnector(() => this.source.get()), this.sql.channel, this.notifier, o.maxPollDelay);
     }
     this.wakeups = this.listener;
   }
@@ -89,6 +90,7 @@ export class PostgresLockBackend implements LockBackend {
     this.sweeper.stop();
     await this.listener?.close();
     this.notifier.notifyAll();
+    await this.source.close();
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
@@ -130,7 +132,7 @@ export class PostgresLockBackend implements LockBackend {
    * failing query rejects as well, which is what we act on.
    */
   private async checkout<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await (await this.source.get()).connect();
     const ignore = () => undefined;
     client.on('error', ignore);
     try {
@@ -157,26 +159,27 @@ export class PostgresLockBackend implements LockBackend {
 }
 
 /** The LISTEN connection: a dedicated Client with the pool's settings, else one checked out of the pool. */
-function listenConnector(pool: PgPoolLike): PgListenConnector {
-  const Client = pool.Client;
-  if (typeof Client === 'function' && pool.options) {
-    return {
-      open: async () => {
-        const client = new Client(pool.options);
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-        } catch (error) {
-          await client.end().catch(() => undefined);
-          throw error;
-        }
-        return client;
-      },
-      close: (client) => (client as unknown as { end(): Promise<void> }).end(),
-    };
-  }
+function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector {
+  const dedicated = new WeakSet<PgListenClientLike>();
   return {
-    open: async () => (await pool.connect()) as unknown as PgListenClientLike,
-    close: async (client) => (client as unknown as PgPoolClientLike).release(true),
+    open: async () => {
+      const pool = await getPool();
+      const Client = pool.Client;
+      if (typeof Client !== 'function' || !pool.options) return (await pool.connect()) as unknown as PgListenClientLike;
+      const client = new Client(pool.options);
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+      } catch (error) {
+        await client.end().catch(() => undefined);
+        throw error;
+      }
+      dedicated.add(client);
+      return client;
+    },
+    close: async (client) => {
+      if (dedicated.has(client)) await (client as unknown as { end(): Promise<void> }).end();
+      else (client as unknown as PgPoolClientLike).release(true);
+    },
   };
 }

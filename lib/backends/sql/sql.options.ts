@@ -33,7 +33,7 @@ export function resolveSqlOptions<T extends SqlBackendOptions>(
   known: readonly string[],
   defaultPollDelay: number,
 ): T & ResolvedSqlOptions {
-  const o = checkOptionsObject<T>(`${backend} options`, options, known, '{ client, table?, createTable?, ... }');
+  const o = checkOptionsObject<T>(`${backend} options`, options, known, '{ client } or { clientFactory }, plus table?, createTable?, ...');
   return {
     ...o,
     table: o.table === undefined ? DEFAULT_TABLE : checkTableName(o.table),
