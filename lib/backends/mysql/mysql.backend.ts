@@ -7,11 +7,13 @@ import type {
   BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
   LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { checkSqlKey, decide, type HolderRow } from '../sql/sql-lock.rules';
 import { SqlClientSource } from '../sql/sql-client';
+import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
 import { defaultDoorbells, resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
@@ -132,6 +134,30 @@ export class MySqlLockBackend implements LockBackend {
       return true;
     }).finally(() => this.doorbell.disarm(lock.key, lock.owner));
     if (released) this.notifier.notify(lock.key);
+  }
+
+  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  async inspect(key: string): Promise<LockInspection> {
+    const [rows] = await this.withConnection((conn) => conn.execute(this.sql.inspect, [bytes(key)]));
+    const read = rows as { owner: string; mode: LockMode; left_us: number | string | null; fence: unknown }[];
+    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us ?? 0) })), this.name);
+  }
+
+  /**
+   * Deletes every holder row of `key`, whoever owns it. The old holder learns at its next renewal
+   * (its handle's signal aborts); the next grant's fence is larger. Waiters of other processes wake
+   * when the old holder's renewal fails and lets its doorbell go, or at their fallback re-attempt.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const removed = await this.withConnection(async (conn) => {
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      const [header] = await conn.execute(this.sql.forceRelease, [bytes(key)]);
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await conn.execute(this.sql.dropKey, [bytes(key), bytes(key)]);
+      return affected(header) > 0;
+    });
+    if (removed) this.notifier.notify(key);
+    return removed;
   }
 
   async close(): Promise<void> {

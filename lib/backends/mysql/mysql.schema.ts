@@ -20,6 +20,8 @@ export interface MySqlStatements {
   readonly insert: string;
   readonly release: string;
   readonly dropKey: string;
+  readonly inspect: string;
+  readonly forceRelease: string;
   readonly sweepHolders: string;
   readonly sweepKeys: string;
   /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
@@ -80,6 +82,9 @@ export function mysqlStatements(table: string): MySqlStatements {
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
+    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner.
+    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ?`,
+    forceRelease: `DELETE FROM ${t} WHERE lock_key = ?`,
     // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,

@@ -6,12 +6,14 @@ import type {
   BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
   LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
 import { checkSqlKey, decide } from '../sql/sql-lock.rules';
 import { SqlClientSource } from '../sql/sql-client';
+import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
 import { PgReleaseListener, type PgListenConnector, type PgListenClientLike } from './postgres.listener';
@@ -84,6 +86,23 @@ export class PostgresLockBackend implements LockBackend {
     const { rows } = await this.run((c) => c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]));
     // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is down).
     if (rows.length > 0) this.notifier.notify(keyDigest(lock.key));
+  }
+
+  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  async inspect(key: string): Promise<LockInspection> {
+    const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
+    const read = rows as { owner: string; mode: LockMode; left_us: string; fence: string }[];
+    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us) })), this.name);
+  }
+
+  /**
+   * Deletes every holder row of `key`, whoever owns it, and NOTIFYs waiters. The old holder learns
+   * at its next renewal (its handle's signal aborts); the next grant's fence is larger.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const { rows } = await this.run((c) => c.query(this.sql.forceRelease, [key, this.sql.channel]));
+    if (rows.length > 0) this.notifier.notify(keyDigest(key));
+    return rows.length > 0;
   }
 
   async close(): Promise<void> {

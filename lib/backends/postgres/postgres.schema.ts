@@ -21,6 +21,8 @@ export interface PostgresStatements {
   readonly grant: string;
   readonly renew: string;
   readonly release: string;
+  readonly inspect: string;
+  readonly forceRelease: string;
   readonly sweep: string;
 }
 
@@ -68,6 +70,13 @@ export function postgresStatements(table: string): PostgresStatements {
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
       `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
+    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY as release).
+    inspect:
+      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
+      `fence::text AS fence FROM ${t} WHERE lock_key = $1`,
+    forceRelease:
+      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
+      `SELECT pg_notify($2, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
     // condition is re-checked on the current row version if a renewal or an acquire got there first.
     sweep:
