@@ -186,7 +186,6 @@ export class MySqlLockBackend implements LockBackend {
 
   private attempt(fullKey: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
     const key = bytes(fullKey);
-    let arming: Promise<void> | undefined;
     return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
@@ -207,15 +206,12 @@ export class MySqlLockBackend implements LockBackend {
       // The row's expiry is dated by the server when this statement runs: date our validity from just
       // before sending it, never from before the waits for a pooled connection or the key's mutex row.
       const sentAt = performance.now();
-      // The doorbell is armed alongside the INSERT, before COMMIT: whoever sees our row finds it armed.
-      arming = this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       await conn.execute(this.sql.insert, [key, owner, mode, ttl * 1000, fencingToken.toString()]);
-      await arming;
       await conn.query('COMMIT');
+      // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
+      // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
+      void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       return { acquired: true, fencingToken, sentAt };
-    }).catch((error: unknown) => {
-      if (arming) this.doorbell.disarm(fullKey, owner);
-      throw error;
     });
   }
 

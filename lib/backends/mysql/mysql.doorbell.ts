@@ -5,6 +5,9 @@ import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 
 type Ring = 'rung' | 'unarmed' | 'timeout';
 
+/** Woken waiters re-attempt within this many ms of the ring, at random. */
+const RING_SPREAD_MS = 4;
+
 /**
  * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
  * doorbell", a server-wide named lock (GET_LOCK) that a holding process keeps while it holds the
@@ -12,16 +15,20 @@ type Ring = 'rung' | 'unarmed' | 'timeout';
  *
  * Holder side: ONE "bell" connection per backend, checked out of the pool before the first acquire
  * takes its own connection and kept until close(), holds the doorbells of every key this process holds (a session can hold many
- * named locks). Arming runs alongside the granting INSERT, before COMMIT, so a waiter that sees
- * the row busy finds the doorbell armed; arm and disarm are serialized on the bell connection.
+ * named locks). Arming follows the grant's COMMIT without delaying the caller (it may wait for
+ * woken waiters to let go of the doorbell, and must not hold the key's mutex row meanwhile); a
+ * waiter that sees the row before the doorbell is armed polls briefly. Arm and disarm are
+ * serialized on the bell connection, so a release's disarm never overtakes its grant's arm.
  * Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)` on a pooled
  * connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes the moment
- * the holder lets go; at most `slots` waiters block at once, the rest (and every waiter while a
+ * the holder lets go (re-attempting within RING_SPREAD_MS, at random, so the processes woken
+ * together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
  * doorbell is not armed: a holder whose bell failed, shared holders beyond the first) poll with
  * jittered backoff. A doorbell is only a hint: every wake-up re-attempts the acquire, whose
  * transaction alone decides; a missed ring costs latency, never safety.
  * Cost: 1 + `slots` pooled connections while in use; one GET_LOCK round trip on the bell
- * connection per grant (in parallel with the INSERT) and one RELEASE_LOCK per release (after it).
+ * connection per grant (after it, off the caller's path) and one RELEASE_LOCK per release (right
+ * after its DELETE); one statement per wait on a waiter connection.
  */
 export class MySqlDoorbell implements WakeupSource {
   private bell: MySqlConnectionLike | undefined;
@@ -51,8 +58,8 @@ export class MySqlDoorbell implements WakeupSource {
   }
 
   /**
-   * Arms `key`'s doorbell for `owner`; resolves (never rejects) once armed, or not armable within
-   * a short bound (a waiter holds it for an instant, or the previous holder has not let go yet).
+   * Arms `key`'s doorbell for `owner`; resolves (never rejects) once armed, or found not armable
+   * (an exclusive holder waits 0.2 s for woken waiters and the previous holder to let go).
    */
   arm(key: string, owner: string, exclusive: boolean): Promise<void> {
     if (this.slots === 0 || this.closed) return Promise.resolve();
@@ -67,7 +74,7 @@ export class MySqlDoorbell implements WakeupSource {
       const [rows] = await bell.query('SELECT GET_LOCK(?, ?) AS got', [name, exclusive ? 0.2 : 0]);
       if (Number((rows as { got: unknown }[])[0]?.got) === 1) this.armed.add(name);
     });
-    return Promise.race([op, sleepFor(250)]);
+    return op;
   }
 
   /**
@@ -107,8 +114,12 @@ export class MySqlDoorbell implements WakeupSource {
         const both = AbortSignal.any([signal, stop.signal]);
         const local = inner.wait(ms, both); // this process's own releases, the deadline, a cancel
         void this.ring(key, ms, both).then(async (outcome) => {
-          if (outcome === 'rung') this.backoff.delete(key);
-          else if (outcome === 'unarmed') await sleepFor(Math.random() * this.nextBackoff(key), both);
+          if (outcome === 'rung') {
+            this.backoff.delete(key);
+            // Every process's head waiter wakes at once: spread their re-attempts over a few ms so
+            // the first takes the key's mutex row alone instead of queueing a herd behind it.
+            await sleepFor(Math.random() * RING_SPREAD_MS, both);
+          } else if (outcome === 'unarmed') await sleepFor(Math.random() * this.nextBackoff(key), both);
           stop.abort();
         });
         await local;
