@@ -111,9 +111,11 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
     const b = engine();
     const held = await a.engine.acquire('bell:4');
     // Kill the holder's bell session (the one holding the doorbell) behind its back.
-    const [ids] = await pools[0].query("SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'bell:4'), 256), 40))) AS id");
-    const id = Number((ids as { id: number }[])[0].id);
-    expect(id).toBeGreaterThan(0);
+    const bellId = async () => {
+      const [ids] = await pools[0].query("SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'bell:4'), 256), 40))) AS id");
+      return Number((ids as { id: number | null }[])[0].id);
+    };
+    const id = await eventually(bellId); // armed right after the grant's COMMIT
     await pools[0].query(`KILL ${id}`);
     const waiting = b.engine.acquire('bell:4', { wait: 30_000 });
     await eventually(() => attempts(b.log) >= 3); // woken by nothing: it polls
