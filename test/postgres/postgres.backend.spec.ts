@@ -3,7 +3,7 @@ import { Client, Pool } from 'pg';
 import { PostgresLockBackend, type PgPoolLike, type PostgresLockBackendOptions } from '../../lib/backends/postgres';
 import { advisoryClass, postgresStatements } from '../../lib/backends/postgres/postgres.schema';
 import { LockEngine } from '../../lib/core/lock-engine';
-import { describeSqlBackend, type LoggedStatement } from '../mysql/sql-backend.cases';
+import { describeSqlBackend, type LoggedStatement } from '../sql/sql-backend.cases';
 import { PostgresServer } from '../support/postgres-server';
 
 /** Counts what a backend sends, over a real pg Pool (nothing is faked; LISTEN uses the pool's own Client and options). */

@@ -45,6 +45,8 @@ export class PostgresServer extends ServerProcess {
           '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_buffers=32MB'],
         port,
         startTimeoutMs: 60_000,
+        // The port opens before the server accepts sessions ("the database system is starting up").
+        ready: () => acceptsSessions(port, 60_000),
       },
       dir,
     );
@@ -89,6 +91,20 @@ export class PostgresServer extends ServerProcess {
   async destroy(): Promise<void> {
     await this.kill('SIGQUIT');
     removeDir(this.dir);
+  }
+}
+
+/** Resolves once psql can run a query on `port` (rejects after `timeoutMs`). */
+async function acceptsSessions(port: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', PG_USER, '-d', 'postgres', '-AtX', '-c', 'SELECT 1']);
+      return;
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 }
 

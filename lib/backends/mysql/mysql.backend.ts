@@ -1,155 +1,177 @@
-import { pollAcquire } from '../../backend-kit';
-import { checkDuration } from '../../backend-kit';
-import { ReleaseNotifier } from '../../backend-kit';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { ReleaseNotifier, toBigInt } from '../../backend-kit';
+import { MySqlDoorbell } from './mysql.doorbell';
 import type {
-  BackendAcquireRequest,
-  BackendAttempt,
   BackendAcquireResult,
+  BackendAttempt,
   BackendLock,
+  BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
   LockMode,
+  WakeupSource,
 } from '../../interfaces/lock-backend.interface';
-import { LocalWaitQueue } from '../../backend-kit';
-import { SqlSweeper, SWEEP_GRACE_MS } from './sql-sweeper';
-import { mysqlStatements, type MySqlStatements } from './mysql.schema';
-import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt, type HolderRow } from './sql-lock.rules';
+import { checkSqlKey, decide, type HolderRow } from '../sql/sql-lock.rules';
+import { SqlClientSource } from '../sql/sql-client';
+import { toInspection } from '../sql/sql-inspection';
+import { SchemaOnce } from '../sql/sql-schema';
+import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
+import { defaultDoorbells, resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
+import { mysqlStatements, PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql.schema';
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
- * (UTC_TIMESTAMP(3)), never the application's. Acquire is one short READ COMMITTED transaction:
- * X-lock the key's mutex row (<table>_keys), lock and read every holder row of the key, give up if
- * a live holder conflicts, else delete expired holders (a dead process's lock is taken over here),
- * take the next fence from the counter row and insert our row; COMMIT. Because all of it runs under
- * the key's mutex with the holder rows locked, no two conflicting grants can commit, and a renewal
- * racing with a takeover either lands first (the holder is live: busy) or finds its row gone.
- * Release and renew are owner-checked single statements (renew: ONE statement for the whole batch).
- * Waiting polls with jittered backoff (bounded by the holder's expiry), plus an in-process wake-up
- * on our own releases; only one waiter per key and process polls (LocalWaitQueue), and no
- * connection is held between attempts.
+ * (UTC_TIMESTAMP(3)), never the application's.
+ *
+ * Algorithm: `tryAcquire` is one short READ COMMITTED transaction: X-lock the key's mutex row
+ * (<table>_keys), lock and read every holder row of the key, give up if a live holder conflicts,
+ * else delete expired holders (a dead process's lock is taken over here), take the next fence from
+ * the counter row and insert our row; COMMIT. Release and renew are owner-checked single
+ * statements (renew: ONE statement for a whole batch). The engine runs the waits (one waiter per
+ * key and process attempts); this process's releases wake its own waiters at once, other
+ * processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell) and poll only where
+ * they must.
+ *
+ * Safety: all of an acquire runs under the key's mutex with the holder rows locked, so no two
+ * conflicting grants can commit; a renewal racing with a takeover either lands first (the holder
+ * is live: busy) or finds its row gone. Fences come from one counter row locked until COMMIT, so
+ * they grow strictly. No connection is held between attempts.
  */
-
-/** One statement's answer, as mysql2/promise gives it: [rows or ResultSetHeader, fields]. */
-type MySqlResult = [unknown, unknown];
-
-/** The part of a mysql2/promise pool connection this backend uses. */
-export interface MySqlConnectionLike {
-  query(sql: string): Promise<MySqlResult>;
-  execute(sql: string, values: (string | number | Buffer)[]): Promise<MySqlResult>;
-  release(): void;
-  destroy(): void;
-}
-
-/** The part of a mysql2/promise `Pool` this backend uses. */
-export interface MySqlPoolLike {
-  getConnection(): Promise<MySqlConnectionLike>;
-}
-
-export interface MySqlLockBackendOptions {
-  /** A mysql2/promise pool (`createPool(...)`); you keep owning it. Needs InnoDB. */
-  client: MySqlPoolLike;
-  /** Base name of the tables (<table>, <table>_keys, <table>_fence). Plain lower-case identifier. Default 'distributed_locks'. */
-  table?: string;
-  /** Create the tables if missing (default true). false: a DBA creates them (see mysqlDdl()). */
-  createTable?: boolean;
-  /** Longest pause between two polls of a waiter, in ms (default 100): bounds the handoff delay to another process. */
-  maxPollDelay?: number;
-  /** ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0 = never. */
-  sweepInterval?: number;
-}
-
-const OPTIONS = ['client', 'table', 'createTable', 'maxPollDelay', 'sweepInterval'] as const;
-
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's 3072-byte index limit. */
   readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
   readonly table: string;
-  private readonly pool: MySqlPoolLike;
+  readonly waitPolicy: BackendWaitPolicy;
+  /** This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling). */
+  readonly wakeups: WakeupSource;
+  private readonly source: SqlClientSource<MySqlPoolLike>;
+  private readonly doorbells: number | undefined;
   private readonly sql: MySqlStatements;
-  private readonly createTable: boolean;
-  private readonly maxPollDelay: number;
-  /** Wakes this backend's own waiters on its own releases; other processes' releases are found by polling. */
   private readonly notifier = new ReleaseNotifier();
-  /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
-  private readonly waiters = new LocalWaitQueue('mysql');
+  private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
-  private schema: Promise<void> | undefined;
+  private readonly schema: SchemaOnce;
 
   constructor(options: MySqlLockBackendOptions) {
-    if (!options || typeof options !== 'object') throw new InvalidLockOptionsError('MySqlLockBackend options', options, '{ client, table?, createTable? }');
-    checkKnownOptions('MySqlLockBackend', options, OPTIONS);
-    const client = options.client as MySqlPoolLike & { promise?: unknown };
-    // mysql2's callback-style pool has getConnection(cb) too, and promise() to get the promise API.
-    if (!client || typeof client.getConnection !== 'function' || typeof client.promise === 'function') {
-      throw new InvalidLockOptionsError('client', client, "a mysql2/promise Pool (createPool from 'mysql2/promise', or pool.promise())");
-    }
-    this.pool = options.client;
-    this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
-    this.createTable = checkBoolean('createTable', options.createTable, true);
-    this.maxPollDelay = options.maxPollDelay === undefined ? 100 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
+    const o = resolveMySqlOptions(options);
+    this.source = o.source;
+    this.doorbells = o.doorbells;
+    const given = o.source.given;
+    const slots = o.doorbells ?? (given ? defaultDoorbells(given) : 0);
+    this.table = o.table;
     this.sql = mysqlStatements(this.table);
-    this.sweeper = new SqlSweeper(checkSweepInterval(options.sweepInterval), () => this.sweep());
+    this.doorbell = new MySqlDoorbell(() => this.pool(), o.table, slots, o.maxPollDelay, this.notifier);
+    // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
+    // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
+    const doorbells = o.doorbells !== 0 && (slots > 0 || !given);
+    this.wakeups = doorbells ? this.doorbell : this.notifier;
+    const fallbackDelay = doorbells ? 1_000 : o.maxPollDelay;
+    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
+    this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
+    this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
   }
 
-  /** One attempt: the native acquire with wait 0. */
-  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.acquire({ ...request, wait: 0 });
-  }
-
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    const attempt = () => this.waiters.attempt(() => this.attempt(bytes(request.key), request.owner, request.mode, request.ttl));
-    return this.waiters.run(request, () =>
-      pollAcquire(request, attempt, {
-        backend: this.name,
-        notifier: this.notifier,
-        minDelay: 5,
-        maxDelay: this.maxPollDelay,
-        // Our notifier only hears this process's releases: keep polling other processes' at the backoff pace.
-        fallbackDelay: this.maxPollDelay,
-      }),
-    );
+    await this.doorbell.ready();
+    return this.attempt(request.key, request.owner, request.mode, request.ttl);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     // Sorted in primary-key order, the order an acquire locks a key's rows in: no lock-order deadlocks.
-    const sorted = locks.map((lock, at) => ({ lock, at, key: bytes(lock.key) })).sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
+    const sorted = locks
+      .map((lock, at) => ({ lock, at, key: bytes(lock.key) }))
+      .sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
+    const largest = RENEW_SHAPES[RENEW_SHAPES.length - 1];
     const results = await this.withConnection(async (conn) => {
-      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      const [header] = await conn.execute(this.sql.renew(sorted.length), sorted.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]));
-      // Every matched row is ours and was live. All matched (the usual case): done in one statement.
-      if (affected(header) === sorted.length) return sorted.map(() => true);
-      // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
-      // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
-      const [rows] = await conn.execute(this.sql.alive(sorted.length), sorted.flatMap((l) => [l.key, l.lock.owner]));
-      const live = new Set((rows as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${Buffer.from(r.lock_key).toString('hex')}`));
-      return sorted.map((l) => live.has(`${l.lock.owner}:${l.key.toString('hex')}`));
+      const out: boolean[] = [];
+      for (let from = 0; from < sorted.length; from += largest) {
+        out.push(...(await this.renewChunk(conn, sorted.slice(from, from + largest))));
+      }
+      return out;
     });
     const answers = new Array<boolean>(locks.length);
     sorted.forEach((l, i) => (answers[l.at] = results[i]));
+    locks.forEach((l, i) => answers[i] || this.doorbell.disarm(l.key, l.owner));
     return answers;
   }
 
+  /** Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed. */
+  private async renewChunk(conn: MySqlConnectionLike, chunk: readonly SortedLock[]): Promise<boolean[]> {
+    const size = renewShape(chunk.length);
+    const pad = size - chunk.length;
+    await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    const rows = chunk.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]);
+    for (let i = 0; i < pad; i++) rows.push(PAD_ROW.key, PAD_ROW.owner, 0);
+    const [header] = await conn.execute(this.sql.renew(size), rows);
+    // Every matched row is ours and was live. All matched (the usual case): done in one statement.
+    if (affected(header) === chunk.length) return chunk.map(() => true);
+    // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
+    // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
+    const pairs: (Buffer | string)[] = chunk.flatMap((l) => [l.key, l.lock.owner]);
+    for (let i = 0; i < pad; i++) pairs.push(PAD_ROW.key, PAD_ROW.owner);
+    const [live] = await conn.execute(this.sql.alive(size), pairs);
+    const ours = new Set((live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`));
+    return chunk.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
+  }
+
   async release(lock: BackendLock): Promise<void> {
+    // The doorbell rings (RELEASE_LOCK) only after the DELETE committed: a woken waiter finds the row gone.
     const released = await this.withConnection(async (conn) => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       const key = bytes(lock.key);
       const [header] = await conn.execute(this.sql.release, [key, lock.owner]);
+      // Ring now, before dropKey: dropKey waits for the mutex row, which the next holder's acquire
+      // holds while it arms the doorbell (waiting for us to let go: a cycle no server would see).
+      this.doorbell.disarm(lock.key, lock.owner);
       if (affected(header) === 0) return false;
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       await conn.execute(this.sql.dropKey, [key, key]);
       return true;
-    });
+    }).finally(() => this.doorbell.disarm(lock.key, lock.owner));
     if (released) this.notifier.notify(lock.key);
+  }
+
+  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  async inspect(key: string): Promise<LockInspection> {
+    const [rows] = await this.withConnection((conn) => conn.execute(this.sql.inspect, [bytes(key)]));
+    const read = rows as { owner: string; mode: LockMode; left_us: number | string | null; fence: unknown }[];
+    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us ?? 0) })), this.name);
+  }
+
+  /**
+   * Deletes every holder row of `key`, whoever owns it. The old holder learns at its next renewal
+   * (its handle's signal aborts); the next grant's fence is larger. Waiters of other processes wake
+   * when the old holder's renewal fails and lets its doorbell go, or at their fallback re-attempt.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const removed = await this.withConnection(async (conn) => {
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      const [header] = await conn.execute(this.sql.forceRelease, [bytes(key)]);
+      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await conn.execute(this.sql.dropKey, [bytes(key), bytes(key)]);
+      return affected(header) > 0;
+    });
+    if (removed) this.notifier.notify(key);
+    return removed;
   }
 
   async close(): Promise<void> {
     this.sweeper.stop();
+    await this.doorbell.close();
     this.notifier.notifyAll();
+    await this.source.close();
+  }
+
+  /** The pool: the one given, or the factory's (made on first use; its size sets the doorbell slots). */
+  private async pool(): Promise<MySqlPoolLike> {
+    const pool = await this.source.get();
+    if (this.doorbells === undefined && this.source.given === undefined) this.doorbell.slots = defaultDoorbells(pool);
+    return pool;
   }
 
   /** Deletes rows that expired over a minute ago (and mutex rows left without holders). */
@@ -162,9 +184,9 @@ export class MySqlLockBackend implements LockBackend {
     });
   }
 
-  /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
-  private attempt(key: Buffer, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
-    return this.withConnection(async (conn) => {
+  private attempt(fullKey: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
+    const key = bytes(fullKey);
+    return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
       await conn.query('START TRANSACTION');
@@ -180,12 +202,15 @@ export class MySqlLockBackend implements LockBackend {
       }
       if (decision.expired > 0) await conn.execute(this.sql.purge, [key]);
       const [fence] = await conn.execute(this.sql.nextFence, []);
-      const fencingToken = toBigInt((fence as { insertId: unknown }).insertId);
+      const fencingToken = toBigInt((fence as { insertId: unknown }).insertId, this.name);
       // The row's expiry is dated by the server when this statement runs: date our validity from just
       // before sending it, never from before the waits for a pooled connection or the key's mutex row.
       const sentAt = performance.now();
       await conn.execute(this.sql.insert, [key, owner, mode, ttl * 1000, fencingToken.toString()]);
       await conn.query('COMMIT');
+      // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
+      // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
+      void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       return { acquired: true, fencingToken, sentAt };
     });
   }
@@ -196,8 +221,12 @@ export class MySqlLockBackend implements LockBackend {
    * or be half-dead after a server restart.
    */
   private async withConnection<T>(work: (conn: MySqlConnectionLike) => Promise<T>): Promise<T> {
-    await this.ensureSchema();
-    const conn = await this.pool.getConnection();
+    await this.schema.ensure();
+    return this.checkout(work);
+  }
+
+  private async checkout<T>(work: (conn: MySqlConnectionLike) => Promise<T>): Promise<T> {
+    const conn = await (await this.pool()).getConnection();
     try {
       const result = await work(conn);
       conn.release();
@@ -208,27 +237,25 @@ export class MySqlLockBackend implements LockBackend {
     }
   }
 
-  private ensureSchema(): Promise<void> {
-    if (!this.createTable) return Promise.resolve();
-    this.schema ??= (async () => {
-      const conn = await this.pool.getConnection();
-      try {
-        for (const statement of this.sql.ddl) await conn.query(statement);
-        conn.release();
-      } catch (error) {
-        conn.destroy();
-        throw error;
-      }
-    })().catch((error: unknown) => {
-      this.schema = undefined; // retry on the next call (e.g. the server was down)
-      throw error;
+  private createSchema(): Promise<void> {
+    return this.checkout(async (conn) => {
+      for (const statement of this.sql.ddl) await conn.query(statement);
     });
-    return this.schema;
   }
+}
+
+interface SortedLock {
+  readonly lock: BackendLock;
+  readonly at: number;
+  readonly key: Buffer;
 }
 
 function affected(header: unknown): number {
   return Number((header as { affectedRows?: number }).affectedRows ?? 0);
+}
+
+function hex(key: Buffer | Uint8Array): string {
+  return Buffer.from(key).toString('hex');
 }
 
 /**

@@ -1,4 +1,5 @@
-import { SWEEP_BATCH } from './sql-sweeper';
+import { ddlScript } from '../sql/sql-schema';
+import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
  * Tables and statements of the MySQL/MariaDB backend. Only the table name (a validated plain
@@ -19,10 +20,29 @@ export interface MySqlStatements {
   readonly insert: string;
   readonly release: string;
   readonly dropKey: string;
+  readonly inspect: string;
+  readonly forceRelease: string;
   readonly sweepHolders: string;
   readonly sweepKeys: string;
-  renew(count: number): string;
-  alive(count: number): string;
+  /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
+  renew(size: number): string;
+  /** Which of RENEW_SHAPES[i] (key, owner) pairs are ours and live. */
+  alive(size: number): string;
+}
+
+/**
+ * The only batch sizes a renew statement comes in (issue 14.9): every distinct statement text is
+ * one more server-side prepared statement on every pooled connection, and the server-wide table of
+ * them (max_prepared_stmt_count) is shared with every other application. A batch is padded to the
+ * next size, and one over the largest is sent in chunks of it: at most 4 renew and 4 alive shapes.
+ */
+export const RENEW_SHAPES = [1, 8, 32, 128] as const;
+/** A padding row: the empty key matches no lock (keys are non-empty). */
+export const PAD_ROW = { key: Buffer.alloc(0), owner: '' } as const;
+
+/** The shape a batch of `n` (1..128) rows is sent in. */
+export function renewShape(n: number): number {
+  return RENEW_SHAPES.find((size) => size >= n) ?? RENEW_SHAPES[RENEW_SHAPES.length - 1];
 }
 
 export function mysqlStatements(table: string): MySqlStatements {
@@ -62,6 +82,9 @@ export function mysqlStatements(table: string): MySqlStatements {
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
+    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner.
+    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ?`,
+    forceRelease: `DELETE FROM ${t} WHERE lock_key = ?`,
     // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
@@ -76,5 +99,5 @@ export function mysqlStatements(table: string): MySqlStatements {
 
 /** The DDL for DBAs who create the tables themselves (createTable: false). */
 export function mysqlDdl(table = 'distributed_locks'): string {
-  return mysqlStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+  return ddlScript(mysqlStatements(table).ddl);
 }

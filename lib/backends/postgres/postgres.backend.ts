@@ -1,145 +1,83 @@
-import { pollAcquire, sleepFor } from '../../backend-kit';
-import { checkDuration } from '../../backend-kit';
-import { ReleaseNotifier } from '../../backend-kit';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { ReleaseNotifier, toBigInt } from '../../backend-kit';
 import type {
-  BackendAcquireRequest,
-  BackendAttempt,
   BackendAcquireResult,
+  BackendAttempt,
   BackendLock,
+  BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
+  LockInspection,
   LockMode,
+  WakeupSource,
 } from '../../interfaces/lock-backend.interface';
-import { LocalWaitQueue } from '../../backend-kit';
-import { SqlSweeper, SWEEP_GRACE_MS } from '../mysql/sql-sweeper';
-import { checkBoolean, checkKnownOptions, checkSqlKey, checkSweepInterval, checkTableName, decide, DEFAULT_TABLE, toBigInt } from '../mysql/sql-lock.rules';
-import { PgReleaseListener, type PgListenClientLike, type PgListenConnector } from './postgres.listener';
+import { keyDigest } from '../sql/key-digest';
+import { checkSqlKey, decide } from '../sql/sql-lock.rules';
+import { SqlClientSource } from '../sql/sql-client';
+import { toInspection } from '../sql/sql-inspection';
+import { SchemaOnce } from '../sql/sql-schema';
+import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
+import { PgReleaseListener, type PgListenConnector, type PgListenClientLike } from './postgres.listener';
+import { resolvePostgresOptions, type PgPoolClientLike, type PgPoolLike, type PostgresLockBackendOptions } from './postgres.options';
 import { advisoryClass, postgresStatements, type PostgresStatements } from './postgres.schema';
 
 /**
  * PostgreSQL locks in a table: one row per holder, expiry in the SERVER's clock
- * (clock_timestamp()), never the application's. Acquire is one short READ COMMITTED transaction:
- * take the key's transaction-scoped advisory lock (the per-key mutex), lock and read every holder
- * row of the key, give up if a live holder conflicts, else delete expired holders (a dead
- * process's lock is taken over here) and insert our row with nextval() of the fence sequence;
- * COMMIT. Under the mutex with the holder rows locked, no two conflicting grants can commit, and a
+ * (clock_timestamp()), never the application's.
+ *
+ * Algorithm: `tryAcquire` is one short READ COMMITTED transaction: take the key's
+ * transaction-scoped advisory lock (the per-key mutex), lock and read every holder row of the key,
+ * give up if a live holder conflicts, else delete expired holders (a dead process's lock is taken
+ * over here) and insert our row with nextval() of the fence sequence; COMMIT. Release is an
+ * owner-checked DELETE that NOTIFYs the key's digest (never the key); the engine's waiters sleep on ONE LISTEN connection
+ * per backend (the `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by
+ * the holder's expiry, and poll while it is down. Renew is ONE statement for a whole batch.
+ *
+ * Safety: under the mutex with the holder rows locked, no two conflicting grants can commit, and a
  * renewal racing with a takeover either lands first (the holder is live: busy) or finds its row
- * gone. Release is an owner-checked DELETE that NOTIFYs the key; waiters sleep on ONE LISTEN
- * connection per backend (a dedicated pg Client built from the pool's own settings), bounded by the
- * holder's expiry, with polling as the fallback while it is down. Only one waiter per key and
- * process polls (LocalWaitQueue), and no pooled connection is held between attempts. Renew is ONE
- * statement for the whole batch.
+ * gone. Fences come from a sequence (never reused, monotonic across restarts) taken inside the
+ * granting transaction. A lost NOTIFY only delays a waiter (it re-attempts at the fallback pace).
  */
-
-export interface PgQueryResultLike {
-  rows: any[];
-  rowCount: number | null;
-}
-
-/** The part of a pg PoolClient this backend uses. */
-export interface PgPoolClientLike {
-  query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
-  release(destroy?: boolean | Error): void;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-  removeListener(event: 'error', listener: (error: Error) => void): unknown;
-}
-
-/** The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN connection). */
-export interface PgPoolLike {
-  connect(): Promise<PgPoolClientLike>;
-  readonly Client?: new (config: any) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
-  readonly options?: object;
-}
-
-export interface PostgresLockBackendOptions {
-  /** A pg `Pool`; you keep owning it (give it an 'error' listener, as pg requires). */
-  client: PgPoolLike;
-  /** Table name (the fence sequence is <table>_fence, the channel <table>_released). Plain lower-case identifier. Default 'distributed_locks'. */
-  table?: string;
-  /** Create the table and sequence if missing (default true). false: a DBA creates them (see postgresDdl()). */
-  createTable?: boolean;
-  /**
-   * Wake waiters by LISTEN/NOTIFY (default true): one extra connection per backend, opened with the
-   * pool's settings outside the pool (or checked out of it if the pool cannot make clients). false = poll only.
-   */
-  notifications?: boolean;
-  /** Longest pause between two polls of a waiter without notifications, in ms (default 250). */
-  maxPollDelay?: number;
-  /** ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0 = never. */
-  sweepInterval?: number;
-}
-
-const OPTIONS = ['client', 'table', 'createTable', 'notifications', 'maxPollDelay', 'sweepInterval'] as const;
-
 export class PostgresLockBackend implements LockBackend {
   readonly name = 'postgres';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: well inside a btree entry (about 2700 bytes). */
   readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
   readonly table: string;
-  private readonly pool: PgPoolLike;
+  readonly waitPolicy: BackendWaitPolicy;
+  /** The LISTEN connection's wake-ups (undefined with notifications: false: the engine polls). */
+  readonly wakeups: WakeupSource | undefined;
+  private readonly source: SqlClientSource<PgPoolLike>;
   private readonly sql: PostgresStatements;
   private readonly classId: number;
-  private readonly createTable: boolean;
-  private readonly maxPollDelay: number;
   private readonly notifier = new ReleaseNotifier();
-  /** One poller per key in this process; the other waiters of the key queue behind it in arrival order. */
-  private readonly waiters = new LocalWaitQueue('postgres');
   private readonly listener: PgReleaseListener | undefined;
   private readonly sweeper: SqlSweeper;
-  private schema: Promise<void> | undefined;
+  private readonly schema: SchemaOnce;
 
   constructor(options: PostgresLockBackendOptions) {
-    if (!options || typeof options !== 'object') throw new InvalidLockOptionsError('PostgresLockBackend options', options, '{ client, table?, createTable? }');
-    checkKnownOptions('PostgresLockBackend', options, OPTIONS);
-    // A pg Client has connect() too, but cannot be checked out per attempt: a Pool is required.
-    if (!options.client || typeof options.client.connect !== 'function' || 'connectionParameters' in options.client) {
-      throw new InvalidLockOptionsError('client', options.client, "a pg Pool (new Pool(...) from 'pg'), not a Client");
-    }
-    this.pool = options.client;
-    this.table = options.table === undefined ? DEFAULT_TABLE : checkTableName(options.table);
-    this.createTable = checkBoolean('createTable', options.createTable, true);
-    this.maxPollDelay = options.maxPollDelay === undefined ? 250 : checkDuration('maxPollDelay', options.maxPollDelay, 1);
+    const o = resolvePostgresOptions(options);
+    this.source = o.source;
+    this.table = o.table;
     this.sql = postgresStatements(this.table);
     this.classId = advisoryClass(this.table);
-    this.sweeper = new SqlSweeper(checkSweepInterval(options.sweepInterval), () => this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])));
-    if (checkBoolean('notifications', options.notifications, true)) {
-      this.listener = new PgReleaseListener(listenConnector(this.pool), this.sql.channel, this.notifier);
+    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay };
+    this.sweeper = new SqlSweeper(o.sweepInterval, () => this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])));
+    this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
+    if (o.notifications) {
+      this.listener = new PgReleaseListener(listenConnector(() => this.source.get()), this.sql.channel, this.notifier, o.maxPollDelay);
     }
+    this.wakeups = this.listener;
   }
 
-  /** One attempt: the native acquire with wait 0. */
-  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.acquire({ ...request, wait: 0 });
-  }
-
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    const attempt = () => this.waiters.attempt(() => this.attempt(request.key, request.owner, request.mode, request.ttl));
-    const poll = () =>
-      pollAcquire(request, attempt, {
-        backend: this.name,
-        notifier: this.listener?.listening ? this.notifier : undefined,
-        minDelay: 5,
-        maxDelay: this.maxPollDelay,
-      });
-    return this.waiters.run(request, async () => {
-      if (request.wait === 0 || !this.listener || this.listener.listening) return poll();
-      const first = await attempt().catch(() => undefined);
-      if (first?.acquired || request.signal.aborted) return first ?? poll();
-      // About to wait: bring the LISTEN connection up first (bounded by the caller's deadline); poll()
-      // re-attempts at once, so a release that happened before LISTEN was active is not missed.
-      await Promise.race([this.listener.start(), sleepFor(request.wait, request.signal)]);
-      return poll();
-    });
+    return this.attempt(request.key, request.owner, request.mode, request.ttl);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
-    const { rows } = await this.run((c) =>
-      c.query(this.sql.renew, [locks.map((l) => l.key), locks.map((l) => l.owner), locks.map((l) => l.ttl)]),
-    );
+    const values = [locks.map((l) => l.key), locks.map((l) => l.owner), locks.map((l) => l.ttl)];
+    const { rows } = await this.run((c) => c.query(this.sql.renew, values));
     const renewed = new Set((rows as { lock_key: string; owner: string }[]).map((r) => `${r.owner}:${r.lock_key}`));
     return locks.map((l) => renewed.has(`${l.owner}:${l.key}`));
   }
@@ -147,13 +85,31 @@ export class PostgresLockBackend implements LockBackend {
   async release(lock: BackendLock): Promise<void> {
     const { rows } = await this.run((c) => c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]));
     // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is down).
-    if (rows.length > 0) this.notifier.notify(lock.key);
+    if (rows.length > 0) this.notifier.notify(keyDigest(lock.key));
+  }
+
+  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  async inspect(key: string): Promise<LockInspection> {
+    const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
+    const read = rows as { owner: string; mode: LockMode; left_us: string; fence: string }[];
+    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us) })), this.name);
+  }
+
+  /**
+   * Deletes every holder row of `key`, whoever owns it, and NOTIFYs waiters. The old holder learns
+   * at its next renewal (its handle's signal aborts); the next grant's fence is larger.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    const { rows } = await this.run((c) => c.query(this.sql.forceRelease, [key, this.sql.channel]));
+    if (rows.length > 0) this.notifier.notify(keyDigest(key));
+    return rows.length > 0;
   }
 
   async close(): Promise<void> {
     this.sweeper.stop();
     await this.listener?.close();
     this.notifier.notifyAll();
+    await this.source.close();
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
@@ -164,7 +120,12 @@ export class PostgresLockBackend implements LockBackend {
       await c.query(this.sql.mutex, [this.classId, key]);
       // A new statement after the mutex: its snapshot sees every grant committed before we got it.
       const { rows } = await c.query(this.sql.holders, [key]);
-      const decision = decide(rows.map((r: { owner: string; mode: LockMode; left_us: string }) => ({ owner: r.owner, mode: r.mode, leftUs: Number(r.left_us) })), mode);
+      const holders = rows.map((r: { owner: string; mode: LockMode; left_us: string }) => ({
+        owner: r.owner,
+        mode: r.mode,
+        leftUs: Number(r.left_us),
+      }));
+      const decision = decide(holders, mode);
       if (decision.blocked) {
         await c.query('ROLLBACK');
         return { acquired: false, retryAfter: decision.retryAfter };
@@ -174,13 +135,13 @@ export class PostgresLockBackend implements LockBackend {
       const sentAt = performance.now();
       const granted = await c.query(this.sql.grant, [key, owner, mode, ttl]);
       await c.query('COMMIT');
-      return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence), sentAt };
+      return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence, this.name), sentAt };
     });
   }
 
   /** Runs `work` on one pooled client, returned right after; a client whose query failed is destroyed, not pooled. */
   private async run<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
-    await this.ensureSchema();
+    await this.schema.ensure();
     return this.checkout(work);
   }
 
@@ -190,7 +151,7 @@ export class PostgresLockBackend implements LockBackend {
    * failing query rejects as well, which is what we act on.
    */
   private async checkout<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await (await this.source.get()).connect();
     const ignore = () => undefined;
     client.on('error', ignore);
     try {
@@ -205,43 +166,39 @@ export class PostgresLockBackend implements LockBackend {
     }
   }
 
-  private ensureSchema(): Promise<void> {
-    if (!this.createTable) return Promise.resolve();
-    this.schema ??= this.checkout(async (client) => {
+  private createSchema(): Promise<void> {
+    return this.checkout(async (client) => {
       // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: serialize them.
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.classId]);
       for (const statement of this.sql.ddl) await client.query(statement);
       await client.query('COMMIT');
-    }).catch((error: unknown) => {
-      this.schema = undefined; // retry on the next call (e.g. the server was down)
-      throw error;
     });
-    return this.schema;
   }
 }
 
 /** The LISTEN connection: a dedicated Client with the pool's settings, else one checked out of the pool. */
-function listenConnector(pool: PgPoolLike): PgListenConnector {
-  const Client = pool.Client;
-  if (typeof Client === 'function' && pool.options) {
-    return {
-      open: async () => {
-        const client = new Client(pool.options);
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-        } catch (error) {
-          await client.end().catch(() => undefined);
-          throw error;
-        }
-        return client;
-      },
-      close: (client) => (client as unknown as { end(): Promise<void> }).end(),
-    };
-  }
+function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector {
+  const dedicated = new WeakSet<PgListenClientLike>();
   return {
-    open: async () => (await pool.connect()) as unknown as PgListenClientLike,
-    close: async (client) => (client as unknown as PgPoolClientLike).release(true),
+    open: async () => {
+      const pool = await getPool();
+      const Client = pool.Client;
+      if (typeof Client !== 'function' || !pool.options) return (await pool.connect()) as unknown as PgListenClientLike;
+      const client = new Client(pool.options);
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+      } catch (error) {
+        await client.end().catch(() => undefined);
+        throw error;
+      }
+      dedicated.add(client);
+      return client;
+    },
+    close: async (client) => {
+      if (dedicated.has(client)) await (client as unknown as { end(): Promise<void> }).end();
+      else (client as unknown as PgPoolClientLike).release(true);
+    },
   };
 }

@@ -1,4 +1,6 @@
-import type { ReleaseNotifier } from '../../backend-kit';
+import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
+import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
+import { keyDigest } from '../sql/key-digest';
 
 /** A pg notification as pg's Client emits it. */
 export interface PgNotification {
@@ -24,16 +26,18 @@ export interface PgListenConnector {
 
 /**
  * ONE listening connection per backend (not one per waiter): LISTENs on the backend's channel and
- * feeds every NOTIFY payload (a released key) into the ReleaseNotifier its waiters sleep on. When
- * the connection breaks it reconnects with backoff, and after every (re)connect wakes all waiters,
- * since releases may have been missed meanwhile. While it is down, waiters poll. Never throws from
- * a timer or an event handler.
+ * feeds every NOTIFY payload (a released key's digest) into the ReleaseNotifier its waiters sleep on. It is
+ * the backend's WakeupSource: `prepare` starts it when a waiter first sleeps (bounded, so a frozen
+ * server cannot hold the waiter's line), and while it is down a waiter's sleep is capped to a
+ * jittered poll delay, so waiters poll instead. When the connection breaks it reconnects with
+ * backoff, and after every (re)connect wakes all waiters, since releases may have been missed
+ * meanwhile. Never throws from a timer or an event handler.
  */
-export class PgReleaseListener {
+export class PgReleaseListener implements WakeupSource {
   private client: PgListenClientLike | undefined;
   private timer: NodeJS.Timeout | undefined;
   private delay = 100;
-  private started = false;
+  private started: Promise<void> | undefined;
   private closed = false;
   listening = false;
 
@@ -41,13 +45,28 @@ export class PgReleaseListener {
     private readonly connector: PgListenConnector,
     private readonly channel: string,
     private readonly notifier: ReleaseNotifier,
+    private readonly maxPollDelay: number,
   ) {}
+
+  /** Brings LISTEN up (once); waits for it at most one poll delay, after which it goes on in the background. */
+  async prepare(): Promise<void> {
+    await Promise.race([this.start(), sleepFor(this.maxPollDelay)]);
+  }
+
+  listen(key: string): ReleaseListener {
+    const inner = this.notifier.listen(keyDigest(key)); // NOTIFY payloads are digests
+    return {
+      // Without an active LISTEN no NOTIFY can arrive: sleep a jittered poll delay at most.
+      wait: (ms, signal) => inner.wait(this.listening ? ms : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2)), signal),
+      dispose: () => inner.dispose(),
+    };
+  }
 
   /** Starts listening in the background (idempotent); resolves once LISTEN is active or the first try failed. */
   start(): Promise<void> {
-    if (this.started || this.closed) return Promise.resolve();
-    this.started = true;
-    return this.connect();
+    if (this.closed) return Promise.resolve();
+    this.started ??= this.connect();
+    return this.started;
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,6 @@
-import { SWEEP_BATCH } from '../mysql/sql-sweeper';
+import { KEY_DIGEST_HEX } from '../sql/key-digest';
+import { ddlScript } from '../sql/sql-schema';
+import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
  * Table and statements of the PostgreSQL backend. Only the table name (a validated plain
@@ -19,6 +21,8 @@ export interface PostgresStatements {
   readonly grant: string;
   readonly renew: string;
   readonly release: string;
+  readonly inspect: string;
+  readonly forceRelease: string;
   readonly sweep: string;
 }
 
@@ -61,10 +65,18 @@ export function postgresStatements(table: string): PostgresStatements {
       `ORDER BY h.lock_key, h.owner FOR UPDATE OF h) ` +
       `UPDATE ${t} h SET expires_at = clock_timestamp() + mine.ms * interval '1 millisecond' FROM mine ` +
       `WHERE h.lock_key = mine.lock_key AND h.owner = mine.owner AND h.expires_at > clock_timestamp() RETURNING h.lock_key, h.owner`,
-    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours.
+    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours. The payload is
+    // the key's digest (keyDigest: SHA-256 of its UTF-8 bytes, first 32 hex digits), never the key.
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
-      `SELECT pg_notify($3, lock_key) FROM gone`,
+      `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
+    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY as release).
+    inspect:
+      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
+      `fence::text AS fence FROM ${t} WHERE lock_key = $1`,
+    forceRelease:
+      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
+      `SELECT pg_notify($2, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
     // condition is re-checked on the current row version if a renewal or an acquire got there first.
     sweep:
@@ -75,7 +87,7 @@ export function postgresStatements(table: string): PostgresStatements {
 
 /** The DDL for DBAs who create the table themselves (createTable: false). */
 export function postgresDdl(table = 'distributed_locks'): string {
-  return postgresStatements(table).ddl.map((s) => `${s};`).join('\n\n');
+  return ddlScript(postgresStatements(table).ddl);
 }
 
 /** A 32-bit class id for the table's advisory locks (FNV-1a of its name), so two tables never share mutexes. */

@@ -1,6 +1,6 @@
 /**
  * Loopback latency of the SQL backends (a measurement for the README, not a test: nothing is
- * asserted). Run: npx ts-node --transpile-only test/mysql/sql-latency.bench.ts
+ * asserted). Run: npx ts-node --transpile-only test/sql/sql-latency.bench.ts
  * Starts a private MariaDB and PostgreSQL, then measures per backend:
  *  - cycle: uncontended acquire + release through the engine, sequential;
  *  - handoff (same process): a waiter on the same backend gets the lock after the holder's release;

@@ -272,6 +272,36 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       await Promise.all(hs.map((h) => h.release()));
     });
 
+    it('inspect reports holders (owner, mode, ttl left by the server clock) and the last fence; forceRelease frees a key whatever its owner', async () => {
+      const { engine: a, backend } = engine();
+      const { engine: b } = engine();
+      const k = key('inspect');
+      const free = await backend.inspect!(k);
+      expect(free).toEqual({ key: k, held: false, mode: undefined, holders: [], fencingToken: undefined });
+      const h = await a.acquire(k, { ttl: 5_000 });
+      const seen = await backend.inspect!(k);
+      expect(seen).toMatchObject({ key: k, held: true, mode: 'exclusive', fencingToken: h.fencingToken });
+      expect(seen.holders).toHaveLength(1);
+      expect(seen.holders[0]).toMatchObject({ owner: h.owner, mode: 'exclusive' });
+      expect(seen.holders[0].remainingTtl).toBeGreaterThan(0);
+      expect(seen.holders[0].remainingTtl).toBeLessThanOrEqual(5_000);
+      // An operator frees it: the holder finds out at its next renewal, the next grant is fenced above it.
+      expect(await backend.forceRelease!(k)).toBe(true);
+      expect(await backend.forceRelease!(k)).toBe(false);
+      expect(await untilAborted(h.signal, 10_000)).toBeInstanceOf(LockLostError);
+      const next = await b.acquire(k, { wait: 0 });
+      expect(next.fencingToken > h.fencingToken).toBe(true);
+      // Shared holders: both listed, mode shared.
+      await next.release();
+      const r1 = await a.acquire(k, { mode: 'shared' });
+      const r2 = await b.acquire(k, { mode: 'shared' });
+      const shared = await backend.inspect!(k);
+      expect(shared).toMatchObject({ held: true, mode: 'shared', fencingToken: r2.fencingToken });
+      expect(shared.holders.map((x) => x.owner).sort()).toEqual([r1.owner, r2.owner].sort());
+      await Promise.all([r1.release(), r2.release()]);
+      expect((await backend.inspect!(k)).held).toBe(false);
+    });
+
     it('fencing tokens keep growing across a database restart', async () => {
       const { engine: e } = engine();
       const k = key('restart-fence');

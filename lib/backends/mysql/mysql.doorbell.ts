@@ -1,0 +1,191 @@
+import { createHash } from 'node:crypto';
+import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
+import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
+import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
+
+type Ring = 'rung' | 'unarmed' | 'timeout';
+
+/** Woken waiters re-attempt within this many ms of the ring, at random. */
+const RING_SPREAD_MS = 4;
+
+/**
+ * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
+ * doorbell", a server-wide named lock (GET_LOCK) that a holding process keeps while it holds the
+ * key and lets go right after its release (DELETE) has committed.
+ *
+ * Holder side: ONE "bell" connection per backend, checked out of the pool before the first acquire
+ * takes its own connection and kept until close(), holds the doorbells of every key this process holds (a session can hold many
+ * named locks). Arming follows the grant's COMMIT without delaying the caller (it may wait for
+ * woken waiters to let go of the doorbell, and must not hold the key's mutex row meanwhile); a
+ * waiter that sees the row before the doorbell is armed polls briefly. Arm and disarm are
+ * serialized on the bell connection, so a release's disarm never overtakes its grant's arm.
+ * Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)` on a pooled
+ * connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes the moment
+ * the holder lets go (re-attempting within RING_SPREAD_MS, at random, so the processes woken
+ * together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
+ * doorbell is not armed: a holder whose bell failed, shared holders beyond the first) poll with
+ * jittered backoff. A doorbell is only a hint: every wake-up re-attempts the acquire, whose
+ * transaction alone decides; a missed ring costs latency, never safety.
+ * Cost: 1 + `slots` pooled connections while in use; one GET_LOCK round trip on the bell
+ * connection per grant (after it, off the caller's path) and one RELEASE_LOCK per release (right
+ * after its DELETE); one statement per wait on a waiter connection.
+ */
+export class MySqlDoorbell implements WakeupSource {
+  private bell: MySqlConnectionLike | undefined;
+  private opening: Promise<void> | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  /** Local holders per doorbell name; the doorbell is held while any of them holds the key. */
+  private readonly owners = new Map<string, Set<string>>();
+  /** Doorbells the bell connection holds right now. */
+  private readonly armed = new Set<string>();
+  /** Per key: current poll backoff while its doorbell is not armed. */
+  private readonly backoff = new Map<string, number>();
+  private active = 0;
+  private closed = false;
+
+  constructor(
+    private readonly pool: () => Promise<MySqlPoolLike>,
+    private readonly table: string,
+    /** Set once the pool is known (the default depends on its connectionLimit). */
+    public slots: number,
+    private readonly maxPollDelay: number,
+    private readonly notifier: ReleaseNotifier,
+  ) {}
+
+  /** The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL). */
+  name(key: string): string {
+    return `ndl:${createHash('sha256').update(`${this.table}\0${key}`).digest('hex').slice(0, 40)}`;
+  }
+
+  /**
+   * Arms `key`'s doorbell for `owner`; resolves (never rejects) once armed, or found not armable
+   * (an exclusive holder waits 0.2 s for woken waiters and the previous holder to let go).
+   */
+  arm(key: string, owner: string, exclusive: boolean): Promise<void> {
+    if (this.slots === 0 || this.closed) return Promise.resolve();
+    const name = this.name(key);
+    let set = this.owners.get(name);
+    if (!set) this.owners.set(name, (set = new Set()));
+    set.add(owner);
+    if (set.size > 1) return Promise.resolve();
+    const op = this.enqueue(async (bell) => {
+      if (this.armed.has(name) || !this.owners.get(name)?.has(owner)) return;
+      // Shared holders of other processes may hold it: do not wait for them.
+      const [rows] = await bell.query('SELECT GET_LOCK(?, ?) AS got', [name, exclusive ? 0.2 : 0]);
+      if (Number((rows as { got: unknown }[])[0]?.got) === 1) this.armed.add(name);
+    });
+    return op;
+  }
+
+  /**
+   * Checks the bell connection out of the pool if it is not there yet. The backend calls it BEFORE
+   * taking a connection for an acquire: an arm that waited for a pooled connection while the
+   * acquires held them all would stall every acquire.
+   */
+  async ready(): Promise<void> {
+    if (this.slots === 0 || this.closed || this.bell) return;
+    this.opening ??= this.pool().then((pool) => pool.getConnection()).then(
+      (conn) => {
+        if (this.closed || this.bell) conn.release();
+        else this.bell = conn;
+      },
+      () => undefined, // the acquire will report the outage; its grant goes unarmed
+    ).finally(() => (this.opening = undefined));
+    await this.opening;
+  }
+
+  /** Lets `key`'s doorbell go once no local holder is left (after the release committed). */
+  disarm(key: string, owner: string): void {
+    const name = this.name(key);
+    const set = this.owners.get(name);
+    if (!set?.delete(owner) || set.size > 0) return;
+    this.owners.delete(name);
+    void this.enqueue(async (bell) => {
+      if (this.owners.has(name) || !this.armed.delete(name)) return; // re-armed by a new local holder
+      await bell.query('SELECT RELEASE_LOCK(?) AS r', [name]);
+    });
+  }
+
+  listen(key: string): ReleaseListener {
+    const inner = this.notifier.listen(key);
+    return {
+      wait: async (ms, signal) => {
+        const stop = new AbortController();
+        const both = AbortSignal.any([signal, stop.signal]);
+        const local = inner.wait(ms, both); // this process's own releases, the deadline, a cancel
+        void this.ring(key, ms, both).then(async (outcome) => {
+          if (outcome === 'rung') {
+            this.backoff.delete(key);
+            // Every process's head waiter wakes at once: spread their re-attempts over a few ms so
+            // the first takes the key's mutex row alone instead of queueing a herd behind it.
+            await sleepFor(Math.random() * RING_SPREAD_MS, both);
+          } else if (outcome === 'unarmed') await sleepFor(Math.random() * this.nextBackoff(key), both);
+          stop.abort();
+        });
+        await local;
+        stop.abort();
+      },
+      dispose: () => inner.dispose(),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.chain;
+    this.broken(); // destroying the session lets go of every doorbell it holds
+  }
+
+  /** Blocks until the doorbell rings, `ms` pass, or it is not armed (then polls). */
+  private async ring(key: string, ms: number, signal: AbortSignal): Promise<Ring> {
+    if (this.active >= this.slots || this.closed) return 'unarmed';
+    this.active++;
+    let conn: MySqlConnectionLike | undefined;
+    try {
+      conn = await (await this.pool()).getConnection();
+      if (signal.aborted) return 'timeout';
+      const name = this.name(key);
+      const [rows] = await conn.query(
+        'SELECT IS_USED_LOCK(?) AS used, GET_LOCK(?, ?) AS got, RELEASE_LOCK(?) AS r',
+        [name, name, Math.max(0.001, ms / 1000), name],
+      );
+      const row = (rows as { used: unknown; got: unknown }[])[0];
+      if (Number(row?.got) !== 1) return 'timeout';
+      return row.used === null ? 'unarmed' : 'rung';
+    } catch {
+      conn?.destroy();
+      conn = undefined;
+      return 'unarmed';
+    } finally {
+      conn?.release();
+      this.active--;
+    }
+  }
+
+  private nextBackoff(key: string): number {
+    const delay = this.backoff.get(key) ?? 5;
+    this.backoff.set(key, Math.min(delay * 2, this.maxPollDelay));
+    if (this.backoff.size > 10_000) this.backoff.clear(); // bounded: keys are request data
+    return delay;
+  }
+
+  /** Runs `op` on the bell connection after every earlier op; a failure drops the connection. */
+  private enqueue(op: (bell: MySqlConnectionLike) => Promise<void>): Promise<void> {
+    this.chain = this.chain.then(async () => {
+      // No bell connection (not ready, or broken): the grant goes unarmed; never wait for the pool here.
+      if (this.closed || !this.bell) return;
+      try {
+        await op(this.bell);
+      } catch {
+        this.broken();
+      }
+    });
+    return this.chain;
+  }
+
+  /** The server lets go of a dropped session's doorbells: waiters wake, re-attempt, and poll. */
+  private broken(): void {
+    this.bell?.destroy();
+    this.bell = undefined;
+    this.armed.clear();
+  }
+}

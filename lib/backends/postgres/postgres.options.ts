@@ -1,0 +1,78 @@
+import { checkBoolean } from '../../backend-kit';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { SqlClientSource } from '../sql/sql-client';
+import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
+import type { PgListenClientLike } from './postgres.listener';
+
+export interface PgQueryResultLike {
+  rows: any[];
+  rowCount: number | null;
+}
+
+/** The part of a pg PoolClient this backend uses. */
+export interface PgPoolClientLike {
+  query(text: string, values?: unknown[]): Promise<PgQueryResultLike>;
+  release(destroy?: boolean | Error): void;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN connection). */
+export interface PgPoolLike {
+  connect(): Promise<PgPoolClientLike>;
+  readonly Client?: new (config: any) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
+  readonly options?: object;
+}
+
+export interface PostgresLockBackendOptions extends SqlBackendOptions {
+  /** A pg `Pool`; you keep owning it (give it an 'error' listener, as pg requires). Or give clientFactory. */
+  client?: PgPoolLike;
+  /**
+   * Instead of client: makes the pool (e.g. `() => new Pool({ connectionString })`), called once on
+   * first use; the backend owns it (adds an 'error' listener for idle clients) and ends it in close().
+   */
+  clientFactory?: () => PgPoolLike | Promise<PgPoolLike>;
+  /**
+   * Wake waiters by LISTEN/NOTIFY (default true): one extra connection per backend, opened with the
+   * pool's settings outside the pool (or checked out of it if the pool cannot make clients). false = poll only.
+   */
+  notifications?: boolean;
+  /** Longest pause between two polls of a waiter without notifications, in ms (default 250). */
+  maxPollDelay?: number;
+}
+
+export type ResolvedPostgresOptions = PostgresLockBackendOptions &
+  ResolvedSqlOptions & { notifications: boolean; source: SqlClientSource<PgPoolLike> };
+
+const KNOWN = [...SQL_OPTIONS, 'notifications'];
+
+/** Validates every option once, at construction; each failure names the option. */
+export function resolvePostgresOptions(options: PostgresLockBackendOptions): ResolvedPostgresOptions {
+  const o = resolveSqlOptions<PostgresLockBackendOptions>('PostgresLockBackend', options, KNOWN, 250);
+  const source = SqlClientSource.from(o, "a pg Pool (new Pool(...) from 'pg')", checkPgPool, endPool, checkOwnedPgPool);
+  return { ...o, source, notifications: checkBoolean('notifications', o.notifications, true) };
+}
+
+/** A pool the factory made is ours: idle clients that die with the server must not crash the process. */
+function ownPool(pool: PgPoolLike): PgPoolLike {
+  (pool as PgPoolLike & { on?(event: 'error', cb: () => void): unknown }).on?.('error', () => undefined);
+  return pool;
+}
+
+async function endPool(pool: PgPoolLike): Promise<void> {
+  await (pool as PgPoolLike & { end?(): Promise<void> }).end?.();
+}
+
+/** Checks a factory's pool and listens to its idle clients' errors. */
+export function checkOwnedPgPool(client: unknown): PgPoolLike {
+  return ownPool(checkPgPool(client));
+}
+
+/** A pg Client has connect() too, but cannot be checked out per attempt: a Pool is required. */
+export function checkPgPool(client: unknown): PgPoolLike {
+  const c = client as PgPoolLike | null | undefined;
+  if (!c || typeof c.connect !== 'function' || 'connectionParameters' in c) {
+    throw new InvalidLockOptionsError('client', client, "a pg Pool (new Pool(...) from 'pg'), not a Client");
+  }
+  return c;
+}

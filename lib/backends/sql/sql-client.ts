@@ -1,0 +1,69 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+
+/**
+ * Where a SQL backend's pool comes from: `{ client }`, a pool the user created and keeps owning
+ * (never ended by the backend), or `{ clientFactory }`, called once on first use; the backend owns
+ * that pool and ends it in close(). A factory that fails is called again on the next use (the
+ * database may have been down); a pool is never created after close().
+ */
+export class SqlClientSource<P> {
+  private created: Promise<P> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly client: P | undefined,
+    private readonly factory: (() => P | Promise<P>) | undefined,
+    private readonly check: (pool: unknown) => P,
+    private readonly end: (pool: P) => Promise<void>,
+  ) {}
+
+  /** Validates `{ client }` xor `{ clientFactory }`; `check` validates a given client at once. */
+  static from<P>(
+    options: { client?: unknown; clientFactory?: unknown },
+    what: string,
+    check: (pool: unknown) => P,
+    end: (pool: P) => Promise<void>,
+    /** Checks (and sets up) a pool the factory made; default `check`. */
+    adopt: (pool: unknown) => P = check,
+  ): SqlClientSource<P> {
+    const { client, clientFactory } = options;
+    if (client !== undefined && clientFactory !== undefined) {
+      throw new InvalidLockOptionsError('clientFactory', clientFactory, `either client or clientFactory, not both`);
+    }
+    if (clientFactory !== undefined) {
+      if (typeof clientFactory !== 'function') {
+        throw new InvalidLockOptionsError('clientFactory', clientFactory, `a function returning ${what} (or a Promise of one)`);
+      }
+      return new SqlClientSource<P>(undefined, clientFactory as () => P | Promise<P>, adopt, end);
+    }
+    return new SqlClientSource<P>(check(client), undefined, check, end);
+  }
+
+  /** The pool given, if any (known at construction). */
+  get given(): P | undefined {
+    return this.client;
+  }
+
+  get(): Promise<P> {
+    if (this.client !== undefined) return Promise.resolve(this.client);
+    if (this.closed) return Promise.reject(new Error('the backend was closed'));
+    this.created ??= Promise.resolve()
+      .then(() => this.factory!())
+      .then((pool) => this.check(pool))
+      .catch((error: unknown) => {
+        this.created = undefined; // call the factory again on the next use
+        throw error;
+      });
+    return this.created;
+  }
+
+  /** Ends the pool the factory created (never a pool the user gave). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const created = this.created;
+    this.created = undefined;
+    if (!created) return;
+    const pool = await created.catch(() => undefined);
+    if (pool !== undefined) await this.end(pool);
+  }
+}
