@@ -7,6 +7,8 @@ import type { DistributedLockModuleOptions } from './interfaces/distributed-lock
 import { LockedInterceptor } from './interceptors/locked.interceptor';
 import { LockService } from './services/lock.service';
 import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
+import { LockObservability } from './observability/lock-observability.service';
+import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
 
 /**
  * DistributedLockModule.forRoot({ backend, keyPrefix, defaults }) or .forRootAsync({ useFactory,
@@ -30,7 +32,9 @@ import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
     LockService,
     LockedExplorer,
     LockedInterceptor,
+    LockObservability,
+    DistributedLockHealthIndicator,
   ],
-  exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS],
+  exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS, DistributedLockHealthIndicator],
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {}

@@ -12,10 +12,17 @@ import type { BackendAcquireRequest, BackendAcquireResult, LockBackend } from '.
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
-  run(backend: LockBackend, label: string, request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    if (request.wait > 0 && typeof backend.acquire === 'function') return backend.acquire(request);
+  /** `stats.attempts` counts backend attempts (a native queued wait counts as one). */
+  run(backend: LockBackend, label: string, request: BackendAcquireRequest, stats?: { attempts: number }): Promise<BackendAcquireResult> {
+    if (request.wait > 0 && typeof backend.acquire === 'function') {
+      if (stats) stats.attempts++;
+      return backend.acquire(request);
+    }
     const line = this.line(backend, label);
-    const attempt = () => line.attempt(() => backend.tryAcquire(request));
+    const attempt = () => {
+      if (stats) stats.attempts++;
+      return line.attempt(() => backend.tryAcquire(request));
+    };
     return line.run(request, () =>
       pollAcquire(request, attempt, { backend: label, notifier: backend.wakeups, ...backend.waitPolicy }),
     );

@@ -17,6 +17,9 @@ import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
+import { LockActivity, type HeldLockInfo, type WaitingLockInfo } from './lock-activity';
+import { KEY_TEMPLATE, LockEventBus, type LockEventListener, type LockSpanInfo } from './lock-events';
+import { LockOperator, type BackendProbeResult, type LockInspectionReport } from './lock-operations';
 
 export interface LockEngineOptions {
   /** One backend (registered as 'default')... */
@@ -28,6 +31,8 @@ export interface LockEngineOptions {
   defaults?: LockDefaults;
   /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
   operationTimeout?: number;
+  /** Called synchronously with every lock event (acquired, busy, released, lost, ...); see LockEvent. */
+  onEvent?: LockEventListener;
 }
 
 /**
@@ -46,6 +51,13 @@ export class LockEngine {
   private readonly runner = new AcquireRunner();
   private readonly backendNames: string[];
   private closed = false;
+  /** Lock events and tracing hooks (the Nest layer subscribes its Logger, OpenTelemetry, ...). */
+  readonly events = new LockEventBus();
+  /** Waiters, hold times and backend outages, for operators. */
+  readonly activity = new LockActivity(this.events);
+  private readonly operator: LockOperator;
+  /** Error label ("default (redis)") -> registered name, for events. */
+  private readonly names = new Map<string, string>();
   private readonly ops: LeaseOps = {
     extend: (lease, ttl) => this.extendLease(lease, ttl),
     release: (lease) => this.releaseHold(lease),
@@ -63,8 +75,21 @@ export class LockEngine {
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
         throw new InvalidLockOptionsError('defaults.ttl', this.defaults.ttl, `at least ${minTtl} ms for backend "${name}" (${backend.name})`);
       }
-      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget)));
+      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget), undefined, (leases, error) => {
+        if (this.events.active) this.events.emit({ type: 'renewFailed', at: Date.now(), backend: name, keys: leases.map((l) => l.key), error });
+      }));
+      this.names.set(this.label(name), name);
     }
+    if (options.onEvent) this.events.on(options.onEvent);
+    this.operator = new LockOperator({
+      keyPrefix: this.keyPrefix,
+      events: this.events,
+      activity: this.activity,
+      backendNames: this.backendNames,
+      backend: (name) => this.backend(name),
+      heldLeases: () => this.held,
+      call: (op, name, what, key) => this.call(op, this.label(name), what, this.operationTimeout, key),
+    });
   }
 
   /** Validated options for one call; exposed so @Locked can validate at startup. */
@@ -80,13 +105,13 @@ export class LockEngine {
 
   /** Acquires `key`, waiting up to `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline. */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
-    const handle = await this.acquireOrNull(key, options);
+    const handle = await this.acquireObserved(key, options);
     return handle.handle ?? Promise.reject(handle.error);
   }
 
   /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
-    const result = await this.acquireOrNull(key, { wait: 0, ...options });
+    const result = await this.acquireObserved(key, { wait: 0, ...options });
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
@@ -97,9 +122,10 @@ export class LockEngine {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(Promise.resolve().then(() => fn(handle)), handle.signal);
+        return await raceLost(this.runHeld(handle, options?.backend, () => fn(handle)), handle.signal);
       } finally {
-        await handle.release().catch(() => undefined);
+        // A failed release was already emitted as 'releaseFailed'; the caller keeps fn's outcome.
+        await handle.release().catch(reported);
       }
     });
   }
@@ -122,6 +148,45 @@ export class LockEngine {
     return this.held.size;
   }
 
+  /** Operator view of `key` on a backend (its inspect()) plus this process's holds and waiters of it. */
+  inspect(key: string, backend = DEFAULT_BACKEND_NAME): Promise<LockInspectionReport> {
+    return this.operator.inspect(key, backend);
+  }
+
+  /** Frees `key` whoever holds it (the backend's forceRelease()); emitted as 'forceReleased'. */
+  forceRelease(key: string, backend = DEFAULT_BACKEND_NAME): Promise<boolean> {
+    return this.operator.forceRelease(key, backend);
+  }
+
+  /** Keys (without keyPrefix) under `prefix` held now, where the backend can list (its list()). */
+  list(prefix = '', backend = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<string[]> {
+    return this.operator.list(prefix, backend, limit);
+  }
+
+  /** One real round trip to each backend (or the named ones); never throws, reports 'down' with a reason. */
+  probe(backends?: readonly string[]): Promise<BackendProbeResult[]> {
+    return this.operator.probe(backends);
+  }
+
+  /** Locks held through this engine now, with hold times. */
+  heldLocks(): HeldLockInfo[] {
+    const now = performance.now();
+    return [...this.held].map((lease) => this.activity.describe(lease, now));
+  }
+
+  /** Keys with acquires in flight in this process, and how many. */
+  waitingLocks(): WaitingLockInfo[] {
+    return this.activity.waitingLocks();
+  }
+
+  /** Runs a locked call inside the tracers (a 'held' span); plain otherwise. */
+  runHeld<T>(handle: LockHandle, backend: string | undefined, fn: () => T | Promise<T>, keyTemplate?: string): Promise<T> {
+    if (!this.events.tracing) return Promise.resolve().then(fn);
+    const name = backend ?? DEFAULT_BACKEND_NAME;
+    const info: LockSpanInfo = { kind: 'held', key: handle.key, keyTemplate, backend: name, backendKind: this.backends.get(name)?.name ?? name, mode: handle.mode };
+    return this.events.wrap(info, () => Promise.resolve().then(fn), () => 'ok');
+  }
+
   /** Releases every held lock, stops every watchdog and closes the backends' own resources. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -129,12 +194,16 @@ export class LockEngine {
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
-    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch(() => undefined)));
+    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.releaseFailed(l, 'shutdown', e))));
     for (const w of this.watchdogs.values()) w.stop();
-    await Promise.all([...this.backends.values()].map((b) => b.close().catch(() => undefined)));
+    await Promise.all(
+      [...this.backends].map(([name, b]) =>
+        b.close().catch((error) => this.events.active && this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend: name, operation: 'close', error })),
+      ),
+    );
   }
 
-  private async acquireOrNull(key: string, options?: LockOptions): Promise<{ handle?: LockHandle; error?: unknown }> {
+  private async acquireOrNull(key: string, options?: LockOptions, stats?: { attempts: number }): Promise<{ handle?: LockHandle; error?: unknown }> {
     if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
     const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
     const backend = this.backend(o.backend);
@@ -165,18 +234,20 @@ export class LockEngine {
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
     try {
-      const attempt = this.runner.run(backend, this.label(o.backend), request);
+      const attempt = this.runner.run(backend, this.label(o.backend), request, stats);
       const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
-        attempt.then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined)).catch(() => undefined);
+        attempt
+          .then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined))
+          .catch((error) => this.emitReleaseFailed(o.backend, key, 'late-grant', error));
       });
       if (!result.acquired) {
         if (o.signal?.aborted) throw o.signal.reason;
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
       }
       if (o.signal?.aborted) {
-        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch(() => undefined);
+        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch((e) => this.emitReleaseFailed(o.backend, key, 'cancelled', e));
         throw o.signal.reason;
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
@@ -196,6 +267,7 @@ export class LockEngine {
         onEnd: this.forgetLease,
       });
       this.held.add(lease);
+      this.activity.granted(lease, (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE]);
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
       return { handle: new LockHandle(lease, this.ops) };
@@ -203,6 +275,77 @@ export class LockEngine {
       clearTimeout(deadline);
       o.signal?.removeEventListener('abort', onCancel);
     }
+  }
+
+  /** acquireOrNull with waiter counting, lifecycle events and the tracers' span around it. */
+  private acquireObserved(key: string, options?: LockOptions): Promise<AcquireOutcome> {
+    const name = (options?.backend as string | undefined) ?? DEFAULT_BACKEND_NAME;
+    if (!this.events.tracing) return this.acquireCounted(key, options, name);
+    const info: LockSpanInfo = {
+      kind: 'acquire',
+      key,
+      keyTemplate: (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE],
+      backend: name,
+      backendKind: this.backends.get(name)?.name ?? name,
+      mode: options?.mode ?? this.defaults.mode,
+    };
+    return this.events.wrap(info, () => this.acquireCounted(key, options, name), (r) => r.outcome);
+  }
+
+  private async acquireCounted(key: string, options: LockOptions | undefined, backend: string): Promise<AcquireOutcome> {
+    const stats = { attempts: 0 };
+    const startedAt = performance.now();
+    const ahead = this.activity.enter(backend, key);
+    try {
+      const result = (await this.acquireOrNull(key, options, stats)) as AcquireOutcome;
+      const wait = options?.wait ?? this.defaults.wait;
+      result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
+      if (this.events.active) this.emitAcquire(key, options, backend, result, stats.attempts, ahead, performance.now() - startedAt);
+      return result;
+    } catch (error) {
+      if (this.events.active) {
+        const keyTemplate = (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
+        const mode = options?.mode ?? this.defaults.mode;
+        this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs: performance.now() - startedAt, error });
+      }
+      throw error;
+    } finally {
+      this.activity.leave(backend, key);
+    }
+  }
+
+  private emitAcquire(key: string, options: LockOptions | undefined, backend: string, r: AcquireOutcome, attempts: number, ahead: number, waitMs: number): void {
+    const keyTemplate = (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
+    const at = Date.now();
+    if (r.handle) {
+      const { mode, fencingToken } = r.handle;
+      const reentrant = attempts === 0;
+      this.events.emit({ type: 'acquired', at, backend, key, keyTemplate, mode, fencingToken, waitMs, attempts, contended: attempts > 1 || ahead > 0, reentrant });
+    } else {
+      const mode = options?.mode ?? this.defaults.mode;
+      const retryAfter = (r.error as LockAcquireTimeoutError).retryAfter;
+      this.events.emit({ type: 'busy', at, backend, key, keyTemplate, mode, waitMs, attempts, timedOut: r.outcome === 'timeout', retryAfter });
+    }
+  }
+
+  private emitEnd(lease: LockLease): void {
+    const at = Date.now();
+    const heldMs = this.activity.heldMs(lease);
+    const base = { at, backend: lease.backendName, key: lease.key, keyTemplate: this.activity.template(lease), mode: lease.mode, heldMs };
+    if (lease.state !== 'lost') return this.events.emit({ type: 'released', ...base });
+    // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
+    queueMicrotask(() => {
+      const error = lease.lostError;
+      this.events.emit({ type: 'lost', ...base, reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost', error });
+    });
+  }
+
+  private releaseFailed(lease: LockLease, during: string, error: unknown): void {
+    this.emitReleaseFailed(lease.backendName, lease.key, during, error);
+  }
+
+  private emitReleaseFailed(backend: string, key: string, during: string, error: unknown): void {
+    if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
   /** Registered name and kind, as errors show them: "default (redis)". */
@@ -218,6 +361,7 @@ export class LockEngine {
   private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
+    if (this.events.active) this.emitEnd(lease);
   };
 
   private async releaseHold(lease: LockLease): Promise<void> {
@@ -226,7 +370,13 @@ export class LockEngine {
       return;
     }
     lease.holds = 0;
-    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key));
+    const during = lease.state === 'lost' ? 'lost-release' : 'release';
+    await lease.release((op, what) =>
+      this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch((error) => {
+        this.releaseFailed(lease, during, error);
+        throw error;
+      }),
+    );
   }
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
@@ -249,22 +399,32 @@ export class LockEngine {
   private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
+        const error = new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key });
+        this.activity.failed(this.names.get(backend) ?? backend, what, error);
+        reject(error);
         onLate?.();
       }, budget);
       op.then(
         (value) => {
           clearTimeout(timer);
+          this.activity.answered(this.names.get(backend) ?? backend);
           resolve(value);
         },
         (error) => {
           clearTimeout(timer);
-          reject(asUnavailable(error, backend, key));
+          const wrapped = asUnavailable(error, backend, key);
+          this.activity.failed(this.names.get(backend) ?? backend, what, wrapped);
+          reject(wrapped);
         },
       );
     });
   }
 }
+
+type AcquireOutcome = { handle?: LockHandle; error?: unknown; outcome: 'acquired' | 'reentered' | 'busy' | 'timeout' };
+
+/** For a failure already emitted as an event (releaseFailed): the caller need not see it again. */
+function reported(): void {}
 
 /** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
 export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -274,11 +434,12 @@ export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** Module options the engine reads, plus those the Nest layer reads (isGlobal, httpErrors). */
-const ENGINE_OPTIONS = ['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'isGlobal', 'httpErrors'];
+const ENGINE_OPTIONS = ['backend', 'backends', 'keyPrefix', 'defaults', 'operationTimeout', 'onEvent', 'isGlobal', 'httpErrors', 'logging', 'checkOnStartup', 'telemetry', 'eventEmitter'];
 
 function validateEngineOptions(options: LockEngineOptions) {
   if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object');
   checkKnownOptions('', options, ENGINE_OPTIONS);
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') throw new InvalidLockOptionsError('onEvent', options.onEvent, 'a function (event) => void');
   const backends = new Map<string, LockBackend>();
   if (options.backend !== undefined && options.backends !== undefined) {
     throw new InvalidLockOptionsError('backends', options.backends, 'either "backend" or "backends", not both');

@@ -9,6 +9,10 @@ import type { LockedMethod } from '../interfaces/locked-method.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
+import { KEY_TEMPLATE } from '../core/lock-events';
+
+/** Release failures are emitted by the engine ('releaseFailed') before they reach us; the call keeps its own outcome. */
+const reported = (): void => undefined;
 
 
 /**
@@ -25,13 +29,14 @@ export function invokeLocked(instance: unknown, original: Function, args: unknow
     if (!handle) return undefined;
     let result: unknown;
     try {
-      result = await raceLost(Promise.resolve().then(() => original.apply(instance, withHandle(args, method, handle))), handle.signal);
+      const run = () => original.apply(instance, withHandle(args, method, handle));
+      result = await raceLost(engine.runHeld(handle, method.options.backend, run, method.key.template), handle.signal);
     } catch (error) {
-      await handle.release().catch(() => undefined);
+      await handle.release().catch(reported);
       throw error;
     }
     if (isObservable(result)) return holdUntilDone(result, handle);
-    await handle.release().catch(() => undefined);
+    await handle.release().catch(reported);
     return result;
   });
 }
@@ -59,7 +64,7 @@ function lockedObservable(instance: unknown, original: Function, args: unknown[]
     return () => {
       closed = true;
       inner?.unsubscribe();
-      void handle?.release().catch(() => undefined);
+      void handle?.release().catch(reported);
     };
   });
 }
@@ -78,7 +83,7 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
     return () => {
       handle.signal.removeEventListener('abort', onLost);
       sub.unsubscribe();
-      void handle.release().catch(() => undefined);
+      void handle.release().catch(reported);
     };
   });
 }
@@ -87,10 +92,15 @@ async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMet
   const key = resolveKey(engine, args, method);
   const { onBusy = engine.defaults.onBusy, ...rest } = method.options;
   const options: LockOptions = onBusy === 'wait' ? rest : { ...rest, wait: 0 };
+  (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
   try {
     return await engine.acquire(key, options);
   } catch (error) {
-    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) return null;
+    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
+      const backend = method.options.backend ?? 'default';
+      if (engine.events.active) engine.events.emit({ type: 'skipped', at: Date.now(), backend, key, keyTemplate: method.key.template, where: method.where });
+      return null;
+    }
     throw error;
   }
 }
