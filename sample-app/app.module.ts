@@ -1,5 +1,5 @@
-import { Module, type OnApplicationShutdown } from '@nestjs/common';
-import { DistributedLockModule } from '../lib';
+import { Injectable, Module, type CanActivate, type ExecutionContext, type OnApplicationShutdown } from '@nestjs/common';
+import { DistributedLockLiveViewModule, DistributedLockModule } from '../lib';
 import { InventoryController } from './inventory/inventory.controller';
 import { JobsController } from './jobs/jobs.controller';
 import { ReportJob } from './jobs/report.job';
@@ -10,6 +10,15 @@ import { PaymentLedger } from './orders/payment-ledger.service';
 
 const selected = createLockBackend();
 
+/** The live view shows lock keys: this demo serves it to loopback clients only. Use your own auth guard. */
+@Injectable()
+export class LoopbackOnlyGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const address = context.switchToHttp().getRequest<{ socket?: { remoteAddress?: string } }>().socket?.remoteAddress ?? '';
+    return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+  }
+}
+
 @Module({
   imports: [
     DistributedLockModule.forRootAsync({
@@ -19,6 +28,8 @@ const selected = createLockBackend();
         defaults: { ttl: 10_000, wait: 5_000 },
       }),
     }),
+    // Opt-in page of held locks, waiters and recent events, live over SSE: GET /locks/live
+    DistributedLockLiveViewModule.register({ path: 'locks/live', guard: LoopbackOnlyGuard }),
   ],
   controllers: [OrdersController, InventoryController, JobsController],
   providers: [OrdersService, PaymentLedger, ReportJob],
