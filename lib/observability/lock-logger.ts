@@ -15,14 +15,37 @@ export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
 export function subscribeLockLogger(events: LockEventBus, logger: LoggerService, level: LockLogLevel = 'log'): () => void {
   const min = LOCK_LOG_LEVELS.indexOf(level);
   return events.on((event) => {
+    // Decide on the level before building any text: at the default level a grant costs no string.
+    if (LOCK_LOG_LEVELS.indexOf(levelOf(event)) < min) return;
     const line = describeEvent(event);
-    if (!line || LOCK_LOG_LEVELS.indexOf(line[0]) < min) return;
+    if (!line) return;
     const [lvl, message] = line;
     if (lvl === 'debug') logger.debug?.(message, LOCK_LOGGER_CONTEXT);
     else if (lvl === 'log') logger.log(message, LOCK_LOGGER_CONTEXT);
     else if (lvl === 'warn') logger.warn(message, LOCK_LOGGER_CONTEXT);
     else logger.error(message, undefined, LOCK_LOGGER_CONTEXT);
   });
+}
+
+const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
+  acquired: 'debug',
+  busy: 'debug',
+  skipped: 'debug',
+  released: 'debug',
+  acquireFailed: 'warn',
+  lost: 'warn',
+  renewFailed: 'warn',
+  releaseFailed: 'warn',
+  backendUnavailable: 'error',
+  backendRecovered: 'log',
+  forceReleased: 'warn',
+};
+
+/** The level of an event's log line (a caller's own mistake, or a cancel, is only debug). */
+export function levelOf(e: LockEvent): LockLogLevel {
+  if (e.type !== 'acquireFailed') return LEVELS[e.type];
+  const code = (e.error as { code?: string })?.code;
+  return code === 'INVALID_LOCK_OPTIONS' || code === 'LOCK_KEY_RESOLUTION' || (e.error as Error)?.name === 'AbortError' ? 'debug' : 'warn';
 }
 
 /** The level and text of one event's log line. */
@@ -37,11 +60,8 @@ export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined 
       return ['debug', `${e.where} skipped: "${e.key}"${where} was busy (onBusy: 'skip')`];
     case 'released':
       return ['debug', `released "${e.key}"${where} after ${ms(e.heldMs)}`];
-    case 'acquireFailed': {
-      const code = (e.error as { code?: string })?.code;
-      const caller = code === 'INVALID_LOCK_OPTIONS' || code === 'LOCK_KEY_RESOLUTION' || (e.error as Error)?.name === 'AbortError';
-      return [caller ? 'debug' : 'warn', `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`];
-    }
+    case 'acquireFailed':
+      return [levelOf(e), `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`];
     case 'lost':
       return ['warn', `lost "${e.key}"${where} after holding it ${ms(e.heldMs)}: ${e.reason}`];
     case 'renewFailed':

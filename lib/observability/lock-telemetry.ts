@@ -3,7 +3,8 @@ import type { LockEngine } from '../core/lock-engine';
 
 /** The slice of @opentelemetry/api this module uses (structural: the package stays an optional peer). */
 export interface OtelApiLike {
-  trace: { getTracer(name: string, version?: string): OtelTracer };
+  trace: { getTracer(name: string, version?: string): OtelTracer; setSpan(context: unknown, span: OtelSpan): unknown };
+  context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
   metrics: { getMeter(name: string, version?: string): OtelMeter };
   SpanStatusCode: { ERROR: number };
 }
@@ -12,9 +13,10 @@ interface OtelSpan {
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: Error | string): void;
   end(): void;
+  isRecording(): boolean;
 }
 interface OtelTracer {
-  startActiveSpan<F extends (span: OtelSpan) => unknown>(name: string, options: { attributes?: Attributes }, fn: F): ReturnType<F>;
+  startSpan(name: string, options?: { attributes?: Attributes }): OtelSpan;
 }
 type Attributes = Record<string, string | number | boolean>;
 interface OtelInstrument {
@@ -103,7 +105,13 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
       'lock.backend.kind': info.backendKind,
       'lock.mode': info.mode,
     };
-    return tracer.startActiveSpan(info.kind === 'acquire' ? LOCK_SPANS.acquire : LOCK_SPANS.held, { attributes }, (span) =>
+    const span = tracer.startSpan(info.kind === 'acquire' ? LOCK_SPANS.acquire : LOCK_SPANS.held, { attributes });
+    // No SDK (or sampled out): no span to make active, so skip the context switch entirely.
+    if (!span.isRecording()) {
+      span.end();
+      return fn();
+    }
+    return api.context.with(api.trace.setSpan(api.context.active(), span), () =>
       fn().then(
         (value) => {
           span.setAttribute('lock.outcome', outcome(value));
