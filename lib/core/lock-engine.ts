@@ -203,7 +203,7 @@ export class LockEngine {
     );
   }
 
-  private async acquireOrNull(key: string, options?: LockOptions, stats?: { attempts: number }): Promise<{ handle?: LockHandle; error?: unknown }> {
+  private async acquireOrNull(key: string, options?: LockOptions, stats?: { attempts: number; ahead: number }): Promise<{ handle?: LockHandle; error?: unknown }> {
     if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
     const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
     const backend = this.backend(o.backend);
@@ -233,6 +233,8 @@ export class LockEngine {
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
+    const ahead = this.activity.enter(o.backend, key);
+    if (stats) stats.ahead = ahead;
     try {
       const attempt = this.runner.run(backend, this.label(o.backend), request, stats);
       const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
@@ -267,18 +269,21 @@ export class LockEngine {
         onEnd: this.forgetLease,
       });
       this.held.add(lease);
-      this.activity.granted(lease, (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE]);
+      if (stats) this.activity.granted(lease, (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE]);
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
       return { handle: new LockHandle(lease, this.ops) };
     } finally {
       clearTimeout(deadline);
+      this.activity.leave(o.backend, key);
       o.signal?.removeEventListener('abort', onCancel);
     }
   }
 
   /** acquireOrNull with waiter counting, lifecycle events and the tracers' span around it. */
   private acquireObserved(key: string, options?: LockOptions): Promise<AcquireOutcome> {
+    // Nobody listening: no event objects, no extra async layer (hold times are not tracked either).
+    if (!this.events.active && !this.events.tracing) return this.acquireOrNull(key, options) as Promise<AcquireOutcome>;
     const name = (options?.backend as string | undefined) ?? DEFAULT_BACKEND_NAME;
     if (!this.events.tracing) return this.acquireCounted(key, options, name);
     const info: LockSpanInfo = {
@@ -293,14 +298,13 @@ export class LockEngine {
   }
 
   private async acquireCounted(key: string, options: LockOptions | undefined, backend: string): Promise<AcquireOutcome> {
-    const stats = { attempts: 0 };
+    const stats = { attempts: 0, ahead: 0 };
     const startedAt = performance.now();
-    const ahead = this.activity.enter(backend, key);
     try {
       const result = (await this.acquireOrNull(key, options, stats)) as AcquireOutcome;
       const wait = options?.wait ?? this.defaults.wait;
       result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
-      if (this.events.active) this.emitAcquire(key, options, backend, result, stats.attempts, ahead, performance.now() - startedAt);
+      if (this.events.active) this.emitAcquire(key, options, backend, result, stats.attempts, stats.ahead, performance.now() - startedAt);
       return result;
     } catch (error) {
       if (this.events.active) {
@@ -309,8 +313,6 @@ export class LockEngine {
         this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs: performance.now() - startedAt, error });
       }
       throw error;
-    } finally {
-      this.activity.leave(backend, key);
     }
   }
 
