@@ -1,4 +1,6 @@
 import type { LockMode } from '../interfaces/lock-backend.interface';
+import type { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import type { LockHandle } from './lock-handle';
 import type { LockEventBus } from './lock-events';
 import type { LockLease } from './lock-lease';
 
@@ -31,7 +33,8 @@ export interface WaitingLockInfo {
  */
 export class LockActivity {
   private readonly inFlight = new Map<string, { key: string; backend: string; n: number }>();
-  private readonly grantedAt = new WeakMap<LockLease, { at: number; template?: string }>();
+  /** Grant time and template of leases taken while someone listened; deleted when they end. */
+  private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
   /** Backend name -> performance.now() when its outage was first seen. */
   private readonly down = new Map<string, number>();
 
@@ -76,10 +79,6 @@ export class LockActivity {
     return grant === undefined ? 0 : now - grant.at;
   }
 
-  /** The @Locked key template the lease was taken with, if any. */
-  template(lease: LockLease): string | undefined {
-    return this.grantedAt.get(lease)?.template;
-  }
 
   describe(lease: LockLease, now = performance.now()): HeldLockInfo {
     return {
@@ -91,6 +90,51 @@ export class LockActivity {
       holds: lease.holds,
       owner: lease.owner,
     };
+  }
+
+  /** Emits acquired (a handle) or busy (no handle: timed out or wait: 0). */
+  acquired(
+    key: string,
+    keyTemplate: string | undefined,
+    requested: LockMode,
+    backend: string,
+    r: { handle?: LockHandle; error?: unknown; outcome: string },
+    stats: { attempts: number; ahead: number },
+    waitMs: number,
+  ): void {
+    const at = Date.now();
+    const { attempts } = stats;
+    if (r.handle) {
+      const { mode, fencingToken } = r.handle;
+      const contended = attempts > 1 || stats.ahead > 0;
+      this.events.emit({ type: 'acquired', at, backend, key, keyTemplate, mode, fencingToken, waitMs, attempts, contended, reentrant: attempts === 0 });
+    } else {
+      const retryAfter = (r.error as LockAcquireTimeoutError).retryAfter;
+      this.events.emit({ type: 'busy', at, backend, key, keyTemplate, mode: requested, waitMs, attempts, timedOut: r.outcome === 'timeout', retryAfter });
+    }
+  }
+
+  acquireFailed(key: string, keyTemplate: string | undefined, mode: LockMode, backend: string, error: unknown, waitMs: number): void {
+    this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs, error });
+  }
+
+  /** A lease ended (released or lost): forget its grant, emit released/lost. */
+  ended(lease: LockLease): void {
+    const grant = this.grantedAt.get(lease);
+    if (grant) this.grantedAt.delete(lease);
+    if (!this.events.active) return;
+    const heldMs = grant ? performance.now() - grant.at : 0;
+    const base = { at: Date.now(), backend: lease.backendName, key: lease.key, keyTemplate: grant?.template, mode: lease.mode, heldMs };
+    if (lease.state !== 'lost') return this.events.emit({ type: 'released', ...base });
+    // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
+    queueMicrotask(() => {
+      const error = lease.lostError;
+      this.events.emit({ type: 'lost', ...base, reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost', error });
+    });
+  }
+
+  releaseFailed(backend: string, key: string, during: string, error: unknown): void {
+    if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
   /** A backend call failed: the first failure of an outage emits backendUnavailable. */

@@ -194,7 +194,7 @@ export class LockEngine {
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
-    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.releaseFailed(l, 'shutdown', e))));
+    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e))));
     for (const w of this.watchdogs.values()) w.stop();
     await Promise.all(
       [...this.backends].map(([name, b]) =>
@@ -242,14 +242,14 @@ export class LockEngine {
         // The answer came after we gave up: give back a grant nobody will use.
         attempt
           .then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined))
-          .catch((error) => this.emitReleaseFailed(o.backend, key, 'late-grant', error));
+          .catch((error) => this.activity.releaseFailed(o.backend, key, 'late-grant', error));
       });
       if (!result.acquired) {
         if (o.signal?.aborted) throw o.signal.reason;
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
       }
       if (o.signal?.aborted) {
-        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch((e) => this.emitReleaseFailed(o.backend, key, 'cancelled', e));
+        await backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }).catch((e) => this.activity.releaseFailed(o.backend, key, 'cancelled', e));
         throw o.signal.reason;
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
@@ -269,7 +269,7 @@ export class LockEngine {
         onEnd: this.forgetLease,
       });
       this.held.add(lease);
-      if (stats) this.activity.granted(lease, (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE]);
+      if (stats) this.activity.granted(lease, templateOf(options));
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
       return { handle: new LockHandle(lease, this.ops) };
@@ -289,7 +289,7 @@ export class LockEngine {
     const info: LockSpanInfo = {
       kind: 'acquire',
       key,
-      keyTemplate: (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE],
+      keyTemplate: templateOf(options),
       backend: name,
       backendKind: this.backends.get(name)?.name ?? name,
       mode: options?.mode ?? this.defaults.mode,
@@ -304,50 +304,12 @@ export class LockEngine {
       const result = (await this.acquireOrNull(key, options, stats)) as AcquireOutcome;
       const wait = options?.wait ?? this.defaults.wait;
       result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
-      if (this.events.active) this.emitAcquire(key, options, backend, result, stats.attempts, stats.ahead, performance.now() - startedAt);
+      if (this.events.active) this.activity.acquired(key, templateOf(options), options?.mode ?? this.defaults.mode, backend, result, stats, performance.now() - startedAt);
       return result;
     } catch (error) {
-      if (this.events.active) {
-        const keyTemplate = (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
-        const mode = options?.mode ?? this.defaults.mode;
-        this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs: performance.now() - startedAt, error });
-      }
+      if (this.events.active) this.activity.acquireFailed(key, templateOf(options), options?.mode ?? this.defaults.mode, backend, error, performance.now() - startedAt);
       throw error;
     }
-  }
-
-  private emitAcquire(key: string, options: LockOptions | undefined, backend: string, r: AcquireOutcome, attempts: number, ahead: number, waitMs: number): void {
-    const keyTemplate = (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
-    const at = Date.now();
-    if (r.handle) {
-      const { mode, fencingToken } = r.handle;
-      const reentrant = attempts === 0;
-      this.events.emit({ type: 'acquired', at, backend, key, keyTemplate, mode, fencingToken, waitMs, attempts, contended: attempts > 1 || ahead > 0, reentrant });
-    } else {
-      const mode = options?.mode ?? this.defaults.mode;
-      const retryAfter = (r.error as LockAcquireTimeoutError).retryAfter;
-      this.events.emit({ type: 'busy', at, backend, key, keyTemplate, mode, waitMs, attempts, timedOut: r.outcome === 'timeout', retryAfter });
-    }
-  }
-
-  private emitEnd(lease: LockLease): void {
-    const at = Date.now();
-    const heldMs = this.activity.heldMs(lease);
-    const base = { at, backend: lease.backendName, key: lease.key, keyTemplate: this.activity.template(lease), mode: lease.mode, heldMs };
-    if (lease.state !== 'lost') return this.events.emit({ type: 'released', ...base });
-    // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
-    queueMicrotask(() => {
-      const error = lease.lostError;
-      this.events.emit({ type: 'lost', ...base, reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost', error });
-    });
-  }
-
-  private releaseFailed(lease: LockLease, during: string, error: unknown): void {
-    this.emitReleaseFailed(lease.backendName, lease.key, during, error);
-  }
-
-  private emitReleaseFailed(backend: string, key: string, during: string, error: unknown): void {
-    if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
   /** Registered name and kind, as errors show them: "default (redis)". */
@@ -363,7 +325,7 @@ export class LockEngine {
   private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
-    if (this.events.active) this.emitEnd(lease);
+    this.activity.ended(lease);
   };
 
   private async releaseHold(lease: LockLease): Promise<void> {
@@ -375,7 +337,7 @@ export class LockEngine {
     const during = lease.state === 'lost' ? 'lost-release' : 'release';
     await lease.release((op, what) =>
       this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch((error) => {
-        this.releaseFailed(lease, during, error);
+        this.activity.releaseFailed(lease.backendName, lease.key, during, error);
         throw error;
       }),
     );
@@ -421,6 +383,10 @@ export class LockEngine {
       );
     });
   }
+}
+
+function templateOf(options: LockOptions | undefined): string | undefined {
+  return (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
 }
 
 type AcquireOutcome = { handle?: LockHandle; error?: unknown; outcome: 'acquired' | 'reentered' | 'busy' | 'timeout' };

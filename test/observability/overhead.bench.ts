@@ -31,7 +31,7 @@ async function cycle(engine: Engine, n: number): Promise<number> {
 
 async function main(): Promise<void> {
   const kind = process.argv[2] ?? 'memory';
-  const n = Number(process.argv[3] ?? (kind === 'memory' ? 100_000 : 5_000));
+  const n = Number(process.argv[3] ?? (kind === 'memory' ? 5_000 : 1_000));
   const server = kind === 'redis' ? await RedisServer.start() : undefined;
   const clients: Redis[] = [];
   const backend = () => {
@@ -83,9 +83,11 @@ async function main(): Promise<void> {
   const results: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   const engines = Object.fromEntries(names.filter((k) => k !== 'otel-sdk').map((k) => [k, configs[k]()]));
   for (const name of Object.keys(engines)) await cycle(engines[name], Math.ceil(n / 10)); // warm-up
-  const rounds = 5;
+  // Many short rounds in a shuffled order, medians: a loaded machine's noise hits every configuration alike.
+  const rounds = 15;
   for (let r = 0; r < rounds; r++) {
-    for (const name of Object.keys(engines)) results[name].push(await cycle(engines[name], n));
+    const order = Object.keys(engines).sort(() => Math.random() - 0.5);
+    for (const name of order) results[name].push(await cycle(engines[name], n));
   }
   // The SDK replaces the global providers for every later tracer: measured last, on its own engine.
   const withSdk = configs['otel-sdk']();
