@@ -178,5 +178,15 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
 function keyAttribute(option: NonNullable<LockTelemetryOptions['keyAttribute']>): (key: string, template: string | undefined) => string {
   if (option === 'key') return (key) => key;
   if (typeof option === 'function') return option;
-  return (key, template) => template ?? keyShape(key);
+  // Shapes are few (that is their point): cache them, so an event costs a map lookup, not a regex.
+  const shapes = new Map<string, string>();
+  return (key, template) => {
+    if (template !== undefined) return template;
+    let shape = shapes.get(key);
+    if (shape === undefined) {
+      if (shapes.size >= 10_000) shapes.clear();
+      shapes.set(key, (shape = keyShape(key)));
+    }
+    return shape;
+  };
 }
