@@ -35,18 +35,20 @@ export class LockActivity {
   private readonly inFlight = new Map<string, { key: string; backend: string; n: number }>();
   /** Grant time and template of leases taken while someone listened; deleted when they end. */
   private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
+  /** Error label ("default (redis)") -> registered name. */
+  private readonly names = new Map<string, string>();
   /** Backend name -> performance.now() when its outage was first seen. */
   private readonly down = new Map<string, number>();
 
   constructor(private readonly events: LockEventBus) {}
 
-  /** Counts an acquire in; returns how many acquires of the same key were already in flight. */
-  enter(backend: string, key: string): number {
+  /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
+  enter(backend: string, key: string, stats?: { ahead: number }): void {
     const id = `${backend}\u0000${key}`;
     const entry = this.inFlight.get(id);
-    if (entry) return entry.n++;
-    this.inFlight.set(id, { key, backend, n: 1 });
-    return 0;
+    if (stats) stats.ahead = entry?.n ?? 0;
+    if (entry) entry.n++;
+    else this.inFlight.set(id, { key, backend, n: 1 });
   }
 
   leave(backend: string, key: string): void {
@@ -133,14 +135,46 @@ export class LockActivity {
     });
   }
 
+  renewFailed(backend: string, leases: readonly LockLease[], error: unknown): void {
+    if (this.events.active) this.events.emit({ type: 'renewFailed', at: Date.now(), backend, keys: leases.map((l) => l.key), error });
+  }
+
   releaseFailed(backend: string, key: string, during: string, error: unknown): void {
     if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
+  alias(label: string, name: string): void {
+    this.names.set(label, name);
+  }
+
+  /** Settles like `call`, noting an outage (first failure) or its end (next answer) of `label`'s backend. */
+  track<T>(label: string, operation: string, call: Promise<T>): Promise<T> {
+    const name = this.names.get(label) ?? label;
+    return call.then(
+      (value) => {
+        this.answered(name);
+        return value;
+      },
+      (error) => {
+        this.failed(name, operation, error);
+        throw error;
+      },
+    );
+  }
+
+  /** For a lease's release: emits releaseFailed, then rethrows (the caller decides what to do). */
+  releaseReporter(lease: LockLease): (error: unknown) => never {
+    const during = lease.state === 'lost' ? 'lost-release' : 'release';
+    return (error) => {
+      this.releaseFailed(lease.backendName, lease.key, during, error);
+      throw error;
+    };
+  }
+
   /** A backend call failed: the first failure of an outage emits backendUnavailable. */
-  failed(backend: string, operation: string, error: unknown): void {
-    if ((error as { code?: unknown })?.code !== 'LOCK_BACKEND_UNAVAILABLE' || this.down.has(backend)) return;
-    this.down.set(backend, performance.now());
+  failed(backend: string, operation: string, error: unknown, always = false): void {
+    if (!always && ((error as { code?: unknown })?.code !== 'LOCK_BACKEND_UNAVAILABLE' || this.down.has(backend))) return;
+    if (!always) this.down.set(backend, performance.now());
     if (this.events.active) this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend, operation, error });
   }
 

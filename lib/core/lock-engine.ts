@@ -17,9 +17,9 @@ import { LockLease } from './lock-lease';
 import { checkDuration, resolveDefaults, resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
-import { LockActivity, type HeldLockInfo, type WaitingLockInfo } from './lock-activity';
-import { KEY_TEMPLATE, LockEventBus, type LockEventListener, type LockSpanInfo } from './lock-events';
-import { LockOperator, type BackendProbeResult, type LockInspectionReport } from './lock-operations';
+import { checkListener, LockEventBus, type LockEventListener } from './lock-events';
+import { LockActivity, LockOperator } from './lock-operations';
+import { observeAcquire, reported, runHeld, templateOf } from './observed-acquire';
 
 export interface LockEngineOptions {
   /** One backend (registered as 'default')... */
@@ -31,8 +31,7 @@ export interface LockEngineOptions {
   defaults?: LockDefaults;
   /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
   operationTimeout?: number;
-  /** Called synchronously with every lock event (acquired, busy, released, lost, ...); see LockEvent. */
-  onEvent?: LockEventListener;
+  onEvent?: LockEventListener; // called synchronously with every LockEvent (acquired, busy, released, lost, ...)
 }
 
 /**
@@ -51,13 +50,9 @@ export class LockEngine {
   private readonly runner = new AcquireRunner();
   private readonly backendNames: string[];
   private closed = false;
-  /** Lock events and tracing hooks (the Nest layer subscribes its Logger, OpenTelemetry, ...). */
-  readonly events = new LockEventBus();
-  /** Waiters, hold times and backend outages, for operators. */
+  readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
   readonly activity = new LockActivity(this.events);
-  private readonly operator: LockOperator;
-  /** Error label ("default (redis)") -> registered name, for events. */
-  private readonly names = new Map<string, string>();
+  readonly operator: LockOperator; // inspect, forceRelease, list, probe, heldLocks, waitingLocks
   private readonly ops: LeaseOps = {
     extend: (lease, ttl) => this.extendLease(lease, ttl),
     release: (lease) => this.releaseHold(lease),
@@ -75,21 +70,11 @@ export class LockEngine {
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
         throw new InvalidLockOptionsError('defaults.ttl', this.defaults.ttl, `at least ${minTtl} ms for backend "${name}" (${backend.name})`);
       }
-      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget), undefined, (leases, error) => {
-        if (this.events.active) this.events.emit({ type: 'renewFailed', at: Date.now(), backend: name, keys: leases.map((l) => l.key), error });
-      }));
-      this.names.set(this.label(name), name);
+      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget), undefined, (leases, error) => this.activity.renewFailed(name, leases, error)));
+      this.activity.alias(this.label(name), name);
     }
-    if (options.onEvent) this.events.on(options.onEvent);
-    this.operator = new LockOperator({
-      keyPrefix: this.keyPrefix,
-      events: this.events,
-      activity: this.activity,
-      backendNames: this.backendNames,
-      backend: (name) => this.backend(name),
-      heldLeases: () => this.held,
-      call: (op, name, what, key) => this.call(op, this.label(name), what, this.operationTimeout, key),
-    });
+    if (options.onEvent !== undefined) this.events.on(checkListener(options.onEvent));
+    this.operator = new LockOperator({ keyPrefix: this.keyPrefix, events: this.events, activity: this.activity, backendNames: this.backendNames, backend: (n) => this.backend(n), heldLeases: () => this.held, call: (op, n, what, key) => this.call(op, this.label(n), what, this.operationTimeout, key) });
   }
 
   /** Validated options for one call; exposed so @Locked can validate at startup. */
@@ -105,13 +90,13 @@ export class LockEngine {
 
   /** Acquires `key`, waiting up to `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline. */
   async acquire(key: string, options?: LockOptions): Promise<LockHandle> {
-    const handle = await this.acquireObserved(key, options);
+    const handle = await observeAcquire(this, key, options, (stats) => this.acquireOrNull(key, options, stats));
     return handle.handle ?? Promise.reject(handle.error);
   }
 
   /** Like acquire, but resolves null when the lock is busy (default wait: 0). */
   async tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null> {
-    const result = await this.acquireObserved(key, { wait: 0, ...options });
+    const o = { wait: 0, ...options }, result = await observeAcquire(this, key, o, (stats) => this.acquireOrNull(key, o, stats));
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
@@ -122,10 +107,9 @@ export class LockEngine {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(this.runHeld(handle, options?.backend, () => fn(handle)), handle.signal);
+        return await raceLost(runHeld(this, handle, options?.backend, () => fn(handle)), handle.signal);
       } finally {
-        // A failed release was already emitted as 'releaseFailed'; the caller keeps fn's outcome.
-        await handle.release().catch(reported);
+        await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
     });
   }
@@ -148,45 +132,6 @@ export class LockEngine {
     return this.held.size;
   }
 
-  /** Operator view of `key` on a backend (its inspect()) plus this process's holds and waiters of it. */
-  inspect(key: string, backend = DEFAULT_BACKEND_NAME): Promise<LockInspectionReport> {
-    return this.operator.inspect(key, backend);
-  }
-
-  /** Frees `key` whoever holds it (the backend's forceRelease()); emitted as 'forceReleased'. */
-  forceRelease(key: string, backend = DEFAULT_BACKEND_NAME): Promise<boolean> {
-    return this.operator.forceRelease(key, backend);
-  }
-
-  /** Keys (without keyPrefix) under `prefix` held now, where the backend can list (its list()). */
-  list(prefix = '', backend = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<string[]> {
-    return this.operator.list(prefix, backend, limit);
-  }
-
-  /** One real round trip to each backend (or the named ones); never throws, reports 'down' with a reason. */
-  probe(backends?: readonly string[]): Promise<BackendProbeResult[]> {
-    return this.operator.probe(backends);
-  }
-
-  /** Locks held through this engine now, with hold times. */
-  heldLocks(): HeldLockInfo[] {
-    const now = performance.now();
-    return [...this.held].map((lease) => this.activity.describe(lease, now));
-  }
-
-  /** Keys with acquires in flight in this process, and how many. */
-  waitingLocks(): WaitingLockInfo[] {
-    return this.activity.waitingLocks();
-  }
-
-  /** Runs a locked call inside the tracers (a 'held' span); plain otherwise. */
-  runHeld<T>(handle: LockHandle, backend: string | undefined, fn: () => T | Promise<T>, keyTemplate?: string): Promise<T> {
-    if (!this.events.tracing) return Promise.resolve().then(fn);
-    const name = backend ?? DEFAULT_BACKEND_NAME;
-    const info: LockSpanInfo = { kind: 'held', key: handle.key, keyTemplate, backend: name, backendKind: this.backends.get(name)?.name ?? name, mode: handle.mode };
-    return this.events.wrap(info, () => Promise.resolve().then(fn), () => 'ok');
-  }
-
   /** Releases every held lock, stops every watchdog and closes the backends' own resources. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -196,11 +141,7 @@ export class LockEngine {
     for (const lease of leases) lease.lose('the lock module shut down and released it');
     await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e))));
     for (const w of this.watchdogs.values()) w.stop();
-    await Promise.all(
-      [...this.backends].map(([name, b]) =>
-        b.close().catch((error) => this.events.active && this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend: name, operation: 'close', error })),
-      ),
-    );
+    await Promise.all([...this.backends].map(([name, b]) => b.close().catch((error) => this.activity.failed(name, 'close', error, true))));
   }
 
   private async acquireOrNull(key: string, options?: LockOptions, stats?: { attempts: number; ahead: number }): Promise<{ handle?: LockHandle; error?: unknown }> {
@@ -233,16 +174,13 @@ export class LockEngine {
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
-    const ahead = this.activity.enter(o.backend, key);
-    if (stats) stats.ahead = ahead;
+    this.activity.enter(o.backend, key, stats);
     try {
       const attempt = this.runner.run(backend, this.label(o.backend), request, stats);
       const budget = Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout);
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
-        attempt
-          .then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined))
-          .catch((error) => this.activity.releaseFailed(o.backend, key, 'late-grant', error));
+        attempt.then((late) => (late.acquired ? backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }) : undefined)).catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
       });
       if (!result.acquired) {
         if (o.signal?.aborted) throw o.signal.reason;
@@ -280,38 +218,6 @@ export class LockEngine {
     }
   }
 
-  /** acquireOrNull with waiter counting, lifecycle events and the tracers' span around it. */
-  private acquireObserved(key: string, options?: LockOptions): Promise<AcquireOutcome> {
-    // Nobody listening: no event objects, no extra async layer (hold times are not tracked either).
-    if (!this.events.active && !this.events.tracing) return this.acquireOrNull(key, options) as Promise<AcquireOutcome>;
-    const name = (options?.backend as string | undefined) ?? DEFAULT_BACKEND_NAME;
-    if (!this.events.tracing) return this.acquireCounted(key, options, name);
-    const info: LockSpanInfo = {
-      kind: 'acquire',
-      key,
-      keyTemplate: templateOf(options),
-      backend: name,
-      backendKind: this.backends.get(name)?.name ?? name,
-      mode: options?.mode ?? this.defaults.mode,
-    };
-    return this.events.wrap(info, () => this.acquireCounted(key, options, name), (r) => r.outcome);
-  }
-
-  private async acquireCounted(key: string, options: LockOptions | undefined, backend: string): Promise<AcquireOutcome> {
-    const stats = { attempts: 0, ahead: 0 };
-    const startedAt = performance.now();
-    try {
-      const result = (await this.acquireOrNull(key, options, stats)) as AcquireOutcome;
-      const wait = options?.wait ?? this.defaults.wait;
-      result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
-      if (this.events.active) this.activity.acquired(key, templateOf(options), options?.mode ?? this.defaults.mode, backend, result, stats, performance.now() - startedAt);
-      return result;
-    } catch (error) {
-      if (this.events.active) this.activity.acquireFailed(key, templateOf(options), options?.mode ?? this.defaults.mode, backend, error, performance.now() - startedAt);
-      throw error;
-    }
-  }
-
   /** Registered name and kind, as errors show them: "default (redis)". */
   private label(name: string): string {
     const kind = this.backends.get(name)?.name;
@@ -334,13 +240,7 @@ export class LockEngine {
       return;
     }
     lease.holds = 0;
-    const during = lease.state === 'lost' ? 'lost-release' : 'release';
-    await lease.release((op, what) =>
-      this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch((error) => {
-        this.activity.releaseFailed(lease.backendName, lease.key, during, error);
-        throw error;
-      }),
-    );
+    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(this.activity.releaseReporter(lease)));
   }
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
@@ -361,38 +261,24 @@ export class LockEngine {
    * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
    */
   private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return this.activity.track(backend, what, new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
-        const error = new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key });
-        this.activity.failed(this.names.get(backend) ?? backend, what, error);
-        reject(error);
+        reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
         onLate?.();
       }, budget);
       op.then(
         (value) => {
           clearTimeout(timer);
-          this.activity.answered(this.names.get(backend) ?? backend);
           resolve(value);
         },
         (error) => {
           clearTimeout(timer);
-          const wrapped = asUnavailable(error, backend, key);
-          this.activity.failed(this.names.get(backend) ?? backend, what, wrapped);
-          reject(wrapped);
+          reject(asUnavailable(error, backend, key));
         },
       );
-    });
+    }));
   }
 }
-
-function templateOf(options: LockOptions | undefined): string | undefined {
-  return (options as { [KEY_TEMPLATE]?: string } | undefined)?.[KEY_TEMPLATE];
-}
-
-type AcquireOutcome = { handle?: LockHandle; error?: unknown; outcome: 'acquired' | 'reentered' | 'busy' | 'timeout' };
-
-/** For a failure already emitted as an event (releaseFailed): the caller need not see it again. */
-function reported(): void {}
 
 /** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
 export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -407,7 +293,6 @@ const ENGINE_OPTIONS = ['backend', 'backends', 'keyPrefix', 'defaults', 'operati
 function validateEngineOptions(options: LockEngineOptions) {
   if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('options', options, 'an object');
   checkKnownOptions('', options, ENGINE_OPTIONS);
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') throw new InvalidLockOptionsError('onEvent', options.onEvent, 'a function (event) => void');
   const backends = new Map<string, LockBackend>();
   if (options.backend !== undefined && options.backends !== undefined) {
     throw new InvalidLockOptionsError('backends', options.backends, 'either "backend" or "backends", not both');

@@ -1,3 +1,4 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockMode } from '../interfaces/lock-backend.interface';
 
 /** Fields every lock event carries. */
@@ -236,3 +237,9 @@ export function keyShape(key: string): string {
 
 /** Internal option carrying a @Locked key template to the engine (a symbol: never a user option). */
 export const KEY_TEMPLATE: unique symbol = Symbol('nestjs-distributed-lock:key-template');
+
+/** Validates the engine's `onEvent` option. */
+export function checkListener(listener: unknown): LockEventListener {
+  if (typeof listener !== 'function') throw new InvalidLockOptionsError('onEvent', listener, 'a function (event) => void');
+  return listener as LockEventListener;
+}

@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockBackend, LockInspection } from '../interfaces/lock-backend.interface';
-import type { HeldLockInfo, LockActivity } from './lock-activity';
+import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
+import type { HeldLockInfo, LockActivity, WaitingLockInfo } from './lock-activity';
+
+export { LockActivity } from './lock-activity';
 import type { LockEventBus } from './lock-events';
 import type { LockLease } from './lock-lease';
 
@@ -49,7 +52,19 @@ export interface LockOperatorHost {
 export class LockOperator {
   constructor(private readonly host: LockOperatorHost) {}
 
-  async inspect(key: string, backendName: string): Promise<LockInspectionReport> {
+  /** Locks held through this engine now, with hold times (tracked while someone listens to events). */
+  heldLocks(): HeldLockInfo[] {
+    const now = performance.now();
+    return [...this.host.heldLeases()].map((lease) => this.host.activity.describe(lease, now));
+  }
+
+  /** Keys with acquires in flight in this process, and how many. */
+  waitingLocks(): WaitingLockInfo[] {
+    return this.host.activity.waitingLocks();
+  }
+
+  /** The backend's inspect() of `key` plus this process's holds and waiters of it. */
+  async inspect(key: string, backendName = DEFAULT_BACKEND_NAME): Promise<LockInspectionReport> {
     const { backend, fullKey } = this.target(key, backendName, 'inspect');
     const answer = await this.host.call((backend.inspect as (k: string) => Promise<LockInspection>).call(backend, fullKey), backendName, 'inspect', key);
     const holders = [...this.host.heldLeases()].filter((l) => l.backendName === backendName && l.fullKey === fullKey);
@@ -61,14 +76,16 @@ export class LockOperator {
     };
   }
 
-  async forceRelease(key: string, backendName: string): Promise<boolean> {
+  /** Frees `key` whoever holds it (the backend's forceRelease()); emitted as 'forceReleased'. */
+  async forceRelease(key: string, backendName = DEFAULT_BACKEND_NAME): Promise<boolean> {
     const { backend, fullKey } = this.target(key, backendName, 'forceRelease');
     const freed = await this.host.call((backend.forceRelease as (k: string) => Promise<boolean>).call(backend, fullKey), backendName, 'forceRelease', key);
     if (this.host.events.active) this.host.events.emit({ type: 'forceReleased', at: Date.now(), backend: backendName, key, freed });
     return freed;
   }
 
-  async list(prefix: string, backendName: string, limit: number): Promise<string[]> {
+  /** Keys (without keyPrefix) under `prefix` held now, where the backend can list. */
+  async list(prefix = '', backendName = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<string[]> {
     const backend = this.host.backend(backendName);
     if (typeof backend.list !== 'function') throw unsupported(backendName, backend, 'list');
     const full = this.host.keyPrefix + prefix;

@@ -10,9 +10,7 @@ import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { KEY_TEMPLATE } from '../core/lock-events';
-
-/** Release failures are emitted by the engine ('releaseFailed') before they reach us; the call keeps its own outcome. */
-const reported = (): void => undefined;
+import { reported, runHeld } from '../core/observed-acquire';
 
 
 /**
@@ -30,7 +28,7 @@ export function invokeLocked(instance: unknown, original: Function, args: unknow
     let result: unknown;
     try {
       const run = () => original.apply(instance, withHandle(args, method, handle));
-      result = await raceLost(engine.runHeld(handle, method.options.backend, run, method.key.template), handle.signal);
+      result = await raceLost(runHeld(engine, handle, method.options.backend, run, method.key.template), handle.signal);
     } catch (error) {
       await handle.release().catch(reported);
       throw error;

@@ -24,7 +24,7 @@ export class DistributedLockHealthIndicator {
 
   /** All registered backends (down if any is down), or only `backend`. */
   async isHealthy(key = 'distributed-lock', backend?: string): Promise<LockHealthResult> {
-    const results = await this.engine.probe(backend === undefined ? undefined : [backend]);
+    const results = await this.engine.operator.probe(backend === undefined ? undefined : [backend]);
     const down = results.filter((r) => r.status === 'down');
     const backends = Object.fromEntries(results.map((r) => [r.backend, details(r)]));
     const status = down.length === 0 ? 'up' : 'down';

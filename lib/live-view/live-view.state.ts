@@ -35,7 +35,7 @@ export class LiveViewState implements OnModuleDestroy {
     const now = Date.now();
     return {
       now,
-      held: this.engine.heldLocks().map((l) => ({
+      held: this.engine.operator.heldLocks().map((l) => ({
         key: l.key,
         backend: l.backend,
         mode: l.mode,
@@ -43,7 +43,7 @@ export class LiveViewState implements OnModuleDestroy {
         since: now - l.heldMs,
         holds: l.holds,
       })),
-      waiting: this.engine.waitingLocks(),
+      waiting: this.engine.operator.waitingLocks(),
       recent: [...this.recent],
     };
   }

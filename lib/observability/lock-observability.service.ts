@@ -45,7 +45,7 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
   async onApplicationBootstrap(): Promise<void> {
     const mode = this.options.checkOnStartup ?? false;
     if (mode === false) return;
-    for (const result of await this.engine.probe()) {
+    for (const result of await this.engine.operator.probe()) {
       if (result.status === 'up') continue;
       const message = `start-up check: backend "${result.backend}" (${result.kind}) is down: ${result.reason}`;
       if (mode === 'fail') throw new LockBackendUnavailableError(result.backend, `the start-up check (checkOnStartup: 'fail') could not reach it: ${result.reason}`);

@@ -89,7 +89,7 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
 
   const observeHeld = (result: { observe(value: number, attributes?: Attributes): void }) => {
     const counts = new Map<string, number>([...engine.backends.keys()].map((n) => [n, 0]));
-    for (const lock of engine.heldLocks()) counts.set(lock.backend, (counts.get(lock.backend) ?? 0) + 1);
+    for (const lock of engine.operator.heldLocks()) counts.set(lock.backend, (counts.get(lock.backend) ?? 0) + 1);
     for (const [backend, n] of counts) result.observe(n, { 'lock.backend': backend });
   };
   const observeWaiters = (result: { observe(value: number, attributes?: Attributes): void }) => {

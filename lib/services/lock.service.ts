@@ -48,7 +48,7 @@ export class LockService implements OnApplicationShutdown {
    * backend when it has no inspect().
    */
   inspect(key: string, options?: { backend?: string }): Promise<LockInspectionReport> {
-    return this.engine.inspect(key, options?.backend);
+    return this.engine.operator.inspect(key, options?.backend);
   }
 
   /**
@@ -56,26 +56,26 @@ export class LockService implements OnApplicationShutdown {
    * holder's handle signals loss at its next renewal. Resolves true when it was held.
    */
   forceRelease(key: string, options?: { backend?: string }): Promise<boolean> {
-    return this.engine.forceRelease(key, options?.backend);
+    return this.engine.operator.forceRelease(key, options?.backend);
   }
 
   /** Held keys under `prefix` (without the module's keyPrefix), on backends that can list. */
   list(prefix = '', options?: { backend?: string; limit?: number }): Promise<string[]> {
-    return this.engine.list(prefix, options?.backend, options?.limit);
+    return this.engine.operator.list(prefix, options?.backend, options?.limit);
   }
 
   /** Locks held by this process now, and acquires in flight per key. */
   heldLocks(): HeldLockInfo[] {
-    return this.engine.heldLocks();
+    return this.engine.operator.heldLocks();
   }
 
   waitingLocks(): WaitingLockInfo[] {
-    return this.engine.waitingLocks();
+    return this.engine.operator.waitingLocks();
   }
 
   /** One real round trip to every backend; 'down' results carry the reason. */
   checkBackends(): Promise<BackendProbeResult[]> {
-    return this.engine.probe();
+    return this.engine.operator.probe();
   }
 
   /** Releases every held lock (their signals abort) and stops every timer. */

@@ -84,14 +84,14 @@ describe('lock events (core)', () => {
     const backend = new MemoryLockBackend();
     engine = new LockEngine({ backend, onEvent: log.listener });
     const handle = await engine.acquire('stuck', { ttl: 90 });
-    expect(await engine.forceRelease('stuck')).toBe(true);
+    expect(await engine.operator.forceRelease('stuck')).toBe(true);
     expect(log.of('forceReleased')[0]).toMatchObject({ key: 'stuck', freed: true });
     const reason = await untilAborted(handle.signal, 2_000);
     expect(reason).toBeInstanceOf(LockLostError);
     const lost = await log.next('lost');
     expect(lost).toMatchObject({ key: 'stuck', mode: 'exclusive' });
     expect(lost.reason).toContain('renewal found it deleted');
-    expect(await engine.forceRelease('stuck')).toBe(false);
+    expect(await engine.operator.forceRelease('stuck')).toBe(false);
   });
 
   it('a failing backend: renewFailed, backendUnavailable once, lost, then backendRecovered', async () => {
@@ -136,11 +136,11 @@ describe('inspect, forceRelease and list (memory backend)', () => {
 
   it('inspect reports holders, remaining ttl, the last fencing token and this process waiters', async () => {
     engine = new LockEngine({ backend: new MemoryLockBackend() });
-    const free = await engine.inspect('order:9');
+    const free = await engine.operator.inspect('order:9');
     expect(free).toMatchObject({ key: 'lock:order:9', held: false, holders: [], backend: 'default', local: { holders: [], waiters: 0 } });
     const handle = await engine.acquire('order:9', { ttl: 5_000 });
     const waiter = engine.acquire('order:9', { wait: 5_000 });
-    const report = await engine.inspect('order:9');
+    const report = await engine.operator.inspect('order:9');
     expect(report).toMatchObject({ key: 'lock:order:9', held: true, mode: 'exclusive', fencingToken: 1n });
     expect(report.holders).toEqual([expect.objectContaining({ mode: 'exclusive', owner: handle.owner })]);
     expect(report.holders[0].remainingTtl).toBeGreaterThan(4_000);
@@ -148,14 +148,14 @@ describe('inspect, forceRelease and list (memory backend)', () => {
     expect(report.local.waiters).toBe(1);
     await handle.release();
     await (await waiter).release();
-    expect((await engine.inspect('order:9')).fencingToken).toBe(2n);
+    expect((await engine.operator.inspect('order:9')).fencingToken).toBe(2n);
   });
 
   it('shared holders are listed each', async () => {
     engine = new LockEngine({ backend: new MemoryLockBackend() });
     const a = engine.acquire('cfg', { mode: 'shared' });
     const b = await engine.runInScope(() => engine.acquire('cfg', { mode: 'shared' }));
-    const report = await engine.inspect('cfg');
+    const report = await engine.operator.inspect('cfg');
     expect(report.mode).toBe('shared');
     expect(report.holders.map((h) => h.mode)).toEqual(['shared', 'shared']);
     await (await a).release();
@@ -165,23 +165,23 @@ describe('inspect, forceRelease and list (memory backend)', () => {
   it('list returns held keys under a prefix, without the module keyPrefix', async () => {
     engine = new LockEngine({ backend: new MemoryLockBackend() });
     const h = await Promise.all(['order:1', 'order:2', 'user:1'].map((k) => engine.runInScope(() => engine.acquire(k))));
-    expect((await engine.list('order:')).sort()).toEqual(['order:1', 'order:2']);
-    expect(await engine.list('order:', undefined, 1)).toHaveLength(1);
+    expect((await engine.operator.list('order:')).sort()).toEqual(['order:1', 'order:2']);
+    expect(await engine.operator.list('order:', undefined, 1)).toHaveLength(1);
     await h[0].release();
-    expect(await engine.list('order:')).toEqual(['order:2']);
+    expect(await engine.operator.list('order:')).toEqual(['order:2']);
     await Promise.all(h.map((x) => x.release()));
   });
 
   it('a backend without inspect/forceRelease/list says so, naming the backend', async () => {
     engine = new LockEngine({ backend: new CrashableBackend(new MemoryLockBackend()) });
-    await expect(engine.inspect('k')).rejects.toThrow('a backend that implements inspect() (backend "default" is memory, which does not)');
-    await expect(engine.forceRelease('k')).rejects.toThrow('implements forceRelease()');
-    await expect(engine.list('k')).rejects.toThrow('implements list()');
+    await expect(engine.operator.inspect('k')).rejects.toThrow('a backend that implements inspect() (backend "default" is memory, which does not)');
+    await expect(engine.operator.forceRelease('k')).rejects.toThrow('implements forceRelease()');
+    await expect(engine.operator.list('k')).rejects.toThrow('implements list()');
   });
 
   it('probe uses ping where the backend has it, else a tryAcquire + release round trip', async () => {
     engine = new LockEngine({ backends: { default: new MemoryLockBackend(), plain: new CrashableBackend(new MemoryLockBackend()) } });
-    const results = await engine.probe();
+    const results = await engine.operator.probe();
     expect(results).toEqual([
       expect.objectContaining({ backend: 'default', kind: 'memory', status: 'up', via: 'ping' }),
       expect.objectContaining({ backend: 'plain', kind: 'memory', status: 'up', via: 'acquire' }),
