@@ -149,6 +149,7 @@ export class LockActivity {
 
   /** Settles like `call`, noting an outage (first failure) or its end (next answer) of `label`'s backend. */
   track<T>(label: string, operation: string, call: Promise<T>): Promise<T> {
+    if (!this.events.active) return call; // nobody to tell: no extra promise per backend call
     const name = this.names.get(label) ?? label;
     return call.then(
       (value) => {
