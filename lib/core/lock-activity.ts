@@ -127,7 +127,7 @@ export class LockActivity {
     if (!this.events.active) return;
     const heldMs = grant ? performance.now() - grant.at : 0;
     const base = { at: Date.now(), backend: lease.backendName, key: lease.key, keyTemplate: grant?.template, mode: lease.mode, heldMs };
-    if (lease.state !== 'lost') return this.events.emit({ type: 'released', ...base });
+    if (lease.state !== 'lost') return this.events.hot ? this.events.emit({ type: 'released', ...base }) : undefined;
     // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
     queueMicrotask(() => {
       const error = lease.lostError;

@@ -207,7 +207,7 @@ export class LockEngine {
         onEnd: this.forgetLease,
       });
       this.held.add(lease);
-      if (stats) this.activity.granted(lease, templateOf(options));
+      if (stats || this.events.active) this.activity.granted(lease, templateOf(options));
       this.watchdogs.get(o.backend)?.add(lease);
       this.scopes.remember(id, lease);
       return { handle: new LockHandle(lease, this.ops) };

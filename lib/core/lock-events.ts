@@ -148,6 +148,9 @@ export const LOCK_EVENT_TYPES: readonly LockEventType[] = [
 
 export type LockEventListener = (event: LockEvent) => void;
 
+/** The events of every acquire and release: built only while a listener wants one of them. */
+const PER_ACQUIRE: readonly LockEventType[] = ['acquired', 'busy', 'released'];
+
 /** What a tracer sees of one acquire or one locked call. */
 export interface LockSpanInfo {
   readonly kind: 'acquire' | 'held';
@@ -174,22 +177,33 @@ export type LockTracer = <T>(info: LockSpanInfo, fn: () => Promise<T>, outcome: 
  * listener or tracer the engine builds no event at all (`active`/`tracing` are checked first).
  */
 export class LockEventBus {
-  private listeners: LockEventListener[] = [];
+  private listeners: { listener: LockEventListener; types?: ReadonlySet<LockEventType> }[] = [];
   private tracers: LockTracer[] = [];
+  private hotListeners = 0;
 
   get active(): boolean {
     return this.listeners.length > 0;
+  }
+
+  /** Some listener wants the per-acquire events (acquired, busy, released): only then are they built. */
+  get hot(): boolean {
+    return this.hotListeners > 0;
   }
 
   get tracing(): boolean {
     return this.tracers.length > 0;
   }
 
-  /** Subscribes; returns the unsubscribe function. */
-  on(listener: LockEventListener): () => void {
-    this.listeners = [...this.listeners, listener];
+  /** Subscribes to every event, or only to `types`; returns the unsubscribe function. */
+  on(listener: LockEventListener, types?: readonly LockEventType[]): () => void {
+    const entry = { listener, types: types ? new Set(types) : undefined };
+    const hot = !entry.types || PER_ACQUIRE.some((t) => entry.types?.has(t));
+    this.listeners = [...this.listeners, entry];
+    if (hot) this.hotListeners++;
     return () => {
-      this.listeners = this.listeners.filter((l) => l !== listener);
+      if (!this.listeners.includes(entry)) return;
+      this.listeners = this.listeners.filter((l) => l !== entry);
+      if (hot) this.hotListeners--;
     };
   }
 
@@ -202,7 +216,8 @@ export class LockEventBus {
   }
 
   emit(event: LockEvent): void {
-    for (const listener of this.listeners) {
+    for (const { listener, types } of this.listeners) {
+      if (types && !types.has(event.type)) continue;
       try {
         listener(event);
       } catch (error) {

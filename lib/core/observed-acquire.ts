@@ -35,8 +35,16 @@ export function observeAcquire(
   options: LockOptions | undefined,
   run: (stats?: AcquireStats) => Promise<{ handle?: LockHandle; error?: unknown }>,
 ): Promise<AcquireOutcome> {
-  if (!engine.events.active && !engine.events.tracing) return run() as Promise<AcquireOutcome>;
   const backend = (options?.backend as string | undefined) ?? DEFAULT_BACKEND_NAME;
+  if (!engine.events.hot && !engine.events.tracing) {
+    // Nobody wants per-acquire events: no event objects, no extra async layer; failures only.
+    if (!engine.events.active) return run() as Promise<AcquireOutcome>;
+    const startedAt = performance.now();
+    return run().catch((error) => {
+      engine.activity.acquireFailed(key, templateOf(options), options?.mode ?? engine.defaults.mode, backend, error, performance.now() - startedAt);
+      throw error;
+    }) as Promise<AcquireOutcome>;
+  }
   if (!engine.events.tracing) return counted(engine, key, options, backend, run);
   const info: LockSpanInfo = {
     kind: 'acquire',
@@ -63,7 +71,7 @@ async function counted(
     const result = (await run(stats)) as AcquireOutcome;
     const wait = options?.wait ?? engine.defaults.wait;
     result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
-    if (engine.events.active) engine.activity.acquired(key, templateOf(options), mode, backend, result, stats, performance.now() - startedAt);
+    if (engine.events.hot) engine.activity.acquired(key, templateOf(options), mode, backend, result, stats, performance.now() - startedAt);
     return result;
   } catch (error) {
     if (engine.events.active) engine.activity.acquireFailed(key, templateOf(options), mode, backend, error, performance.now() - startedAt);

@@ -14,6 +14,9 @@ export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
  */
 export function subscribeLockLogger(events: LockEventBus, logger: LoggerService, level: LockLogLevel = 'log'): () => void {
   const min = LOCK_LOG_LEVELS.indexOf(level);
+  // Subscribe only to what this level can write: at 'log' no event is built per grant or release.
+  // (LEVELS holds each type's most severe level: acquireFailed is 'warn', or 'debug' for a caller's mistake.)
+  const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter((t) => LOCK_LOG_LEVELS.indexOf(LEVELS[t]) >= min);
   return events.on((event) => {
     // Decide on the level before building any text: at the default level a grant costs no string.
     if (LOCK_LOG_LEVELS.indexOf(levelOf(event)) < min) return;
@@ -24,7 +27,7 @@ export function subscribeLockLogger(events: LockEventBus, logger: LoggerService,
     else if (lvl === 'log') logger.log(message, LOCK_LOGGER_CONTEXT);
     else if (lvl === 'warn') logger.warn(message, LOCK_LOGGER_CONTEXT);
     else logger.error(message, undefined, LOCK_LOGGER_CONTEXT);
-  });
+  }, types);
 }
 
 const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
