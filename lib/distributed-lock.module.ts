@@ -11,6 +11,9 @@ import { LockedInterceptor } from './interceptors/locked.interceptor';
 import { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
+import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
+import { LockObservability } from './observability/lock-observability.service';
+import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
 
 /**
  * DistributedLockModule.forRoot({ backend, keyPrefix, defaults }) or .forRootAsync({ useFactory,
@@ -36,8 +39,10 @@ import { LockTestingHelper } from './testing/lock-testing.helper';
     LockedInterceptor,
     { provide: APP_FILTER, useClass: LockExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestLifecycleInterceptor },
+    LockObservability,
+    DistributedLockHealthIndicator,
   ],
-  exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS],
+  exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS, DistributedLockHealthIndicator],
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {
   /**

@@ -40,6 +40,37 @@ export {
   MIN_TTL_MS,
 } from './distributed-lock.constants';
 
+// Operations: events, logs, OpenTelemetry, health, inspection, live view
+export { LOCK_EVENT_TYPES, keyShape } from './core/lock-events';
+export type {
+  LockEvent,
+  LockEventType,
+  LockEventListener,
+  LockAcquiredEvent,
+  LockBusyEvent,
+  LockSkippedEvent,
+  LockAcquireFailedEvent,
+  LockReleasedEvent,
+  LockLostEvent,
+  LockRenewFailedEvent,
+  LockReleaseFailedEvent,
+  LockBackendUnavailableEvent,
+  LockBackendRecoveredEvent,
+  LockForceReleasedEvent,
+} from './core/lock-events';
+export type { HeldLockInfo, WaitingLockInfo } from './core/lock-activity';
+export type { LockInspectionReport, BackendProbeResult } from './core/lock-operations';
+export type { LockInspection, LockHolderInfo } from './interfaces/lock-backend.interface';
+export { LOCK_METRICS, LOCK_SPANS } from './observability/lock-telemetry';
+export type { LockTelemetryOptions } from './observability/lock-telemetry';
+export { lockEventName } from './observability/event-emitter.bridge';
+export type { LockLogLevel } from './observability/lock-logger';
+export type { LockObservabilityOptions } from './interfaces/observability-options.interface';
+export { DistributedLockHealthIndicator } from './health/lock-health.indicator';
+export type { LockHealthResult } from './health/lock-health.indicator';
+export { DistributedLockLiveViewModule } from './live-view/live-view.module';
+export type { DistributedLockLiveViewOptions } from './live-view/live-view.module';
+
 // Options
 export type {
   DistributedLockModuleOptions,

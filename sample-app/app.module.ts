@@ -1,6 +1,6 @@
-import { Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Module, type CanActivate, type ExecutionContext, type OnApplicationShutdown } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { DistributedLockModule } from '../lib';
+import { DistributedLockLiveViewModule, DistributedLockModule } from '../lib';
 import { AccountsController } from './accounts/accounts.controller';
 import { ExportsController } from './exports/exports.controller';
 import { InventoryController } from './inventory/inventory.controller';
@@ -14,6 +14,15 @@ import { PaymentLedger } from './orders/payment-ledger.service';
 
 const selected = createLockBackend();
 
+/** The live view shows lock keys: this demo serves it to loopback clients only. Use your own auth guard. */
+@Injectable()
+export class LoopbackOnlyGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const address = context.switchToHttp().getRequest<{ socket?: { remoteAddress?: string } }>().socket?.remoteAddress ?? '';
+    return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+  }
+}
+
 @Module({
   imports: [
     ScheduleModule.forRoot(),
@@ -24,6 +33,8 @@ const selected = createLockBackend();
         defaults: { ttl: 10_000, wait: 5_000 },
       }),
     }),
+    // Opt-in page of held locks, waiters and recent events, live over SSE: GET /locks/live
+    DistributedLockLiveViewModule.register({ path: 'locks/live', guard: LoopbackOnlyGuard }),
   ],
   controllers: [OrdersController, InventoryController, JobsController, AccountsController, ExportsController],
   providers: [OrdersService, PaymentLedger, ReportJob, OutboxWorker],

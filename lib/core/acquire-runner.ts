@@ -17,14 +17,22 @@ import type {
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
+  /** `stats.attempts` counts backend attempts (a native queued wait counts as one). */
   run(
     backend: LockBackend,
     label: string,
     request: BackendAcquireRequest,
+    stats?: { attempts: number },
   ): Promise<BackendAcquireResult> {
-    if (request.wait > 0 && typeof backend.acquire === 'function') return backend.acquire(request);
+    if (request.wait > 0 && typeof backend.acquire === 'function') {
+      if (stats) stats.attempts++;
+      return backend.acquire(request);
+    }
     const line = this.line(backend, label);
-    const attempt = () => line.attempt(() => backend.tryAcquire(request));
+    const attempt = () => {
+      if (stats) stats.attempts++;
+      return line.attempt(() => backend.tryAcquire(request));
+    };
     const wakeups = backend.wakeups;
     // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is not.
     const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;

@@ -8,6 +8,7 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockDefaults } from '../interfaces/lock-options.interface';
 import { checkDuration, resolveDefaults } from './lock-options';
+import type { LockEventListener } from './lock-events';
 
 export interface LockEngineOptions {
   /** One backend (registered as 'default')... */
@@ -19,6 +20,8 @@ export interface LockEngineOptions {
   defaults?: LockDefaults;
   /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
   operationTimeout?: number;
+  /** Called synchronously with every LockEvent (acquired, busy, released, lost, ...). */
+  onEvent?: LockEventListener;
 }
 
 /** Module options the engine reads, plus those the Nest layer reads (isGlobal, httpErrors). */
@@ -28,8 +31,13 @@ const ENGINE_OPTIONS = [
   'keyPrefix',
   'defaults',
   'operationTimeout',
+  'onEvent',
   'isGlobal',
   'httpErrors',
+  'logging',
+  'checkOnStartup',
+  'telemetry',
+  'eventEmitter',
 ];
 
 export function validateEngineOptions(options: LockEngineOptions) {

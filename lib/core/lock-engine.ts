@@ -20,6 +20,9 @@ import { validateEngineOptions, type LockEngineOptions } from './engine-options'
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
+import { checkListener, LockEventBus, type LockEventListener } from './lock-events';
+import { LockActivity, LockOperator } from './lock-operations';
+import { observeAcquire, reported, runHeld, templateOf } from './observed-acquire';
 
 export type { LockEngineOptions } from './engine-options';
 
@@ -40,6 +43,9 @@ export class LockEngine {
   private readonly elections = new Map<string, Leadership>();
   private readonly backendNames: string[];
   private closed = false;
+  readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
+  readonly activity = new LockActivity(this.events);
+  readonly operator: LockOperator; // inspect, forceRelease, list, probe, heldLocks, waitingLocks
   private readonly ops: LeaseOps<LockLease> = {
     extend: (lease, ttl) => this.extendLease(lease, ttl),
     release: (lease) => this.releaseHold(lease),
@@ -57,8 +63,11 @@ export class LockEngine {
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
         throw new InvalidLockOptionsError('defaults.ttl', this.defaults.ttl, `at least ${minTtl} ms for backend "${name}" (${backend.name})`);
       }
-      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget)));
+      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget), undefined, (leases, error) => this.activity.renewFailed(name, leases, error)));
+      this.activity.alias(this.label(name), name);
     }
+    if (options.onEvent !== undefined) this.events.on(checkListener(options.onEvent));
+    this.operator = new LockOperator({ keyPrefix: this.keyPrefix, events: this.events, activity: this.activity, backendNames: this.backendNames, backend: (n) => this.backend(n), heldLeases: () => this.held, call: (op, n, what, key) => this.call(op, this.label(n), what, this.operationTimeout, key) });
   }
 
   /** Validated options for one call; exposed so @Locked can validate at startup. */
@@ -79,7 +88,8 @@ export class LockEngine {
   async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
     if (options?.permits !== undefined) return this.acquireSemaphore(key, options);
     if (Array.isArray(key)) return acquireAll(this, key, options);
-    const handle = await this.acquireOrNull(key as string, options);
+    const k = key as string;
+    const handle = await observeAcquire(this, k, options, (stats) => this.acquireOrNull(k, options, stats));
     return handle.handle ?? Promise.reject(handle.error);
   }
 
@@ -95,7 +105,9 @@ export class LockEngine {
         throw error;
       });
     }
-    const result = await this.acquireOrNull(key as string, { ...options, wait: 0 });
+    const k = key as string;
+    const o = { ...options, wait: 0 };
+    const result = await observeAcquire(this, k, o, (stats) => this.acquireOrNull(k, o, stats));
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
@@ -106,9 +118,9 @@ export class LockEngine {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(Promise.resolve().then(() => fn(handle)), handle.signal);
+        return await raceLost(runHeld(this, handle, options?.backend, () => fn(handle)), handle.signal);
       } finally {
-        await handle.release().catch(() => undefined);
+        await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
     });
   }
@@ -163,12 +175,16 @@ export class LockEngine {
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
-    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch(() => undefined)));
+    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e))));
     for (const w of this.watchdogs.values()) w.stop();
-    await Promise.all([...this.backends.values()].map((b) => b.close().catch(() => undefined)));
+    await Promise.all([...this.backends].map(([name, b]) => b.close().catch((error) => this.activity.failed(name, 'close', error, true))));
   }
 
-  private async acquireOrNull(key: string, options?: LockOptions): Promise<{ handle?: LockHandle; error?: unknown }> {
+  private async acquireOrNull(
+    key: string,
+    options?: LockOptions,
+    stats?: { attempts: number; ahead: number },
+  ): Promise<{ handle?: LockHandle; error?: unknown }> {
     // Synchronously, before any await: only the acquire an owning call starts with is its own lock.
     const scope = this.scopes.claim();
     if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
@@ -202,16 +218,19 @@ export class LockEngine {
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
     const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
     const startedAt = performance.now();
+    this.activity.enter(o.backend, key, stats);
     try {
       // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
       // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
-      const attempt = detached(() => this.runner.run(backend, this.label(o.backend), request));
+      const attempt = detached(() => this.runner.run(backend, this.label(o.backend), request, stats));
       // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
       const budget = Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout));
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
         const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl };
-        attempt.then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined)).catch(() => undefined);
+        attempt
+          .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
+          .catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
       }).catch((error: unknown) => {
         // Whatever made the engine give up (its own budget timer, a failure), the backend's wait
         // stops now instead of polling for a caller that is gone.
@@ -223,7 +242,9 @@ export class LockEngine {
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
       }
       if (o.signal?.aborted) {
-        await detached(() => backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl })).catch(() => undefined);
+        await detached(() => backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl })).catch((e) =>
+          this.activity.releaseFailed(o.backend, key, 'cancelled', e),
+        );
         throw o.signal.reason;
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
@@ -245,11 +266,13 @@ export class LockEngine {
         detached,
       });
       this.held.add(lease);
+      if (stats || this.events.active) this.activity.granted(lease, templateOf(options));
       this.watchdogs.get(o.backend)?.add(lease);
       if (scope) this.scopes.remember(scope, id, lease);
       return { handle: new LockHandle(lease, this.ops) };
     } finally {
       clearTimeout(deadline);
+      this.activity.leave(o.backend, key);
       o.signal?.removeEventListener('abort', onCancel);
     }
   }
@@ -270,6 +293,7 @@ export class LockEngine {
   private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
+    this.activity.ended(lease);
   };
 
   private async releaseHold(lease: LockLease): Promise<void> {
@@ -278,7 +302,7 @@ export class LockEngine {
       return;
     }
     lease.holds = 0;
-    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key));
+    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(this.activity.releaseReporter(lease)));
   }
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
@@ -301,7 +325,7 @@ export class LockEngine {
    */
   private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
     budget = Math.min(budget, MAX_DURATION_MS);
-    return new Promise<T>((resolve, reject) => {
+    return this.activity.track(backend, what, new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
         onLate?.();
@@ -316,7 +340,7 @@ export class LockEngine {
           reject(asUnavailable(error, backend, key));
         },
       );
-    });
+    }));
   }
 }
 

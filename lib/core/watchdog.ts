@@ -24,6 +24,8 @@ export class Watchdog {
     private readonly backend: LockBackend,
     private readonly call: <T>(op: Promise<T>, what: string, budget: number) => Promise<T>,
     private readonly now: () => number = () => performance.now(),
+    /** Told when a renewal call fails (backend slow or unreachable); must not throw. */
+    private readonly onRenewFailed?: (leases: readonly LockLease[], error: unknown) => void,
   ) {}
 
   get size(): number {
@@ -106,8 +108,13 @@ export class Watchdog {
     let results: boolean[] | undefined;
     try {
       results = await this.call(this.backend.renew(batch.map((l) => l.lock)), 'renew', budget);
-    } catch {
+    } catch (error) {
       results = undefined;
+      try {
+        this.onRenewFailed?.(batch, error);
+      } catch {
+        // Reporting must never break renewal.
+      }
     }
     const now = this.now();
     let next = Infinity;

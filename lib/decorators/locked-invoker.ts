@@ -11,6 +11,8 @@ import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { holdTimes, retryAfterHints } from '../core/hold-times';
 import { withRequestSignal } from '../interceptors/request-signal';
+import { KEY_TEMPLATE } from '../core/lock-events';
+import { reported, runHeld } from '../core/observed-acquire';
 
 
 /**
@@ -32,13 +34,14 @@ export function invokeLocked(instance: unknown, original: Function, args: unknow
     if (!handle) return undefined;
     let result: unknown;
     try {
-      result = await raceLost(Promise.resolve().then(() => original.apply(instance, withHandle(args, method, handle))), handle.signal);
+      const run = () => original.apply(instance, withHandle(args, method, handle));
+      result = await raceLost(runHeld(engine, handle, method.options.backend, run, method.key.template), handle.signal);
     } catch (error) {
-      await handle.release().catch(() => undefined);
+      await handle.release().catch(reported);
       throw error;
     }
     if (isObservable(result)) return holdUntilDone(result, handle);
-    await handle.release().catch(() => undefined);
+    await handle.release().catch(reported);
     return result;
   });
 }
@@ -66,7 +69,7 @@ function lockedObservable(instance: unknown, original: Function, args: unknown[]
     return () => {
       closed = true;
       inner?.unsubscribe();
-      void handle?.release().catch(() => undefined);
+      void handle?.release().catch(reported);
     };
   });
 }
@@ -85,7 +88,7 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
     return () => {
       handle.signal.removeEventListener('abort', onLost);
       sub.unsubscribe();
-      void handle.release().catch(() => undefined);
+      void handle.release().catch(reported);
     };
   });
 }
@@ -96,10 +99,15 @@ async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMet
   // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
   const signal = withRequestSignal(undefined);
   const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }), ...(signal ? { signal } : {}) };
+  (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
   try {
     return timed(await engine.acquire(key, options), key);
   } catch (error) {
-    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) return null;
+    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
+      const backend = method.options.backend ?? 'default';
+      if (engine.events.active) engine.events.emit({ type: 'skipped', at: Date.now(), backend, key: typeof key === 'string' ? key : key.join(', '), keyTemplate: method.key.template, where: method.where });
+      return null;
+    }
     if (retryAfter !== undefined && error instanceof LockAcquireTimeoutError) retryAfterHints.set(error, retryAfter);
     throw error;
   }

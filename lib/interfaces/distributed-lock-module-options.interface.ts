@@ -1,6 +1,7 @@
 import type { ArgumentsHost } from '@nestjs/common';
 import type { LockEngineOptions } from '../core/lock-engine';
 import type { DistributedLockError, DistributedLockErrorCode } from '../errors/distributed-lock.error';
+import type { LockObservabilityOptions } from './observability-options.interface';
 
 /** The transports whose lock errors the module maps (ArgumentsHost.getType()). */
 export type LockTransport = 'http' | 'rpc' | 'ws' | 'graphql';
@@ -31,7 +32,7 @@ export type LockHttpErrorMapper = LockErrorMapper;
 /** Per transport: true (default mapping), false (leave lock errors to Nest) or a mapper. */
 export type LockErrorMappingOptions = Partial<Record<LockTransport, boolean | LockErrorMapper>>;
 
-export interface DistributedLockModuleOptions extends LockEngineOptions {
+export interface DistributedLockModuleOptions extends LockEngineOptions, LockObservabilityOptions {
   /**
    * Maps lock errors thrown anywhere while a request is handled (a global exception filter):
    * HTTP 409 + Retry-After / 400 / 503, RpcException / WsException with `{ code, message,

@@ -182,6 +182,19 @@ export interface LockBackend {
    */
   forceRelease?(key: string): Promise<boolean>;
 
+  /**
+   * Optional operator listing: the full keys under `prefix` (full prefix) that are held now, at
+   * most `limit` of them. Only for backends that can answer without scanning an unbounded keyspace.
+   */
+  list?(prefix: string, limit: number): Promise<string[]>;
+
+  /**
+   * Optional health probe: one real round trip to the system (PING, a session check); rejects when
+   * it cannot be reached. Without it the health check uses inspect() of a probe key, or a
+   * tryAcquire + release of one.
+   */
+  ping?(): Promise<void>;
+
   /** Stop the backend's own timers, subscriptions and sessions. Never closes a client the user owns. */
   close(): Promise<void>;
 }

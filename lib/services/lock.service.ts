@@ -6,6 +6,10 @@ import type { CampaignOptions, Leadership } from '../core/leader-election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { holdTimes } from '../core/hold-times';
 import { withRequestSignal } from '../interceptors/request-signal';
+import { Observable } from 'rxjs';
+import type { LockEvent } from '../core/lock-events';
+import type { HeldLockInfo, WaitingLockInfo } from '../core/lock-activity';
+import type { BackendProbeResult, LockInspectionReport } from '../core/lock-operations';
 
 /**
  * The injectable face of the lock engine: acquire / tryAcquire / withLock. Keys are used as given
@@ -58,6 +62,49 @@ export class LockService implements OnApplicationShutdown {
   /** The handle of a lock held in the current async context (innermost, or by key). */
   current(key?: string, backend?: string): LockHandle | undefined {
     return this.engine.current(key, backend);
+  }
+
+  /**
+   * Every lock event of this module (acquired, busy, skipped, acquireFailed, released, lost,
+   * renewFailed, releaseFailed, backendUnavailable, backendRecovered, forceReleased), delivered
+   * synchronously; unsubscribe to stop.
+   */
+  readonly events: Observable<LockEvent> = new Observable<LockEvent>((subscriber) => this.engine.events.on((e) => subscriber.next(e)));
+
+  /**
+   * Who holds `key` (owner, mode, remaining ttl, last fencing token, waiters where the backend
+   * knows) plus this process's own holds and waiters of it. InvalidLockOptionsError names the
+   * backend when it has no inspect().
+   */
+  inspect(key: string, options?: { backend?: string }): Promise<LockInspectionReport> {
+    return this.engine.operator.inspect(key, options?.backend);
+  }
+
+  /**
+   * Operator action: frees `key` whoever holds it (logged and emitted as 'forceReleased'); the old
+   * holder's handle signals loss at its next renewal. Resolves true when it was held.
+   */
+  forceRelease(key: string, options?: { backend?: string }): Promise<boolean> {
+    return this.engine.operator.forceRelease(key, options?.backend);
+  }
+
+  /** Held keys under `prefix` (without the module's keyPrefix), on backends that can list. */
+  list(prefix = '', options?: { backend?: string; limit?: number }): Promise<string[]> {
+    return this.engine.operator.list(prefix, options?.backend, options?.limit);
+  }
+
+  /** Locks held by this process now, and acquires in flight per key. */
+  heldLocks(): HeldLockInfo[] {
+    return this.engine.operator.heldLocks();
+  }
+
+  waitingLocks(): WaitingLockInfo[] {
+    return this.engine.operator.waitingLocks();
+  }
+
+  /** One real round trip to every backend; 'down' results carry the reason. */
+  checkBackends(): Promise<BackendProbeResult[]> {
+    return this.engine.operator.probe();
   }
 
   /** Releases every held lock (their signals abort) and stops every timer. */

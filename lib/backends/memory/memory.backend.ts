@@ -9,6 +9,7 @@ import {
   type LockBackend,
   type LockBackendCapabilities,
 } from '../../backend-kit';
+import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 
 /** The last fencing token handed out by any MemoryLockBackend of this process. */
 let lastFencingToken = 0n;
@@ -16,6 +17,8 @@ let lastFencingToken = 0n;
 interface Entry {
   writer?: { owner: string; expiresAt: number };
   readers: Map<string, number>;
+  /** The token of the latest grant while the key is held (inspect); gone with the entry. */
+  token?: bigint;
 }
 
 export interface MemoryLockBackendOptions {
@@ -102,7 +105,8 @@ export class MemoryLockBackend implements LockBackend {
       entry.readers.set(request.owner, now + request.ttl);
     }
     this.entries.set(request.key, entry);
-    return { acquired: true, fencingToken: ++lastFencingToken };
+    entry.token = ++lastFencingToken;
+    return { acquired: true, fencingToken: entry.token };
   }
 
   /** The key's entry with expired holders purged (waking waiters when any expired). */
@@ -127,4 +131,38 @@ export class MemoryLockBackend implements LockBackend {
     if (freed) queueMicrotask(() => this.notifier.notify(key));
     return entry;
   }
+
+  /** Operator view of one key: holders with owner tokens and remaining ttl, and the last fencing token. */
+  async inspect(key: string): Promise<LockInspection> {
+    const now = this.now();
+    const entry = this.live(key, now);
+    const fencingToken = entry?.token;
+    const holders: LockHolderInfo[] = [];
+    if (entry?.writer) holders.push({ mode: 'exclusive', owner: entry.writer.owner, remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)) });
+    for (const [owner, expiresAt] of entry?.readers ?? []) holders.push({ mode: 'shared', owner, remainingTtl: Math.max(0, Math.ceil(expiresAt - now)) });
+    // Waiters live in the engine's line (LockService.inspect adds this process's), not here.
+    return { key, held: holders.length > 0, mode: holders[0]?.mode, holders, fencingToken };
+  }
+
+  /** Frees the key whoever holds it; the holders' next renewals find it gone. Waiters wake. */
+  async forceRelease(key: string): Promise<boolean> {
+    const held = this.live(key, this.now()) !== undefined;
+    this.entries.delete(key);
+    this.notifier.notify(key);
+    return held;
+  }
+
+  /** Held keys under `prefix` (a scan of this process's map: bounded by what it holds). */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    const now = this.now();
+    const keys: string[] = [];
+    for (const key of [...this.entries.keys()]) {
+      if (keys.length >= limit) break;
+      if (key.startsWith(prefix) && this.live(key, now)) keys.push(key);
+    }
+    return keys;
+  }
+
+  /** Always reachable (in-process). */
+  async ping(): Promise<void> {}
 }

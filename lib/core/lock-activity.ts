@@ -1,0 +1,194 @@
+import type { LockMode } from '../interfaces/lock-backend.interface';
+import type { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import type { LockHandle } from './lock-handle';
+import type { LockEventBus } from './lock-events';
+import type { LockLease } from './lock-lease';
+
+/** One lock held through this engine, as the live view and LockService.heldLocks() show it. */
+export interface HeldLockInfo {
+  readonly key: string;
+  readonly backend: string;
+  readonly mode: LockMode;
+  readonly fencingToken: bigint;
+  /** ms since the grant. */
+  readonly heldMs: number;
+  /** Re-entrant holds. */
+  readonly holds: number;
+  /** Owner token of the grant. */
+  readonly owner: string;
+}
+
+/** Acquires of one key in flight in this process (waiting or attempting). */
+export interface WaitingLockInfo {
+  readonly key: string;
+  readonly backend: string;
+  readonly waiters: number;
+}
+
+/**
+ * What the engine tracks for operators, beside the locks themselves: acquires in flight per key
+ * (waiters), when each lease was granted (hold times), and which backends are in an outage (so
+ * backendUnavailable/backendRecovered fire once per transition, not once per failed call). Pure
+ * bookkeeping, O(1) per call: it never decides anything about a lock.
+ */
+export class LockActivity {
+  private readonly inFlight = new Map<string, { key: string; backend: string; n: number }>();
+  /** Grant time and template of leases taken while someone listened; deleted when they end. */
+  private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
+  /** Error label ("default (redis)") -> registered name. */
+  private readonly names = new Map<string, string>();
+  /** Backend name -> performance.now() when its outage was first seen. */
+  private readonly down = new Map<string, number>();
+
+  constructor(private readonly events: LockEventBus) {}
+
+  /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
+  enter(backend: string, key: string, stats?: { ahead: number }): void {
+    const id = `${backend}\u0000${key}`;
+    const entry = this.inFlight.get(id);
+    if (stats) stats.ahead = entry?.n ?? 0;
+    if (entry) entry.n++;
+    else this.inFlight.set(id, { key, backend, n: 1 });
+  }
+
+  leave(backend: string, key: string): void {
+    const id = `${backend}\u0000${key}`;
+    const entry = this.inFlight.get(id);
+    if (entry && --entry.n === 0) this.inFlight.delete(id);
+  }
+
+  /** Acquires in flight (all keys) for one backend, or for all. */
+  waiting(backend?: string): number {
+    let n = 0;
+    for (const e of this.inFlight.values()) if (backend === undefined || e.backend === backend) n += e.n;
+    return n;
+  }
+
+  waitingFor(backend: string, key: string): number {
+    return this.inFlight.get(`${backend}\u0000${key}`)?.n ?? 0;
+  }
+
+  waitingLocks(): WaitingLockInfo[] {
+    return [...this.inFlight.values()].map(({ key, backend, n }) => ({ key, backend, waiters: n }));
+  }
+
+  granted(lease: LockLease, template?: string): void {
+    this.grantedAt.set(lease, { at: performance.now(), template });
+  }
+
+  heldMs(lease: LockLease, now = performance.now()): number {
+    const grant = this.grantedAt.get(lease);
+    return grant === undefined ? 0 : now - grant.at;
+  }
+
+
+  describe(lease: LockLease, now = performance.now()): HeldLockInfo {
+    return {
+      key: lease.key,
+      backend: lease.backendName,
+      mode: lease.mode,
+      fencingToken: lease.fencingToken,
+      heldMs: Math.round(this.heldMs(lease, now)),
+      holds: lease.holds,
+      owner: lease.owner,
+    };
+  }
+
+  /** Emits acquired (a handle) or busy (no handle: timed out or wait: 0). */
+  acquired(
+    key: string,
+    keyTemplate: string | undefined,
+    requested: LockMode,
+    backend: string,
+    r: { handle?: LockHandle; error?: unknown; outcome: string },
+    stats: { attempts: number; ahead: number },
+    waitMs: number,
+  ): void {
+    const at = Date.now();
+    const { attempts } = stats;
+    if (r.handle) {
+      const { mode, fencingToken } = r.handle;
+      const contended = attempts > 1 || stats.ahead > 0;
+      this.events.emit({ type: 'acquired', at, backend, key, keyTemplate, mode, fencingToken, waitMs, attempts, contended, reentrant: attempts === 0 });
+    } else {
+      const retryAfter = (r.error as LockAcquireTimeoutError).retryAfter;
+      this.events.emit({ type: 'busy', at, backend, key, keyTemplate, mode: requested, waitMs, attempts, timedOut: r.outcome === 'timeout', retryAfter });
+    }
+  }
+
+  acquireFailed(key: string, keyTemplate: string | undefined, mode: LockMode, backend: string, error: unknown, waitMs: number): void {
+    this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs, error });
+  }
+
+  /** A lease ended (released or lost): forget its grant, emit released/lost. */
+  ended(lease: LockLease): void {
+    const grant = this.grantedAt.get(lease);
+    if (grant) this.grantedAt.delete(lease);
+    if (!this.events.active) return;
+    const heldMs = grant ? performance.now() - grant.at : 0;
+    const base = { at: Date.now(), backend: lease.backendName, key: lease.key, keyTemplate: grant?.template, mode: lease.mode, heldMs };
+    if (lease.state !== 'lost') return this.events.hot ? this.events.emit({ type: 'released', ...base }) : undefined;
+    // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
+    queueMicrotask(() => {
+      const error = lease.lostError;
+      this.events.emit({ type: 'lost', ...base, reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost', error });
+    });
+  }
+
+  renewFailed(backend: string, leases: readonly LockLease[], error: unknown): void {
+    if (this.events.active) this.events.emit({ type: 'renewFailed', at: Date.now(), backend, keys: leases.map((l) => l.key), error });
+  }
+
+  releaseFailed(backend: string, key: string, during: string, error: unknown): void {
+    if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
+  }
+
+  alias(label: string, name: string): void {
+    this.names.set(label, name);
+  }
+
+  /** Settles like `call`, noting an outage (first failure) or its end (next answer) of `label`'s backend. */
+  track<T>(label: string, operation: string, call: Promise<T>): Promise<T> {
+    if (!this.events.active) return call; // nobody to tell: no extra promise per backend call
+    const name = this.names.get(label) ?? label;
+    return call.then(
+      (value) => {
+        this.answered(name);
+        return value;
+      },
+      (error) => {
+        this.failed(name, operation, error);
+        throw error;
+      },
+    );
+  }
+
+  /** For a lease's release: emits releaseFailed, then rethrows (the caller decides what to do). */
+  releaseReporter(lease: LockLease): (error: unknown) => never {
+    const during = lease.state === 'lost' ? 'lost-release' : 'release';
+    return (error) => {
+      this.releaseFailed(lease.backendName, lease.key, during, error);
+      throw error;
+    };
+  }
+
+  /** A backend call failed: the first failure of an outage emits backendUnavailable. */
+  failed(backend: string, operation: string, error: unknown, always = false): void {
+    if (!always && ((error as { code?: unknown })?.code !== 'LOCK_BACKEND_UNAVAILABLE' || this.down.has(backend))) return;
+    if (!always) this.down.set(backend, performance.now());
+    if (this.events.active) this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend, operation, error });
+  }
+
+  /** A backend call answered: ends an outage (backendRecovered). */
+  answered(backend: string): void {
+    if (this.down.size === 0) return;
+    const since = this.down.get(backend);
+    if (since === undefined) return;
+    this.down.delete(backend);
+    if (this.events.active) this.events.emit({ type: 'backendRecovered', at: Date.now(), backend, downMs: Math.round(performance.now() - since) });
+  }
+
+  isDown(backend: string): boolean {
+    return this.down.has(backend);
+  }
+}

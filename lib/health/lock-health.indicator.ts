@@ -1,0 +1,38 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LockEngine } from '../core/lock-engine';
+import type { BackendProbeResult } from '../core/lock-operations';
+
+/** One entry of a Terminus health result: `{ [key]: { status, ...details } }`. */
+export type LockHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;
+
+/**
+ * A @nestjs/terminus health indicator for the lock backends. Each check makes one real round trip
+ * per backend: its ping() where it has one (memory; others as their helpers add it), else
+ * inspect() of a probe key, else a tryAcquire + release of the probe key (a busy answer counts as
+ * up: the backend answered). A backend that does not answer within the module's operationTimeout
+ * is `down` with the reason. The result has Terminus's shape (`{ [key]: { status, ... } }`), so it
+ * works with HealthCheckService.check() without this package importing @nestjs/terminus.
+ *
+ * ```ts
+ * @Get('health') @HealthCheck()
+ * check() { return this.health.check([() => this.locks.isHealthy('locks')]); }
+ * ```
+ */
+@Injectable()
+export class DistributedLockHealthIndicator {
+  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {}
+
+  /** All registered backends (down if any is down), or only `backend`. */
+  async isHealthy(key = 'distributed-lock', backend?: string): Promise<LockHealthResult> {
+    const results = await this.engine.operator.probe(backend === undefined ? undefined : [backend]);
+    const down = results.filter((r) => r.status === 'down');
+    const backends = Object.fromEntries(results.map((r) => [r.backend, details(r)]));
+    const status = down.length === 0 ? 'up' : 'down';
+    const message = down.length === 0 ? undefined : down.map((r) => `${r.backend} (${r.kind}): ${r.reason}`).join('; ');
+    return { [key]: { status, ...(message ? { message } : {}), backends } };
+  }
+}
+
+function details(r: BackendProbeResult) {
+  return { status: r.status, kind: r.kind, via: r.via, latencyMs: r.latencyMs, ...(r.reason ? { reason: r.reason } : {}) };
+}

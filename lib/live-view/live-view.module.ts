@@ -1,0 +1,58 @@
+import { Controller, Get, Header, Inject, Module, Sse, UseGuards, type CanActivate, type DynamicModule, type Type } from '@nestjs/common';
+import { map, type Observable } from 'rxjs';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LIVE_VIEW_PAGE } from './live-view.page';
+import { LiveViewState, type LiveViewSnapshot } from './live-view.state';
+
+export interface DistributedLockLiveViewOptions {
+  /** Route of the page; the SSE stream is `<path>/events`, a JSON snapshot `<path>/state`. Default 'locks/live'. */
+  path?: string;
+  /** Required: a guard class deciding who may see the page (it shows keys and owner details). */
+  guard: Type<CanActivate>;
+}
+
+/**
+ * An opt-in page of this process's held locks, waiters and recent lock events, updated live over
+ * server-sent events. Off unless imported; every route sits behind the guard you supply (there is
+ * no default guard: the page shows lock keys). Import it next to DistributedLockModule:
+ * `DistributedLockLiveViewModule.register({ path: 'locks/live', guard: AdminGuard })`.
+ */
+@Module({})
+export class DistributedLockLiveViewModule {
+  static register(options: DistributedLockLiveViewOptions): DynamicModule {
+    if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('live view options', options, 'an object { path, guard }');
+    for (const name of Object.keys(options)) {
+      if (name !== 'path' && name !== 'guard') throw new InvalidLockOptionsError(name, (options as unknown as Record<string, unknown>)[name], 'one of path, guard (unknown option)');
+    }
+    if (typeof options.guard !== 'function') throw new InvalidLockOptionsError('guard', options.guard, 'a guard class (CanActivate): the live view is never served unguarded');
+    const path = options.path ?? 'locks/live';
+    if (typeof path !== 'string' || !/^[A-Za-z0-9/_-]+$/.test(path)) throw new InvalidLockOptionsError('path', path, 'a route path of letters, digits, /, _ and -');
+    return { module: DistributedLockLiveViewModule, controllers: [liveViewController(path, options.guard)], providers: [LiveViewState, options.guard] };
+  }
+}
+
+function liveViewController(path: string, guard: Type<CanActivate>): Type<unknown> {
+  @Controller(path)
+  @UseGuards(guard)
+  class DistributedLockLiveViewController {
+    constructor(@Inject(LiveViewState) private readonly state: LiveViewState) {}
+
+    @Get()
+    @Header('content-type', 'text/html; charset=utf-8')
+    @Header('cache-control', 'no-store')
+    page(): string {
+      return LIVE_VIEW_PAGE;
+    }
+
+    @Get('state')
+    snapshot(): LiveViewSnapshot {
+      return this.state.snapshot();
+    }
+
+    @Sse('events')
+    events(): Observable<{ data: LiveViewSnapshot }> {
+      return this.state.updates().pipe(map((data) => ({ data })));
+    }
+  }
+  return DistributedLockLiveViewController;
+}

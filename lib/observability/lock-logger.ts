@@ -1,0 +1,96 @@
+import type { LoggerService } from '@nestjs/common';
+import type { LockEvent, LockEventBus } from '../core/lock-events';
+
+/** Least severe level the lock logger writes; false writes nothing. */
+export type LockLogLevel = 'debug' | 'log' | 'warn' | 'error';
+export const LOCK_LOG_LEVELS: readonly LockLogLevel[] = ['debug', 'log', 'warn', 'error'];
+export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
+
+/**
+ * Subscribes a Nest logger to the engine's events: grants, releases, busy answers and skips at
+ * debug; recoveries at log; lost locks, failed renewals and releases, failed acquires and forced
+ * releases at warn; backend outages at error. Returns the unsubscribe function. Why it lives
+ * here and not in the core: the core never imports @nestjs (it only emits events).
+ */
+export function subscribeLockLogger(events: LockEventBus, logger: LoggerService, level: LockLogLevel = 'log'): () => void {
+  const min = LOCK_LOG_LEVELS.indexOf(level);
+  // Subscribe only to what this level can write: at 'log' no event is built per grant or release.
+  // (LEVELS holds each type's most severe level: acquireFailed is 'warn', or 'debug' for a caller's mistake.)
+  const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter((t) => LOCK_LOG_LEVELS.indexOf(LEVELS[t]) >= min);
+  return events.on((event) => {
+    // Decide on the level before building any text: at the default level a grant costs no string.
+    if (LOCK_LOG_LEVELS.indexOf(levelOf(event)) < min) return;
+    const line = describeEvent(event);
+    if (!line) return;
+    const [lvl, message] = line;
+    if (lvl === 'debug') logger.debug?.(message, LOCK_LOGGER_CONTEXT);
+    else if (lvl === 'log') logger.log(message, LOCK_LOGGER_CONTEXT);
+    else if (lvl === 'warn') logger.warn(message, LOCK_LOGGER_CONTEXT);
+    else logger.error(message, undefined, LOCK_LOGGER_CONTEXT);
+  }, types);
+}
+
+const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
+  acquired: 'debug',
+  busy: 'debug',
+  skipped: 'debug',
+  released: 'debug',
+  acquireFailed: 'warn',
+  lost: 'warn',
+  renewFailed: 'warn',
+  releaseFailed: 'warn',
+  backendUnavailable: 'error',
+  backendRecovered: 'log',
+  forceReleased: 'warn',
+};
+
+/** The level of an event's log line (a caller's own mistake, or a cancel, is only debug). */
+export function levelOf(e: LockEvent): LockLogLevel {
+  if (e.type !== 'acquireFailed') return LEVELS[e.type];
+  const code = (e.error as { code?: string })?.code;
+  return code === 'INVALID_LOCK_OPTIONS' || code === 'LOCK_KEY_RESOLUTION' || (e.error as Error)?.name === 'AbortError' ? 'debug' : 'warn';
+}
+
+/** The level and text of one event's log line. */
+export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined {
+  const where = e.backend === 'default' ? '' : ` on backend "${e.backend}"`;
+  switch (e.type) {
+    case 'acquired':
+      return ['debug', `acquired "${e.key}"${where} (${e.mode}, token ${e.fencingToken}, waited ${ms(e.waitMs)}, ${e.attempts} attempt(s)${e.contended ? ', contended' : ''}${e.reentrant ? ', re-entered' : ''})`];
+    case 'busy':
+      return ['debug', `"${e.key}"${where} was busy (${e.timedOut ? `timed out after ${ms(e.waitMs)}` : 'wait: 0'}, ${e.attempts} attempt(s))`];
+    case 'skipped':
+      return ['debug', `${e.where} skipped: "${e.key}"${where} was busy (onBusy: 'skip')`];
+    case 'released':
+      return ['debug', `released "${e.key}"${where} after ${ms(e.heldMs)}`];
+    case 'acquireFailed':
+      return [levelOf(e), `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`];
+    case 'lost':
+      return ['warn', `lost "${e.key}"${where} after holding it ${ms(e.heldMs)}: ${e.reason}`];
+    case 'renewFailed':
+      return ['warn', `renewal of ${e.keys.length} lock(s)${where} failed (${preview(e.keys)}); retrying until their validity ends: ${message(e.error)}`];
+    case 'releaseFailed':
+      return ['warn', `release of "${e.key}"${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`];
+    case 'backendUnavailable':
+      return ['error', `backend "${e.backend}" unavailable (${e.operation}): ${message(e.error)}`];
+    case 'backendRecovered':
+      return ['log', `backend "${e.backend}" answers again after ${ms(e.downMs)}`];
+    case 'forceReleased':
+      return ['warn', `"${e.key}"${where} force-released by an operator (${e.freed ? 'it was held' : 'it was free'})`];
+    default:
+      return undefined;
+  }
+}
+
+function ms(value: number): string {
+  return `${Math.round(value)} ms`;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function preview(keys: readonly string[]): string {
+  const shown = keys.slice(0, 3).map((k) => `"${k}"`).join(', ');
+  return keys.length > 3 ? `${shown}, +${keys.length - 3} more` : shown;
+}
