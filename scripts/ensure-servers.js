@@ -2,7 +2,8 @@
 /**
  * Makes sure the server programs the tests start privately are installed: redis-server,
  * redis-sentinel, etcd + etcdctl, ZooKeeper and Curator jars, mariadbd, PostgreSQL's initdb/postgres,
- * and a JDK (javac) for the Curator interop program. Missing ones are installed with apt-get when we are
+ * a JDK (javac) for the Curator interop program, and chromium for the live view's browser test.
+ * Missing ones are installed with apt-get when we are
  * root on Debian/Ubuntu; otherwise it fails naming the packages to install. Never starts or touches
  * the machine's own services.
  */
@@ -30,6 +31,7 @@ const needs = [
   { what: 'java + javac', ok: () => onPath('java') && onPath('javac'), pkg: ['default-jdk-headless'] },
   { what: 'mariadbd', ok: () => onPath('mariadbd') || existsSync('/usr/sbin/mariadbd'), pkg: ['mariadb-server'] },
   { what: 'PostgreSQL server (initdb)', ok: postgresBin, pkg: ['postgresql'] },
+  { what: 'chromium (the live view is tested in a real headless browser)', ok: () => existsSync('/usr/bin/chromium'), pkg: ['chromium'] },
   { what: 'setpriv + ps (the PostgreSQL harness runs postgres as its own user)', ok: () => onPath('setpriv') && onPath('ps'), pkg: ['util-linux', 'procps'] },
 ];
 
