@@ -3,7 +3,10 @@ import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { MemoryLockBackend } from './backends/memory/memory.backend';
 import { LockEngine } from './core/lock-engine';
 import { LockedExplorer } from './discovery/locked.explorer';
-import { DistributedLockConfigurableModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
+import {
+  DistributedLockConfigurableModule,
+  DISTRIBUTED_LOCK_MODULE_OPTIONS,
+} from './distributed-lock.module-definition';
 import { LockExceptionFilter } from './filters/lock-exception.filter';
 import { resolveErrorMapping } from './filters/lock-error.mapper';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
@@ -28,7 +31,12 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     {
       provide: LockEngine,
       useFactory: (options: DistributedLockModuleOptions) => {
-        const { httpErrors: _h, errorMapping: _e, exposeErrorDetails: _x, ...engineOptions } = options ?? ({} as DistributedLockModuleOptions);
+        const {
+          httpErrors: _h,
+          errorMapping: _e,
+          exposeErrorDetails: _x,
+          ...engineOptions
+        } = options ?? ({} as DistributedLockModuleOptions);
         resolveErrorMapping(options ?? {}); // fails start-up on a bad errorMapping / httpErrors / exposeErrorDetails
         return new LockEngine(engineOptions);
       },
@@ -42,7 +50,13 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     LockObservability,
     DistributedLockHealthIndicator,
   ],
-  exports: [LockEngine, LockService, LockedInterceptor, DISTRIBUTED_LOCK_MODULE_OPTIONS, DistributedLockHealthIndicator],
+  exports: [
+    LockEngine,
+    LockService,
+    LockedInterceptor,
+    DISTRIBUTED_LOCK_MODULE_OPTIONS,
+    DistributedLockHealthIndicator,
+  ],
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule {
   /**
@@ -50,9 +64,15 @@ export class DistributedLockModule extends DistributedLockConfigurableModule {
    * fails at once, so a test that holds a key gets its 409 without waiting), plus LockTestingHelper.
    * Every option can be overridden, e.g. `forTesting({ defaults: { wait: 1_000 } })`.
    */
-  static forTesting(options: Partial<DistributedLockModuleOptions> & { isGlobal?: boolean } = {}): DynamicModule {
+  static forTesting(
+    options: Partial<DistributedLockModuleOptions> & { isGlobal?: boolean } = {},
+  ): DynamicModule {
     const backend = options.backend || options.backends ? {} : { backend: new MemoryLockBackend() };
-    const dynamic = this.forRoot({ ...backend, ...options, defaults: { wait: 0, ...options.defaults } });
+    const dynamic = this.forRoot({
+      ...backend,
+      ...options,
+      defaults: { wait: 0, ...options.defaults },
+    });
     return {
       ...dynamic,
       providers: [...(dynamic.providers ?? []), LockTestingHelper],

@@ -80,8 +80,17 @@ export type {
   LockHttpErrorMapper,
   LockTransport,
 } from './interfaces/distributed-lock-module-options.interface';
-export type { LockOptions, LockedOptions, LockDefaults, LockOnBusy } from './interfaces/lock-options.interface';
-export type { LockBackend, LockBackendCapabilities, LockMode } from './interfaces/lock-backend.interface';
+export type {
+  LockOptions,
+  LockedOptions,
+  LockDefaults,
+  LockOnBusy,
+} from './interfaces/lock-options.interface';
+export type {
+  LockBackend,
+  LockBackendCapabilities,
+  LockMode,
+} from './interfaces/lock-backend.interface';
 
 // Errors
 export * from './errors';
@@ -95,7 +104,10 @@ export { RedlockBackend } from './backends/redlock';
 export type { RedlockBackendOptions } from './backends/redlock';
 export { EtcdLockBackend, encodeEtcdLockName, etcdLockPrefix } from './backends/etcd';
 export type { EtcdLockBackendOptions, EtcdClientLike } from './backends/etcd';
-export { ZooKeeperLockBackend, lockDirectory as zookeeperLockDirectory } from './backends/zookeeper';
+export {
+  ZooKeeperLockBackend,
+  lockDirectory as zookeeperLockDirectory,
+} from './backends/zookeeper';
 export type {
   ZooKeeperLockBackendOptions,
   ZooKeeperClientLike,

@@ -1,4 +1,10 @@
-import { Injectable, Module, type CanActivate, type ExecutionContext, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Injectable,
+  Module,
+  type CanActivate,
+  type ExecutionContext,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { DistributedLockLiveViewModule, DistributedLockModule } from '../lib';
 import { AccountsController } from './accounts/accounts.controller';
@@ -18,7 +24,9 @@ const selected = createLockBackend();
 @Injectable()
 export class LoopbackOnlyGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
-    const address = context.switchToHttp().getRequest<{ socket?: { remoteAddress?: string } }>().socket?.remoteAddress ?? '';
+    const address =
+      context.switchToHttp().getRequest<{ socket?: { remoteAddress?: string } }>().socket
+        ?.remoteAddress ?? '';
     return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
   }
 }
@@ -36,7 +44,13 @@ export class LoopbackOnlyGuard implements CanActivate {
     // Opt-in page of held locks, waiters and recent events, live over SSE: GET /locks/live
     DistributedLockLiveViewModule.register({ path: 'locks/live', guard: LoopbackOnlyGuard }),
   ],
-  controllers: [OrdersController, InventoryController, JobsController, AccountsController, ExportsController],
+  controllers: [
+    OrdersController,
+    InventoryController,
+    JobsController,
+    AccountsController,
+    ExportsController,
+  ],
   providers: [OrdersService, PaymentLedger, ReportJob, OutboxWorker],
 })
 export class AppModule implements OnApplicationShutdown {

@@ -9,7 +9,15 @@
  *    target Markdown file (GitHub's slugs).
  * Exit 1 listing every problem as file:line.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 
@@ -31,11 +39,18 @@ function markdownFiles(): string[] {
       if (statSync(p).isDirectory()) return walk(p);
       return name.endsWith('.md') ? [p] : [];
     });
-  return [join(root, 'README.md'), ...(existsSync(join(root, 'docs')) ? walk(join(root, 'docs')) : [])];
+  return [
+    join(root, 'README.md'),
+    ...(existsSync(join(root, 'docs')) ? walk(join(root, 'docs')) : []),
+  ];
 }
 
 /** Splits a Markdown file into fenced code blocks (with their marker) and the prose lines outside them. */
-function scan(file: string): { snippets: Snippet[]; prose: Array<{ line: number; text: string }>; headings: string[] } {
+function scan(file: string): {
+  snippets: Snippet[];
+  prose: Array<{ line: number; text: string }>;
+  headings: string[];
+} {
   const lines = readFileSync(file, 'utf8').split('\n');
   const rel = relative(root, file);
   const snippets: Snippet[] = [];
@@ -75,7 +90,10 @@ function anchorsOf(headings: string[]): Set<string> {
   const out = new Set<string>();
   for (const h of headings) {
     const text = h.replace(/<[^>]+>/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -97,22 +115,31 @@ function checkLinks(files: string[], scans: Map<string, ReturnType<typeof scan>>
   for (const file of files) {
     for (const { line, text } of scans.get(file)!.prose) {
       const withoutCode = text.replace(/`[^`]*`/g, '');
-      for (const m of withoutCode.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
+      for (const m of withoutCode.matchAll(
+        /!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g,
+      )) {
         const target = m[1];
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
         count++;
         const [pathPart, anchor] = target.split('#', 2);
         const where = `${relative(root, file)}:${line}`;
-        const targetFile = pathPart === '' ? file : resolve(dirname(file), decodeURIComponent(pathPart));
+        const targetFile =
+          pathPart === '' ? file : resolve(dirname(file), decodeURIComponent(pathPart));
         if (!existsSync(targetFile)) {
-          problems.push(`${where}: link to ${target}: no such file (${relative(root, targetFile)})`);
+          problems.push(
+            `${where}: link to ${target}: no such file (${relative(root, targetFile)})`,
+          );
           continue;
         }
         if (anchor !== undefined && anchor !== '') {
           if (!targetFile.endsWith('.md')) {
-            problems.push(`${where}: link to ${target}: anchors are checked only in Markdown files`);
+            problems.push(
+              `${where}: link to ${target}: anchors are checked only in Markdown files`,
+            );
           } else if (!anchors(targetFile).has(decodeURIComponent(anchor))) {
-            problems.push(`${where}: link to ${target}: no heading with anchor #${anchor} in ${relative(root, targetFile)}`);
+            problems.push(
+              `${where}: link to ${target}: no heading with anchor #${anchor} in ${relative(root, targetFile)}`,
+            );
           }
         }
       }
@@ -163,7 +190,9 @@ function checkSnippets(snippets: Snippet[]): void {
     const text = ts.flattenDiagnosticMessageText(d.messageText, '\n');
     if (!snippet) {
       // An error outside the snippets (lib/ itself, or the options): the check cannot be trusted.
-      problems.push(`${d.file ? relative(root, d.file.fileName) : 'tsconfig'}: TS${d.code}: ${text}`);
+      problems.push(
+        `${d.file ? relative(root, d.file.fileName) : 'tsconfig'}: TS${d.code}: ${text}`,
+      );
       continue;
     }
     const { line } = d.file!.getLineAndCharacterOfPosition(d.start ?? 0);
@@ -174,7 +203,9 @@ function checkSnippets(snippets: Snippet[]): void {
     } else problems.push(message);
   }
   for (const s of snippets.filter((x) => x.marker === 'pending' && !failedPending.has(x))) {
-    warnings.push(`${s.file}:${s.line}: pending snippet compiles now: remove its <!-- snippet: pending --> marker`);
+    warnings.push(
+      `${s.file}:${s.line}: pending snippet compiles now: remove its <!-- snippet: pending --> marker`,
+    );
   }
   void host;
   rmSync(dir, { recursive: true, force: true });

@@ -37,7 +37,9 @@ function specifiers(src) {
 }
 
 const isPeer = (spec) =>
-  optional.find((peer) => spec === peer || spec.startsWith(`${peer}/`) || spec === `@types/${peer}`);
+  optional.find(
+    (peer) => spec === peer || spec.startsWith(`${peer}/`) || spec === `@types/${peer}`,
+  );
 
 const offenders = [];
 for (const file of walk(dir)) {
@@ -47,7 +49,11 @@ for (const file of walk(dir)) {
 if (offenders.length > 0) {
   console.error(`Published .d.ts files import optional peers (${optional.join(', ')}):`);
   for (const o of offenders) console.error(`  ${o}`);
-  console.error('Type the driver structurally instead (a small local interface), as the Redis backend does.');
+  console.error(
+    'Type the driver structurally instead (a small local interface), as the Redis backend does.',
+  );
   process.exit(1);
 }
-console.log(`ok: no .d.ts under ${relative(root, dir) || dir} imports an optional peer (${optional.join(', ')})`);
+console.log(
+  `ok: no .d.ts under ${relative(root, dir) || dir} imports an optional peer (${optional.join(', ')})`,
+);

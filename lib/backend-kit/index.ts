@@ -18,7 +18,14 @@ export type {
   ReleaseListener,
   WakeupSource,
 } from '../interfaces/lock-backend.interface';
-export { WAIT_DEADLINE, pollAcquire, sleepFor, raceAbort, asUnavailable, type PollAcquireOptions } from './wait-loop';
+export {
+  WAIT_DEADLINE,
+  pollAcquire,
+  sleepFor,
+  raceAbort,
+  asUnavailable,
+  type PollAcquireOptions,
+} from './wait-loop';
 export { ReleaseNotifier } from './release-notifier';
 export { LocalWaitQueue } from './local-wait.queue';
 export {

@@ -23,19 +23,29 @@ export function encodeKeyPart(value: string | number | bigint, maxLength = Infin
   const text = String(value);
   if (text.length > maxLength) throw tooLong(value, maxLength);
   if (LONE_SURROGATE.test(text)) {
-    throw new InvalidLockOptionsError('key', value, 'text without lone UTF-16 surrogates (they cannot be encoded distinctly)');
+    throw new InvalidLockOptionsError(
+      'key',
+      value,
+      'text without lone UTF-16 surrogates (they cannot be encoded distinctly)',
+    );
   }
   let out = '';
   for (const ch of text) {
     if (SAFE.test(ch)) out += ch;
-    else for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    else
+      for (const byte of Buffer.from(ch, 'utf8'))
+        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
     if (out.length > maxLength) throw tooLong(value, maxLength);
   }
   return out;
 }
 
 function tooLong(value: unknown, maxLength: number): InvalidLockOptionsError {
-  return new InvalidLockOptionsError('key', value, `a value of at most ${maxLength} characters once encoded`);
+  return new InvalidLockOptionsError(
+    'key',
+    value,
+    `a value of at most ${maxLength} characters once encoded`,
+  );
 }
 
 /** Checks a final key (prefix included): a non-empty string, no control characters, within the limit. */
@@ -44,14 +54,25 @@ export function checkLockKey(key: unknown, maxLength = MAX_KEY_LENGTH): string {
     throw new InvalidLockOptionsError('key', key, 'a non-empty string');
   }
   if (key.length > maxLength) {
-    throw new InvalidLockOptionsError('key', key, `at most ${maxLength} characters (got ${key.length})`);
+    throw new InvalidLockOptionsError(
+      'key',
+      key,
+      `at most ${maxLength} characters (got ${key.length})`,
+    );
   }
   if (CONTROL.test(key)) {
-    throw new InvalidLockOptionsError('key', key, 'no control characters (encode values with encodeKeyPart)');
+    throw new InvalidLockOptionsError(
+      'key',
+      key,
+      'no control characters (encode values with encodeKeyPart)',
+    );
   }
   if (LONE_SURROGATE.test(key)) {
-    throw new InvalidLockOptionsError('key', key, 'no lone UTF-16 surrogates (UTF-8 backends would merge them into U+FFFD)');
+    throw new InvalidLockOptionsError(
+      'key',
+      key,
+      'no lone UTF-16 surrogates (UTF-8 backends would merge them into U+FFFD)',
+    );
   }
   return key;
 }
-

@@ -61,7 +61,13 @@ export function checkDuration(option: string, value: unknown, min: number, key?:
 }
 
 /** An integer from `min` to `max`. */
-export function checkInteger(option: string, value: unknown, min: number, max: number, key?: string): number {
+export function checkInteger(
+  option: string,
+  value: unknown,
+  min: number,
+  max: number,
+  key?: string,
+): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new InvalidLockOptionsError(option, value, `an integer from ${min} to ${max}`, key);
   }
@@ -69,7 +75,13 @@ export function checkInteger(option: string, value: unknown, min: number, max: n
 }
 
 /** A finite number from `min` to `max`. */
-export function checkNumber(option: string, value: unknown, min: number, max: number, hint = ''): number {
+export function checkNumber(
+  option: string,
+  value: unknown,
+  min: number,
+  max: number,
+  hint = '',
+): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
     throw new InvalidLockOptionsError(option, value, `a number from ${min} to ${max}${hint}`);
   }
@@ -93,17 +105,30 @@ export function checkString(option: string, value: unknown, fallback?: string): 
 }
 
 /** One of `allowed` (compared with ===). */
-export function checkOneOf<T>(option: string, value: unknown, allowed: readonly T[], key?: string): T {
+export function checkOneOf<T>(
+  option: string,
+  value: unknown,
+  allowed: readonly T[],
+  key?: string,
+): T {
   if (!allowed.includes(value as T)) {
     const names = allowed.map((a) => (typeof a === 'string' ? `'${a}'` : describe(a)));
-    const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
+    const list =
+      names.length > 1
+        ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`
+        : names[0];
     throw new InvalidLockOptionsError(option, value, list, key);
   }
   return value as T;
 }
 
 /** A client object with every method in `methods`; `what` says which client is expected. */
-export function checkClient<T>(option: string, client: unknown, methods: readonly string[], what: string): T {
+export function checkClient<T>(
+  option: string,
+  client: unknown,
+  methods: readonly string[],
+  what: string,
+): T {
   const missing =
     client === null || typeof client !== 'object'
       ? ['an object']

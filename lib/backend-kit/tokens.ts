@@ -10,5 +10,8 @@ export function toBigInt(value: unknown, backend = 'backend'): bigint {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
   if (typeof value === 'string' && /^-?\d+$/.test(value)) return BigInt(value);
   if (Buffer.isBuffer(value) && value.length === 8) return value.readBigInt64BE(0);
-  throw new LockBackendUnavailableError(backend, `expected an integer from the server, got ${String(value)}`);
+  throw new LockBackendUnavailableError(
+    backend,
+    `expected an integer from the server, got ${String(value)}`,
+  );
 }

@@ -1,7 +1,12 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { MAX_DURATION_MS } from './limits';
-import type { BackendAcquireRequest, BackendAcquireResult, ReleaseListener, WakeupSource } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  ReleaseListener,
+  WakeupSource,
+} from '../interfaces/lock-backend.interface';
 
 /**
  * The reason the engine gives `request.signal` when the wait deadline passes; a caller's cancel
@@ -68,13 +73,17 @@ export async function pollAcquire(
       // release announced before they were live is not missed. Without them: poll.
       prepared = true;
       listener?.dispose();
-      const ok = await options.notifier.prepare(request.key).then(() => true, () => false);
+      const ok = await options.notifier.prepare(request.key).then(
+        () => true,
+        () => false,
+      );
       if (ok) continue;
     }
     prepared = true;
     let sleep = listener && failure === undefined ? fallback : Math.random() * delay;
     delay = Math.min(delay * 2, maxDelay);
-    if (busy && !busy.acquired && busy.retryAfter !== undefined) sleep = Math.min(sleep, busy.retryAfter + 1);
+    if (busy && !busy.acquired && busy.retryAfter !== undefined)
+      sleep = Math.min(sleep, busy.retryAfter + 1);
     if (listener) await listener.wait(sleep, request.signal);
     else await sleepFor(sleep, request.signal);
     // A cancelled waiter (its caller gave up, e.g. the HTTP client went away) makes no further
@@ -109,7 +118,11 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
  * Settles like `work`, or with `onAbort()` (its value, or what it throws) as soon as `signal`
  * aborts. The work goes on; the caller abandons it (its rejection is then observed, never unhandled).
  */
-export function raceAbort<T, A>(work: Promise<T>, signal: AbortSignal, onAbort: () => A): Promise<T | A> {
+export function raceAbort<T, A>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  onAbort: () => A,
+): Promise<T | A> {
   return new Promise<T | A>((resolve, reject) => {
     const abort = () => {
       work.catch(() => undefined);

@@ -16,8 +16,12 @@ export class HoldTimes {
     if (!Number.isFinite(ms) || ms < 0) return;
     const previous = this.averages.get(key);
     this.averages.delete(key); // re-insert: Map order is our LRU order
-    this.averages.set(key, previous === undefined ? ms : previous + HoldTimes.ALPHA * (ms - previous));
-    if (this.averages.size > this.maxKeys) this.averages.delete(this.averages.keys().next().value as string);
+    this.averages.set(
+      key,
+      previous === undefined ? ms : previous + HoldTimes.ALPHA * (ms - previous),
+    );
+    if (this.averages.size > this.maxKeys)
+      this.averages.delete(this.averages.keys().next().value as string);
   }
 
   /** The average hold of `key` in ms, or undefined when none was seen recently. */
@@ -40,7 +44,11 @@ export const retryAfterHints = new WeakMap<object, number>();
  * Estimated ms until a busy `key` frees: the per-lock hint if any, else the key's average hold
  * capped by the holder's remaining ttl (`remaining`, from the backend), else `remaining`, else 1 s.
  */
-export function estimateRetryAfter(error: object, key: string | undefined, remaining: number | undefined): number {
+export function estimateRetryAfter(
+  error: object,
+  key: string | undefined,
+  remaining: number | undefined,
+): number {
   const hint = retryAfterHints.get(error);
   if (hint !== undefined) return hint;
   const average = key === undefined ? undefined : holdTimes.average(key);

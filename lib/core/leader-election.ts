@@ -11,7 +11,10 @@ export interface CampaignOptions {
 
 /** The part of the engine a campaign uses. */
 export interface CampaignEngine {
-  acquire(key: string, options: { ttl?: number; backend?: string; wait: number; signal: AbortSignal }): Promise<LockHandle>;
+  acquire(
+    key: string,
+    options: { ttl?: number; backend?: string; wait: number; signal: AbortSignal },
+  ): Promise<LockHandle>;
   runInScope<T>(fn: () => T): T;
 }
 
@@ -95,7 +98,8 @@ export class Leadership {
         });
       } catch (error) {
         if (this.resigned) break;
-        if (!(error instanceof LockAcquireTimeoutError)) await pause(BACKOFF_MS, this.cancel.signal);
+        if (!(error instanceof LockAcquireTimeoutError))
+          await pause(BACKOFF_MS, this.cancel.signal);
         continue;
       }
       this.current = term;

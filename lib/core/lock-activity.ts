@@ -60,7 +60,8 @@ export class LockActivity {
   /** Acquires in flight (all keys) for one backend, or for all. */
   waiting(backend?: string): number {
     let n = 0;
-    for (const e of this.inFlight.values()) if (backend === undefined || e.backend === backend) n += e.n;
+    for (const e of this.inFlight.values())
+      if (backend === undefined || e.backend === backend) n += e.n;
     return n;
   }
 
@@ -80,7 +81,6 @@ export class LockActivity {
     const grant = this.grantedAt.get(lease);
     return grant === undefined ? 0 : now - grant.at;
   }
-
 
   describe(lease: LockLease, now = performance.now()): HeldLockInfo {
     return {
@@ -109,15 +109,54 @@ export class LockActivity {
     if (r.handle) {
       const { mode, fencingToken } = r.handle;
       const contended = attempts > 1 || stats.ahead > 0;
-      this.events.emit({ type: 'acquired', at, backend, key, keyTemplate, mode, fencingToken, waitMs, attempts, contended, reentrant: attempts === 0 });
+      this.events.emit({
+        type: 'acquired',
+        at,
+        backend,
+        key,
+        keyTemplate,
+        mode,
+        fencingToken,
+        waitMs,
+        attempts,
+        contended,
+        reentrant: attempts === 0,
+      });
     } else {
       const retryAfter = (r.error as LockAcquireTimeoutError).retryAfter;
-      this.events.emit({ type: 'busy', at, backend, key, keyTemplate, mode: requested, waitMs, attempts, timedOut: r.outcome === 'timeout', retryAfter });
+      this.events.emit({
+        type: 'busy',
+        at,
+        backend,
+        key,
+        keyTemplate,
+        mode: requested,
+        waitMs,
+        attempts,
+        timedOut: r.outcome === 'timeout',
+        retryAfter,
+      });
     }
   }
 
-  acquireFailed(key: string, keyTemplate: string | undefined, mode: LockMode, backend: string, error: unknown, waitMs: number): void {
-    this.events.emit({ type: 'acquireFailed', at: Date.now(), backend, key, keyTemplate, mode, waitMs, error });
+  acquireFailed(
+    key: string,
+    keyTemplate: string | undefined,
+    mode: LockMode,
+    backend: string,
+    error: unknown,
+    waitMs: number,
+  ): void {
+    this.events.emit({
+      type: 'acquireFailed',
+      at: Date.now(),
+      backend,
+      key,
+      keyTemplate,
+      mode,
+      waitMs,
+      error,
+    });
   }
 
   /** A lease ended (released or lost): forget its grant, emit released/lost. */
@@ -126,21 +165,42 @@ export class LockActivity {
     if (grant) this.grantedAt.delete(lease);
     if (!this.events.active) return;
     const heldMs = grant ? performance.now() - grant.at : 0;
-    const base = { at: Date.now(), backend: lease.backendName, key: lease.key, keyTemplate: grant?.template, mode: lease.mode, heldMs };
-    if (lease.state !== 'lost') return this.events.hot ? this.events.emit({ type: 'released', ...base }) : undefined;
+    const base = {
+      at: Date.now(),
+      backend: lease.backendName,
+      key: lease.key,
+      keyTemplate: grant?.template,
+      mode: lease.mode,
+      heldMs,
+    };
+    if (lease.state !== 'lost')
+      return this.events.hot ? this.events.emit({ type: 'released', ...base }) : undefined;
     // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
     queueMicrotask(() => {
       const error = lease.lostError;
-      this.events.emit({ type: 'lost', ...base, reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost', error });
+      this.events.emit({
+        type: 'lost',
+        ...base,
+        reason: error ? error.message.replace(/^Lock "[\s\S]*" was lost: /, '') : 'lost',
+        error,
+      });
     });
   }
 
   renewFailed(backend: string, leases: readonly LockLease[], error: unknown): void {
-    if (this.events.active) this.events.emit({ type: 'renewFailed', at: Date.now(), backend, keys: leases.map((l) => l.key), error });
+    if (this.events.active)
+      this.events.emit({
+        type: 'renewFailed',
+        at: Date.now(),
+        backend,
+        keys: leases.map((l) => l.key),
+        error,
+      });
   }
 
   releaseFailed(backend: string, key: string, during: string, error: unknown): void {
-    if (this.events.active) this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
+    if (this.events.active)
+      this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
   alias(label: string, name: string): void {
@@ -174,9 +234,14 @@ export class LockActivity {
 
   /** A backend call failed: the first failure of an outage emits backendUnavailable. */
   failed(backend: string, operation: string, error: unknown, always = false): void {
-    if (!always && ((error as { code?: unknown })?.code !== 'LOCK_BACKEND_UNAVAILABLE' || this.down.has(backend))) return;
+    if (
+      !always &&
+      ((error as { code?: unknown })?.code !== 'LOCK_BACKEND_UNAVAILABLE' || this.down.has(backend))
+    )
+      return;
     if (!always) this.down.set(backend, performance.now());
-    if (this.events.active) this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend, operation, error });
+    if (this.events.active)
+      this.events.emit({ type: 'backendUnavailable', at: Date.now(), backend, operation, error });
   }
 
   /** A backend call answered: ends an outage (backendRecovered). */
@@ -185,7 +250,13 @@ export class LockActivity {
     const since = this.down.get(backend);
     if (since === undefined) return;
     this.down.delete(backend);
-    if (this.events.active) this.events.emit({ type: 'backendRecovered', at: Date.now(), backend, downMs: Math.round(performance.now() - since) });
+    if (this.events.active)
+      this.events.emit({
+        type: 'backendRecovered',
+        at: Date.now(),
+        backend,
+        downMs: Math.round(performance.now() - since),
+      });
   }
 
   isDown(backend: string): boolean {

@@ -61,13 +61,33 @@ export class LockEngine {
     for (const [name, backend] of this.backends) {
       const minTtl = backend.capabilities.minTtl;
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
-        throw new InvalidLockOptionsError('defaults.ttl', this.defaults.ttl, `at least ${minTtl} ms for backend "${name}" (${backend.name})`);
+        throw new InvalidLockOptionsError(
+          'defaults.ttl',
+          this.defaults.ttl,
+          `at least ${minTtl} ms for backend "${name}" (${backend.name})`,
+        );
       }
-      this.watchdogs.set(name, new Watchdog(backend, (op, what, budget) => this.call(op, this.label(name), what, budget), undefined, (leases, error) => this.activity.renewFailed(name, leases, error)));
+      this.watchdogs.set(
+        name,
+        new Watchdog(
+          backend,
+          (op, what, budget) => this.call(op, this.label(name), what, budget),
+          undefined,
+          (leases, error) => this.activity.renewFailed(name, leases, error),
+        ),
+      );
       this.activity.alias(this.label(name), name);
     }
     if (options.onEvent !== undefined) this.events.on(checkListener(options.onEvent));
-    this.operator = new LockOperator({ keyPrefix: this.keyPrefix, events: this.events, activity: this.activity, backendNames: this.backendNames, backend: (n) => this.backend(n), heldLeases: () => this.held, call: (op, n, what, key) => this.call(op, this.label(n), what, this.operationTimeout, key) });
+    this.operator = new LockOperator({
+      keyPrefix: this.keyPrefix,
+      events: this.events,
+      activity: this.activity,
+      backendNames: this.backendNames,
+      backend: (n) => this.backend(n),
+      heldLeases: () => this.held,
+      call: (op, n, what, key) => this.call(op, this.label(n), what, this.operationTimeout, key),
+    });
   }
 
   /** Validated options for one call; exposed so @Locked can validate at startup. */
@@ -77,7 +97,12 @@ export class LockEngine {
 
   backend(name = DEFAULT_BACKEND_NAME): LockBackend {
     const backend = this.backends.get(name);
-    if (!backend) throw new InvalidLockOptionsError('backend', name, this.backendNames.map((n) => `'${n}'`).join(', '));
+    if (!backend)
+      throw new InvalidLockOptionsError(
+        'backend',
+        name,
+        this.backendNames.map((n) => `'${n}'`).join(', '),
+      );
     return backend;
   }
 
@@ -89,7 +114,9 @@ export class LockEngine {
     if (options?.permits !== undefined) return this.acquireSemaphore(key, options);
     if (Array.isArray(key)) return acquireAll(this, key, options);
     const k = key as string;
-    const handle = await observeAcquire(this, k, options, (stats) => this.acquireOrNull(k, options, stats));
+    const handle = await observeAcquire(this, k, options, (stats) =>
+      this.acquireOrNull(k, options, stats),
+    );
     return handle.handle ?? Promise.reject(handle.error);
   }
 
@@ -97,7 +124,12 @@ export class LockEngine {
   async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
     const wait = options?.wait;
     if (wait !== undefined && wait !== 0) {
-      throw new InvalidLockOptionsError('wait', wait, '0 or omitted: tryAcquire tries once (use acquire to wait)', String(key));
+      throw new InvalidLockOptionsError(
+        'wait',
+        wait,
+        '0 or omitted: tryAcquire tries once (use acquire to wait)',
+        String(key),
+      );
     }
     if (Array.isArray(key) || options?.permits !== undefined) {
       return this.acquire(key, { ...options, wait: 0 }).catch((error) => {
@@ -114,11 +146,18 @@ export class LockEngine {
   }
 
   /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
-  withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+  withLock<T>(
+    key: LockKeys,
+    fn: (handle: LockHandle) => T | Promise<T>,
+    options?: LockOptions,
+  ): Promise<T> {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(runHeld(this, handle, options?.backend, () => fn(handle)), handle.signal);
+        return await raceLost(
+          runHeld(this, handle, options?.backend, () => fn(handle)),
+          handle.signal,
+        );
       } finally {
         await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
@@ -126,7 +165,12 @@ export class LockEngine {
   }
 
   private acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
-    if (Array.isArray(key)) throw new InvalidLockOptionsError('permits', options.permits, 'a single key (semaphores over several keys are not supported)');
+    if (Array.isArray(key))
+      throw new InvalidLockOptionsError(
+        'permits',
+        options.permits,
+        'a single key (semaphores over several keys are not supported)',
+      );
     return acquireSeat(this, key as string, checkPermits(options.permits, key as string), options);
   }
 
@@ -142,8 +186,12 @@ export class LockEngine {
   current(key?: string, backend = DEFAULT_BACKEND_NAME): LockHandle | undefined {
     const leases = this.scopes.visible();
     const lease =
-      key === undefined ? leases[leases.length - 1] : this.scopes.find(ReentrancyScopes.id(backend, this.keyPrefix + key));
-    return lease ? new LockHandle(lease, { extend: this.ops.extend, release: async () => undefined }) : undefined;
+      key === undefined
+        ? leases[leases.length - 1]
+        : this.scopes.find(ReentrancyScopes.id(backend, this.keyPrefix + key));
+    return lease
+      ? new LockHandle(lease, { extend: this.ops.extend, release: async () => undefined })
+      : undefined;
   }
 
   /**
@@ -151,7 +199,10 @@ export class LockEngine {
    * later caller (options apply at the start). See Leadership.
    */
   leadership(name: string, options?: CampaignOptions): Leadership {
-    if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key: name });
+    if (this.closed)
+      throw new LockBackendUnavailableError('engine', 'the lock module was shut down', {
+        key: name,
+      });
     let election = this.elections.get(name);
     if (!election) this.elections.set(name, (election = new Leadership(this, name, options)));
     return election;
@@ -175,9 +226,19 @@ export class LockEngine {
     const leases = [...this.held];
     // Code still running under a lock must learn that it no longer holds it.
     for (const lease of leases) lease.lose('the lock module shut down and released it');
-    await Promise.all(leases.map((l) => l.release((op, what) => this.call(op, this.label(l.backendName), what)).catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e))));
+    await Promise.all(
+      leases.map((l) =>
+        l
+          .release((op, what) => this.call(op, this.label(l.backendName), what))
+          .catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e)),
+      ),
+    );
     for (const w of this.watchdogs.values()) w.stop();
-    await Promise.all([...this.backends].map(([name, b]) => b.close().catch((error) => this.activity.failed(name, 'close', error, true))));
+    await Promise.all(
+      [...this.backends].map(([name, b]) =>
+        b.close().catch((error) => this.activity.failed(name, 'close', error, true)),
+      ),
+    );
   }
 
   private async acquireOrNull(
@@ -187,19 +248,38 @@ export class LockEngine {
   ): Promise<{ handle?: LockHandle; error?: unknown }> {
     // Synchronously, before any await: only the acquire an owning call starts with is its own lock.
     const scope = this.scopes.claim();
-    if (this.closed) throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
-    const o = resolveLockOptions(options, this.defaults, this.backendNames, typeof key === 'string' ? key : undefined);
+    if (this.closed)
+      throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
+    const o = resolveLockOptions(
+      options,
+      this.defaults,
+      this.backendNames,
+      typeof key === 'string' ? key : undefined,
+    );
     const backend = this.backend(o.backend);
     checkLockKey(key);
-    const fullKey = checkLockKey(this.keyPrefix + key, Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength));
+    const fullKey = checkLockKey(
+      this.keyPrefix + key,
+      Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength),
+    );
     if (o.mode === 'shared' && !backend.capabilities.shared) {
-      throw new InvalidLockOptionsError('mode', 'shared', `'exclusive' (backend "${o.backend}" does not support shared locks)`, key);
+      throw new InvalidLockOptionsError(
+        'mode',
+        'shared',
+        `'exclusive' (backend "${o.backend}" does not support shared locks)`,
+        key,
+      );
     }
     const id = ReentrancyScopes.id(o.backend, fullKey);
     const existing = this.scopes.find(id);
     if (existing) {
       if (existing.mode === 'shared' && o.mode === 'exclusive') {
-        throw new InvalidLockOptionsError('mode', 'exclusive', `'shared': this context already holds "${key}" shared, and upgrading would deadlock`, key);
+        throw new InvalidLockOptionsError(
+          'mode',
+          'exclusive',
+          `'shared': this context already holds "${key}" shared, and upgrading would deadlock`,
+          key,
+        );
       }
       existing.holds++;
       if (scope) this.scopes.remember(scope, id, existing);
@@ -211,20 +291,36 @@ export class LockEngine {
     const controller = new AbortController();
     const detached = this.detached;
     // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
-    const deadline = o.wait > 0 ? detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait)) : undefined;
+    const deadline =
+      o.wait > 0
+        ? detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait))
+        : undefined;
     const onCancel = () => controller.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
-    const request = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, wait: o.wait, signal: controller.signal, onLost };
+    const request = {
+      key: fullKey,
+      owner,
+      mode: o.mode,
+      ttl: o.ttl,
+      wait: o.wait,
+      signal: controller.signal,
+      onLost,
+    };
     const startedAt = performance.now();
     this.activity.enter(o.backend, key, stats);
     try {
       // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
       // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
-      const attempt = detached(() => this.runner.run(backend, this.label(o.backend), request, stats));
+      const attempt = detached(() =>
+        this.runner.run(backend, this.label(o.backend), request, stats),
+      );
       // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
-      const budget = Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout));
+      const budget = Math.min(
+        MAX_DURATION_MS,
+        Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout),
+      );
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
         const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl };
@@ -242,13 +338,14 @@ export class LockEngine {
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
       }
       if (o.signal?.aborted) {
-        await detached(() => backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl })).catch((e) =>
-          this.activity.releaseFailed(o.backend, key, 'cancelled', e),
-        );
+        await detached(() =>
+          backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }),
+        ).catch((e) => this.activity.releaseFailed(o.backend, key, 'cancelled', e));
         throw o.signal.reason;
       }
       // Validity counts from when the granting request was sent, never from the start of the wait.
-      const grantedAt = result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
+      const grantedAt =
+        result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
       lease = new LockLease({
         key,
         fullKey,
@@ -302,13 +399,23 @@ export class LockEngine {
       return;
     }
     lease.holds = 0;
-    await lease.release((op, what) => this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(this.activity.releaseReporter(lease)));
+    await lease.release((op, what) =>
+      this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(
+        this.activity.releaseReporter(lease),
+      ),
+    );
   }
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();
     const renewal = this.detached(() => lease.backend.renew([{ ...lease.lock, ttl }]));
-    const [ok] = await this.call(renewal, this.label(lease.backendName), 'extend', this.operationTimeout, lease.key);
+    const [ok] = await this.call(
+      renewal,
+      this.label(lease.backendName),
+      'extend',
+      this.operationTimeout,
+      lease.key,
+    );
     if (!ok) {
       lease.lose('extend found it deleted, expired or owned by another owner');
       lease.signal.throwIfAborted();
@@ -323,24 +430,41 @@ export class LockEngine {
    * Runs one backend call within `budget` ms. A call that fails or does not answer in time becomes
    * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
    */
-  private call<T>(op: Promise<T>, backend: string, what: string, budget = this.operationTimeout, key?: string, onLate?: () => void): Promise<T> {
+  private call<T>(
+    op: Promise<T>,
+    backend: string,
+    what: string,
+    budget = this.operationTimeout,
+    key?: string,
+    onLate?: () => void,
+  ): Promise<T> {
     budget = Math.min(budget, MAX_DURATION_MS);
-    return this.activity.track(backend, what, new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new LockBackendUnavailableError(backend, `${what} got no answer within ${Math.round(budget)} ms`, { key }));
-        onLate?.();
-      }, budget);
-      op.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error) => {
-          clearTimeout(timer);
-          reject(asUnavailable(error, backend, key));
-        },
-      );
-    }));
+    return this.activity.track(
+      backend,
+      what,
+      new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          reject(
+            new LockBackendUnavailableError(
+              backend,
+              `${what} got no answer within ${Math.round(budget)} ms`,
+              { key },
+            ),
+          );
+          onLate?.();
+        }, budget);
+        op.then(
+          (value) => {
+            clearTimeout(timer);
+            resolve(value);
+          },
+          (error) => {
+            clearTimeout(timer);
+            reject(asUnavailable(error, backend, key));
+          },
+        );
+      }),
+    );
   }
 }
 

@@ -167,7 +167,11 @@ export interface LockSpanInfo {
  * 'timeout') or one locked call (`kind: 'held'`) so a tracer can open a span around it and make it
  * the active context of the work inside.
  */
-export type LockTracer = <T>(info: LockSpanInfo, fn: () => Promise<T>, outcome: (value: T) => string) => Promise<T>;
+export type LockTracer = <T>(
+  info: LockSpanInfo,
+  fn: () => Promise<T>,
+  outcome: (value: T) => string,
+) => Promise<T>;
 
 /**
  * The engine's one event channel: listeners get every LockEvent synchronously, tracers wrap
@@ -222,7 +226,10 @@ export class LockEventBus {
         listener(event);
       } catch (error) {
         // A broken listener must not break locking; it is reported, not swallowed.
-        process.emitWarning(`a lock event listener threw on '${event.type}': ${String(error)}`, 'DistributedLockWarning');
+        process.emitWarning(
+          `a lock event listener threw on '${event.type}': ${String(error)}`,
+          'DistributedLockWarning',
+        );
       }
     }
   }
@@ -255,6 +262,7 @@ export const KEY_TEMPLATE: unique symbol = Symbol('nestjs-distributed-lock:key-t
 
 /** Validates the engine's `onEvent` option. */
 export function checkListener(listener: unknown): LockEventListener {
-  if (typeof listener !== 'function') throw new InvalidLockOptionsError('onEvent', listener, 'a function (event) => void');
+  if (typeof listener !== 'function')
+    throw new InvalidLockOptionsError('onEvent', listener, 'a function (event) => void');
   return listener as LockEventListener;
 }

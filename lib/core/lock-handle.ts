@@ -95,8 +95,10 @@ export class LockHandle {
    * renewals. Throws LockNotHeldError after release, LockLostError if the lock is gone.
    */
   async extend(ttl?: number): Promise<void> {
-    const next = ttl === undefined ? this.lease.ttl : checkDuration('ttl', ttl, MIN_TTL_MS, this.key);
-    if (this.released || this.lease.state === 'released') throw new LockNotHeldError(this.key, 'extend');
+    const next =
+      ttl === undefined ? this.lease.ttl : checkDuration('ttl', ttl, MIN_TTL_MS, this.key);
+    if (this.released || this.lease.state === 'released')
+      throw new LockNotHeldError(this.key, 'extend');
     this.throwIfLost();
     await this.ops.extend(this.lease, next);
   }

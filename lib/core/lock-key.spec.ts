@@ -11,17 +11,42 @@ describe('key templates', () => {
       }
     }
     expect(parseParameterNames(C.prototype.m)).toEqual(['id', 'amount', null, 'rest']);
-    expect(parseParameterNames(function f(/* a, */ b: string /* c */) { return b; })).toEqual(['b']);
+    expect(
+      parseParameterNames(function f(/* a, */ b: string /* c */) {
+        return b;
+      }),
+    ).toEqual(['b']);
     expect(parseParameterNames(() => 1)).toEqual([]);
   });
 
   it('resolves <name>, <name.path>, <0> and <1.id>', () => {
-    const k = compileLockKey('o:<id>:<dto.customer.id>:<0>:<1.customer.id>', ['id', 'dto'], 'T.m()');
+    const k = compileLockKey(
+      'o:<id>:<dto.customer.id>:<0>:<1.customer.id>',
+      ['id', 'dto'],
+      'T.m()',
+    );
     expect(k.resolve(['42', { customer: { id: 7 } }])).toBe('o:42:7:42:7');
   });
 
   it('encodes every character outside [A-Za-z0-9_-] injectively', () => {
-    const values = [':', '/', '{', '}', '*', '..', '\n', '%', '%25', 'é', '😀', 'a b', '.', '-', '_', 'A'];
+    const values = [
+      ':',
+      '/',
+      '{',
+      '}',
+      '*',
+      '..',
+      '\n',
+      '%',
+      '%25',
+      'é',
+      '😀',
+      'a b',
+      '.',
+      '-',
+      '_',
+      'A',
+    ];
     const encoded = values.map((v) => encodeKeyPart(v));
     expect(new Set(encoded).size).toBe(values.length);
     for (const e of encoded) expect(e).toMatch(/^[A-Za-z0-9_%-]+$/);
@@ -41,7 +66,18 @@ describe('key templates', () => {
 
   it('fails the call for a missing, empty, object, array, boolean, non-finite or lone-surrogate value', () => {
     const k = compileLockKey('o:<dto.id>', ['dto'], 'T.m()');
-    for (const dto of [undefined, null, {}, { id: '' }, { id: {} }, { id: [1] }, { id: true }, { id: Number.NaN }, { id: Infinity }, { id: '\uD800' }]) {
+    for (const dto of [
+      undefined,
+      null,
+      {},
+      { id: '' },
+      { id: {} },
+      { id: [1] },
+      { id: true },
+      { id: Number.NaN },
+      { id: Infinity },
+      { id: '\uD800' },
+    ]) {
       expect(() => k.resolve([dto])).toThrow(LockKeyResolutionError);
     }
     expect(k.resolve([{ id: 10n }])).toBe('o:10');
@@ -50,7 +86,9 @@ describe('key templates', () => {
   });
 
   it('fails at definition for unknown names, positions past the parameters and malformed templates', () => {
-    expect(() => compileLockKey('o:<nope>', ['id'], 'T.m()')).toThrow(/<nope> must name a parameter of T\.m\(\), whose parameters are: id \(0\)/);
+    expect(() => compileLockKey('o:<nope>', ['id'], 'T.m()')).toThrow(
+      /<nope> must name a parameter of T\.m\(\), whose parameters are: id \(0\)/,
+    );
     expect(() => compileLockKey('o:<1>', ['id'], 'T.m()')).toThrow(InvalidLockOptionsError);
     expect(() => compileLockKey('o:<id', ['id'], 'T.m()')).toThrow(/balanced/);
     expect(() => compileLockKey('o:<id.>', ['id'], 'T.m()')).toThrow(InvalidLockOptionsError);

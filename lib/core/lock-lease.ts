@@ -160,7 +160,10 @@ export class LockLease implements BackendLock {
    * lives as long as the session): release from a timer at holdUntil (unref'd; a process that
    * exits frees it with its session). If the renewal finds it gone there is nothing to keep.
    */
-  private async linger(call: <T>(op: Promise<T>, what: string) => Promise<T>, ms: number): Promise<void> {
+  private async linger(
+    call: <T>(op: Promise<T>, what: string) => Promise<T>,
+    ms: number,
+  ): Promise<void> {
     if (!this.backend.capabilities.sessionBased) {
       await call(this.backend.renew([{ ...this.lock, ttl: ms }]), 'release');
       return;
@@ -170,7 +173,6 @@ export class LockLease implements BackendLock {
     }, ms);
     timer.unref?.();
   }
-
 }
 
 export { safeValidity };

@@ -66,21 +66,43 @@ export class LockOperator {
   /** The backend's inspect() of `key` plus this process's holds and waiters of it. */
   async inspect(key: string, backendName = DEFAULT_BACKEND_NAME): Promise<LockInspectionReport> {
     const { backend, fullKey } = this.target(key, backendName, 'inspect');
-    const answer = await this.host.call((backend.inspect as (k: string) => Promise<LockInspection>).call(backend, fullKey), backendName, 'inspect', key);
-    const holders = [...this.host.heldLeases()].filter((l) => l.backendName === backendName && l.fullKey === fullKey);
+    const answer = await this.host.call(
+      (backend.inspect as (k: string) => Promise<LockInspection>).call(backend, fullKey),
+      backendName,
+      'inspect',
+      key,
+    );
+    const holders = [...this.host.heldLeases()].filter(
+      (l) => l.backendName === backendName && l.fullKey === fullKey,
+    );
     const now = performance.now();
     return {
       ...answer,
       backend: backendName,
-      local: { holders: holders.map((l) => this.host.activity.describe(l, now)), waiters: this.host.activity.waitingFor(backendName, key) },
+      local: {
+        holders: holders.map((l) => this.host.activity.describe(l, now)),
+        waiters: this.host.activity.waitingFor(backendName, key),
+      },
     };
   }
 
   /** Frees `key` whoever holds it (the backend's forceRelease()); emitted as 'forceReleased'. */
   async forceRelease(key: string, backendName = DEFAULT_BACKEND_NAME): Promise<boolean> {
     const { backend, fullKey } = this.target(key, backendName, 'forceRelease');
-    const freed = await this.host.call((backend.forceRelease as (k: string) => Promise<boolean>).call(backend, fullKey), backendName, 'forceRelease', key);
-    if (this.host.events.active) this.host.events.emit({ type: 'forceReleased', at: Date.now(), backend: backendName, key, freed });
+    const freed = await this.host.call(
+      (backend.forceRelease as (k: string) => Promise<boolean>).call(backend, fullKey),
+      backendName,
+      'forceRelease',
+      key,
+    );
+    if (this.host.events.active)
+      this.host.events.emit({
+        type: 'forceReleased',
+        at: Date.now(),
+        backend: backendName,
+        key,
+        freed,
+      });
     return freed;
   }
 
@@ -90,7 +112,9 @@ export class LockOperator {
     if (typeof backend.list !== 'function') throw unsupported(backendName, backend, 'list');
     const full = this.host.keyPrefix + prefix;
     const keys = await this.host.call(backend.list(full, limit), backendName, 'list');
-    return keys.filter((k) => k.startsWith(this.host.keyPrefix)).map((k) => k.slice(this.host.keyPrefix.length));
+    return keys
+      .filter((k) => k.startsWith(this.host.keyPrefix))
+      .map((k) => k.slice(this.host.keyPrefix.length));
   }
 
   /** One real round trip per backend (all registered ones when `names` is omitted); never throws. */
@@ -101,22 +125,51 @@ export class LockOperator {
   private async probeOne(name: string): Promise<BackendProbeResult> {
     const backend = this.host.backend(name);
     const probeKey = `${this.host.keyPrefix}health-probe`;
-    const via = typeof backend.ping === 'function' ? 'ping' : typeof backend.inspect === 'function' ? 'inspect' : 'acquire';
+    const via =
+      typeof backend.ping === 'function'
+        ? 'ping'
+        : typeof backend.inspect === 'function'
+          ? 'inspect'
+          : 'acquire';
     const startedAt = performance.now();
     try {
-      if (via === 'ping') await this.host.call((backend.ping as () => Promise<void>).call(backend), name, 'ping');
-      else if (via === 'inspect') await this.host.call((backend.inspect as (k: string) => Promise<unknown>).call(backend, probeKey), name, 'inspect');
+      if (via === 'ping')
+        await this.host.call((backend.ping as () => Promise<void>).call(backend), name, 'ping');
+      else if (via === 'inspect')
+        await this.host.call(
+          (backend.inspect as (k: string) => Promise<unknown>).call(backend, probeKey),
+          name,
+          'inspect',
+        );
       else await this.acquireProbe(backend, name, probeKey);
-      return { backend: name, kind: backend.name, status: 'up', via, latencyMs: Math.round(performance.now() - startedAt) };
+      return {
+        backend: name,
+        kind: backend.name,
+        status: 'up',
+        via,
+        latencyMs: Math.round(performance.now() - startedAt),
+      };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      return { backend: name, kind: backend.name, status: 'down', via, latencyMs: Math.round(performance.now() - startedAt), reason };
+      return {
+        backend: name,
+        kind: backend.name,
+        status: 'down',
+        via,
+        latencyMs: Math.round(performance.now() - startedAt),
+        reason,
+      };
     }
   }
 
   /** A busy answer is a round trip too: another replica's probe may hold the key. */
   private async acquireProbe(backend: LockBackend, name: string, key: string): Promise<void> {
-    const lock = { key, owner: randomBytes(16).toString('hex'), mode: 'exclusive' as const, ttl: Math.max(backend.capabilities.minTtl ?? 0, 5_000) };
+    const lock = {
+      key,
+      owner: randomBytes(16).toString('hex'),
+      mode: 'exclusive' as const,
+      ttl: Math.max(backend.capabilities.minTtl ?? 0, 5_000),
+    };
     const attempt = { ...lock, signal: new AbortController().signal, onLost: () => undefined };
     const result = await this.host.call(backend.tryAcquire(attempt), name, 'health probe');
     if (result.acquired) await this.host.call(backend.release(lock), name, 'health probe release');
@@ -132,5 +185,9 @@ export class LockOperator {
 }
 
 function unsupported(name: string, backend: LockBackend, method: string): InvalidLockOptionsError {
-  return new InvalidLockOptionsError('backend', name, `a backend that implements ${method}() (backend "${name}" is ${backend.name}, which does not)`);
+  return new InvalidLockOptionsError(
+    'backend',
+    name,
+    `a backend that implements ${method}() (backend "${name}" is ${backend.name}, which does not)`,
+  );
 }

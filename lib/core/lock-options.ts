@@ -1,8 +1,18 @@
 import { checkDuration, checkKnownOptions, checkOneOf } from '../backend-kit/option-checker';
-import { DEFAULT_BACKEND_NAME, DEFAULT_TTL_MS, DEFAULT_WAIT_MS, MIN_TTL_MS } from '../distributed-lock.constants';
+import {
+  DEFAULT_BACKEND_NAME,
+  DEFAULT_TTL_MS,
+  DEFAULT_WAIT_MS,
+  MIN_TTL_MS,
+} from '../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockMode } from '../interfaces/lock-backend.interface';
-import type { LockDefaults, LockOnBusy, LockOptions, ResolvedLockOptions } from '../interfaces/lock-options.interface';
+import type {
+  LockDefaults,
+  LockOnBusy,
+  LockOptions,
+  ResolvedLockOptions,
+} from '../interfaces/lock-options.interface';
 
 /**
  * The one place where lock options are validated and defaulted. Runs for forRoot, forRootAsync,
@@ -30,14 +40,30 @@ function checkObject(option: string, value: unknown): Record<string, unknown> {
 }
 
 const DEFAULT_KEYS = new Set(['ttl', 'wait', 'mode', 'onBusy', 'maxHold', 'minHold']);
-const CALL_KEYS = new Set(['ttl', 'wait', 'mode', 'backend', 'maxHold', 'minHold', 'permits', 'signal', 'onBusy']);
+const CALL_KEYS = new Set([
+  'ttl',
+  'wait',
+  'mode',
+  'backend',
+  'maxHold',
+  'minHold',
+  'permits',
+  'signal',
+  'onBusy',
+]);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
   checkKnownOptions(option, value, [...allowed]);
 }
 
 /** Validates module-level defaults; every missing one takes the package default. */
-export function resolveDefaults(input: unknown, option = 'defaults'): Required<Omit<LockDefaults, 'maxHold' | 'minHold'>> & { maxHold: number | undefined; minHold: number | undefined } {
+export function resolveDefaults(
+  input: unknown,
+  option = 'defaults',
+): Required<Omit<LockDefaults, 'maxHold' | 'minHold'>> & {
+  maxHold: number | undefined;
+  minHold: number | undefined;
+} {
   const d = checkObject(option, input);
   rejectUnknown(option, d, DEFAULT_KEYS);
   return {
@@ -62,8 +88,16 @@ export function resolveLockOptions(
   const o = checkObject('options', input) as LockOptions & Record<string, unknown>;
   rejectUnknown('options', o, CALL_KEYS);
   const backend = o.backend === undefined ? DEFAULT_BACKEND_NAME : o.backend;
-  if (typeof backend !== 'string' || (backendNames !== undefined && !backendNames.includes(backend))) {
-    throw new InvalidLockOptionsError('backend', backend, backendNames ? backendNames.map((n) => `'${n}'`).join(', ') : 'a registered backend name', key);
+  if (
+    typeof backend !== 'string' ||
+    (backendNames !== undefined && !backendNames.includes(backend))
+  ) {
+    throw new InvalidLockOptionsError(
+      'backend',
+      backend,
+      backendNames ? backendNames.map((n) => `'${n}'`).join(', ') : 'a registered backend name',
+      key,
+    );
   }
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
     throw new InvalidLockOptionsError('signal', o.signal, 'an AbortSignal', key);
@@ -73,8 +107,10 @@ export function resolveLockOptions(
     wait: o.wait === undefined ? defaults.wait : checkDuration('wait', o.wait, 0, key),
     mode: o.mode === undefined ? defaults.mode : checkMode('mode', o.mode, key),
     backend,
-    maxHold: o.maxHold === undefined ? defaults.maxHold : checkDuration('maxHold', o.maxHold, 1, key),
-    minHold: o.minHold === undefined ? defaults.minHold : checkDuration('minHold', o.minHold, 1, key),
+    maxHold:
+      o.maxHold === undefined ? defaults.maxHold : checkDuration('maxHold', o.maxHold, 1, key),
+    minHold:
+      o.minHold === undefined ? defaults.minHold : checkDuration('minHold', o.minHold, 1, key),
     signal: o.signal,
   };
   const { minHold, maxHold } = resolved;

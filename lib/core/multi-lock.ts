@@ -20,9 +20,11 @@ const MIN_SLICE_MS = 50;
 
 /** Deduplicated keys in the one canonical order every process uses (UTF-16 code unit order). */
 export function canonicalKeys(keys: readonly unknown[]): string[] {
-  if (keys.length === 0) throw new InvalidLockOptionsError('key', keys, 'a key, or a non-empty array of keys');
+  if (keys.length === 0)
+    throw new InvalidLockOptionsError('key', keys, 'a key, or a non-empty array of keys');
   for (const k of keys) {
-    if (typeof k !== 'string' || k.length === 0) throw new InvalidLockOptionsError('key', k, 'non-empty strings in the key array');
+    if (typeof k !== 'string' || k.length === 0)
+      throw new InvalidLockOptionsError('key', k, 'non-empty strings in the key array');
   }
   return [...new Set(keys as string[])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -35,7 +37,11 @@ export function canonicalKeys(keys: readonly unknown[]): string[] {
  * surfaces. The grant is one handle: `keys`, a fencing token per key, one signal that aborts when
  * any key is lost, one release. Each key is an ordinary lock underneath (watchdog, reentrancy).
  */
-export async function acquireAll(engine: MultiLockEngine, keys: readonly string[], options?: LockOptions): Promise<LockHandle> {
+export async function acquireAll(
+  engine: MultiLockEngine,
+  keys: readonly string[],
+  options?: LockOptions,
+): Promise<LockHandle> {
   const ordered = canonicalKeys(keys);
   if (ordered.length === 1) return engine.acquire(ordered[0], options);
   const { ttl, wait } = engine.resolveOptions(options, ordered.join(', '));
@@ -139,9 +145,14 @@ export interface CompiledLockKeys {
 }
 
 /** Compiles `key` or each template of a key array against the method's parameters. */
-export function compileLockKeys(key: LockKey | readonly string[], paramNames: readonly (string | null)[], where: string): CompiledLockKeys {
+export function compileLockKeys(
+  key: LockKey | readonly string[],
+  paramNames: readonly (string | null)[],
+  where: string,
+): CompiledLockKeys {
   if (!Array.isArray(key)) return compileLockKey(key as LockKey, paramNames, where);
-  if (key.length === 0) throw new InvalidLockOptionsError('key', key, `a non-empty array of key templates (${where})`);
+  if (key.length === 0)
+    throw new InvalidLockOptionsError('key', key, `a non-empty array of key templates (${where})`);
   const parts: CompiledLockKey[] = key.map((k) => compileLockKey(k, paramNames, where));
   return {
     template: parts.map((p) => p.template).join(', '),

@@ -6,7 +6,11 @@ import { KEY_TEMPLATE, type LockEventBus, type LockSpanInfo } from './lock-event
 import type { LockHandle } from './lock-handle';
 import type { ResolvedDefaults } from './lock-options';
 
-export type AcquireOutcome = { handle?: LockHandle; error?: unknown; outcome: 'acquired' | 'reentered' | 'busy' | 'timeout' };
+export type AcquireOutcome = {
+  handle?: LockHandle;
+  error?: unknown;
+  outcome: 'acquired' | 'reentered' | 'busy' | 'timeout';
+};
 type AcquireStats = { attempts: number; ahead: number };
 
 /** What the observed acquire needs from the engine. */
@@ -41,7 +45,14 @@ export function observeAcquire(
     if (!engine.events.active) return run() as Promise<AcquireOutcome>;
     const startedAt = performance.now();
     return run().catch((error) => {
-      engine.activity.acquireFailed(key, templateOf(options), options?.mode ?? engine.defaults.mode, backend, error, performance.now() - startedAt);
+      engine.activity.acquireFailed(
+        key,
+        templateOf(options),
+        options?.mode ?? engine.defaults.mode,
+        backend,
+        error,
+        performance.now() - startedAt,
+      );
       throw error;
     }) as Promise<AcquireOutcome>;
   }
@@ -54,7 +65,11 @@ export function observeAcquire(
     backendKind: engine.backends.get(backend)?.name ?? backend,
     mode: options?.mode ?? engine.defaults.mode,
   };
-  return engine.events.wrap(info, () => counted(engine, key, options, backend, run), (r) => r.outcome);
+  return engine.events.wrap(
+    info,
+    () => counted(engine, key, options, backend, run),
+    (r) => r.outcome,
+  );
 }
 
 async function counted(
@@ -70,19 +85,59 @@ async function counted(
   try {
     const result = (await run(stats)) as AcquireOutcome;
     const wait = options?.wait ?? engine.defaults.wait;
-    result.outcome = result.handle ? (stats.attempts === 0 ? 'reentered' : 'acquired') : wait === 0 ? 'busy' : 'timeout';
-    if (engine.events.hot) engine.activity.acquired(key, templateOf(options), mode, backend, result, stats, performance.now() - startedAt);
+    result.outcome = result.handle
+      ? stats.attempts === 0
+        ? 'reentered'
+        : 'acquired'
+      : wait === 0
+        ? 'busy'
+        : 'timeout';
+    if (engine.events.hot)
+      engine.activity.acquired(
+        key,
+        templateOf(options),
+        mode,
+        backend,
+        result,
+        stats,
+        performance.now() - startedAt,
+      );
     return result;
   } catch (error) {
-    if (engine.events.active) engine.activity.acquireFailed(key, templateOf(options), mode, backend, error, performance.now() - startedAt);
+    if (engine.events.active)
+      engine.activity.acquireFailed(
+        key,
+        templateOf(options),
+        mode,
+        backend,
+        error,
+        performance.now() - startedAt,
+      );
     throw error;
   }
 }
 
 /** Runs a locked call inside the tracers (a 'held' span, active for the work inside); plain otherwise. */
-export function runHeld<T>(engine: ObservedEngine, handle: LockHandle, backend: string | undefined, fn: () => T | Promise<T>, keyTemplate?: string): Promise<T> {
+export function runHeld<T>(
+  engine: ObservedEngine,
+  handle: LockHandle,
+  backend: string | undefined,
+  fn: () => T | Promise<T>,
+  keyTemplate?: string,
+): Promise<T> {
   if (!engine.events.tracing) return Promise.resolve().then(fn);
   const name = backend ?? DEFAULT_BACKEND_NAME;
-  const info: LockSpanInfo = { kind: 'held', key: handle.key, keyTemplate, backend: name, backendKind: engine.backends.get(name)?.name ?? name, mode: handle.mode };
-  return engine.events.wrap(info, () => Promise.resolve().then(fn), () => 'ok');
+  const info: LockSpanInfo = {
+    kind: 'held',
+    key: handle.key,
+    keyTemplate,
+    backend: name,
+    backendKind: engine.backends.get(name)?.name ?? name,
+    mode: handle.mode,
+  };
+  return engine.events.wrap(
+    info,
+    () => Promise.resolve().then(fn),
+    () => 'ok',
+  );
 }

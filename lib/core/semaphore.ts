@@ -16,7 +16,10 @@ export interface SemaphoreEngine {
   tryAcquire(key: string, options?: LockOptions): Promise<LockHandle | null>;
   current(key?: string, backend?: string): LockHandle | undefined;
   backend(name?: string): LockBackend;
-  resolveOptions(options: LockOptions | undefined, key?: string): { ttl: number; wait: number; backend: string };
+  resolveOptions(
+    options: LockOptions | undefined,
+    key?: string,
+  ): { ttl: number; wait: number; backend: string };
 }
 
 export function checkPermits(value: unknown, key?: string): number {
@@ -42,11 +45,23 @@ export function seatKey(key: string, i: number): string {
  * uses seats 0..N-1 of its own N, so at most the largest N among them hold at once; keep N in one
  * place (a constant, or config) for the bound you intend.
  */
-export async function acquireSeat(engine: SemaphoreEngine, key: string, permits: number, options: LockOptions = {}): Promise<LockHandle> {
-  if (options.mode === 'shared') throw new InvalidLockOptionsError('mode', 'shared', "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)", key);
+export async function acquireSeat(
+  engine: SemaphoreEngine,
+  key: string,
+  permits: number,
+  options: LockOptions = {},
+): Promise<LockHandle> {
+  if (options.mode === 'shared')
+    throw new InvalidLockOptionsError(
+      'mode',
+      'shared',
+      "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)",
+      key,
+    );
   const o = engine.resolveOptions({ ...options, permits: undefined } as LockOptions, key);
   const seats = Array.from({ length: permits }, (_, i) => seatKey(key, i));
-  const wrap = (seat: LockHandle) => new LockHandle(new CompositeLease([seat], o.ttl, [key]), COMPOSITE_OPS);
+  const wrap = (seat: LockHandle) =>
+    new LockHandle(new CompositeLease([seat], o.ttl, [key]), COMPOSITE_OPS);
   const once = { ...options, permits: undefined, wait: 0 } as LockOptions;
 
   // Re-entrant: this context already holds one of the seats.
@@ -60,7 +75,9 @@ export async function acquireSeat(engine: SemaphoreEngine, key: string, permits:
   // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
   let failure: unknown;
   for (;;) {
-    const listeners: ReleaseListener[] = wakeups ? seats.map((s) => wakeups.listen(engine.keyPrefix + s)) : [];
+    const listeners: ReleaseListener[] = wakeups
+      ? seats.map((s) => wakeups.listen(engine.keyPrefix + s))
+      : [];
     try {
       const start = Math.floor(Math.random() * permits);
       for (let n = 0; n < permits; n++) {
@@ -92,7 +109,10 @@ function firstOf(listeners: ReleaseListener[], ms: number, signal?: AbortSignal)
   signal?.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(onAbort, Math.max(0, ms));
   const waits = listeners.map((l) => l.wait(ms, stop.signal));
-  return Promise.race([new Promise<void>((r) => stop.signal.addEventListener('abort', () => r(), { once: true })), ...waits]).finally(() => {
+  return Promise.race([
+    new Promise<void>((r) => stop.signal.addEventListener('abort', () => r(), { once: true })),
+    ...waits,
+  ]).finally(() => {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
     stop.abort();

@@ -13,13 +13,16 @@ class CountingBackend extends MemoryLockBackend {
   }
 }
 
-const until = (signal: AbortSignal) => new Promise((r) => signal.addEventListener('abort', () => r(signal.reason), { once: true }));
+const until = (signal: AbortSignal) =>
+  new Promise((r) => signal.addEventListener('abort', () => r(signal.reason), { once: true }));
 
 describe('watchdog', () => {
   it('renews every held lock of a backend in one batch per tick', async () => {
     const backend = new CountingBackend();
     const engine = new LockEngine({ backend });
-    const handles = await Promise.all(Array.from({ length: 200 }, (_, i) => engine.acquire(`k${i}`, { ttl: 1_200 })));
+    const handles = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => engine.acquire(`k${i}`, { ttl: 1_200 })),
+    );
     await new Promise((r) => setTimeout(r, 1_000)); // time passing is what is under test (ticks at ~200-400 ms)
     expect(backend.batches.length).toBeGreaterThanOrEqual(2);
     expect(backend.batches.every((n) => n === 200)).toBe(true);

@@ -19,12 +19,17 @@ export interface LeaderOnlyMethod {
  */
 export function LeaderOnly(name: string, options: CampaignOptions = {}): MethodDecorator {
   if (typeof name !== 'string' || !/^[\w.:-]{1,200}$/.test(name)) {
-    throw new InvalidLockOptionsError('@LeaderOnly name', name, 'an election name of letters, digits and _ . : - (1 to 200 characters)');
+    throw new InvalidLockOptionsError(
+      '@LeaderOnly name',
+      name,
+      'an election name of letters, digits and _ . : - (1 to 200 characters)',
+    );
   }
   return (target, propertyKey, descriptor: PropertyDescriptor) => {
     const original = descriptor?.value;
     const where = `${(target as { constructor: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
-    if (typeof original !== 'function') throw new InvalidLockOptionsError('@LeaderOnly', original, `a method (${where})`);
+    if (typeof original !== 'function')
+      throw new InvalidLockOptionsError('@LeaderOnly', original, `a method (${where})`);
     const meta: LeaderOnlyMethod = { name, options: { ...options } };
     const wrapper = function (this: unknown, ...args: unknown[]) {
       const engine = engineRegistry.find(this, where);

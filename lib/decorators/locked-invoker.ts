@@ -14,14 +14,18 @@ import { withRequestSignal } from '../interceptors/request-signal';
 import { KEY_TEMPLATE } from '../core/lock-events';
 import { reported, runHeld } from '../core/observed-acquire';
 
-
 /**
  * Runs a @Locked method: resolve the key from the real arguments (after Nest's pipes, so the same
  * rule holds on controllers and services), acquire in a fresh reentrancy scope, run the method,
  * and hold the lock until its Promise settles or its Observable completes, errors or is
  * unsubscribed. A lost lock fails the call at once with LockLostError.
  */
-export function invokeLocked(instance: unknown, original: Function, args: unknown[], method: LockedMethod): unknown {
+export function invokeLocked(
+  instance: unknown,
+  original: Function,
+  args: unknown[],
+  method: LockedMethod,
+): unknown {
   if (method.returnsObservable) return lockedObservable(instance, original, args, method);
   let engine: LockEngine;
   try {
@@ -35,7 +39,10 @@ export function invokeLocked(instance: unknown, original: Function, args: unknow
     let result: unknown;
     try {
       const run = () => original.apply(instance, withHandle(args, method, handle));
-      result = await raceLost(runHeld(engine, handle, method.options.backend, run, method.key.template), handle.signal);
+      result = await raceLost(
+        runHeld(engine, handle, method.options.backend, run, method.key.template),
+        handle.signal,
+      );
     } catch (error) {
       await handle.release().catch(reported);
       throw error;
@@ -46,7 +53,12 @@ export function invokeLocked(instance: unknown, original: Function, args: unknow
   });
 }
 
-function lockedObservable(instance: unknown, original: Function, args: unknown[], method: LockedMethod): Observable<unknown> {
+function lockedObservable(
+  instance: unknown,
+  original: Function,
+  args: unknown[],
+  method: LockedMethod,
+): Observable<unknown> {
   return new Observable((subscriber) => {
     let inner: Subscription | undefined;
     let handle: LockHandle | null | undefined;
@@ -58,14 +70,16 @@ function lockedObservable(instance: unknown, original: Function, args: unknown[]
       subscriber.error(error);
       return;
     }
-    engine.runInScope(async () => {
-      handle = await acquireFor(engine, args, method);
-      if (!handle) return subscriber.complete();
-      if (closed) return void (await handle.release());
-      const h = handle;
-      const source = original.apply(instance, withHandle(args, method, h)) as Observable<unknown>;
-      inner = holdUntilDone(source, h).subscribe(subscriber);
-    }).catch((error) => subscriber.error(error));
+    engine
+      .runInScope(async () => {
+        handle = await acquireFor(engine, args, method);
+        if (!handle) return subscriber.complete();
+        if (closed) return void (await handle.release());
+        const h = handle;
+        const source = original.apply(instance, withHandle(args, method, h)) as Observable<unknown>;
+        inner = holdUntilDone(source, h).subscribe(subscriber);
+      })
+      .catch((error) => subscriber.error(error));
     return () => {
       closed = true;
       inner?.unsubscribe();
@@ -93,22 +107,39 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
   });
 }
 
-async function acquireFor(engine: LockEngine, args: unknown[], method: LockedMethod): Promise<LockHandle | null> {
+async function acquireFor(
+  engine: LockEngine,
+  args: unknown[],
+  method: LockedMethod,
+): Promise<LockHandle | null> {
   const key = resolveKey(engine, args, method);
   const { onBusy = engine.defaults.onBusy, retryAfter, ...rest } = method.options;
   // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
   const signal = withRequestSignal(undefined);
-  const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }), ...(signal ? { signal } : {}) };
+  const options: LockOptions = {
+    ...rest,
+    ...(onBusy === 'wait' ? {} : { wait: 0 }),
+    ...(signal ? { signal } : {}),
+  };
   (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
   try {
     return timed(await engine.acquire(key, options), key);
   } catch (error) {
     if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
       const backend = method.options.backend ?? 'default';
-      if (engine.events.active) engine.events.emit({ type: 'skipped', at: Date.now(), backend, key: typeof key === 'string' ? key : key.join(', '), keyTemplate: method.key.template, where: method.where });
+      if (engine.events.active)
+        engine.events.emit({
+          type: 'skipped',
+          at: Date.now(),
+          backend,
+          key: typeof key === 'string' ? key : key.join(', '),
+          keyTemplate: method.key.template,
+          where: method.where,
+        });
       return null;
     }
-    if (retryAfter !== undefined && error instanceof LockAcquireTimeoutError) retryAfterHints.set(error, retryAfter);
+    if (retryAfter !== undefined && error instanceof LockAcquireTimeoutError)
+      retryAfterHints.set(error, retryAfter);
     throw error;
   }
 }
@@ -118,7 +149,9 @@ export function timed(handle: LockHandle, key: string | readonly string[]): Lock
   const grantedAt = performance.now();
   const release = handle.release.bind(handle);
   handle.release = async () => {
-    if (handle.held) for (const k of typeof key === 'string' ? [key] : key) holdTimes.record(k, performance.now() - grantedAt);
+    if (handle.held)
+      for (const k of typeof key === 'string' ? [key] : key)
+        holdTimes.record(k, performance.now() - grantedAt);
     return release();
   };
   return handle;
@@ -129,11 +162,17 @@ function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): 
   try {
     for (const k of Array.isArray(key) ? key : [key]) {
       checkLockKey(k);
-      checkLockKey(engine.keyPrefix + k, Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength));
+      checkLockKey(
+        engine.keyPrefix + k,
+        Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength),
+      );
     }
   } catch (error) {
     // A key built from request values that does not fit is the request's fault (400), not the code's.
-    const message = error instanceof DistributedLockError ? error.message.replace(/^Invalid lock option "key": /, '') : String(error);
+    const message =
+      error instanceof DistributedLockError
+        ? error.message.replace(/^Invalid lock option "key": /, '')
+        : String(error);
     throw new LockKeyResolutionError(method.key.template, message);
   }
   return key;
@@ -145,5 +184,3 @@ function withHandle(args: unknown[], method: LockedMethod, handle: LockHandle): 
   copy[method.currentLockIndex] = handle;
   return copy;
 }
-
-

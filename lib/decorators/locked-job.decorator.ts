@@ -30,15 +30,27 @@ export interface LockedJobOptions {
  */
 export function LockedJob(name: string, options: LockedJobOptions): LockedMethodDecorator<any[]> {
   if (typeof name !== 'string' || !/^[\w.:-]{1,200}$/.test(name)) {
-    throw new InvalidLockOptionsError('@LockedJob name', name, 'a job name of letters, digits and _ . : - (1 to 200 characters)');
+    throw new InvalidLockOptionsError(
+      '@LockedJob name',
+      name,
+      'a job name of letters, digits and _ . : - (1 to 200 characters)',
+    );
   }
   if (options === null || typeof options !== 'object') {
-    throw new InvalidLockOptionsError('@LockedJob options', options, '{ minHold, maxHold?, ttl?, backend? }');
+    throw new InvalidLockOptionsError(
+      '@LockedJob options',
+      options,
+      '{ minHold, maxHold?, ttl?, backend? }',
+    );
   }
   const known = ['minHold', 'maxHold', 'ttl', 'backend'];
   for (const option of Object.keys(options)) {
     if (!known.includes(option)) {
-      throw new InvalidLockOptionsError(option, (options as unknown as Record<string, unknown>)[option], `one of ${known.join(', ')} (unknown option of @LockedJob('${name}'))`);
+      throw new InvalidLockOptionsError(
+        option,
+        (options as unknown as Record<string, unknown>)[option],
+        `one of ${known.join(', ')} (unknown option of @LockedJob('${name}'))`,
+      );
     }
   }
   checkDuration('minHold', options.minHold, 1, name);

@@ -12,7 +12,17 @@ import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { invokeLocked } from './locked-invoker';
 import { keyParameterNames } from './key-param.decorator';
 
-const KNOWN = new Set(['ttl', 'wait', 'mode', 'backend', 'onBusy', 'maxHold', 'minHold', 'permits', 'retryAfter']);
+const KNOWN = new Set([
+  'ttl',
+  'wait',
+  'mode',
+  'backend',
+  'onBusy',
+  'maxHold',
+  'minHold',
+  'permits',
+  'retryAfter',
+]);
 
 /** What a @Locked method may return: the lock is held until the Promise settles or the Observable ends. */
 export type LockedResult = Promise<unknown> | Observable<unknown>;
@@ -22,7 +32,9 @@ export type LockedResult = Promise<unknown> | Observable<unknown>;
  * neither a Promise nor an Observable a compile error (such a method would silently start
  * returning a Promise), and checks a key function's parameters against the method's.
  */
-export type LockedMethodDecorator<A extends unknown[]> = <T extends (...args: [...A, ...any[]]) => LockedResult>(
+export type LockedMethodDecorator<A extends unknown[]> = <
+  T extends (...args: [...A, ...any[]]) => LockedResult,
+>(
   target: object,
   propertyKey: string | symbol,
   descriptor: TypedPropertyDescriptor<T>,
@@ -44,18 +56,31 @@ export type LockedMethodDecorator<A extends unknown[]> = <T extends (...args: [.
  * against the method's (`@Locked((id: string) => `order:${id}`)` on `pay(id: string, ...)`).
  * Errors in the template or options fail here, at class definition (application start-up).
  */
-export function Locked<A extends unknown[] = any[]>(key: string | readonly string[] | ((...args: A) => string), options: LockedOptions = {}): LockedMethodDecorator<A> {
-  return <T extends (...args: [...A, ...any[]]) => LockedResult>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
+export function Locked<A extends unknown[] = any[]>(
+  key: string | readonly string[] | ((...args: A) => string),
+  options: LockedOptions = {},
+): LockedMethodDecorator<A> {
+  return <T extends (...args: [...A, ...any[]]) => LockedResult>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<T>,
+  ) => {
     const original = descriptor?.value;
     const where = `${(target as { constructor: Function }).constructor?.name ?? 'anonymous'}.${String(propertyKey)}()`;
-    if (typeof original !== 'function') throw new InvalidLockOptionsError('@Locked', original, `a method (${where})`);
+    if (typeof original !== 'function')
+      throw new InvalidLockOptionsError('@Locked', original, `a method (${where})`);
     checkLockedOptions(options, where);
     const method: LockedMethod = {
       where,
-      key: compileLockKeys(key as LockKey | readonly string[], keyParameterNames(parseParameterNames(original), target, propertyKey), where),
+      key: compileLockKeys(
+        key as LockKey | readonly string[],
+        keyParameterNames(parseParameterNames(original), target, propertyKey),
+        where,
+      ),
       options: { ...options },
       currentLockIndex: Reflect.getMetadata(CURRENT_LOCK_PARAM_METADATA, target, propertyKey),
-      returnsObservable: Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
+      returnsObservable:
+        Reflect.getMetadata('design:returntype', target, propertyKey) === Observable,
     };
     const wrapper = function (this: unknown, ...args: unknown[]) {
       return invokeLocked(this, original, args, method);
@@ -73,9 +98,15 @@ export function Locked<A extends unknown[] = any[]>(key: string | readonly strin
 
 /** Static checks of @Locked options; backend names are checked at bootstrap by the explorer. */
 function checkLockedOptions(options: LockedOptions, where: string): void {
-  if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('@Locked options', options, `an object (${where})`);
+  if (options === null || typeof options !== 'object')
+    throw new InvalidLockOptionsError('@Locked options', options, `an object (${where})`);
   for (const [name, value] of Object.entries(options)) {
-    if (!KNOWN.has(name)) throw new InvalidLockOptionsError(name, value, `one of ${[...KNOWN].join(', ')} (unknown option of @Locked on ${where})`);
+    if (!KNOWN.has(name))
+      throw new InvalidLockOptionsError(
+        name,
+        value,
+        `one of ${[...KNOWN].join(', ')} (unknown option of @Locked on ${where})`,
+      );
   }
   if (options.ttl !== undefined) checkDuration('ttl', options.ttl, MIN_TTL_MS, where);
   if (options.wait !== undefined) checkDuration('wait', options.wait, 0, where);
@@ -85,7 +116,14 @@ function checkLockedOptions(options: LockedOptions, where: string): void {
   if (options.retryAfter !== undefined) checkDuration('retryAfter', options.retryAfter, 0, where);
   if (options.mode !== undefined) checkMode('mode', options.mode, where);
   if (options.onBusy !== undefined) checkOnBusy('onBusy', options.onBusy, where);
-  if (options.backend !== undefined && (typeof options.backend !== 'string' || options.backend.length === 0)) {
-    throw new InvalidLockOptionsError('backend', options.backend, `a registered backend name (${where})`);
+  if (
+    options.backend !== undefined &&
+    (typeof options.backend !== 'string' || options.backend.length === 0)
+  ) {
+    throw new InvalidLockOptionsError(
+      'backend',
+      options.backend,
+      `a registered backend name (${where})`,
+    );
   }
 }

@@ -1,4 +1,10 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LEADER_ONLY_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
 import type { LeaderOnlyMethod } from '../decorators/leader-only.decorator';
@@ -30,7 +36,9 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
 
   /** Whether `instance` is one of the providers or controllers Nest created in this container. */
   private owns(instance: object): boolean {
-    return [...this.discovery.getProviders(), ...this.discovery.getControllers()].some((w) => w.instance === instance);
+    return [...this.discovery.getProviders(), ...this.discovery.getControllers()].some(
+      (w) => w.instance === instance,
+    );
   }
 
   onModuleInit(): void {
@@ -43,13 +51,18 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
       if (!proto) continue;
       let found = false;
       for (const name of this.scanner.getAllMethodNames(proto)) {
-        const leader = Reflect.getMetadata(LEADER_ONLY_METADATA, proto[name]) as LeaderOnlyMethod | undefined;
+        const leader = Reflect.getMetadata(LEADER_ONLY_METADATA, proto[name]) as
+          LeaderOnlyMethod | undefined;
         if (leader) {
           found = true;
-          this.engine.resolveOptions({ ttl: leader.options.ttl, backend: leader.options.backend }, leader.name);
+          this.engine.resolveOptions(
+            { ttl: leader.options.ttl, backend: leader.options.backend },
+            leader.name,
+          );
           this.campaigns.push(leader);
         }
-        const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as LockedMethod | undefined;
+        const method = Reflect.getMetadata(LOCKED_METADATA, proto[name]) as
+          LockedMethod | undefined;
         if (!method) continue;
         found = true;
         const { retryAfter: _retryAfter, ...lockOptions } = method.options;

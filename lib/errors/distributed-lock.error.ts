@@ -18,7 +18,11 @@ export class DistributedLockError extends Error {
   readonly code: DistributedLockErrorCode;
   readonly key: string | undefined;
 
-  constructor(code: DistributedLockErrorCode, message: string, options: { key?: string; cause?: unknown } = {}) {
+  constructor(
+    code: DistributedLockErrorCode,
+    message: string,
+    options: { key?: string; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;

@@ -5,15 +5,20 @@ export class InvalidLockOptionsError extends DistributedLockError {
   readonly option: string;
 
   constructor(option: string, value: unknown, allowed: string, key?: string) {
-    super('INVALID_LOCK_OPTIONS', `Invalid lock option "${option}": got ${describe(value)}; allowed: ${allowed}`, {
-      key,
-    });
+    super(
+      'INVALID_LOCK_OPTIONS',
+      `Invalid lock option "${option}": got ${describe(value)}; allowed: ${allowed}`,
+      {
+        key,
+      },
+    );
     this.option = option;
   }
 }
 
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
   if (Array.isArray(value)) return `array(${value.length})`;

@@ -6,7 +6,11 @@ export class LockBackendUnavailableError extends DistributedLockError {
 
   constructor(backend: string, message: string, options: { key?: string; cause?: unknown } = {}) {
     const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
-    super('LOCK_BACKEND_UNAVAILABLE', `Lock backend "${backend}" is unavailable (${message})${why}`, options);
+    super(
+      'LOCK_BACKEND_UNAVAILABLE',
+      `Lock backend "${backend}" is unavailable (${message})${why}`,
+      options,
+    );
     this.backend = backend;
   }
 }

@@ -5,7 +5,9 @@ export class LockKeyResolutionError extends DistributedLockError {
   readonly template: string;
 
   constructor(template: string, message: string) {
-    super('LOCK_KEY_RESOLUTION', `Cannot resolve lock key "${template}": ${message}`, { key: template });
+    super('LOCK_KEY_RESOLUTION', `Cannot resolve lock key "${template}": ${message}`, {
+      key: template,
+    });
     this.template = template;
   }
 }

@@ -6,6 +6,9 @@ import { DistributedLockError } from './distributed-lock.error';
  */
 export class RequestAbortedError extends DistributedLockError {
   constructor() {
-    super('REQUEST_ABORTED', 'The client closed the connection while its request waited for a lock');
+    super(
+      'REQUEST_ABORTED',
+      'The client closed the connection while its request waited for a lock',
+    );
   }
 }

@@ -13,11 +13,25 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
  * the gateways at init). They go first in the class's lists: a filter or interceptor of your own on
  * the class or method is still asked before ours. Runs again for each module, replacing ours.
  */
-export function bindToGateways(classes: Iterable<unknown>, options: DistributedLockModuleOptions): void {
+export function bindToGateways(
+  classes: Iterable<unknown>,
+  options: DistributedLockModuleOptions,
+): void {
   for (const metatype of classes) {
-    if (typeof metatype !== 'function' || !Reflect.getMetadata(GATEWAY_METADATA, metatype)) continue;
-    prepend(metatype, EXCEPTION_FILTERS_METADATA, new LockExceptionFilter(options), LockExceptionFilter);
-    prepend(metatype, INTERCEPTORS_METADATA, new RequestLifecycleInterceptor(), RequestLifecycleInterceptor);
+    if (typeof metatype !== 'function' || !Reflect.getMetadata(GATEWAY_METADATA, metatype))
+      continue;
+    prepend(
+      metatype,
+      EXCEPTION_FILTERS_METADATA,
+      new LockExceptionFilter(options),
+      LockExceptionFilter,
+    );
+    prepend(
+      metatype,
+      INTERCEPTORS_METADATA,
+      new RequestLifecycleInterceptor(),
+      RequestLifecycleInterceptor,
+    );
   }
 }
 

@@ -13,20 +13,32 @@ describe('lockErrorResponse', () => {
     const cases = [
       [new LockAcquireTimeoutError(secret, 0, 2_000), 409],
       [new LockLostError(secret, 'renewal found it gone', driver), 409],
-      [new LockKeyResolutionError(`order:<id> of ${secret}`, 'the key function threw: TypeError'), 400],
-      [new LockBackendUnavailableError('default (redis)', 'acquire failed', { key: secret, cause: driver }), 503],
+      [
+        new LockKeyResolutionError(`order:<id> of ${secret}`, 'the key function threw: TypeError'),
+        400,
+      ],
+      [
+        new LockBackendUnavailableError('default (redis)', 'acquire failed', {
+          key: secret,
+          cause: driver,
+        }),
+        503,
+      ],
     ] as const;
     for (const [error, status] of cases) {
       const response = lockErrorResponse(error);
       expect(response?.status).toBe(status);
       expect(response?.code).toBe(error.code);
       const text = JSON.stringify(response);
-      for (const leak of [secret, 'ECONNREFUSED', '10.1.2.3', 'redis', 'TypeError']) expect(text).not.toContain(leak);
+      for (const leak of [secret, 'ECONNREFUSED', '10.1.2.3', 'redis', 'TypeError'])
+        expect(text).not.toContain(leak);
     }
   });
 
   it('busy answers carry retryAfter in ms (the remaining ttl for a key without history)', () => {
-    expect(lockErrorResponse(new LockAcquireTimeoutError('fresh-key', 0, 2_500))?.retryAfter).toBe(2_500);
+    expect(lockErrorResponse(new LockAcquireTimeoutError('fresh-key', 0, 2_500))?.retryAfter).toBe(
+      2_500,
+    );
     expect(retryAfterSeconds(2_500)).toBe(3);
     expect(retryAfterSeconds(10)).toBe(1);
   });
@@ -38,13 +50,22 @@ describe('lockErrorResponse', () => {
   });
 
   it('bugs (bad options) get no client-facing answer: the transport’s generic 500', () => {
-    expect(lockErrorResponse(new InvalidLockOptionsError('ttl', -1, 'a positive integer'))).toBeUndefined();
+    expect(
+      lockErrorResponse(new InvalidLockOptionsError('ttl', -1, 'a positive integer')),
+    ).toBeUndefined();
   });
 });
 
 describe('resolveErrorMapping', () => {
   it('defaults to every transport; httpErrors still overrides http', () => {
-    expect(resolveErrorMapping({}).mapping).toEqual({ http: true, rpc: true, ws: true, graphql: true });
-    expect(resolveErrorMapping({ errorMapping: { ws: false }, httpErrors: false }).mapping).toEqual({ http: false, rpc: true, ws: false, graphql: true });
+    expect(resolveErrorMapping({}).mapping).toEqual({
+      http: true,
+      rpc: true,
+      ws: true,
+      graphql: true,
+    });
+    expect(resolveErrorMapping({ errorMapping: { ws: false }, httpErrors: false }).mapping).toEqual(
+      { http: false, rpc: true, ws: false, graphql: true },
+    );
   });
 });

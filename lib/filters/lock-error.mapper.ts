@@ -15,45 +15,89 @@ const TRANSPORTS: readonly LockTransport[] = ['http', 'rpc', 'ws', 'graphql'];
 
 /** The errors a client can act on; the rest (bad options, no module...) are bugs: a plain 500. */
 const ANSWERS: Partial<Record<string, { status: number; error: string; message: string }>> = {
-  LOCK_ACQUIRE_TIMEOUT: { status: 409, error: 'Conflict', message: 'The resource is busy; retry later' },
-  LOCK_LOST: { status: 409, error: 'Conflict', message: 'The operation lost its lock and was stopped; retry' },
-  LOCK_KEY_RESOLUTION: { status: 400, error: 'Bad Request', message: 'The request does not identify the resource to lock' },
-  LOCK_BACKEND_UNAVAILABLE: { status: 503, error: 'Service Unavailable', message: 'The lock service is unavailable; retry later' },
+  LOCK_ACQUIRE_TIMEOUT: {
+    status: 409,
+    error: 'Conflict',
+    message: 'The resource is busy; retry later',
+  },
+  LOCK_LOST: {
+    status: 409,
+    error: 'Conflict',
+    message: 'The operation lost its lock and was stopped; retry',
+  },
+  LOCK_KEY_RESOLUTION: {
+    status: 400,
+    error: 'Bad Request',
+    message: 'The request does not identify the resource to lock',
+  },
+  LOCK_BACKEND_UNAVAILABLE: {
+    status: 503,
+    error: 'Service Unavailable',
+    message: 'The lock service is unavailable; retry later',
+  },
 };
 
 /** Per transport: false (leave to Nest), true (default) or a mapper. */
 export type ResolvedErrorMapping = Record<LockTransport, boolean | LockErrorMapper>;
 
 /** Validates errorMapping / httpErrors / exposeErrorDetails (forRoot and forRootAsync alike). */
-export function resolveErrorMapping(options: DistributedLockModuleOptions): { mapping: ResolvedErrorMapping; expose: boolean } {
+export function resolveErrorMapping(options: DistributedLockModuleOptions): {
+  mapping: ResolvedErrorMapping;
+  expose: boolean;
+} {
   const { errorMapping = true, httpErrors, exposeErrorDetails = false } = options;
   const allowed = 'true, false or a function (error, host, response) => exception';
   const check = (name: string, v: unknown) => {
-    if (typeof v !== 'boolean' && typeof v !== 'function') throw new InvalidLockOptionsError(name, v, allowed);
+    if (typeof v !== 'boolean' && typeof v !== 'function')
+      throw new InvalidLockOptionsError(name, v, allowed);
     return v as boolean | LockErrorMapper;
   };
   const mapping = {} as ResolvedErrorMapping;
   if (typeof errorMapping === 'boolean') {
     for (const t of TRANSPORTS) mapping[t] = errorMapping;
-  } else if (errorMapping !== null && typeof errorMapping === 'object' && !Array.isArray(errorMapping)) {
+  } else if (
+    errorMapping !== null &&
+    typeof errorMapping === 'object' &&
+    !Array.isArray(errorMapping)
+  ) {
     for (const name of Object.keys(errorMapping)) {
-      if (!TRANSPORTS.includes(name as LockTransport)) throw new InvalidLockOptionsError(`errorMapping.${name}`, errorMapping[name as LockTransport], `one of ${TRANSPORTS.join(', ')}`);
+      if (!TRANSPORTS.includes(name as LockTransport))
+        throw new InvalidLockOptionsError(
+          `errorMapping.${name}`,
+          errorMapping[name as LockTransport],
+          `one of ${TRANSPORTS.join(', ')}`,
+        );
     }
-    for (const t of TRANSPORTS) mapping[t] = errorMapping[t] === undefined ? true : check(`errorMapping.${t}`, errorMapping[t]);
+    for (const t of TRANSPORTS)
+      mapping[t] =
+        errorMapping[t] === undefined ? true : check(`errorMapping.${t}`, errorMapping[t]);
   } else {
-    throw new InvalidLockOptionsError('errorMapping', errorMapping, 'true, false or { http, rpc, ws, graphql }');
+    throw new InvalidLockOptionsError(
+      'errorMapping',
+      errorMapping,
+      'true, false or { http, rpc, ws, graphql }',
+    );
   }
   if (httpErrors !== undefined) mapping.http = check('httpErrors', httpErrors);
-  if (typeof exposeErrorDetails !== 'boolean') throw new InvalidLockOptionsError('exposeErrorDetails', exposeErrorDetails, 'true or false');
+  if (typeof exposeErrorDetails !== 'boolean')
+    throw new InvalidLockOptionsError('exposeErrorDetails', exposeErrorDetails, 'true or false');
   return { mapping, expose: exposeErrorDetails };
 }
 
 /** What a client may learn about `error`, or undefined for errors that are bugs (answered as 500). */
-export function lockErrorResponse(error: DistributedLockError, expose = false): LockErrorResponse | undefined {
+export function lockErrorResponse(
+  error: DistributedLockError,
+  expose = false,
+): LockErrorResponse | undefined {
   const answer = ANSWERS[error.code];
   if (!answer) return undefined;
-  const response: LockErrorResponse = { status: answer.status, code: error.code, message: expose ? error.message : answer.message };
-  if (error instanceof LockAcquireTimeoutError) response.retryAfter = Math.round(estimateRetryAfter(error, error.key, error.retryAfter));
+  const response: LockErrorResponse = {
+    status: answer.status,
+    code: error.code,
+    message: expose ? error.message : answer.message,
+  };
+  if (error instanceof LockAcquireTimeoutError)
+    response.retryAfter = Math.round(estimateRetryAfter(error, error.key, error.retryAfter));
   if (expose && error.key !== undefined) response.key = error.key;
   return response;
 }
@@ -74,11 +118,19 @@ export function retryAfterSeconds(ms: number): number {
  * retryAfter), RpcException / WsException (payload: code, message, retryAfter), GraphQLError
  * (extensions: code, retryAfter). Undefined when the transport's package is missing.
  */
-export function defaultLockException(transport: string, error: DistributedLockError, r: LockErrorResponse): unknown {
+export function defaultLockException(
+  transport: string,
+  error: DistributedLockError,
+  r: LockErrorResponse,
+): unknown {
   switch (transport) {
     case 'http': {
       const answer = ANSWERS[r.code];
-      return new HttpException({ statusCode: r.status, error: answer?.error, ...lockErrorPayload(r) }, r.status, { cause: error });
+      return new HttpException(
+        { statusCode: r.status, error: answer?.error, ...lockErrorPayload(r) },
+        r.status,
+        { cause: error },
+      );
     }
     case 'rpc': {
       const rpc = optionalPeer<RpcModule>('@nestjs/microservices');

@@ -4,7 +4,12 @@ import { throwError, type Observable } from 'rxjs';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
-import { mapLockError, resolveErrorMapping, retryAfterSeconds, type ResolvedErrorMapping } from './lock-error.mapper';
+import {
+  mapLockError,
+  resolveErrorMapping,
+  retryAfterSeconds,
+  type ResolvedErrorMapping,
+} from './lock-error.mapper';
 import type { TransportException } from './optional-peers';
 
 const INTERNAL = { status: 'error', message: 'Internal server error' };
@@ -35,7 +40,11 @@ export class LockExceptionFilter extends BaseExceptionFilter {
     switch (host.getType<string>()) {
       case 'http': {
         if (mapped && !mapped.custom && mapped.response.retryAfter !== undefined) {
-          this.setHeader(host, 'Retry-After', String(retryAfterSeconds(mapped.response.retryAfter)));
+          this.setHeader(
+            host,
+            'Retry-After',
+            String(retryAfterSeconds(mapped.response.retryAfter)),
+          );
         }
         // A lock error nobody mapped is a bug: BaseExceptionFilter logs it and answers a bare 500.
         return super.catch(exception, host);
@@ -50,16 +59,27 @@ export class LockExceptionFilter extends BaseExceptionFilter {
   }
 
   private rpc(exception: unknown): Observable<never> {
-    const payload = exception === undefined ? INTERNAL : isTransportException(exception) ? exception.getError() : exception;
+    const payload =
+      exception === undefined
+        ? INTERNAL
+        : isTransportException(exception)
+          ? exception.getError()
+          : exception;
     return throwError(() => payload);
   }
 
   private ws(exception: unknown, host: ArgumentsHost): void {
-    const data = exception === undefined ? INTERNAL : isTransportException(exception) ? exception.getError() : exception;
+    const data =
+      exception === undefined
+        ? INTERNAL
+        : isTransportException(exception)
+          ? exception.getError()
+          : exception;
     const client = host.switchToWs().getClient<Record<string, unknown>>();
     // socket.io sockets emit to the peer; a platform-ws WebSocket's emit() is local, so send a frame.
     if (client && !('nsp' in client) && typeof client.send === 'function') {
-      if (client.readyState === 1) (client.send as (s: string) => void)(JSON.stringify({ event: 'exception', data }));
+      if (client.readyState === 1)
+        (client.send as (s: string) => void)(JSON.stringify({ event: 'exception', data }));
     } else if (client && typeof client.emit === 'function') {
       (client.emit as (e: string, d: unknown) => void)('exception', data);
     }
@@ -73,5 +93,8 @@ export class LockExceptionFilter extends BaseExceptionFilter {
 }
 
 function isTransportException(value: unknown): value is TransportException {
-  return !(value instanceof HttpException) && typeof (value as TransportException | null)?.getError === 'function';
+  return (
+    !(value instanceof HttpException) &&
+    typeof (value as TransportException | null)?.getError === 'function'
+  );
 }

@@ -5,7 +5,9 @@
  */
 const cache = new Map<string, unknown>();
 
-export function optionalPeer<T>(name: 'graphql' | '@nestjs/microservices' | '@nestjs/websockets'): T | undefined {
+export function optionalPeer<T>(
+  name: 'graphql' | '@nestjs/microservices' | '@nestjs/websockets',
+): T | undefined {
   if (!cache.has(name)) {
     let loaded: unknown;
     try {
@@ -29,5 +31,8 @@ export interface WsModule {
   WsException: new (error: string | object) => TransportException;
 }
 export interface GraphqlModule {
-  GraphQLError: new (message: string, options?: { extensions?: Record<string, unknown>; originalError?: Error }) => Error;
+  GraphQLError: new (
+    message: string,
+    options?: { extensions?: Record<string, unknown>; originalError?: Error },
+  ) => Error;
 }

@@ -28,11 +28,20 @@ export class DistributedLockHealthIndicator {
     const down = results.filter((r) => r.status === 'down');
     const backends = Object.fromEntries(results.map((r) => [r.backend, details(r)]));
     const status = down.length === 0 ? 'up' : 'down';
-    const message = down.length === 0 ? undefined : down.map((r) => `${r.backend} (${r.kind}): ${r.reason}`).join('; ');
+    const message =
+      down.length === 0
+        ? undefined
+        : down.map((r) => `${r.backend} (${r.kind}): ${r.reason}`).join('; ');
     return { [key]: { status, ...(message ? { message } : {}), backends } };
   }
 }
 
 function details(r: BackendProbeResult) {
-  return { status: r.status, kind: r.kind, via: r.via, latencyMs: r.latencyMs, ...(r.reason ? { reason: r.reason } : {}) };
+  return {
+    status: r.status,
+    kind: r.kind,
+    via: r.via,
+    latencyMs: r.latencyMs,
+    ...(r.reason ? { reason: r.reason } : {}),
+  };
 }

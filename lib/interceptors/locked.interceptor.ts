@@ -10,7 +10,13 @@ import {
 import { catchError, throwError, type Observable } from 'rxjs';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { DistributedLockError } from '../errors/distributed-lock.error';
-import { defaultLockException, lockErrorResponse, mapLockError, resolveErrorMapping, retryAfterSeconds } from '../filters/lock-error.mapper';
+import {
+  defaultLockException,
+  lockErrorResponse,
+  mapLockError,
+  resolveErrorMapping,
+  retryAfterSeconds,
+} from '../filters/lock-error.mapper';
 import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
 
 /**
@@ -24,7 +30,9 @@ import type { DistributedLockModuleOptions } from '../interfaces/distributed-loc
 export class LockedInterceptor implements NestInterceptor {
   private readonly settings: ReturnType<typeof resolveErrorMapping>;
 
-  constructor(@Optional() @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS) options?: DistributedLockModuleOptions) {
+  constructor(
+    @Optional() @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS) options?: DistributedLockModuleOptions,
+  ) {
     this.settings = resolveErrorMapping(options ?? {});
   }
 
@@ -33,7 +41,12 @@ export class LockedInterceptor implements NestInterceptor {
       catchError((error: unknown) => {
         if (!(error instanceof DistributedLockError)) return throwError(() => error);
         const mapped = mapLockError(error, context, this.settings);
-        if (mapped && !mapped.custom && mapped.response.retryAfter !== undefined && context.getType() === 'http') {
+        if (
+          mapped &&
+          !mapped.custom &&
+          mapped.response.retryAfter !== undefined &&
+          context.getType() === 'http'
+        ) {
           setRetryAfter(context, retryAfterSeconds(mapped.response.retryAfter));
         }
         return throwError(() => mapped?.exception ?? error);
@@ -49,14 +62,19 @@ export class LockedInterceptor implements NestInterceptor {
 export function toHttpException(error: DistributedLockError, host: ArgumentsHost): unknown {
   const response = lockErrorResponse(error);
   if (!response) return error;
-  if (response.retryAfter !== undefined) setRetryAfter(host, retryAfterSeconds(response.retryAfter));
+  if (response.retryAfter !== undefined)
+    setRetryAfter(host, retryAfterSeconds(response.retryAfter));
   return defaultLockException('http', error, response);
 }
 
-type HeaderTarget = { setHeader?: (k: string, v: string) => void; header?: (k: string, v: string) => void };
+type HeaderTarget = {
+  setHeader?: (k: string, v: string) => void;
+  header?: (k: string, v: string) => void;
+};
 
 function setRetryAfter(host: ArgumentsHost, seconds: number): void {
   const res = host.switchToHttp().getResponse<HeaderTarget>();
-  if (typeof res?.header === 'function') res.header('Retry-After', String(seconds)); // Fastify reply, Express res
+  if (typeof res?.header === 'function')
+    res.header('Retry-After', String(seconds)); // Fastify reply, Express res
   else res?.setHeader?.('Retry-After', String(seconds));
 }

@@ -1,4 +1,9 @@
-import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Injectable,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { finalize, type Observable } from 'rxjs';
 import { RequestAbortedError } from '../errors/request-aborted.error';
 import { runWithRequestSignal } from './request-signal';
@@ -39,7 +44,12 @@ export class RequestLifecycleInterceptor implements NestInterceptor {
     };
     if (source.gone()) controller.abort(new RequestAbortedError());
     else source.emitter.once(source.event, onGone);
-    const remove = () => (source.emitter.off ?? source.emitter.removeListener)?.call(source.emitter, source.event, onGone);
+    const remove = () =>
+      (source.emitter.off ?? source.emitter.removeListener)?.call(
+        source.emitter,
+        source.event,
+        onGone,
+      );
     // next.handle() binds the handler to the current async context: the signal travels with it.
     return runWithRequestSignal(controller.signal, () => next.handle()).pipe(finalize(remove));
   }
@@ -51,19 +61,33 @@ function goneSource(context: ExecutionContext): GoneSource | undefined {
       return responseSource(context.switchToHttp().getResponse());
     case 'graphql': {
       // Apollo on Express gives { req } (Express links req.res); Mercurius gives { reply }.
-      const ctx = context.getArgByIndex<{ req?: { res?: unknown }; res?: unknown; reply?: unknown } | undefined>(2);
+      const ctx = context.getArgByIndex<
+        { req?: { res?: unknown }; res?: unknown; reply?: unknown } | undefined
+      >(2);
       return responseSource(ctx?.res ?? ctx?.reply ?? ctx?.req?.res);
     }
     case 'ws': {
       const client = context.switchToWs().getClient<Record<string, unknown> & Emitter>();
       if (!isEmitter(client)) return undefined;
-      if ('nsp' in client) return { emitter: client, event: 'disconnect', gone: () => client.connected === false };
-      return { emitter: client, event: 'close', gone: () => typeof client.readyState === 'number' && client.readyState > 1 };
+      if ('nsp' in client)
+        return { emitter: client, event: 'disconnect', gone: () => client.connected === false };
+      return {
+        emitter: client,
+        event: 'close',
+        gone: () => typeof client.readyState === 'number' && client.readyState > 1,
+      };
     }
     case 'rpc': {
-      const ctx = context.switchToRpc().getContext<{ getSocketRef?: () => { netSocket?: unknown } } | undefined>();
-      const socket = typeof ctx?.getSocketRef === 'function' ? (ctx.getSocketRef().netSocket as Record<string, unknown> & Emitter) : undefined;
-      return isEmitter(socket) ? { emitter: socket, event: 'close', gone: () => socket.destroyed === true } : undefined;
+      const ctx = context
+        .switchToRpc()
+        .getContext<{ getSocketRef?: () => { netSocket?: unknown } } | undefined>();
+      const socket =
+        typeof ctx?.getSocketRef === 'function'
+          ? (ctx.getSocketRef().netSocket as Record<string, unknown> & Emitter)
+          : undefined;
+      return isEmitter(socket)
+        ? { emitter: socket, event: 'close', gone: () => socket.destroyed === true }
+        : undefined;
     }
     default:
       return undefined;
@@ -71,13 +95,18 @@ function goneSource(context: ExecutionContext): GoneSource | undefined {
 }
 
 function responseSource(res: unknown): GoneSource | undefined {
-  type Raw = Emitter & { writableFinished?: boolean; destroyed?: boolean; socket?: { destroyed?: boolean } | null };
+  type Raw = Emitter & {
+    writableFinished?: boolean;
+    destroyed?: boolean;
+    socket?: { destroyed?: boolean } | null;
+  };
   const raw = ((res as { raw?: unknown } | undefined)?.raw ?? res) as Raw | undefined;
   if (!isEmitter(raw)) return undefined;
   return {
     emitter: raw,
     event: 'close',
-    gone: () => raw.writableFinished !== true && (raw.destroyed === true || raw.socket?.destroyed === true),
+    gone: () =>
+      raw.writableFinished !== true && (raw.destroyed === true || raw.socket?.destroyed === true),
     early: () => raw.writableFinished !== true,
   };
 }

@@ -1,6 +1,9 @@
 import type { ArgumentsHost } from '@nestjs/common';
 import type { LockEngineOptions } from '../core/lock-engine';
-import type { DistributedLockError, DistributedLockErrorCode } from '../errors/distributed-lock.error';
+import type {
+  DistributedLockError,
+  DistributedLockErrorCode,
+} from '../errors/distributed-lock.error';
 import type { LockObservabilityOptions } from './observability-options.interface';
 
 /** The transports whose lock errors the module maps (ArgumentsHost.getType()). */
@@ -24,7 +27,11 @@ export interface LockErrorResponse {
  * RpcException, WsException, GraphQLError or any value the transport accepts), or undefined to
  * use the default built from `response`.
  */
-export type LockErrorMapper = (error: DistributedLockError, host: ArgumentsHost, response: LockErrorResponse) => unknown;
+export type LockErrorMapper = (
+  error: DistributedLockError,
+  host: ArgumentsHost,
+  response: LockErrorResponse,
+) => unknown;
 
 /** @deprecated since 0.2: use `errorMapping: { http: mapper }`. Same signature. */
 export type LockHttpErrorMapper = LockErrorMapper;

@@ -1,4 +1,15 @@
-import { Controller, Get, Header, Inject, Module, Sse, UseGuards, type CanActivate, type DynamicModule, type Type } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Header,
+  Inject,
+  Module,
+  Sse,
+  UseGuards,
+  type CanActivate,
+  type DynamicModule,
+  type Type,
+} from '@nestjs/common';
 import { map, type Observable } from 'rxjs';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LIVE_VIEW_PAGE } from './live-view.page';
@@ -20,14 +31,34 @@ export interface DistributedLockLiveViewOptions {
 @Module({})
 export class DistributedLockLiveViewModule {
   static register(options: DistributedLockLiveViewOptions): DynamicModule {
-    if (options === null || typeof options !== 'object') throw new InvalidLockOptionsError('live view options', options, 'an object { path, guard }');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidLockOptionsError('live view options', options, 'an object { path, guard }');
     for (const name of Object.keys(options)) {
-      if (name !== 'path' && name !== 'guard') throw new InvalidLockOptionsError(name, (options as unknown as Record<string, unknown>)[name], 'one of path, guard (unknown option)');
+      if (name !== 'path' && name !== 'guard')
+        throw new InvalidLockOptionsError(
+          name,
+          (options as unknown as Record<string, unknown>)[name],
+          'one of path, guard (unknown option)',
+        );
     }
-    if (typeof options.guard !== 'function') throw new InvalidLockOptionsError('guard', options.guard, 'a guard class (CanActivate): the live view is never served unguarded');
+    if (typeof options.guard !== 'function')
+      throw new InvalidLockOptionsError(
+        'guard',
+        options.guard,
+        'a guard class (CanActivate): the live view is never served unguarded',
+      );
     const path = options.path ?? 'locks/live';
-    if (typeof path !== 'string' || !/^[A-Za-z0-9/_-]+$/.test(path)) throw new InvalidLockOptionsError('path', path, 'a route path of letters, digits, /, _ and -');
-    return { module: DistributedLockLiveViewModule, controllers: [liveViewController(path, options.guard)], providers: [LiveViewState, options.guard] };
+    if (typeof path !== 'string' || !/^[A-Za-z0-9/_-]+$/.test(path))
+      throw new InvalidLockOptionsError(
+        'path',
+        path,
+        'a route path of letters, digits, /, _ and -',
+      );
+    return {
+      module: DistributedLockLiveViewModule,
+      controllers: [liveViewController(path, options.guard)],
+      providers: [LiveViewState, options.guard],
+    };
   }
 }
 

@@ -6,7 +6,14 @@ import type { LockEvent } from '../core/lock-events';
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {
   readonly now: number;
-  readonly held: { key: string; backend: string; mode: string; fencingToken: string; since: number; holds: number }[];
+  readonly held: {
+    key: string;
+    backend: string;
+    mode: string;
+    fencingToken: string;
+    since: number;
+    holds: number;
+  }[];
   readonly waiting: { key: string; backend: string; waiters: number }[];
   readonly recent: Record<string, unknown>[];
 }

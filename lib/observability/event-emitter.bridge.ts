@@ -15,7 +15,10 @@ interface EmitterLike {
  * `@OnEvent('lock.lost')` works), when that optional package is installed and its module is
  * imported. Loaded lazily with require: without the package this returns undefined and costs nothing.
  */
-export function bridgeEventEmitter(events: LockEventBus, moduleRef: ModuleRef): (() => void) | undefined {
+export function bridgeEventEmitter(
+  events: LockEventBus,
+  moduleRef: ModuleRef,
+): (() => void) | undefined {
   let token: unknown;
   try {
     // eslint-disable-next-line @typescript-eslint/no-var-requires

@@ -12,11 +12,17 @@ export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
  * releases at warn; backend outages at error. Returns the unsubscribe function. Why it lives
  * here and not in the core: the core never imports @nestjs (it only emits events).
  */
-export function subscribeLockLogger(events: LockEventBus, logger: LoggerService, level: LockLogLevel = 'log'): () => void {
+export function subscribeLockLogger(
+  events: LockEventBus,
+  logger: LoggerService,
+  level: LockLogLevel = 'log',
+): () => void {
   const min = LOCK_LOG_LEVELS.indexOf(level);
   // Subscribe only to what this level can write: at 'log' no event is built per grant or release.
   // (LEVELS holds each type's most severe level: acquireFailed is 'warn', or 'debug' for a caller's mistake.)
-  const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter((t) => LOCK_LOG_LEVELS.indexOf(LEVELS[t]) >= min);
+  const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter(
+    (t) => LOCK_LOG_LEVELS.indexOf(LEVELS[t]) >= min,
+  );
   return events.on((event) => {
     // Decide on the level before building any text: at the default level a grant costs no string.
     if (LOCK_LOG_LEVELS.indexOf(levelOf(event)) < min) return;
@@ -48,7 +54,11 @@ const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
 export function levelOf(e: LockEvent): LockLogLevel {
   if (e.type !== 'acquireFailed') return LEVELS[e.type];
   const code = (e.error as { code?: string })?.code;
-  return code === 'INVALID_LOCK_OPTIONS' || code === 'LOCK_KEY_RESOLUTION' || (e.error as Error)?.name === 'AbortError' ? 'debug' : 'warn';
+  return code === 'INVALID_LOCK_OPTIONS' ||
+    code === 'LOCK_KEY_RESOLUTION' ||
+    (e.error as Error)?.name === 'AbortError'
+    ? 'debug'
+    : 'warn';
 }
 
 /** The level and text of one event's log line. */
@@ -56,27 +66,45 @@ export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined 
   const where = e.backend === 'default' ? '' : ` on backend "${e.backend}"`;
   switch (e.type) {
     case 'acquired':
-      return ['debug', `acquired "${e.key}"${where} (${e.mode}, token ${e.fencingToken}, waited ${ms(e.waitMs)}, ${e.attempts} attempt(s)${e.contended ? ', contended' : ''}${e.reentrant ? ', re-entered' : ''})`];
+      return [
+        'debug',
+        `acquired "${e.key}"${where} (${e.mode}, token ${e.fencingToken}, waited ${ms(e.waitMs)}, ${e.attempts} attempt(s)${e.contended ? ', contended' : ''}${e.reentrant ? ', re-entered' : ''})`,
+      ];
     case 'busy':
-      return ['debug', `"${e.key}"${where} was busy (${e.timedOut ? `timed out after ${ms(e.waitMs)}` : 'wait: 0'}, ${e.attempts} attempt(s))`];
+      return [
+        'debug',
+        `"${e.key}"${where} was busy (${e.timedOut ? `timed out after ${ms(e.waitMs)}` : 'wait: 0'}, ${e.attempts} attempt(s))`,
+      ];
     case 'skipped':
       return ['debug', `${e.where} skipped: "${e.key}"${where} was busy (onBusy: 'skip')`];
     case 'released':
       return ['debug', `released "${e.key}"${where} after ${ms(e.heldMs)}`];
     case 'acquireFailed':
-      return [levelOf(e), `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`];
+      return [
+        levelOf(e),
+        `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`,
+      ];
     case 'lost':
       return ['warn', `lost "${e.key}"${where} after holding it ${ms(e.heldMs)}: ${e.reason}`];
     case 'renewFailed':
-      return ['warn', `renewal of ${e.keys.length} lock(s)${where} failed (${preview(e.keys)}); retrying until their validity ends: ${message(e.error)}`];
+      return [
+        'warn',
+        `renewal of ${e.keys.length} lock(s)${where} failed (${preview(e.keys)}); retrying until their validity ends: ${message(e.error)}`,
+      ];
     case 'releaseFailed':
-      return ['warn', `release of "${e.key}"${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`];
+      return [
+        'warn',
+        `release of "${e.key}"${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`,
+      ];
     case 'backendUnavailable':
       return ['error', `backend "${e.backend}" unavailable (${e.operation}): ${message(e.error)}`];
     case 'backendRecovered':
       return ['log', `backend "${e.backend}" answers again after ${ms(e.downMs)}`];
     case 'forceReleased':
-      return ['warn', `"${e.key}"${where} force-released by an operator (${e.freed ? 'it was held' : 'it was free'})`];
+      return [
+        'warn',
+        `"${e.key}"${where} force-released by an operator (${e.freed ? 'it was held' : 'it was free'})`,
+      ];
     default:
       return undefined;
   }
@@ -91,6 +119,9 @@ function message(error: unknown): string {
 }
 
 function preview(keys: readonly string[]): string {
-  const shown = keys.slice(0, 3).map((k) => `"${k}"`).join(', ');
+  const shown = keys
+    .slice(0, 3)
+    .map((k) => `"${k}"`)
+    .join(', ');
   return keys.length > 3 ? `${shown}, +${keys.length - 3} more` : shown;
 }

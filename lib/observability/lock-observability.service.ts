@@ -1,4 +1,12 @@
-import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { LockEngine } from '../core/lock-engine';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
@@ -31,10 +39,12 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
 
   onModuleInit(): void {
     const { logging = 'log', telemetry = true, eventEmitter = true } = this.options;
-    if (logging !== false) this.stops.push(subscribeLockLogger(this.engine.events, this.logger, logging));
+    if (logging !== false)
+      this.stops.push(subscribeLockLogger(this.engine.events, this.logger, logging));
     if (telemetry !== false) {
       const api = loadOpenTelemetry();
-      if (api) this.stops.push(instrumentEngine(this.engine, api, telemetry === true ? {} : telemetry));
+      if (api)
+        this.stops.push(instrumentEngine(this.engine, api, telemetry === true ? {} : telemetry));
     }
     if (eventEmitter) {
       const stop = bridgeEventEmitter(this.engine.events, this.moduleRef);
@@ -48,7 +58,11 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
     for (const result of await this.engine.operator.probe()) {
       if (result.status === 'up') continue;
       const message = `start-up check: backend "${result.backend}" (${result.kind}) is down: ${result.reason}`;
-      if (mode === 'fail') throw new LockBackendUnavailableError(result.backend, `the start-up check (checkOnStartup: 'fail') could not reach it: ${result.reason}`);
+      if (mode === 'fail')
+        throw new LockBackendUnavailableError(
+          result.backend,
+          `the start-up check (checkOnStartup: 'fail') could not reach it: ${result.reason}`,
+        );
       this.logger.warn(message);
     }
   }
@@ -60,19 +74,44 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
 
 function checkObservabilityOptions(o: LockObservabilityOptions): LockObservabilityOptions {
   if (o.logging !== undefined && o.logging !== false && !LOCK_LOG_LEVELS.includes(o.logging)) {
-    throw new InvalidLockOptionsError('logging', o.logging, `false or one of ${LOCK_LOG_LEVELS.map((l) => `'${l}'`).join(', ')}`);
+    throw new InvalidLockOptionsError(
+      'logging',
+      o.logging,
+      `false or one of ${LOCK_LOG_LEVELS.map((l) => `'${l}'`).join(', ')}`,
+    );
   }
-  if (o.checkOnStartup !== undefined && o.checkOnStartup !== false && o.checkOnStartup !== 'fail' && o.checkOnStartup !== 'warn') {
-    throw new InvalidLockOptionsError('checkOnStartup', o.checkOnStartup, "'fail', 'warn' or false");
+  if (
+    o.checkOnStartup !== undefined &&
+    o.checkOnStartup !== false &&
+    o.checkOnStartup !== 'fail' &&
+    o.checkOnStartup !== 'warn'
+  ) {
+    throw new InvalidLockOptionsError(
+      'checkOnStartup',
+      o.checkOnStartup,
+      "'fail', 'warn' or false",
+    );
   }
-  if (o.eventEmitter !== undefined && typeof o.eventEmitter !== 'boolean') throw new InvalidLockOptionsError('eventEmitter', o.eventEmitter, 'true or false');
+  if (o.eventEmitter !== undefined && typeof o.eventEmitter !== 'boolean')
+    throw new InvalidLockOptionsError('eventEmitter', o.eventEmitter, 'true or false');
   const t = o.telemetry;
   if (t !== undefined && typeof t !== 'boolean') {
-    if (t === null || typeof t !== 'object') throw new InvalidLockOptionsError('telemetry', t, 'true, false or { keyAttribute }');
-    for (const name of Object.keys(t)) if (name !== 'keyAttribute') throw new InvalidLockOptionsError(`telemetry.${name}`, (t as Record<string, unknown>)[name], 'one of keyAttribute (unknown option)');
+    if (t === null || typeof t !== 'object')
+      throw new InvalidLockOptionsError('telemetry', t, 'true, false or { keyAttribute }');
+    for (const name of Object.keys(t))
+      if (name !== 'keyAttribute')
+        throw new InvalidLockOptionsError(
+          `telemetry.${name}`,
+          (t as Record<string, unknown>)[name],
+          'one of keyAttribute (unknown option)',
+        );
     const k = t.keyAttribute;
     if (k !== undefined && k !== 'template' && k !== 'key' && typeof k !== 'function') {
-      throw new InvalidLockOptionsError('telemetry.keyAttribute', k, "'template', 'key' or a function (key, template) => string");
+      throw new InvalidLockOptionsError(
+        'telemetry.keyAttribute',
+        k,
+        "'template', 'key' or a function (key, template) => string",
+      );
     }
   }
   return o;

@@ -3,7 +3,10 @@ import type { LockEngine } from '../core/lock-engine';
 
 /** The slice of @opentelemetry/api this module uses (structural: the package stays an optional peer). */
 export interface OtelApiLike {
-  trace: { getTracer(name: string, version?: string): OtelTracer; setSpan(context: unknown, span: OtelSpan): unknown };
+  trace: {
+    getTracer(name: string, version?: string): OtelTracer;
+    setSpan(context: unknown, span: OtelSpan): unknown;
+  };
   context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
   metrics: { getMeter(name: string, version?: string): OtelMeter };
   SpanStatusCode: { ERROR: number };
@@ -24,13 +27,20 @@ interface OtelInstrument {
   add?(value: number, attributes?: Attributes): void;
 }
 interface OtelObservable {
-  addCallback(cb: (result: { observe(value: number, attributes?: Attributes): void }) => void): void;
-  removeCallback(cb: (result: { observe(value: number, attributes?: Attributes): void }) => void): void;
+  addCallback(
+    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
+  ): void;
+  removeCallback(
+    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
+  ): void;
 }
 interface OtelMeter {
   createHistogram(name: string, options?: { unit?: string; description?: string }): OtelInstrument;
   createCounter(name: string, options?: { unit?: string; description?: string }): OtelInstrument;
-  createObservableGauge(name: string, options?: { unit?: string; description?: string }): OtelObservable;
+  createObservableGauge(
+    name: string,
+    options?: { unit?: string; description?: string },
+  ): OtelObservable;
 }
 
 export interface LockTelemetryOptions {
@@ -75,25 +85,47 @@ export function loadOpenTelemetry(): OtelApiLike | undefined {
  * SDK registered they are no-ops. Attributes: lock.key (a template by default, never the raw key
  * unless asked), lock.backend, lock.backend.kind, lock.mode, lock.outcome.
  */
-export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: LockTelemetryOptions = {}): () => void {
+export function instrumentEngine(
+  engine: LockEngine,
+  api: OtelApiLike,
+  options: LockTelemetryOptions = {},
+): () => void {
   const keyOf = keyAttribute(options.keyAttribute ?? 'template');
   const tracer = api.trace.getTracer(SCOPE);
   const meter = api.metrics.getMeter(SCOPE);
-  const wait = meter.createHistogram(LOCK_METRICS.waitDuration, { unit: 'ms', description: 'Time from an acquire call to its grant or give-up' });
-  const hold = meter.createHistogram(LOCK_METRICS.holdDuration, { unit: 'ms', description: 'Time a lock was held, until released or lost' });
-  const acquisitions = meter.createCounter(LOCK_METRICS.acquisitions, { description: 'Acquire calls by outcome (acquired, reentered, busy, timeout, error, skipped)' });
-  const losses = meter.createCounter(LOCK_METRICS.losses, { description: 'Held locks lost (expired, deleted, force-released, session ended)' });
-  const renewFailures = meter.createCounter(LOCK_METRICS.renewFailures, { description: 'Locks whose renewal call failed (backend slow or unreachable)' });
-  const held = meter.createObservableGauge(LOCK_METRICS.held, { description: 'Locks held by this process' });
-  const waiters = meter.createObservableGauge(LOCK_METRICS.waiters, { description: 'Acquire calls in flight in this process' });
+  const wait = meter.createHistogram(LOCK_METRICS.waitDuration, {
+    unit: 'ms',
+    description: 'Time from an acquire call to its grant or give-up',
+  });
+  const hold = meter.createHistogram(LOCK_METRICS.holdDuration, {
+    unit: 'ms',
+    description: 'Time a lock was held, until released or lost',
+  });
+  const acquisitions = meter.createCounter(LOCK_METRICS.acquisitions, {
+    description: 'Acquire calls by outcome (acquired, reentered, busy, timeout, error, skipped)',
+  });
+  const losses = meter.createCounter(LOCK_METRICS.losses, {
+    description: 'Held locks lost (expired, deleted, force-released, session ended)',
+  });
+  const renewFailures = meter.createCounter(LOCK_METRICS.renewFailures, {
+    description: 'Locks whose renewal call failed (backend slow or unreachable)',
+  });
+  const held = meter.createObservableGauge(LOCK_METRICS.held, {
+    description: 'Locks held by this process',
+  });
+  const waiters = meter.createObservableGauge(LOCK_METRICS.waiters, {
+    description: 'Acquire calls in flight in this process',
+  });
 
   const observeHeld = (result: { observe(value: number, attributes?: Attributes): void }) => {
     const counts = new Map<string, number>([...engine.backends.keys()].map((n) => [n, 0]));
-    for (const lock of engine.operator.heldLocks()) counts.set(lock.backend, (counts.get(lock.backend) ?? 0) + 1);
+    for (const lock of engine.operator.heldLocks())
+      counts.set(lock.backend, (counts.get(lock.backend) ?? 0) + 1);
     for (const [backend, n] of counts) result.observe(n, { 'lock.backend': backend });
   };
   const observeWaiters = (result: { observe(value: number, attributes?: Attributes): void }) => {
-    for (const backend of engine.backends.keys()) result.observe(engine.activity.waiting(backend), { 'lock.backend': backend });
+    for (const backend of engine.backends.keys())
+      result.observe(engine.activity.waiting(backend), { 'lock.backend': backend });
   };
   held.addCallback(observeHeld);
   waiters.addCallback(observeWaiters);
@@ -105,7 +137,9 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
       'lock.backend.kind': info.backendKind,
       'lock.mode': info.mode,
     };
-    const span = tracer.startSpan(info.kind === 'acquire' ? LOCK_SPANS.acquire : LOCK_SPANS.held, { attributes });
+    const span = tracer.startSpan(info.kind === 'acquire' ? LOCK_SPANS.acquire : LOCK_SPANS.held, {
+      attributes,
+    });
     // No SDK (or sampled out): no span to make active, so skip the context switch entirely.
     if (!span.isRecording()) {
       span.end();
@@ -119,9 +153,19 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
           return value;
         },
         (error: unknown) => {
-          span.setAttribute('lock.outcome', info.kind === 'acquire' ? 'error' : (error as { code?: string })?.code === 'LOCK_LOST' ? 'lost' : 'error');
+          span.setAttribute(
+            'lock.outcome',
+            info.kind === 'acquire'
+              ? 'error'
+              : (error as { code?: string })?.code === 'LOCK_LOST'
+                ? 'lost'
+                : 'error',
+          );
           span.recordException(error instanceof Error ? error : String(error));
-          span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          span.setStatus({
+            code: api.SpanStatusCode.ERROR,
+            message: error instanceof Error ? error.message : String(error),
+          });
           span.end();
           throw error;
         },
@@ -132,31 +176,56 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
   const stopListening = engine.events.on((e: LockEvent) => {
     switch (e.type) {
       case 'acquired': {
-        const attrs = { 'lock.key': keyOf(e.key, e.keyTemplate), 'lock.backend': e.backend, 'lock.mode': e.mode, 'lock.outcome': e.reentrant ? 'reentered' : 'acquired' };
+        const attrs = {
+          'lock.key': keyOf(e.key, e.keyTemplate),
+          'lock.backend': e.backend,
+          'lock.mode': e.mode,
+          'lock.outcome': e.reentrant ? 'reentered' : 'acquired',
+        };
         acquisitions.add?.(1, attrs);
         if (!e.reentrant) wait.record?.(e.waitMs, attrs);
         break;
       }
       case 'busy': {
-        const attrs = { 'lock.key': keyOf(e.key, e.keyTemplate), 'lock.backend': e.backend, 'lock.mode': e.mode, 'lock.outcome': e.timedOut ? 'timeout' : 'busy' };
+        const attrs = {
+          'lock.key': keyOf(e.key, e.keyTemplate),
+          'lock.backend': e.backend,
+          'lock.mode': e.mode,
+          'lock.outcome': e.timedOut ? 'timeout' : 'busy',
+        };
         acquisitions.add?.(1, attrs);
         wait.record?.(e.waitMs, attrs);
         break;
       }
       case 'acquireFailed': {
-        const attrs = { 'lock.key': keyOf(e.key, e.keyTemplate), 'lock.backend': e.backend, 'lock.mode': e.mode, 'lock.outcome': 'error' };
+        const attrs = {
+          'lock.key': keyOf(e.key, e.keyTemplate),
+          'lock.backend': e.backend,
+          'lock.mode': e.mode,
+          'lock.outcome': 'error',
+        };
         acquisitions.add?.(1, attrs);
         wait.record?.(e.waitMs, attrs);
         break;
       }
       case 'skipped':
-        acquisitions.add?.(1, { 'lock.key': keyOf(e.key, e.keyTemplate), 'lock.backend': e.backend, 'lock.outcome': 'skipped' });
+        acquisitions.add?.(1, {
+          'lock.key': keyOf(e.key, e.keyTemplate),
+          'lock.backend': e.backend,
+          'lock.outcome': 'skipped',
+        });
         break;
       case 'released':
       case 'lost': {
-        const attrs = { 'lock.key': keyOf(e.key, e.keyTemplate), 'lock.backend': e.backend, 'lock.mode': e.mode, 'lock.end': e.type };
+        const attrs = {
+          'lock.key': keyOf(e.key, e.keyTemplate),
+          'lock.backend': e.backend,
+          'lock.mode': e.mode,
+          'lock.end': e.type,
+        };
         hold.record?.(e.heldMs, attrs);
-        if (e.type === 'lost') losses.add?.(1, { 'lock.key': attrs['lock.key'], 'lock.backend': e.backend });
+        if (e.type === 'lost')
+          losses.add?.(1, { 'lock.key': attrs['lock.key'], 'lock.backend': e.backend });
         break;
       }
       case 'renewFailed':
@@ -175,7 +244,9 @@ export function instrumentEngine(engine: LockEngine, api: OtelApiLike, options: 
   };
 }
 
-function keyAttribute(option: NonNullable<LockTelemetryOptions['keyAttribute']>): (key: string, template: string | undefined) => string {
+function keyAttribute(
+  option: NonNullable<LockTelemetryOptions['keyAttribute']>,
+): (key: string, template: string | undefined) => string {
   if (option === 'key') return (key) => key;
   if (typeof option === 'function') return option;
   // Shapes are few (that is their point): cache them, so an event costs a map lookup, not a regex.

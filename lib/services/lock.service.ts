@@ -35,7 +35,11 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
-  withLock<T>(key: LockKeys, fn: (handle: LockHandle) => T | Promise<T>, options?: LockOptions): Promise<T> {
+  withLock<T>(
+    key: LockKeys,
+    fn: (handle: LockHandle) => T | Promise<T>,
+    options?: LockOptions,
+  ): Promise<T> {
     return this.engine.withLock(
       key,
       async (handle) => {
@@ -43,7 +47,8 @@ export class LockService implements OnApplicationShutdown {
         try {
           return await fn(handle);
         } finally {
-          for (const k of typeof key === 'string' ? [key] : key) holdTimes.record(k, performance.now() - started);
+          for (const k of typeof key === 'string' ? [key] : key)
+            holdTimes.record(k, performance.now() - started);
         }
       },
       requestBound(options),
@@ -69,7 +74,9 @@ export class LockService implements OnApplicationShutdown {
    * renewFailed, releaseFailed, backendUnavailable, backendRecovered, forceReleased), delivered
    * synchronously; unsubscribe to stop.
    */
-  readonly events: Observable<LockEvent> = new Observable<LockEvent>((subscriber) => this.engine.events.on((e) => subscriber.next(e)));
+  readonly events: Observable<LockEvent> = new Observable<LockEvent>((subscriber) =>
+    this.engine.events.on((e) => subscriber.next(e)),
+  );
 
   /**
    * Who holds `key` (owner, mode, remaining ttl, last fencing token, waiters where the backend

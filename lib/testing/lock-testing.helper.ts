@@ -16,7 +16,9 @@ export class LockTestingHelper {
 
   /** Holds `key` (without the keyPrefix) until the handle or releaseAll() releases it. Tries once. */
   async hold(key: string, options: Omit<LockOptions, 'wait'> = {}): Promise<LockHandle> {
-    const handle = await this.engine.runInScope(() => this.engine.acquire(key, { ...options, wait: 0 }));
+    const handle = await this.engine.runInScope(() =>
+      this.engine.acquire(key, { ...options, wait: 0 }),
+    );
     this.handles.add(handle);
     return handle;
   }

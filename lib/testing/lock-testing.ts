@@ -34,7 +34,11 @@ export const LockTesting = {
     const chosen =
       engine instanceof LockEngine
         ? engine
-        : new LockEngine({ backend: new MemoryLockBackend(), ...engine, defaults: { wait: 0, ...engine?.defaults } });
+        : new LockEngine({
+            backend: new MemoryLockBackend(),
+            ...engine,
+            defaults: { wait: 0, ...engine?.defaults },
+          });
     installed = engine instanceof LockEngine ? undefined : chosen;
     engineRegistry.setFallback(chosen);
     return chosen;

@@ -37,6 +37,13 @@ export class AccountsController {
     if (a < amount) throw new BadRequestException('insufficient funds');
     this.balances.set(from, a - amount);
     this.balances.set(to, b + amount);
-    return { from, to, amount, tokens: Object.fromEntries([...(lock?.fencingTokens ?? new Map())].map(([k, t]) => [k, String(t)])) };
+    return {
+      from,
+      to,
+      amount,
+      tokens: Object.fromEntries(
+        [...(lock?.fencingTokens ?? new Map())].map(([k, t]) => [k, String(t)]),
+      ),
+    };
   }
 }

@@ -4,16 +4,21 @@ import type { DemoRoute } from './routes';
 const NOTES: Record<string, string> = {
   'GET /': 'this page',
   'POST /orders/:id/pay': '@Locked(order:<id>), waits up to 3 s: ten clicks at once charge once',
-  'POST /orders/:id/pay-now': "@Locked(order:<id>, onBusy: 'fail'): 409 + Retry-After while the order is locked",
-  'GET /orders/:id': 'the order\'s payments, with the fencing token of each',
+  'POST /orders/:id/pay-now':
+    "@Locked(order:<id>, onBusy: 'fail'): 409 + Retry-After while the order is locked",
+  'GET /orders/:id': "the order's payments, with the fencing token of each",
   'GET /inventory/:sku': "@Locked(inventory:<sku>, mode: 'shared'): reads run together",
   'PUT /inventory/:sku': 'the same key, exclusive: a stock update waits for the readers',
-  'POST /jobs/report/:steps': "@Locked(job:nightly-report, onBusy: 'skip'): a second trigger is skipped",
+  'POST /jobs/report/:steps':
+    "@Locked(job:nightly-report, onBusy: 'skip'): a second trigger is skipped",
   'POST /demo/hold/:id': 'holds order:<id> for ?ms= milliseconds (default 10000), to provoke a 409',
 };
 
 const escape = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 
 /** The demo's home page: its routes and two commands that show a 409. */
 export function homePage(routes: DemoRoute[], baseUrl: string, backend: string): string {

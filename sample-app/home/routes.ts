@@ -8,7 +8,10 @@ export interface DemoRoute {
 }
 
 const join = (...parts: Array<string | undefined>): string =>
-  `/${parts.flatMap((p) => (p ?? '').split('/')).filter(Boolean).join('/')}`;
+  `/${parts
+    .flatMap((p) => (p ?? '').split('/'))
+    .filter(Boolean)
+    .join('/')}`;
 
 /** Every HTTP route of the running app, read from Nest's own route metadata (so the page never lists a stale route). */
 export function listRoutes(discovery: DiscoveryService, scanner: MetadataScanner): DemoRoute[] {

@@ -21,6 +21,10 @@ export class JobsController {
   @Get('outbox')
   outboxStatus() {
     const leadership = this.locks.campaign('outbox', { ttl: 5_000 });
-    return { leader: leadership.isLeader, term: leadership.term?.fencingToken.toString(), drained: this.outbox.drained };
+    return {
+      leader: leadership.isLeader,
+      term: leadership.term?.fencingToken.toString(),
+      drained: this.outbox.drained,
+    };
   }
 }

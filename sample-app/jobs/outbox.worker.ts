@@ -16,6 +16,7 @@ export class OutboxWorker {
   @Interval('outbox', 1_000)
   async drain(): Promise<void> {
     this.drained++;
-    if (this.drained % 60 === 1) this.logger.log(`outbox drained ${this.drained} times on this instance (leader)`);
+    if (this.drained % 60 === 1)
+      this.logger.log(`outbox drained ${this.drained} times on this instance (leader)`);
   }
 }

@@ -15,7 +15,10 @@ export class ReportJob {
   runs = 0;
   lastSteps = 0;
 
-  @Cron(process.env.REPORT_CRON ?? '0 0 * * * *', { name: 'report', disabled: !process.env.REPORT_CRON })
+  @Cron(process.env.REPORT_CRON ?? '0 0 * * * *', {
+    name: 'report',
+    disabled: !process.env.REPORT_CRON,
+  })
   @LockedJob('nightly-report-scheduled', { minHold: 5_000, maxHold: 60_000, ttl: 2_000 })
   async scheduled(): Promise<void> {
     const { steps } = await this.work(5, undefined);
@@ -23,11 +26,17 @@ export class ReportJob {
   }
 
   @Locked('job:nightly-report', { ttl: 2_000, onBusy: 'skip' })
-  async run(steps: number, @CurrentLock() lock?: LockHandle): Promise<{ steps: number; token: string }> {
+  async run(
+    steps: number,
+    @CurrentLock() lock?: LockHandle,
+  ): Promise<{ steps: number; token: string }> {
     return this.work(steps, lock);
   }
 
-  private async work(steps: number, lock: LockHandle | undefined): Promise<{ steps: number; token: string }> {
+  private async work(
+    steps: number,
+    lock: LockHandle | undefined,
+  ): Promise<{ steps: number; token: string }> {
     const handle = lock;
     this.runs++;
     let done = 0;
@@ -36,7 +45,9 @@ export class ReportJob {
       await new Promise((r) => setTimeout(r, 1_000));
     }
     this.lastSteps = done;
-    this.logger.log(`report: ${done}/${steps} steps under token ${handle?.fencingToken ?? '(scheduled)'}`);
+    this.logger.log(
+      `report: ${done}/${steps} steps under token ${handle?.fencingToken ?? '(scheduled)'}`,
+    );
     return { steps: done, token: String(handle?.fencingToken ?? '') };
   }
 }

@@ -5,7 +5,10 @@ import { PaymentLedger } from './payment-ledger.service';
 
 @Controller('orders')
 export class OrdersController {
-  constructor(private readonly orders: OrdersService, private readonly ledger: PaymentLedger) {}
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly ledger: PaymentLedger,
+  ) {}
 
   /**
    * Concurrent double-clicks on "pay" for one order run one after another; other orders in parallel.

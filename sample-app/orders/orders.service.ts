@@ -15,9 +15,15 @@ export class OrdersService {
    * renames `orderId`.
    */
   @Locked('order:<orderId:int>', { ttl: 5_000, wait: 3_000 })
-  async pay(@KeyParam('orderId') orderId: number, amount: number, @CurrentLock() lock?: LockHandle) {
-    if (!Number.isFinite(amount) || amount <= 0) throw new BadRequestException('amount must be a positive number');
-    if (this.paidOnce.has(orderId)) return { orderId, status: 'already-paid', history: this.ledger.history(orderId) };
+  async pay(
+    @KeyParam('orderId') orderId: number,
+    amount: number,
+    @CurrentLock() lock?: LockHandle,
+  ) {
+    if (!Number.isFinite(amount) || amount <= 0)
+      throw new BadRequestException('amount must be a positive number');
+    if (this.paidOnce.has(orderId))
+      return { orderId, status: 'already-paid', history: this.ledger.history(orderId) };
     await new Promise((r) => setTimeout(r, 50)); // the call to the payment provider
     lock?.throwIfLost(); // never write after losing the lock
     const result = this.ledger.record(orderId, amount, (lock as LockHandle).fencingToken);

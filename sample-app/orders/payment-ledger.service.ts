@@ -12,7 +12,10 @@ export class PaymentLedger {
 
   record(orderId: number, amount: number, fencingToken: bigint): { paid: number; token: string } {
     const highest = this.highestToken.get(orderId) ?? 0n;
-    if (fencingToken < highest) throw new ConflictException(`stale fencing token ${fencingToken} < ${highest} for order ${orderId}`);
+    if (fencingToken < highest)
+      throw new ConflictException(
+        `stale fencing token ${fencingToken} < ${highest} for order ${orderId}`,
+      );
     this.highestToken.set(orderId, fencingToken);
     const list = this.payments.get(orderId) ?? [];
     list.push({ amount, token: fencingToken });
@@ -21,6 +24,9 @@ export class PaymentLedger {
   }
 
   history(orderId: number) {
-    return (this.payments.get(orderId) ?? []).map((p) => ({ amount: p.amount, token: String(p.token) }));
+    return (this.payments.get(orderId) ?? []).map((p) => ({
+      amount: p.amount,
+      token: String(p.token),
+    }));
   }
 }

@@ -19,7 +19,8 @@ interface RedlockLike {
 }
 type RedlockCtor = new (clients: Redis[], options?: object) => RedlockLike;
 
-const RELEASE_LUA = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const RELEASE_LUA =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 /** raw ioredis, the floor: one SET NX PX to take, one owner-checked script (EVALSHA) to give back. */
 export const rawIoredis: Contender = {
@@ -29,7 +30,9 @@ export const rawIoredis: Contender = {
   waits: 'none (try once; retried every 10 ms when busy)',
   async connect(servers) {
     await servers.need('redis');
-    const client = redisClient(servers.redis!.port) as Redis & { rawRelease(key: string, owner: string): Promise<number> };
+    const client = redisClient(servers.redis!.port) as Redis & {
+      rawRelease(key: string, owner: string): Promise<number>;
+    };
     client.defineCommand('rawRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
     return {
       async lock(key) {
@@ -58,7 +61,10 @@ function redlockContender(system: 'redis' | 'redlock'): Contender {
     async connect(servers) {
       await servers.need(system);
       const Redlock = require('redlock') as RedlockCtor;
-      const clients = system === 'redis' ? [redisClient(servers.redis!.port)] : servers.redlock!.map((s) => redisClient(s.port));
+      const clients =
+        system === 'redis'
+          ? [redisClient(servers.redis!.port)]
+          : servers.redlock!.map((s) => redisClient(s.port));
       const redlock = new Redlock(clients);
       return {
         async lock(key) {
@@ -116,7 +122,8 @@ export const etcd3Lock: Contender = {
             await lock.acquire();
             return () => lock.release();
           } catch (error) {
-            if ((error as Error).name !== 'EtcdLockFailedError' || performance.now() > until) throw error;
+            if ((error as Error).name !== 'EtcdLockFailedError' || performance.now() > until)
+              throw error;
             await sleep(10);
           }
         }

@@ -62,11 +62,17 @@ export async function ourBackend(system: System, servers: BenchServers): Promise
       return { backend: sharedMemory, closeClient: async () => undefined };
     case 'redis': {
       const client = redisClient(servers.redis!.port);
-      return { backend: new RedisLockBackend({ client }), closeClient: async () => void client.disconnect() };
+      return {
+        backend: new RedisLockBackend({ client }),
+        closeClient: async () => void client.disconnect(),
+      };
     }
     case 'redlock': {
       const clients = servers.redlock!.map((s) => redisClient(s.port));
-      return { backend: new RedlockBackend({ clients }), closeClient: async () => clients.forEach((c) => c.disconnect()) };
+      return {
+        backend: new RedlockBackend({ clients }),
+        closeClient: async () => clients.forEach((c) => c.disconnect()),
+      };
     }
     case 'etcd': {
       const client = new Etcd3({ hosts: servers.etcd!.hosts() });
@@ -74,7 +80,10 @@ export async function ourBackend(system: System, servers: BenchServers): Promise
     }
     case 'zookeeper': {
       const client = await connectedZkClient(servers.zookeeper!.connectionString, 10_000);
-      return { backend: new ZooKeeperLockBackend({ client }), closeClient: async () => client.close() };
+      return {
+        backend: new ZooKeeperLockBackend({ client }),
+        closeClient: async () => client.close(),
+      };
     }
     case 'mysql': {
       const client = createPool({ ...servers.mysql!.connection, connectionLimit: 4 });
@@ -94,10 +103,19 @@ export function ours(system: System): Contender {
     name: `ours (${system})`,
     system,
     ours: true,
-    waits: system === 'mysql' ? 'jittered polling' : system === 'memory' ? 'in-process notification' : 'notification (pub/sub, watch or NOTIFY)',
+    waits:
+      system === 'mysql'
+        ? 'jittered polling'
+        : system === 'memory'
+          ? 'in-process notification'
+          : 'notification (pub/sub, watch or NOTIFY)',
     async connect(servers) {
       const { backend, closeClient } = await ourBackend(system, servers);
-      const engine = new LockEngine({ backend, keyPrefix: 'bench:', defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS } });
+      const engine = new LockEngine({
+        backend,
+        keyPrefix: 'bench:',
+        defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
+      });
       return {
         async lock(key) {
           const handle = await engine.acquire(key);

@@ -1,7 +1,13 @@
 import type { BenchServers, System } from './bench.servers';
 import type { WorkerPool } from './bench.workers';
 import { ours, type Contender } from './bench.contenders';
-import { etcd3Lock, rawIoredis, redisSemaphore, redlockSingle, redlockTriple } from './bench.competitors';
+import {
+  etcd3Lock,
+  rawIoredis,
+  redisSemaphore,
+  redlockSingle,
+  redlockTriple,
+} from './bench.competitors';
 
 /** What every scenario gets from the runner. */
 export interface BenchContext {
@@ -16,7 +22,15 @@ export interface BenchContext {
   inProcess: boolean;
 }
 
-export const ALL_SYSTEMS: System[] = ['memory', 'redis', 'redlock', 'etcd', 'zookeeper', 'mysql', 'postgres'];
+export const ALL_SYSTEMS: System[] = [
+  'memory',
+  'redis',
+  'redlock',
+  'etcd',
+  'zookeeper',
+  'mysql',
+  'postgres',
+];
 
 /** Ours first, then the competitors on the same system. */
 export function contendersFor(system: System, opts: { raw?: boolean } = {}): Contender[] {

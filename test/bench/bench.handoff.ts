@@ -51,11 +51,22 @@ export interface ClientsReport {
 export type HandoffRun = HandoffResult & { samples: number[] };
 
 /** Runs `clients` from `startNs` (hrtime) for `o.durationMs`; the loop of every worker. */
-export async function driveClients(clients: LockClient[], o: Omit<HandoffOptions, 'workers'>, startNs: bigint): Promise<ClientsReport> {
+export async function driveClients(
+  clients: LockClient[],
+  o: Omit<HandoffOptions, 'workers'>,
+  startNs: bigint,
+): Promise<ClientsReport> {
   const ms = (ns: bigint) => Number(ns - startNs) / 1e6;
   const now = () => ms(process.hrtime.bigint());
   await sleep(Math.max(0, -now()));
-  const r: ClientsReport = { waits: [], grants: clients.map(() => 0), holds: [], giveUps: 0, errors: 0, longestWait: 0 };
+  const r: ClientsReport = {
+    waits: [],
+    grants: clients.map(() => 0),
+    holds: [],
+    giveUps: 0,
+    errors: 0,
+    longestWait: 0,
+  };
   const end = o.durationMs;
   const waitingSince = new Set<number>();
   const worker = async (client: LockClient, w: number): Promise<void> => {
@@ -97,11 +108,22 @@ export async function driveClients(clients: LockClient[], o: Omit<HandoffOptions
 }
 
 /** One window; `pool` undefined = all clients in this process (always so for memory). */
-export async function runHandoff(contender: Contender, servers: BenchServers, o: HandoffOptions, pool: WorkerPool | undefined): Promise<HandoffRun> {
+export async function runHandoff(
+  contender: Contender,
+  servers: BenchServers,
+  o: HandoffOptions,
+  pool: WorkerPool | undefined,
+): Promise<HandoffRun> {
   let reports: ClientsReport[];
   if (contender.system === 'memory' || !pool) {
-    const clients = await Promise.all(Array.from({ length: o.workers }, () => contender.connect(servers)));
-    await driveClients(clients, { ...o, key: `${o.key}:warm-up`, durationMs: warmUpMs(o.durationMs) }, process.hrtime.bigint());
+    const clients = await Promise.all(
+      Array.from({ length: o.workers }, () => contender.connect(servers)),
+    );
+    await driveClients(
+      clients,
+      { ...o, key: `${o.key}:warm-up`, durationMs: warmUpMs(o.durationMs) },
+      process.hrtime.bigint(),
+    );
     reports = [await driveClients(clients, o, process.hrtime.bigint() + 20_000_000n)];
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
   } else {

@@ -41,8 +41,14 @@ export function renderReport(r: BenchResults, charts: string[]): string {
     '',
     `Started ${r.startedAt}, took ${r.durationSeconds} s. Machine: ${m.cpu}, ${m.memoryGb} GB, ${m.platform}, Node ${m.node}; ` +
       `load average ${m.loadAverageAtStart.join(' / ')} at start, ${m.loadAverageAtEnd.join(' / ')} at end. ` +
-      `Servers (private, loopback): ${Object.entries(m.servers).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}. ` +
-      `Packages: ${Object.entries(m.packages).map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+      `Servers (private, loopback): ${
+        Object.entries(m.servers)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none'
+      }. ` +
+      `Packages: ${Object.entries(m.packages)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}.`,
     '',
   ];
   if (r.uncontended) out.push(uncontendedSection(r.uncontended));
@@ -70,7 +76,19 @@ export function uncontendedSection(u: UncontendedResult): string {
     `${u.rounds} alternating rounds of ${u.roundMs} ms per contender after a warm-up; latency of one full cycle in ms. ` +
       'CPU µs per cycle: in the benchmark process (the library + driver) and in the server process(es), from /proc (10 ms ticks, summed over all rounds).',
     '',
-    mdTable(['system', 'contender', 'cycles/s', 'median ms', 'p99 ms', 'client CPU µs/cycle', 'server CPU µs/cycle', 'ours ÷ this (cycles/s)'], rows),
+    mdTable(
+      [
+        'system',
+        'contender',
+        'cycles/s',
+        'median ms',
+        'p99 ms',
+        'client CPU µs/cycle',
+        'server CPU µs/cycle',
+        'ours ÷ this (cycles/s)',
+      ],
+      rows,
+    ),
     skippedNote(u.skipped),
   ].join('\n');
 }
@@ -95,11 +113,27 @@ export function contendedSection(c: ContendedResult, where = 'in-process'): stri
     `## 2. Contended handoff (${c.workers} workers, one key, hold ${c.holdMs} ms, pause ${c.pauseMs} ms)`,
     '',
     `${c.rounds} alternating window(s) of ${c.windowMs / 1000} s per contender, each after an unmeasured warm-up window. Clients: ${where} ` +
-      '(memory: always in-process). Wait = from a worker\'s first attempt to its grant. ' +
+      "(memory: always in-process). Wait = from a worker's first attempt to its grant. " +
       '"gave up" = the library stopped waiting and the worker asked again; "overlaps" = moments two workers held the key (must be 0); ' +
       '"least-served share" = grants of the worker served least ÷ the mean per worker, worst window (1 = even, 0 = a worker starved).',
     '',
-    mdTable(['system', 'contender', 'handoffs/s', 'p50 wait ms', 'p99 wait ms', 'longest ms', 'gave up', 'overlaps', 'least-served share', 'ours ÷ this (handoffs/s)', 'this ÷ ours (p99 wait)', 'how it waits'], rows),
+    mdTable(
+      [
+        'system',
+        'contender',
+        'handoffs/s',
+        'p50 wait ms',
+        'p99 wait ms',
+        'longest ms',
+        'gave up',
+        'overlaps',
+        'least-served share',
+        'ours ÷ this (handoffs/s)',
+        'this ÷ ours (p99 wait)',
+        'how it waits',
+      ],
+      rows,
+    ),
     skippedNote(c.skipped),
   ].join('\n');
 }
@@ -129,7 +163,25 @@ export function decoratorSection(d: DecoratorResult): string {
       `Throughput: autocannon, ${d.connections} connections, ${d.autocannonSeconds} s per route in two alternating runs. The app runs in its own process. ` +
       'On Redis a third route makes one PING round trip and takes no lock: its added median is what one round trip costs as the app sees it.',
     '',
-    mdTable(['backend', 'plain median ms', '@Locked median ms', 'added median ms', 'plain p99 ms', '@Locked p99 ms', 'app CPU µs/req plain', 'app CPU µs/req @Locked', 'app CPU µs/req 1-PING route', 'plain req/s', '@Locked req/s', 'Redis PING ms (bench process)', 'added by a 1-PING route ms', 'Redis round trips / request'], rows),
+    mdTable(
+      [
+        'backend',
+        'plain median ms',
+        '@Locked median ms',
+        'added median ms',
+        'plain p99 ms',
+        '@Locked p99 ms',
+        'app CPU µs/req plain',
+        'app CPU µs/req @Locked',
+        'app CPU µs/req 1-PING route',
+        'plain req/s',
+        '@Locked req/s',
+        'Redis PING ms (bench process)',
+        'added by a 1-PING route ms',
+        'Redis round trips / request',
+      ],
+      rows,
+    ),
     skippedNote(d.skipped),
   ].join('\n');
 }
@@ -158,17 +210,38 @@ export function watchdogSection(w: WatchdogResult): string {
       '(at most 5,000 locks per batch); each batch is one pipeline, and the batches of a tick are written back to back on the one connection. ' +
       'Heap per lock includes the LockHandle the caller keeps; Redis bytes per lock is used_memory growth.',
     '',
-    mdTable(['locks', 'ttl ms', 'acquire all s', 'ticks / period', 'batches / tick', 'pipelines / batch', 'renewals / pipeline', 'renewals/s', 'CPU % of a core', 'CPU % per 1k renewals/s', 'heap B / lock', 'Redis B / lock', 'lost'], rows),
+    mdTable(
+      [
+        'locks',
+        'ttl ms',
+        'acquire all s',
+        'ticks / period',
+        'batches / tick',
+        'pipelines / batch',
+        'renewals / pipeline',
+        'renewals/s',
+        'CPU % of a core',
+        'CPU % per 1k renewals/s',
+        'heap B / lock',
+        'Redis B / lock',
+        'lost',
+      ],
+      rows,
+    ),
   ].join('\n');
 }
 
 export function scalingSection(s: ScalingResult, charts: string[], where = 'in-process'): string {
-  const counts = [...new Set(s.series.flatMap((x) => x.points.map((p) => p.workers)))].sort((a, b) => a - b);
+  const counts = [...new Set(s.series.flatMap((x) => x.points.map((p) => p.workers)))].sort(
+    (a, b) => a - b,
+  );
   const rows = s.series.map((x) => [
     x.ours ? `**${x.contender}**` : x.contender,
     ...counts.map((n) => {
       const p = x.points.find((q) => q.workers === n);
-      return p ? `${fmtNum(p.handoffsPerSec)} / ${fmtMs(p.p99Wait)} / ${fmtNum(p.minShare, 2)}` : 'n/a';
+      return p
+        ? `${fmtNum(p.handoffsPerSec)} / ${fmtMs(p.p99Wait)} / ${fmtNum(p.minShare, 2)}`
+        : 'n/a';
     }),
   ]);
   return [
@@ -187,7 +260,9 @@ export function scalingSection(s: ScalingResult, charts: string[], where = 'in-p
 }
 
 function skippedNote(skipped: Skipped[]): string {
-  return skipped.length ? `\nNot measured: ${skipped.map((s) => `${s.system} (${s.reason})`).join('; ')}.\n` : '';
+  return skipped.length
+    ? `\nNot measured: ${skipped.map((s) => `${s.system} (${s.reason})`).join('; ')}.\n`
+    : '';
 }
 
 /** Re-renders a committed run's Markdown and charts from its JSON: `ts-node test/bench/bench.report.ts <results.json>`. */

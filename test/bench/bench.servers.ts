@@ -55,14 +55,17 @@ export class BenchServers {
         return;
       case 'redis':
         this.redis = await RedisServer.start();
-        this.versions.redis = this.redis.cli('info', 'server').match(/redis_version:(\S+)/)?.[1] ?? '?';
+        this.versions.redis =
+          this.redis.cli('info', 'server').match(/redis_version:(\S+)/)?.[1] ?? '?';
         return;
       case 'redlock':
         this.redlock = await Promise.all([0, 1, 2].map(() => RedisServer.start()));
         return;
       case 'etcd':
         this.etcd = await EtcdCluster.start(1);
-        this.versions.etcd = firstLine(() => execFileSync('etcd', ['--version'], { encoding: 'utf8' })).replace('etcd Version: ', '');
+        this.versions.etcd = firstLine(() =>
+          execFileSync('etcd', ['--version'], { encoding: 'utf8' }),
+        ).replace('etcd Version: ', '');
         return;
       case 'zookeeper':
         this.zookeeper = await ZooKeeperServer.start();
@@ -70,11 +73,15 @@ export class BenchServers {
         return;
       case 'mysql':
         this.mysql = await MariaDbServer.start();
-        this.versions.mariadb = firstLine(() => execFileSync('mariadbd', ['--version'], { encoding: 'utf8' }));
+        this.versions.mariadb = firstLine(() =>
+          execFileSync('mariadbd', ['--version'], { encoding: 'utf8' }),
+        );
         return;
       case 'postgres':
         this.postgres = await PostgresServer.start();
-        this.versions.postgres = firstLine(() => execFileSync('postgres', ['--version'], { encoding: 'utf8' }));
+        this.versions.postgres = firstLine(() =>
+          execFileSync('postgres', ['--version'], { encoding: 'utf8' }),
+        );
         return;
     }
   }
@@ -101,7 +108,15 @@ export class BenchServers {
     if (e.zookeeper) s.zookeeper = stub({ connectionString: e.zookeeper });
     if (e.mysql) s.mysql = stub({ connection: e.mysql });
     if (e.postgres) s.postgres = stub({ connection: e.postgres });
-    for (const system of ['memory', 'redis', 'redlock', 'etcd', 'zookeeper', 'mysql', 'postgres'] as const) {
+    for (const system of [
+      'memory',
+      'redis',
+      'redlock',
+      'etcd',
+      'zookeeper',
+      'mysql',
+      'postgres',
+    ] as const) {
       s.starting.set(system, Promise.resolve());
     }
     return s;
@@ -118,13 +133,21 @@ export class BenchServers {
     if (system === 'etcd') pids.push(...(this.etcd?.members ?? []).map((m) => m.child?.pid));
     if (system === 'zookeeper') pids.push(this.zookeeper?.child?.pid);
     if (system === 'mysql') pids.push(this.mysql?.child?.pid);
-    if (system === 'postgres' && this.postgres?.child?.pid) pids.push(this.postgres.child.pid, ...childrenOf(this.postgres.child.pid));
+    if (system === 'postgres' && this.postgres?.child?.pid)
+      pids.push(this.postgres.child.pid, ...childrenOf(this.postgres.child.pid));
     if (pids.length === 0) return NaN;
     return pids.reduce<number>((sum, pid) => sum + procCpuMs(pid), 0);
   }
 
   async destroy(): Promise<void> {
-    const all: (Stoppable | undefined)[] = [this.redis, ...(this.redlock ?? []), this.etcd, this.zookeeper, this.mysql, this.postgres];
+    const all: (Stoppable | undefined)[] = [
+      this.redis,
+      ...(this.redlock ?? []),
+      this.etcd,
+      this.zookeeper,
+      this.mysql,
+      this.postgres,
+    ];
     await Promise.all(all.map((s) => s?.destroy().catch(() => undefined)));
   }
 }
@@ -136,7 +159,8 @@ function childrenOf(ppid: number): number[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(name));
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid)
+        out.push(Number(name));
     } catch {
       // exited meanwhile
     }

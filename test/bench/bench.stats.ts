@@ -31,7 +31,10 @@ export function summarize(samples: readonly number[]): Summary {
 }
 
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 /** ms with a sensible number of digits: 0.0831, 1.24, 187. */
@@ -45,7 +48,10 @@ export function fmtMs(ms: number): string {
 
 export function fmtNum(n: number, digits = 0): string {
   if (!Number.isFinite(n)) return 'n/a';
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  return n.toLocaleString('en-US', {
+    maximumFractionDigits: digits,
+    minimumFractionDigits: digits,
+  });
 }
 
 /** "1.23×" (ours relative to another result); n/a when either side is missing. */
@@ -54,8 +60,14 @@ export function fmtRatio(r: number | undefined): string {
 }
 
 /** A GitHub-flavoured Markdown table. */
-export function mdTable(header: readonly string[], rows: readonly (readonly string[])[], align?: readonly ('l' | 'r')[]): string {
-  const sep = header.map((_, i) => ((align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'r' ? '---:' : ':---'));
+export function mdTable(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  align?: readonly ('l' | 'r')[],
+): string {
+  const sep = header.map((_, i) =>
+    (align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'r' ? '---:' : ':---',
+  );
   return [header, sep, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 }
 
@@ -64,7 +76,11 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Runs `tasks` with at most `limit` in flight. */
-export async function inParallel(count: number, limit: number, task: (i: number) => Promise<void>): Promise<void> {
+export async function inParallel(
+  count: number,
+  limit: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, count) }, async () => {
     while (next < count) await task(next++);

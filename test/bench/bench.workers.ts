@@ -10,7 +10,14 @@ import type { Endpoints, System } from './bench.servers';
  * on one shared monotonic instant and report back. N workers over P processes: ceil/floor(N/P) each.
  */
 export type WorkerMessage =
-  | { cmd: 'prepare'; id: number; system: System; contender: string; endpoints: Endpoints; clients: number }
+  | {
+      cmd: 'prepare';
+      id: number;
+      system: System;
+      contender: string;
+      endpoints: Endpoints;
+      clients: number;
+    }
   | { cmd: 'go'; id: number; startNs: string; options: Omit<HandoffOptions, 'workers'> }
   | { cmd: 'close'; id: number }
   | { cmd: 'exit' };
@@ -29,7 +36,10 @@ export class WorkerPool {
 
   static async start(size: number): Promise<WorkerPool> {
     const children = Array.from({ length: size }, () =>
-      fork(join(__dirname, 'handoff.worker.ts'), [], { execArgv: ['-r', 'ts-node/register/transpile-only'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+      fork(join(__dirname, 'handoff.worker.ts'), [], {
+        execArgv: ['-r', 'ts-node/register/transpile-only'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      }),
     );
     await Promise.all(children.map((c) => reply(c, (m) => m.cmd === 'up')));
     return new WorkerPool(children);
@@ -44,11 +54,25 @@ export class WorkerPool {
    * warm-up window on another key (connections, sessions, subscriptions and JIT are warm when the
    * measured window starts).
    */
-  async run(contender: Contender, endpoints: Endpoints, o: HandoffOptions, warmUpMs: number): Promise<ClientsReport[]> {
+  async run(
+    contender: Contender,
+    endpoints: Endpoints,
+    o: HandoffOptions,
+    warmUpMs: number,
+  ): Promise<ClientsReport[]> {
     const used = this.children.slice(0, Math.min(o.workers, this.children.length));
-    const counts = used.map((_, i) => Math.floor(o.workers / used.length) + (i < o.workers % used.length ? 1 : 0));
+    const counts = used.map(
+      (_, i) => Math.floor(o.workers / used.length) + (i < o.workers % used.length ? 1 : 0),
+    );
     const { workers: _, ...options } = o;
-    await this.all(used, 'ready', (id, i) => ({ cmd: 'prepare', id, system: contender.system, contender: contender.name, endpoints, clients: counts[i] }));
+    await this.all(used, 'ready', (id, i) => ({
+      cmd: 'prepare',
+      id,
+      system: contender.system,
+      contender: contender.name,
+      endpoints,
+      clients: counts[i],
+    }));
     try {
       const go = (opts: typeof options) => {
         const startNs = String(process.hrtime.bigint() + 50_000_000n);
@@ -62,7 +86,11 @@ export class WorkerPool {
   }
 
   /** Sends one message to each of `children` and waits for each one's `expect` reply to it. */
-  private all(children: ChildProcess[], expect: WorkerReply['cmd'], message: (id: number, i: number) => WorkerMessage): Promise<WorkerReply[]> {
+  private all(
+    children: ChildProcess[],
+    expect: WorkerReply['cmd'],
+    message: (id: number, i: number) => WorkerMessage,
+  ): Promise<WorkerReply[]> {
     const id = this.nextId++;
     return Promise.all(
       children.map((c, i) => {
@@ -93,7 +121,11 @@ function send(child: ChildProcess, message: WorkerMessage): void {
 }
 
 /** The child's next reply matching `match`; rejects on a 'failed' reply for `id` or on exit. */
-function reply(child: ChildProcess, match: (m: WorkerReply) => boolean, id?: number): Promise<WorkerReply> {
+function reply(
+  child: ChildProcess,
+  match: (m: WorkerReply) => boolean,
+  id?: number,
+): Promise<WorkerReply> {
   return new Promise((resolve, reject) => {
     const onMessage = (m: WorkerReply) => {
       if (m.cmd === 'failed' && m.id === id) {

@@ -45,9 +45,22 @@ export async function runContended(ctx: BenchContext): Promise<ContendedResult> 
     try {
       for (let round = 0; round < rounds; round++) {
         for (const c of rotation(contenders, round)) {
-          const r = await runHandoff(c, ctx.servers, { workers: WORKERS, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `h${round}:${slug(c.name)}` }, ctx.inProcess ? undefined : await ctx.workerPool());
+          const r = await runHandoff(
+            c,
+            ctx.servers,
+            {
+              workers: WORKERS,
+              durationMs: windowMs,
+              holdMs: HOLD_MS,
+              pauseMs: PAUSE_MS,
+              key: `h${round}:${slug(c.name)}`,
+            },
+            ctx.inProcess ? undefined : await ctx.workerPool(),
+          );
           runs.set(c.name, [...(runs.get(c.name) ?? []), r]);
-          ctx.log(`contended ${system} ${c.name} round ${round}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`);
+          ctx.log(
+            `contended ${system} ${c.name} round ${round}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`,
+          );
         }
       }
     } catch (error) {

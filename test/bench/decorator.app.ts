@@ -2,7 +2,13 @@ import 'reflect-metadata';
 import { Controller, Get, Inject, Module, Optional, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend, type LockBackend } from '../../lib';
+import {
+  DistributedLockModule,
+  Locked,
+  MemoryLockBackend,
+  RedisLockBackend,
+  type LockBackend,
+} from '../../lib';
 
 /**
  * The HTTP app of scenario 3, run in its own process so the load generator does not share its

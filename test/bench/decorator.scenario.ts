@@ -54,17 +54,30 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
     let app: { child: ChildProcess; port: number } | undefined;
     try {
       if (backend === 'redis') await ctx.servers.need('redis');
-      app = await startApp(backend === 'redis' ? ['redis', String(ctx.servers.redis!.port)] : ['memory']);
+      app = await startApp(
+        backend === 'redis' ? ['redis', String(ctx.servers.redis!.port)] : ['memory'],
+      );
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       const samples = { plain: [] as number[], locked: [] as number[], ping: [] as number[] };
       const cpu = { plain: 0, locked: 0, ping: 0 };
-      const routes = backend === 'redis' ? (['plain', 'locked', 'ping'] as const) : (['plain', 'locked'] as const);
+      const routes =
+        backend === 'redis'
+          ? (['plain', 'locked', 'ping'] as const)
+          : (['plain', 'locked'] as const);
       let id = 0;
-      for (const route of routes) await sequential(app.port, agent, route, roundMs / 2, () => `w${id++}`, []);
+      for (const route of routes)
+        await sequential(app.port, agent, route, roundMs / 2, () => `w${id++}`, []);
       for (let round = 0; round < rounds; round++) {
         for (const route of rotation(routes, round)) {
           const cpu0 = procCpuMs(app.child.pid);
-          await sequential(app.port, agent, route, roundMs, () => `r${round}-${id++}`, samples[route]);
+          await sequential(
+            app.port,
+            agent,
+            route,
+            roundMs,
+            () => `r${round}-${id++}`,
+            samples[route],
+          );
           cpu[route] += procCpuMs(app.child.pid) - cpu0;
         }
       }
@@ -72,11 +85,21 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
       const locked = summarize(samples.locked);
       // Two alternating autocannon runs per route (half the time each), averaged.
       const rps = { plain: 0, locked: 0 };
-      for (const route of ['plain', 'locked', 'locked', 'plain'] as const) rps[route] += (await cannon(app.port, route, autocannonSeconds / 2)) / 2;
+      for (const route of ['plain', 'locked', 'locked', 'plain'] as const)
+        rps[route] += (await cannon(app.port, route, autocannonSeconds / 2)) / 2;
       const plainReqPerSec = rps.plain;
       const lockedReqPerSec = rps.locked;
-      const row: DecoratorRow = { backend, plain, locked, addedMedianMs: locked.median - plain.median, addedP99Ms: locked.p99 - plain.p99,
-        plainCpuUs: (cpu.plain * 1000) / plain.n, lockedCpuUs: (cpu.locked * 1000) / locked.n, plainReqPerSec, lockedReqPerSec };
+      const row: DecoratorRow = {
+        backend,
+        plain,
+        locked,
+        addedMedianMs: locked.median - plain.median,
+        addedP99Ms: locked.p99 - plain.p99,
+        plainCpuUs: (cpu.plain * 1000) / plain.n,
+        lockedCpuUs: (cpu.locked * 1000) / locked.n,
+        plainReqPerSec,
+        lockedReqPerSec,
+      };
       if (backend === 'redis') {
         row.addedByOneRoundTripMs = summarize(samples.ping).median - plain.median;
         row.pingCpuUs = (cpu.ping * 1000) / samples.ping.length;
@@ -84,11 +107,14 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
         const before = scriptCalls(ctx.servers.redis!.cli('info', 'commandstats'));
         const n = 500;
         for (let i = 0; i < n; i++) await request(app.port, agent, `/locked/count-${i}`);
-        row.redisRoundTripsPerRequest = (scriptCalls(ctx.servers.redis!.cli('info', 'commandstats')) - before) / n;
+        row.redisRoundTripsPerRequest =
+          (scriptCalls(ctx.servers.redis!.cli('info', 'commandstats')) - before) / n;
       }
       agent.destroy();
       rows.push(row);
-      ctx.log(`decorator ${backend}: +${row.addedMedianMs.toFixed(3)} ms median; ${plainReqPerSec.toFixed(0)} vs ${lockedReqPerSec.toFixed(0)} req/s`);
+      ctx.log(
+        `decorator ${backend}: +${row.addedMedianMs.toFixed(3)} ms median; ${plainReqPerSec.toFixed(0)} vs ${lockedReqPerSec.toFixed(0)} req/s`,
+      );
     } catch (error) {
       skipped.push({ system: backend, reason: reason(error) });
     } finally {
@@ -99,9 +125,13 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
 }
 
 function startApp(args: string[]): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'decorator.app.ts'), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'decorator.app.ts'), ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -109,7 +139,9 @@ function startApp(args: string[]): Promise<{ child: ChildProcess; port: number }
       const m = out.match(/PORT (\d+)/);
       if (m) resolve({ child, port: Number(m[1]) });
     });
-    child.once('exit', (code) => reject(new Error(`decorator app exited (${code}) before listening`)));
+    child.once('exit', (code) =>
+      reject(new Error(`decorator app exited (${code}) before listening`)),
+    );
   });
 }
 
@@ -117,14 +149,23 @@ function request(port: number, agent: Agent, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
     get({ host: '127.0.0.1', port, path, agent }, (res) => {
       res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${path}: HTTP ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve() : reject(new Error(`${path}: HTTP ${res.statusCode}`)),
+      );
     }).on('error', reject);
   });
 }
 
-async function sequential(port: number, agent: Agent, route: string, ms: number, nextId: () => string, samples: number[]): Promise<void> {
+async function sequential(
+  port: number,
+  agent: Agent,
+  route: string,
+  ms: number,
+  nextId: () => string,
+  samples: number[],
+): Promise<void> {
   const until = performance.now() + ms;
-  for (let now = performance.now(); now < until; ) {
+  for (let now = performance.now(); now < until;) {
     await request(port, agent, `/${route}/${nextId()}`);
     const after = performance.now();
     samples.push(after - now);
@@ -133,15 +174,20 @@ async function sequential(port: number, agent: Agent, route: string, ms: number,
 }
 
 async function cannon(port: number, route: string, seconds: number): Promise<number> {
-  const autocannon = require('autocannon') as (opts: object) => Promise<{ requests: { average: number }; non2xx: number; errors: number }>;
+  const autocannon = require('autocannon') as (
+    opts: object,
+  ) => Promise<{ requests: { average: number }; non2xx: number; errors: number }>;
   let n = 0;
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
-    requests: [{ method: 'GET', setupRequest: (req: object) => ({ ...req, path: `/${route}/ac-${n++}` }) }],
+    requests: [
+      { method: 'GET', setupRequest: (req: object) => ({ ...req, path: `/${route}/ac-${n++}` }) },
+    ],
   });
-  if (result.non2xx || result.errors) throw new Error(`autocannon /${route}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  if (result.non2xx || result.errors)
+    throw new Error(`autocannon /${route}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return result.requests.average;
 }
 
@@ -167,6 +213,7 @@ async function pingRtt(port: number): Promise<number> {
  */
 function scriptCalls(info: string): number {
   let total = 0;
-  for (const m of info.matchAll(/^cmdstat_(evalsha|eval|evalsha_ro|eval_ro):calls=(\d+)/gm)) total += Number(m[2]);
+  for (const m of info.matchAll(/^cmdstat_(evalsha|eval|evalsha_ro|eval_ro):calls=(\d+)/gm))
+    total += Number(m[2]);
   return total;
 }

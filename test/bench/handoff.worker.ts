@@ -15,7 +15,12 @@ const send = (m: WorkerReply) => process.send?.(m);
 
 process.on('message', (m: WorkerMessage) => {
   void handle(m).catch((error) => {
-    if (m.cmd !== 'exit') send({ cmd: 'failed', id: m.id, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+    if (m.cmd !== 'exit')
+      send({
+        cmd: 'failed',
+        id: m.id,
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      });
   });
 });
 
@@ -29,11 +34,17 @@ async function handle(m: WorkerMessage): Promise<void> {
       const servers = BenchServers.attached(m.endpoints);
       const contender = contendersFor(m.system, { raw: true }).find((c) => c.name === m.contender);
       if (!contender) throw new Error(`no contender "${m.contender}" on ${m.system}`);
-      clients = await Promise.all(Array.from({ length: m.clients }, () => contender.connect(servers)));
+      clients = await Promise.all(
+        Array.from({ length: m.clients }, () => contender.connect(servers)),
+      );
       return void send({ cmd: 'ready', id: m.id });
     }
     case 'go':
-      return void send({ cmd: 'done', id: m.id, report: await driveClients(clients, m.options, BigInt(m.startNs)) });
+      return void send({
+        cmd: 'done',
+        id: m.id,
+        report: await driveClients(clients, m.options, BigInt(m.startNs)),
+      });
     case 'close':
       await closeAll();
       return void send({ cmd: 'closed', id: m.id });

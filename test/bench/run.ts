@@ -30,8 +30,12 @@ async function main(): Promise<void> {
   const quick = args.includes('--quick');
   const scenarios = (flag('scenarios')?.split(',') ?? [...SCENARIOS]) as Scenario[];
   const systems = (flag('systems')?.split(',') ?? ALL_SYSTEMS) as System[];
-  for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario "${s}" (one of ${SCENARIOS.join(', ')})`);
-  for (const s of systems) if (!ALL_SYSTEMS.includes(s)) throw new Error(`unknown system "${s}" (one of ${ALL_SYSTEMS.join(', ')})`);
+  for (const s of scenarios)
+    if (!SCENARIOS.includes(s))
+      throw new Error(`unknown scenario "${s}" (one of ${SCENARIOS.join(', ')})`);
+  for (const s of systems)
+    if (!ALL_SYSTEMS.includes(s))
+      throw new Error(`unknown system "${s}" (one of ${ALL_SYSTEMS.join(', ')})`);
   const name = flag('out') ?? (quick ? 'bench-quick' : 'bench-full');
 
   const servers = new BenchServers();
@@ -42,7 +46,8 @@ async function main(): Promise<void> {
     servers,
     quick,
     systems,
-    log: (line) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`),
+    log: (line) =>
+      console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`),
     workerPool: () => (pool ??= WorkerPool.start(WORKER_PROCESSES)),
     inProcess: args.includes('--in-process'),
   };
@@ -65,10 +70,17 @@ async function main(): Promise<void> {
   };
   // A smoke run starts the worker processes while the first scenarios run (it has a time budget);
   // a full run starts them when first needed, so their start-up does not disturb a measurement.
-  if (quick && !ctx.inProcess && (scenarios.includes('contended') || scenarios.includes('scaling'))) ctx.workerPool().catch(() => undefined);
+  if (quick && !ctx.inProcess && (scenarios.includes('contended') || scenarios.includes('scaling')))
+    ctx.workerPool().catch(() => undefined);
   try {
     // Start every server the run needs at once, before any measurement.
-    await Promise.all(systems.map((s) => servers.need(s).catch((error) => ctx.log(`${s}: cannot start its server: ${(error as Error).message}`))));
+    await Promise.all(
+      systems.map((s) =>
+        servers
+          .need(s)
+          .catch((error) => ctx.log(`${s}: cannot start its server: ${(error as Error).message}`)),
+      ),
+    );
     for (const scenario of scenarios) {
       ctx.log(`--- ${scenario}`);
       if (scenario === 'uncontended') results.uncontended = await runUncontended(ctx);
@@ -89,12 +101,24 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), name);
   writeFileSync(join(dir, `${name}.md`), renderReport(results, charts));
-  ctx.log(`done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`);
+  ctx.log(
+    `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,
+  );
 }
 
 function packageVersions(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const p of ['ioredis', 'redlock', 'redis-semaphore', 'etcd3', 'node-zookeeper-client', 'mysql2', 'pg', 'autocannon', '@nestjs/core']) {
+  for (const p of [
+    'ioredis',
+    'redlock',
+    'redis-semaphore',
+    'etcd3',
+    'node-zookeeper-client',
+    'mysql2',
+    'pg',
+    'autocannon',
+    '@nestjs/core',
+  ]) {
     try {
       out[p] = (require(`${p}/package.json`) as { version: string }).version;
     } catch {

@@ -17,7 +17,15 @@ export interface ScalingSeries {
   system: System;
   contender: string;
   ours: boolean;
-  points: { workers: number; handoffsPerSec: number; p50Wait: number; p99Wait: number; giveUps: number; overlaps: number; minShare: number }[];
+  points: {
+    workers: number;
+    handoffsPerSec: number;
+    p50Wait: number;
+    p99Wait: number;
+    giveUps: number;
+    overlaps: number;
+    minShare: number;
+  }[];
 }
 
 export interface ScalingResult {
@@ -29,7 +37,8 @@ export interface ScalingResult {
 export async function runScaling(ctx: BenchContext): Promise<ScalingResult> {
   const windowMs = ctx.quick ? 300 : 3_000;
   const wanted: Contender[] = [];
-  for (const s of ['redis', 'etcd', 'zookeeper'] as const) if (ctx.systems.includes(s)) wanted.push(ours(s));
+  for (const s of ['redis', 'etcd', 'zookeeper'] as const)
+    if (ctx.systems.includes(s)) wanted.push(ours(s));
   if (ctx.systems.includes('redis')) wanted.push(redisSemaphore, redlockSingle);
   const skipped: Skipped[] = [];
   const live: Contender[] = [];
@@ -42,15 +51,44 @@ export async function runScaling(ctx: BenchContext): Promise<ScalingResult> {
       skipped.push({ system: c.system, reason: `${c.name}: ${reason(error)}` });
     }
   }
-  const series: ScalingSeries[] = live.map((c) => ({ system: c.system, contender: c.name, ours: c.ours, points: [] }));
+  const series: ScalingSeries[] = live.map((c) => ({
+    system: c.system,
+    contender: c.name,
+    ours: c.ours,
+    points: [],
+  }));
   for (const workers of WORKER_COUNTS) {
     for (const [i, c] of live.entries()) {
       try {
-        const r = await runHandoff(c, ctx.servers, { workers, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `s${workers}:${slug(c.name)}` }, ctx.inProcess ? undefined : await ctx.workerPool());
-        series[i].points.push({ workers, handoffsPerSec: r.handoffsPerSec, p50Wait: r.wait.median, p99Wait: r.wait.p99, giveUps: r.giveUps, overlaps: r.overlaps, minShare: r.minShare });
-        ctx.log(`scaling ${c.name} x${workers}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`);
+        const r = await runHandoff(
+          c,
+          ctx.servers,
+          {
+            workers,
+            durationMs: windowMs,
+            holdMs: HOLD_MS,
+            pauseMs: PAUSE_MS,
+            key: `s${workers}:${slug(c.name)}`,
+          },
+          ctx.inProcess ? undefined : await ctx.workerPool(),
+        );
+        series[i].points.push({
+          workers,
+          handoffsPerSec: r.handoffsPerSec,
+          p50Wait: r.wait.median,
+          p99Wait: r.wait.p99,
+          giveUps: r.giveUps,
+          overlaps: r.overlaps,
+          minShare: r.minShare,
+        });
+        ctx.log(
+          `scaling ${c.name} x${workers}: ${r.handoffsPerSec.toFixed(0)}/s, p99 wait ${r.wait.p99.toFixed(1)} ms`,
+        );
       } catch (error) {
-        skipped.push({ system: c.system, reason: `${c.name} with ${workers} workers: ${reason(error)}` });
+        skipped.push({
+          system: c.system,
+          reason: `${c.name} with ${workers} workers: ${reason(error)}`,
+        });
       }
     }
   }

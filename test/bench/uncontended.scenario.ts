@@ -38,9 +38,24 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
   const skipped: Skipped[] = [];
   for (const system of ctx.systems) {
     const contenders = contendersFor(system, { raw: true });
-    const clients: { c: (typeof contenders)[number]; client: LockClient; samples: number[]; busyMs: number; cpuMs: number; serverMs: number }[] = [];
+    const clients: {
+      c: (typeof contenders)[number];
+      client: LockClient;
+      samples: number[];
+      busyMs: number;
+      cpuMs: number;
+      serverMs: number;
+    }[] = [];
     try {
-      for (const c of contenders) clients.push({ c, client: await c.connect(ctx.servers), samples: [], busyMs: 0, cpuMs: 0, serverMs: 0 });
+      for (const c of contenders)
+        clients.push({
+          c,
+          client: await c.connect(ctx.servers),
+          samples: [],
+          busyMs: 0,
+          cpuMs: 0,
+          serverMs: 0,
+        });
     } catch (error) {
       skipped.push({ system, reason: reason(error) });
       await Promise.all(clients.map((x) => x.client.close().catch(() => undefined)));
@@ -72,7 +87,9 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
         serverCpuUs: (x.serverMs * 1000) / x.samples.length,
         oursRatio: x.c.ours ? undefined : baseOps / opsPerSec,
       });
-      ctx.log(`  ${x.c.name}: ${opsPerSec.toFixed(0)} cycles/s, median ${summarize(x.samples).median.toFixed(3)} ms`);
+      ctx.log(
+        `  ${x.c.name}: ${opsPerSec.toFixed(0)} cycles/s, median ${summarize(x.samples).median.toFixed(3)} ms`,
+      );
     }
     await Promise.all(clients.map((x) => x.client.close().catch(() => undefined)));
   }
@@ -80,7 +97,12 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
 }
 
 /** Sequential acquire+release cycles on fresh keys for `ms`; returns the time spent. */
-async function cycles(client: LockClient, prefix: string, ms: number, samples: number[]): Promise<number> {
+async function cycles(
+  client: LockClient,
+  prefix: string,
+  ms: number,
+  samples: number[],
+): Promise<number> {
   const start = performance.now();
   const until = start + ms;
   let i = 0;

@@ -87,7 +87,9 @@ async function holdMany(ctx: BenchContext, n: number, ttl: number): Promise<Watc
     gc();
     const heapBytesPerLock = (process.memoryUsage().heapUsed - heapBefore) / n;
     const redisBytesPerLock = ((await usedMemory(client)) - redisBefore) / n;
-    ctx.log(`watchdog ${n}: acquired in ${acquireSeconds.toFixed(1)} s; ${heapBytesPerLock.toFixed(0)} B heap/lock; measuring ${((2 * period) / 1000).toFixed(0)} s`);
+    ctx.log(
+      `watchdog ${n}: acquired in ${acquireSeconds.toFixed(1)} s; ${heapBytesPerLock.toFixed(0)} B heap/lock; measuring ${((2 * period) / 1000).toFixed(0)} s`,
+    );
     // Let every lock pass its first renewal, then measure two whole periods.
     await sleep(period + 200);
     const windowMs = 2 * period;

@@ -1,4 +1,11 @@
-import type { BackendAcquireRequest, BackendAcquireResult, BackendAttempt, BackendLock, LockBackend, LockMode } from '../../lib/backend-kit';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+  BackendLock,
+  LockBackend,
+  LockMode,
+} from '../../lib/backend-kit';
 
 /**
  * Wraps a real backend to count calls and to simulate the death of its process: once `crashed`,
@@ -69,10 +76,14 @@ export function untilAborted(signal: AbortSignal, ms: number): Promise<unknown> 
   if (signal.aborted) return Promise.resolve(signal.reason);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`signal not aborted after ${ms} ms`)), ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve(signal.reason);
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 

@@ -66,15 +66,27 @@ export function describeLockConformance(
     });
 
     const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
-    async function engine(wrap?: (b: LockBackend) => LockBackend, extra: Partial<ConstructorParameters<typeof LockEngine>[0]> = {}) {
+    async function engine(
+      wrap?: (b: LockBackend) => LockBackend,
+      extra: Partial<ConstructorParameters<typeof LockEngine>[0]> = {},
+    ) {
       const inner = await fixture.createBackend();
       const backend = wrap ? wrap(inner) : inner;
-      const e = new LockEngine({ backend, keyPrefix: 'conf:', defaults: { ttl: Math.max(ttl, 2_000), wait: 5_000 }, ...extra });
+      const e = new LockEngine({
+        backend,
+        keyPrefix: 'conf:',
+        defaults: { ttl: Math.max(ttl, 2_000), wait: 5_000 },
+        ...extra,
+      });
       engines.push(e);
       return { engine: e, backend, inner };
     }
 
-    const extra = { engine: () => engine(), forceDelete: (k: string) => fixture.forceDelete(k), ttl: () => ttl };
+    const extra = {
+      engine: () => engine(),
+      forceDelete: (k: string) => fixture.forceDelete(k),
+      ttl: () => ttl,
+    };
     describeMultiKeyCases(extra);
     describeSemaphoreCases(extra);
 
@@ -101,10 +113,13 @@ export function describeLockConformance(
       const probe = new MutexProbe();
       const rounds = 5;
       await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (async () => {
-          const e = i % 2 === 0 ? a.engine : b.engine;
-          for (let r = 0; r < rounds; r++) await e.withLock(k, () => probe.criticalSection(), { wait: 30_000 });
-        })()),
+        Array.from({ length: 8 }, (_, i) =>
+          (async () => {
+            const e = i % 2 === 0 ? a.engine : b.engine;
+            for (let r = 0; r < rounds; r++)
+              await e.withLock(k, () => probe.criticalSection(), { wait: 30_000 });
+          })(),
+        ),
       );
       expect(probe.maxConcurrent).toBe(1);
       expect(probe.counter).toBe(8 * rounds);
@@ -115,8 +130,12 @@ export function describeLockConformance(
       const b = await engine();
       const k = key('rw');
       if (!caps.shared) {
-        await expect(a.engine.acquire(k, { mode: 'shared' })).rejects.toBeInstanceOf(InvalidLockOptionsError);
-        await expect(a.engine.acquire(k, { mode: 'shared' })).rejects.toMatchObject({ option: 'mode' });
+        await expect(a.engine.acquire(k, { mode: 'shared' })).rejects.toBeInstanceOf(
+          InvalidLockOptionsError,
+        );
+        await expect(a.engine.acquire(k, { mode: 'shared' })).rejects.toMatchObject({
+          option: 'mode',
+        });
         return;
       }
       const r1 = await a.engine.acquire(k, { mode: 'shared' });
@@ -138,14 +157,20 @@ export function describeLockConformance(
       const a = await engine();
       const b = await engine();
       const k = key('rwload');
-      if (!caps.shared) return expect(a.engine.tryAcquire(k, { mode: 'shared' })).rejects.toMatchObject({ option: 'mode' });
+      if (!caps.shared)
+        return expect(a.engine.tryAcquire(k, { mode: 'shared' })).rejects.toMatchObject({
+          option: 'mode',
+        });
       const probe = new MutexProbe();
       await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (async () => {
-          const e = i % 2 === 0 ? a.engine : b.engine;
-          const mode = i < 5 ? 'shared' : 'exclusive';
-          for (let r = 0; r < 4; r++) await e.withLock(k, () => probe.section(mode), { mode, wait: 30_000 });
-        })()),
+        Array.from({ length: 8 }, (_, i) =>
+          (async () => {
+            const e = i % 2 === 0 ? a.engine : b.engine;
+            const mode = i < 5 ? 'shared' : 'exclusive';
+            for (let r = 0; r < 4; r++)
+              await e.withLock(k, () => probe.section(mode), { mode, wait: 30_000 });
+          })(),
+        ),
       );
       expect(probe.writerOverlaps).toBe(0);
       expect(probe.counter).toBe(3 * 4);
@@ -158,7 +183,10 @@ export function describeLockConformance(
       const h = await a.engine.acquire(k, { ttl });
       (a.backend as CrashableBackend).crashed = true;
       await fixture.crash?.(a.inner);
-      const next = await b.engine.acquire(k, { ttl: Math.max(ttl, 2_000), wait: 20 * ttl + 10_000 });
+      const next = await b.engine.acquire(k, {
+        ttl: Math.max(ttl, 2_000),
+        wait: 20 * ttl + 10_000,
+      });
       expect(next.fencingToken > h.fencingToken).toBe(true);
       const reason = await untilAborted(h.signal, 20 * ttl + 10_000);
       expect(reason).toBeInstanceOf(LockLostError);
@@ -185,7 +213,12 @@ export function describeLockConformance(
       const b = await engine();
       const k = key('owner');
       const h = await a.engine.acquire(k);
-      const stranger = { key: `conf:${k}`, owner: randomBytes(16).toString('hex'), mode: 'exclusive' as const, ttl: 5_000 };
+      const stranger = {
+        key: `conf:${k}`,
+        owner: randomBytes(16).toString('hex'),
+        mode: 'exclusive' as const,
+        ttl: 5_000,
+      };
       await b.backend.release(stranger);
       expect(await b.backend.renew([stranger])).toEqual([false]);
       expect(await b.engine.tryAcquire(k)).toBeNull();
@@ -252,7 +285,9 @@ export function describeLockConformance(
           await h.release();
         }
       };
-      await e.withLock(key('request'), () => Promise.all([branch(false), branch(true), branch(true)]));
+      await e.withLock(key('request'), () =>
+        Promise.all([branch(false), branch(true), branch(true)]),
+      );
       expect(probe.maxConcurrent).toBe(1);
       expect(probe.counter).toBe(3);
     });
@@ -263,7 +298,10 @@ export function describeLockConformance(
       const holder = await e.acquire(k);
       let settled: unknown = 'pending';
       const waiter = e.acquire(k, { wait: 2_147_483_548 });
-      waiter.then(() => (settled = 'granted'), (error: unknown) => (settled = error));
+      waiter.then(
+        () => (settled = 'granted'),
+        (error: unknown) => (settled = error),
+      );
       // An overflowing timer fired after 1 ms; this is the time it would need to show itself.
       await new Promise((r) => setTimeout(r, 50));
       expect(settled).toBe('pending');
@@ -303,10 +341,14 @@ export function describeLockConformance(
       const { engine: e } = await engine();
       const k = key('lostwith');
       const never = new Promise<void>(() => undefined);
-      const run = e.withLock(k, async () => {
-        await fixture.forceDelete(`conf:${k}`);
-        await never;
-      }, { ttl });
+      const run = e.withLock(
+        k,
+        async () => {
+          await fixture.forceDelete(`conf:${k}`);
+          await never;
+        },
+        { ttl },
+      );
       await expect(run).rejects.toBeInstanceOf(LockLostError);
     });
 
@@ -315,8 +357,13 @@ export function describeLockConformance(
       const b = await engine();
       const k = key('timeout');
       const h = await a.engine.acquire(k);
-      await expect(b.engine.acquire(k, { wait: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
-      await expect(b.engine.acquire(k, { wait: 0 })).rejects.toMatchObject({ code: 'LOCK_ACQUIRE_TIMEOUT', key: k });
+      await expect(b.engine.acquire(k, { wait: 300 })).rejects.toBeInstanceOf(
+        LockAcquireTimeoutError,
+      );
+      await expect(b.engine.acquire(k, { wait: 0 })).rejects.toMatchObject({
+        code: 'LOCK_ACQUIRE_TIMEOUT',
+        key: k,
+      });
       expect(await b.engine.tryAcquire(k)).toBeNull();
       await h.release();
       const next = await b.engine.acquire(k, { wait: 2_000 });
@@ -345,12 +392,23 @@ export function describeLockConformance(
       const { engine: e } = await engine();
       const k = key('bad');
       const bad: [Record<string, unknown>, string][] = [
-        [{ ttl: 0 }, 'ttl'], [{ ttl: -5 }, 'ttl'], [{ ttl: Number.NaN }, 'ttl'], [{ ttl: Infinity }, 'ttl'], [{ ttl: '100' }, 'ttl'],
-        [{ wait: -1 }, 'wait'], [{ wait: 1.5 }, 'wait'], [{ mode: 'upgradable' }, 'mode'], [{ backend: 'nope' }, 'backend'],
-        [{ maxHold: 0 }, 'maxHold'], [{ colour: 'red' }, 'options.colour'],
+        [{ ttl: 0 }, 'ttl'],
+        [{ ttl: -5 }, 'ttl'],
+        [{ ttl: Number.NaN }, 'ttl'],
+        [{ ttl: Infinity }, 'ttl'],
+        [{ ttl: '100' }, 'ttl'],
+        [{ wait: -1 }, 'wait'],
+        [{ wait: 1.5 }, 'wait'],
+        [{ mode: 'upgradable' }, 'mode'],
+        [{ backend: 'nope' }, 'backend'],
+        [{ maxHold: 0 }, 'maxHold'],
+        [{ colour: 'red' }, 'options.colour'],
       ];
       for (const [options, option] of bad) {
-        await expect(e.acquire(k, options as never)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option });
+        await expect(e.acquire(k, options as never)).rejects.toMatchObject({
+          name: 'InvalidLockOptionsError',
+          option,
+        });
       }
       await expect(e.acquire('')).rejects.toMatchObject({ option: 'key' });
       await expect(e.acquire('x'.repeat(10_000))).rejects.toMatchObject({ option: 'key' });
@@ -365,7 +423,17 @@ export function describeLockConformance(
     it('keys that differ only in tricky characters are different locks', async () => {
       const { engine: e } = await engine();
       const base = key('tricky');
-      const variants = [base, `${base}/x`, `${base}:x`, `${base}{x}`, `${base}..`, `${base}*`, `${base} x`, `${base}é`, `${base}%2F`];
+      const variants = [
+        base,
+        `${base}/x`,
+        `${base}:x`,
+        `${base}{x}`,
+        `${base}..`,
+        `${base}*`,
+        `${base} x`,
+        `${base}é`,
+        `${base}%2F`,
+      ];
       const handles = [];
       for (const v of variants) handles.push(await e.acquire(v, { wait: 0 }));
       expect(new Set(handles.map((h) => h.key)).size).toBe(variants.length);
@@ -373,26 +441,29 @@ export function describeLockConformance(
     });
 
     if (features.outage !== false) {
-    it('backend down: LockBackendUnavailableError within the wait budget, held locks signal loss, recovery without restart', async () => {
-      if (!fixture.outage) throw new Error('this fixture declares outages but has no outage.stop/start');
-      const a = await engine(undefined, { operationTimeout: 1_000 });
-      const held = await a.engine.acquire(key('down-held'), { ttl });
-      await fixture.outage.stop();
-      try {
-        const started = Date.now();
-        await expect(a.engine.acquire(key('down'), { wait: 500 })).rejects.toBeInstanceOf(LockBackendUnavailableError);
-        // The deadline contract (max(wait + 100, operationTimeout) = 1 s), with slack for a loaded machine: not a speed claim.
-        expect(Date.now() - started).toBeLessThan(6_000);
-        const reason = await untilAborted(held.signal, 20 * ttl + 30_000);
-        expect(reason).toBeInstanceOf(LockLostError);
-      } finally {
-        await fixture.outage.start();
-      }
-      const k = key('down-after');
-      const h = await eventually(() => a.engine.acquire(k, { wait: 1_000 }), 60_000, 200);
-      expect(h.held).toBe(true);
-      await h.release();
-    });
+      it('backend down: LockBackendUnavailableError within the wait budget, held locks signal loss, recovery without restart', async () => {
+        if (!fixture.outage)
+          throw new Error('this fixture declares outages but has no outage.stop/start');
+        const a = await engine(undefined, { operationTimeout: 1_000 });
+        const held = await a.engine.acquire(key('down-held'), { ttl });
+        await fixture.outage.stop();
+        try {
+          const started = Date.now();
+          await expect(a.engine.acquire(key('down'), { wait: 500 })).rejects.toBeInstanceOf(
+            LockBackendUnavailableError,
+          );
+          // The deadline contract (max(wait + 100, operationTimeout) = 1 s), with slack for a loaded machine: not a speed claim.
+          expect(Date.now() - started).toBeLessThan(6_000);
+          const reason = await untilAborted(held.signal, 20 * ttl + 30_000);
+          expect(reason).toBeInstanceOf(LockLostError);
+        } finally {
+          await fixture.outage.start();
+        }
+        const k = key('down-after');
+        const h = await eventually(() => a.engine.acquire(k, { wait: 1_000 }), 60_000, 200);
+        expect(h.held).toBe(true);
+        await h.release();
+      });
     }
   });
 }

@@ -14,7 +14,8 @@ describeLockConformance(
     shared = new SharedMemory();
     return {
       // Engines over one in-process store; close() of one engine must not disturb the others.
-      createBackend: () => Object.assign(Object.create(shared.store), { close: async () => undefined }),
+      createBackend: () =>
+        Object.assign(Object.create(shared.store), { close: async () => undefined }),
       forceDelete: async (fullKey) => shared.store.forceDelete(fullKey),
       closeAll: async () => shared.store.close(),
     };

@@ -32,7 +32,8 @@ export function describeMultiKeyCases(ctx: MultiKeyContext): void {
     expect(h.held).toBe(false);
     const again = await e.tryAcquire([a, b]);
     expect(again).not.toBeNull();
-    for (const k of [a, b]) expect(again!.fencingTokens.get(k)).toBeGreaterThan(h.fencingTokens.get(k)!);
+    for (const k of [a, b])
+      expect(again!.fencingTokens.get(k)).toBeGreaterThan(h.fencingTokens.get(k)!);
     await again!.release();
   });
 
@@ -42,7 +43,9 @@ export function describeMultiKeyCases(ctx: MultiKeyContext): void {
     const [a, b, c] = [key('mk-a'), key('mk-b'), key('mk-c')].sort();
     const busy = await holder.acquire(c);
     await (await e.acquire(`${a}-warm`)).release(); // connected: the wait below is spent on the keys
-    await expect(e.acquire([a, b, c], { wait: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await expect(e.acquire([a, b, c], { wait: 300 })).rejects.toBeInstanceOf(
+      LockAcquireTimeoutError,
+    );
     expect(await e.tryAcquire([a, b, c])).toBeNull();
     const free = await holder.tryAcquire([a, b]);
     expect(free).not.toBeNull();
@@ -59,15 +62,24 @@ export function describeMultiKeyCases(ctx: MultiKeyContext): void {
     let done = 0;
     const worker = async (e: LockEngine, keys: string[]) => {
       for (let i = 0; i < 10; i++) {
-        await e.withLock(keys, async () => {
-          if (++inside > 1) overlaps++;
-          await new Promise((r) => setImmediate(r));
-          inside--;
-          done++;
-        }, { wait: 20_000 });
+        await e.withLock(
+          keys,
+          async () => {
+            if (++inside > 1) overlaps++;
+            await new Promise((r) => setImmediate(r));
+            inside--;
+            done++;
+          },
+          { wait: 20_000 },
+        );
       }
     };
-    await Promise.all([worker(e1, [a, b]), worker(e2, [b, a]), worker(e1, [b, a]), worker(e2, [a, b])]);
+    await Promise.all([
+      worker(e1, [a, b]),
+      worker(e2, [b, a]),
+      worker(e1, [b, a]),
+      worker(e2, [a, b]),
+    ]);
     expect(done).toBe(40);
     expect(overlaps).toBe(0);
   });

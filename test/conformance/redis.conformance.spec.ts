@@ -12,7 +12,12 @@ describeLockConformance(
   async () => {
     server = await RedisServer.start();
     const connect = () => {
-      const c = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+      const c = new Redis({
+        port: server.port,
+        host: '127.0.0.1',
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 100,
+      });
       c.on('error', () => undefined);
       clients.push(c);
       return c;
@@ -43,10 +48,13 @@ describeLockConformance(
   async () => {
     cluster = await RedisClusterServers.start(3);
     const connect = () => {
-      const c = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), {
-        redisOptions: { maxRetriesPerRequest: 1 },
-        clusterRetryStrategy: () => 100,
-      });
+      const c = new Cluster(
+        cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+        {
+          redisOptions: { maxRetriesPerRequest: 1 },
+          clusterRetryStrategy: () => 100,
+        },
+      );
       c.on('error', () => undefined);
       clusterClients.push(c);
       return c;

@@ -12,7 +12,8 @@ describeLockConformance(
       createBackend: () => masters.backend(),
       forceDelete: (fullKey) => masters.forceDelete(fullKey),
       // The process dies: its connections to every master go away without a release.
-      crash: async (backend) => (backend as unknown as { clients: Redis[] }).clients.forEach((c) => c.disconnect()),
+      crash: async (backend) =>
+        (backend as unknown as { clients: Redis[] }).clients.forEach((c) => c.disconnect()),
       outage: {
         stop: async () => {
           await Promise.all(masters.servers.map((s) => s.kill()));
@@ -26,4 +27,3 @@ describeLockConformance(
   },
   async () => masters?.destroy(),
 );
-

@@ -21,12 +21,16 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     let done = 0;
     const worker = async (e: LockEngine) => {
       for (let i = 0; i < 6; i++) {
-        await e.withLock(k, async () => {
-          most = Math.max(most, ++inside);
-          await new Promise((r) => setTimeout(r, 20));
-          inside--;
-          done++;
-        }, { permits: 3, wait: 30_000 });
+        await e.withLock(
+          k,
+          async () => {
+            most = Math.max(most, ++inside);
+            await new Promise((r) => setTimeout(r, 20));
+            inside--;
+            done++;
+          },
+          { permits: 3, wait: 30_000 },
+        );
       }
     };
     await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((i) => worker(engines[i % 2])));
@@ -43,7 +47,9 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     expect(a.key).toBe(k);
     expect(typeof a.fencingToken).toBe('bigint');
     expect(await other.tryAcquire(k, { permits: 2 })).toBeNull();
-    await expect(other.acquire(k, { permits: 2, wait: 150 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await expect(other.acquire(k, { permits: 2, wait: 150 })).rejects.toBeInstanceOf(
+      LockAcquireTimeoutError,
+    );
     const waiting = other.acquire(k, { permits: 2, wait: 10_000 });
     await a.release();
     const c = await waiting;
@@ -59,9 +65,16 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     expect(await untilAborted(h.signal, 15_000)).toBeInstanceOf(LockLostError);
     await h.release();
     for (const permits of [0, 1.5, -1, '2', 1_001]) {
-      await expect(e.acquire(k, { permits: permits as number })).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'permits' });
+      await expect(e.acquire(k, { permits: permits as number })).rejects.toMatchObject({
+        name: 'InvalidLockOptionsError',
+        option: 'permits',
+      });
     }
-    await expect(e.acquire(k, { permits: 2, mode: 'shared' })).rejects.toBeInstanceOf(InvalidLockOptionsError);
-    await expect(e.acquire([k, `${k}2`], { permits: 2 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await expect(e.acquire(k, { permits: 2, mode: 'shared' })).rejects.toBeInstanceOf(
+      InvalidLockOptionsError,
+    );
+    await expect(e.acquire([k, `${k}2`], { permits: 2 })).rejects.toBeInstanceOf(
+      InvalidLockOptionsError,
+    );
   });
 }

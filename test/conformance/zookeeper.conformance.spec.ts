@@ -2,7 +2,13 @@ import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.bac
 import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
-import { connectedZkClient, FaultProxy, newZkClient, ZooKeeperEnsemble, ZooKeeperServer } from '../support/zookeeper-server';
+import {
+  connectedZkClient,
+  FaultProxy,
+  newZkClient,
+  ZooKeeperEnsemble,
+  ZooKeeperServer,
+} from '../support/zookeeper-server';
 import { describeLockConformance, type ConformanceFixture } from './lock-conformance';
 
 /** Session timeout of every backend's client: a silent holder's locks vanish after this long. */
@@ -13,17 +19,29 @@ const SESSION_MS = 1_500;
  * process go silent (its bytes stop flowing; the server expires its session) without touching the
  * others. Backends get a clientFactory, so they open a new session after an expiry or an outage.
  */
-function fixture(ports: () => number[], outage: ConformanceFixture['outage']): () => Promise<ConformanceFixture> {
+function fixture(
+  ports: () => number[],
+  outage: ConformanceFixture['outage'],
+): () => Promise<ConformanceFixture> {
   return async () => {
     const proxies = new Map<LockBackend, FaultProxy>();
-    const admin: ZooKeeperClientLike = await connectedZkClient(ports().map((p) => `127.0.0.1:${p}`).join(','));
-    const list = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-    const remove = (path: string) => new Promise<void>((resolve) => admin.remove(path, -1, () => resolve()));
+    const admin: ZooKeeperClientLike = await connectedZkClient(
+      ports()
+        .map((p) => `127.0.0.1:${p}`)
+        .join(','),
+    );
+    const list = (path: string) =>
+      new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+    const remove = (path: string) =>
+      new Promise<void>((resolve) => admin.remove(path, -1, () => resolve()));
     return {
       ttl: SESSION_MS,
       createBackend: async () => {
         const proxy = await FaultProxy.start(ports());
-        const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(proxy.connectionString, SESSION_MS), sessionTimeout: SESSION_MS });
+        const backend = new ZooKeeperLockBackend({
+          clientFactory: () => newZkClient(proxy.connectionString, SESSION_MS),
+          sessionTimeout: SESSION_MS,
+        });
         proxies.set(backend, proxy);
         return backend;
       },
@@ -48,7 +66,10 @@ describeLockConformance(
   'zookeeper standalone',
   async () => {
     server = await ZooKeeperServer.start();
-    return fixture(() => [server.port], { stop: () => server.kill(), start: () => server.start() })();
+    return fixture(() => [server.port], {
+      stop: () => server.kill(),
+      start: () => server.start(),
+    })();
   },
   async () => server?.destroy(),
 );

@@ -5,7 +5,14 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Redis from 'ioredis';
 import request from 'supertest';
-import { DistributedLockModule, LockEngine, LockService, MemoryLockBackend, RedisLockBackend, type LockBackend } from '../../lib';
+import {
+  DistributedLockModule,
+  LockEngine,
+  LockService,
+  MemoryLockBackend,
+  RedisLockBackend,
+  type LockBackend,
+} from '../../lib';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { eventually } from '../support/server-process';
 import { RedisServer } from '../support/redis-server';
@@ -13,7 +20,13 @@ import { Ledger, OrdersController, PaymentService, ROUTE_TAG } from './orders.fi
 
 interface Variant {
   name: string;
-  setup(): Promise<{ backend: LockBackend; forceDelete(fullKey: string): Promise<void>; stop?(): Promise<void>; start?(): Promise<void>; close(): Promise<void> }>;
+  setup(): Promise<{
+    backend: LockBackend;
+    forceDelete(fullKey: string): Promise<void>;
+    stop?(): Promise<void>;
+    start?(): Promise<void>;
+    close(): Promise<void>;
+  }>;
 }
 
 const variants: Variant[] = [
@@ -21,15 +34,27 @@ const variants: Variant[] = [
     name: 'memory',
     async setup() {
       const backend = new MemoryLockBackend();
-      return { backend, forceDelete: async (k) => backend.forceDelete(k), close: async () => undefined };
+      return {
+        backend,
+        forceDelete: async (k) => backend.forceDelete(k),
+        close: async () => undefined,
+      };
     },
   },
   {
     name: 'redis',
     async setup() {
       const server = await RedisServer.start();
-      const client = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
-      const admin = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+      const client = new Redis({
+        port: server.port,
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 100,
+      });
+      const admin = new Redis({
+        port: server.port,
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 100,
+      });
       client.on('error', () => undefined);
       admin.on('error', () => undefined);
       return {
@@ -57,7 +82,13 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
   beforeAll(async () => {
     env = await variant.setup();
     const moduleRef = await Test.createTestingModule({
-      imports: [DistributedLockModule.forRoot({ backend: env.backend, defaults: { ttl: 2_000, wait: 5_000 }, operationTimeout: 500 })],
+      imports: [
+        DistributedLockModule.forRoot({
+          backend: env.backend,
+          defaults: { ttl: 2_000, wait: 5_000 },
+          operationTimeout: 500,
+        }),
+      ],
       controllers: [OrdersController],
       providers: [Ledger, PaymentService],
     }).compile();
@@ -75,16 +106,23 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
 
   it('runs 30 concurrent requests on one order one at a time (racy counter ends at 30)', async () => {
     const server = app.getHttpServer();
-    const responses = await Promise.all(Array.from({ length: 30 }, () => request(server).post('/orders/A1/pay')));
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, () => request(server).post('/orders/A1/pay')),
+    );
     expect(responses.map((r) => r.status)).toEqual(Array(30).fill(201));
     expect(ledger.counters.get('A1')).toBe(30);
-    expect(responses.map((r) => r.body.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(responses.map((r) => r.body.count).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
     expect(engine.heldCount).toBe(0);
   });
 
   it('runs different ids in parallel (both handlers are inside at once)', async () => {
     const server = app.getHttpServer();
-    const [a, b] = await Promise.all([request(server).post('/orders/x/meet?n=2'), request(server).post('/orders/y/meet?n=2')]);
+    const [a, b] = await Promise.all([
+      request(server).post('/orders/x/meet?n=2'),
+      request(server).post('/orders/y/meet?n=2'),
+    ]);
     expect([a.status, b.status]).toEqual([202, 202]);
     expect(a.body).toEqual({ met: true });
   });
@@ -122,16 +160,26 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
   it('answers 400 for a key value that is missing, empty, an object or an array, and locks nothing', async () => {
     const server = app.getHttpServer();
     const spy = jest.spyOn(env.backend, 'tryAcquire');
-    for (const body of [{}, { customer: {} }, { customer: { id: '' } }, { customer: { id: { $ne: 1 } } }, { customer: { id: [1, 2] } }]) {
+    for (const body of [
+      {},
+      { customer: {} },
+      { customer: { id: '' } },
+      { customer: { id: { $ne: 1 } } },
+      { customer: { id: [1, 2] } },
+    ]) {
       const res = await request(server).post('/orders/by-body').send(body);
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('LOCK_KEY_RESOLUTION');
     }
-    const long = await request(server).post('/orders/by-body').send({ customer: { id: 'x'.repeat(10_000) } });
+    const long = await request(server)
+      .post('/orders/by-body')
+      .send({ customer: { id: 'x'.repeat(10_000) } });
     expect(long.status).toBe(400);
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
-    const ok = await request(server).post('/orders/by-body').send({ customer: { id: 'c/../{1}' } });
+    const ok = await request(server)
+      .post('/orders/by-body')
+      .send({ customer: { id: 'c/../{1}' } });
     expect(ok.status).toBe(201);
   });
 
@@ -147,7 +195,9 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
 
   it('a handler that outlives its ttl keeps its lock (watchdog) and releases it at the end', async () => {
     const server = app.getHttpServer();
-    const slow = request(server).post('/orders/L1/slow?ms=1200').then((r) => r);
+    const slow = request(server)
+      .post('/orders/L1/slow?ms=1200')
+      .then((r) => r);
     await eventually(() => engine.heldCount > 0);
     expect(await locks.tryAcquire('order:L1')).toBeNull();
     const res = await slow;
@@ -159,7 +209,9 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
   });
 
   it('a handler whose lock is deleted behind its back sees its signal abort and the request fails with 409 LOCK_LOST', async () => {
-    const done = request(app.getHttpServer()).post('/orders/G1/hang').then((r) => r);
+    const done = request(app.getHttpServer())
+      .post('/orders/G1/hang')
+      .then((r) => r);
     await eventually(() => OrdersController.released.get('G1') === false);
     await env.forceDelete('lock:order:G1');
     const r = await done;
@@ -189,24 +241,29 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
   });
 
   it('an SSE handler holds its lock until the stream completes', async () => {
-    const { port } = (app.getHttpServer().listen(0) as import('node:http').Server).address() as AddressInfo;
+    const { port } = (
+      app.getHttpServer().listen(0) as import('node:http').Server
+    ).address() as AddressInfo;
     const chunks: string[] = [];
     let heldDuringStream: boolean | undefined;
     await new Promise<void>((resolve, reject) => {
-      const req = httpRequest({ port, path: '/orders/T1/stream', headers: { accept: 'text/event-stream' } }, (res) => {
-        res.setEncoding('utf8');
-        res.on('data', async (chunk: string) => {
-          chunks.push(chunk);
-          if (heldDuringStream === undefined) {
-            heldDuringStream = false;
-            const probe = await locks.tryAcquire('stream:T1');
-            heldDuringStream = probe === null;
-            await probe?.release();
-          }
-        });
-        res.on('end', resolve);
-        res.on('error', reject);
-      });
+      const req = httpRequest(
+        { port, path: '/orders/T1/stream', headers: { accept: 'text/event-stream' } },
+        (res) => {
+          res.setEncoding('utf8');
+          res.on('data', async (chunk: string) => {
+            chunks.push(chunk);
+            if (heldDuringStream === undefined) {
+              heldDuringStream = false;
+              const probe = await locks.tryAcquire('stream:T1');
+              heldDuringStream = probe === null;
+              await probe?.release();
+            }
+          });
+          res.on('end', resolve);
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -234,7 +291,12 @@ describe.each(variants)('@Locked over HTTP ($name)', (variant) => {
       } finally {
         await env.start?.();
       }
-      const ok = await eventually(async () => (await request(app.getHttpServer()).post('/orders/D1/fail-fast')).status === 201, 20_000, 100);
+      const ok = await eventually(
+        async () =>
+          (await request(app.getHttpServer()).post('/orders/D1/fail-fast')).status === 201,
+        20_000,
+        100,
+      );
       expect(ok).toBe(true);
     });
   }

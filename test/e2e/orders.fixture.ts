@@ -1,4 +1,16 @@
-import { Body, Controller, Get, HttpCode, Injectable, Param, Post, Query, SetMetadata, Sse, type MessageEvent } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Injectable,
+  Param,
+  Post,
+  Query,
+  SetMetadata,
+  Sse,
+  type MessageEvent,
+} from '@nestjs/common';
 import { interval, map, take, type Observable } from 'rxjs';
 import { CurrentLock, LockHandle, Locked, LockService } from '../../lib';
 
@@ -56,7 +68,11 @@ export const ROUTE_TAG = 'test:route-tag';
 @Controller('orders')
 export class OrdersController {
   static released = new Map<string, boolean>();
-  constructor(private readonly ledger: Ledger, private readonly payments: PaymentService, private readonly locks: LockService) {}
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly payments: PaymentService,
+    private readonly locks: LockService,
+  ) {}
 
   @Post(':id/pay')
   @Locked('order:<id>', { wait: 20_000 })
@@ -93,7 +109,11 @@ export class OrdersController {
 
   @Post(':id/slow')
   @Locked('order:<id>', { ttl: 300 })
-  async slow(@Param('id') id: string, @Query('ms') ms: string, @CurrentLock() lock: LockHandle): Promise<{ held: boolean; token: string }> {
+  async slow(
+    @Param('id') id: string,
+    @Query('ms') ms: string,
+    @CurrentLock() lock: LockHandle,
+  ): Promise<{ held: boolean; token: string }> {
     await new Promise((r) => setTimeout(r, Number(ms))); // the handler's own work, outliving its ttl
     return { held: lock.held, token: String(lock.fencingToken) };
   }
@@ -108,7 +128,10 @@ export class OrdersController {
 
   @Post(':id/capture')
   @Locked('order:<id>', { wait: 1_000 })
-  async capture(@Param('id') id: string, @CurrentLock() lock: LockHandle): Promise<{ outer: string; inner: string }> {
+  async capture(
+    @Param('id') id: string,
+    @CurrentLock() lock: LockHandle,
+  ): Promise<{ outer: string; inner: string }> {
     const inner = await this.payments.capture(id);
     return { outer: String(lock.fencingToken), inner: inner.token };
   }
@@ -116,12 +139,18 @@ export class OrdersController {
   @Sse(':id/stream')
   @Locked('stream:<id>')
   stream(@Param('id') id: string): Observable<MessageEvent> {
-    return interval(20).pipe(take(5), map((i) => ({ data: { id, i, held: this.locks.current() === undefined ? 'n/a' : 'yes' } })));
+    return interval(20).pipe(
+      take(5),
+      map((i) => ({ data: { id, i, held: this.locks.current() === undefined ? 'n/a' : 'yes' } })),
+    );
   }
 
   @Get(':id/stream-async')
   @Locked('stream:<id>')
   async streamAsync(@Param('id') id: string): Promise<Observable<{ id: string; i: number }>> {
-    return interval(20).pipe(take(5), map((i) => ({ id, i })));
+    return interval(20).pipe(
+      take(5),
+      map((i) => ({ id, i })),
+    );
   }
 }

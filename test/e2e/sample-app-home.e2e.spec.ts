@@ -22,7 +22,14 @@ describe('sample app home page', () => {
     const res = await request(app.getHttpServer()).get('/');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/html/);
-    for (const route of ['/orders/:id/pay', '/orders/:id/pay-now', '/orders/:id', '/inventory/:sku', '/jobs/report/:steps', '/demo/hold/:id']) {
+    for (const route of [
+      '/orders/:id/pay',
+      '/orders/:id/pay-now',
+      '/orders/:id',
+      '/inventory/:sku',
+      '/jobs/report/:steps',
+      '/demo/hold/:id',
+    ]) {
       expect(res.text).toContain(`<code>${route}</code>`);
     }
     expect(res.text).toContain('See a 409');
@@ -32,7 +39,9 @@ describe('sample app home page', () => {
   it("the page's recipe gives a 409: pay-now answers 409 with Retry-After while /demo/hold holds the order", async () => {
     const server = app.getHttpServer();
     const locks = app.get(LockService);
-    const holding = request(server).post('/demo/hold/77?ms=1500').then((r) => r);
+    const holding = request(server)
+      .post('/demo/hold/77?ms=1500')
+      .then((r) => r);
     // Wait for the event "the hold route has the lock": a try-once acquire is refused.
     await eventually(async () => {
       const probe = await locks.tryAcquire('order:77');

@@ -25,7 +25,9 @@ describe('sample app: transfers, exports, leader-only worker', () => {
       const to = ((i + 1 + (i % 2)) % 3) + 1;
       return from === to ? [from, (to % 3) + 1] : [from, to];
     });
-    const answers = await Promise.all(pairs.map(([from, to]) => request(server).post(`/accounts/${from}/transfer/${to}/7`)));
+    const answers = await Promise.all(
+      pairs.map(([from, to]) => request(server).post(`/accounts/${from}/transfer/${to}/7`)),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(30).fill(201));
     expect(Object.keys(answers[0].body.tokens)).toHaveLength(2);
     const balances = (await request(server).get('/accounts')).body as Record<string, number>;
@@ -34,7 +36,9 @@ describe('sample app: transfers, exports, leader-only worker', () => {
 
   it('exports: at most 3 run at once; the 4th caller gets 409 with Retry-After at once', async () => {
     const server = app.getHttpServer();
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => request(server).post(`/exports/e${i}`)));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => request(server).post(`/exports/e${i}`)),
+    );
     const ok = answers.filter((a) => a.status === 201);
     const busy = answers.filter((a) => a.status === 409);
     expect(ok.length).toBeGreaterThanOrEqual(3);

@@ -21,7 +21,9 @@ describe('sample app', () => {
 
   it('charges an order once when "pay" is clicked 10 times at once', async () => {
     const server = app.getHttpServer();
-    const answers = await Promise.all(Array.from({ length: 10 }, () => request(server).post('/orders/7/pay').send({ amount: 25 })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => request(server).post('/orders/7/pay').send({ amount: 25 })),
+    );
     expect(answers.every((a) => a.status === 201)).toBe(true);
     expect(answers.filter((a) => a.body.status === 'paid')).toHaveLength(1);
     const order = await request(server).get('/orders/7');
@@ -42,14 +44,20 @@ describe('sample app', () => {
 
   it('inventory: concurrent updates under the exclusive lock lose nothing; reads share the lock', async () => {
     const server = app.getHttpServer();
-    await Promise.all(Array.from({ length: 8 }, () => request(server).put('/inventory/sku-9').send({ delta: 1 })));
-    const reads = await Promise.all(Array.from({ length: 4 }, () => request(server).get('/inventory/sku-9')));
+    await Promise.all(
+      Array.from({ length: 8 }, () => request(server).put('/inventory/sku-9').send({ delta: 1 })),
+    );
+    const reads = await Promise.all(
+      Array.from({ length: 4 }, () => request(server).get('/inventory/sku-9')),
+    );
     expect(reads.map((r) => r.body.quantity)).toEqual([8, 8, 8, 8]);
   });
 
   it('the report job runs on one caller at a time; a second trigger is skipped', async () => {
     const server = app.getHttpServer();
-    const first = request(server).post('/jobs/report/1').then((r) => r);
+    const first = request(server)
+      .post('/jobs/report/1')
+      .then((r) => r);
     const job = app.get(ReportJob);
     await eventually(() => job.runs === 1);
     const second = await request(server).post('/jobs/report/1');

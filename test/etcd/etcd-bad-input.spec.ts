@@ -45,8 +45,20 @@ describe('etcd backend: bad input', () => {
   const id = () => randomBytes(4).toString('hex');
 
   it('rejects a session TTL below 2 s or not in whole seconds, naming the option and what is allowed', () => {
-    for (const sessionTtl of [1_000, 1_999, 0, -2_000, 2_500, 3_000.5, Number.NaN, Infinity, '3000', null]) {
-      const make = () => new EtcdLockBackend({ client: client(), sessionTtl: sessionTtl as number });
+    for (const sessionTtl of [
+      1_000,
+      1_999,
+      0,
+      -2_000,
+      2_500,
+      3_000.5,
+      Number.NaN,
+      Infinity,
+      '3000',
+      null,
+    ]) {
+      const make = () =>
+        new EtcdLockBackend({ client: client(), sessionTtl: sessionTtl as number });
       expect(make).toThrow(InvalidLockOptionsError);
       expect(make).toThrow(/"sessionTtl".*whole seconds in ms, at least 2000/);
     }
@@ -56,20 +68,41 @@ describe('etcd backend: bad input', () => {
 
   it('rejects a missing or wrong client, a namespaced client, unknown options and bad prefixes', () => {
     for (const bad of [undefined, null, {}, 'http://127.0.0.1:2379', { kv: {} }]) {
-      expect(() => new EtcdLockBackend({ client: bad })).toThrow(expect.objectContaining({ option: 'client' }));
+      expect(() => new EtcdLockBackend({ client: bad })).toThrow(
+        expect.objectContaining({ option: 'client' }),
+      );
     }
-    expect(() => new EtcdLockBackend({ client: client().namespace('app/') })).toThrow(/without a namespace/);
-    expect(() => new EtcdLockBackend({ client: client(), ttl: 5 } as never)).toThrow(expect.objectContaining({ option: 'ttl' }));
-    expect(() => new EtcdLockBackend({ client: client(), prefix: 'bad\nprefix' })).toThrow(expect.objectContaining({ option: 'prefix' }));
-    expect(() => new EtcdLockBackend({ client: client(), callTimeout: 0 })).toThrow(expect.objectContaining({ option: 'callTimeout' }));
+    expect(() => new EtcdLockBackend({ client: client().namespace('app/') })).toThrow(
+      /without a namespace/,
+    );
+    expect(() => new EtcdLockBackend({ client: client(), ttl: 5 } as never)).toThrow(
+      expect.objectContaining({ option: 'ttl' }),
+    );
+    expect(() => new EtcdLockBackend({ client: client(), prefix: 'bad\nprefix' })).toThrow(
+      expect.objectContaining({ option: 'prefix' }),
+    );
+    expect(() => new EtcdLockBackend({ client: client(), callTimeout: 0 })).toThrow(
+      expect.objectContaining({ option: 'callTimeout' }),
+    );
     expect(() => new EtcdLockBackend(undefined as never)).toThrow(InvalidLockOptionsError);
   });
 
   it('an empty name or an unknown mode is rejected by the backend itself, and leaves no key', async () => {
     const backend = new EtcdLockBackend({ client: client(), sessionTtl: 2_000 });
-    const base = { owner: id(), ttl: 2_000, wait: 0, signal: new AbortController().signal, onLost: () => undefined };
-    await expect(backend.acquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key' });
-    await expect(backend.acquire({ ...base, key: 'x', mode: 'upgradable' as never })).rejects.toMatchObject({ option: 'mode' });
+    const base = {
+      owner: id(),
+      ttl: 2_000,
+      wait: 0,
+      signal: new AbortController().signal,
+      onLost: () => undefined,
+    };
+    await expect(backend.acquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject({
+      name: 'InvalidLockOptionsError',
+      option: 'key',
+    });
+    await expect(
+      backend.acquire({ ...base, key: 'x', mode: 'upgradable' as never }),
+    ).rejects.toMatchObject({ option: 'mode' });
     expect(await admin.getAll().prefix('/').keys()).toEqual([]);
     await backend.close();
   });
@@ -81,7 +114,12 @@ describe('etcd backend: bad input', () => {
     const child = await e1.acquire(`${a}/b`);
     // `/` (and `%`) are encoded: the child lock lives under `a%2Fb/`, outside `a/`.
     expect(await admin.getAll().prefix(`${a}/`).keys()).toEqual([]);
-    expect(await admin.getAll().prefix(`${encodeEtcdLockName(`${a}/b`)}/`).keys()).toHaveLength(1);
+    expect(
+      await admin
+        .getAll()
+        .prefix(`${encodeEtcdLockName(`${a}/b`)}/`)
+        .keys(),
+    ).toHaveLength(1);
     const parent = await e2.acquire(a, { wait: 0 });
     // etcdctl (Go) does not encode: its lock `a/b` puts `a/b/<lease>` inside our range; we skip it.
     const session = await admin.lease(10).grant();

@@ -69,7 +69,9 @@ describe('etcd backend: clientFactory', () => {
         },
       }),
     );
-    await expect(e.acquire(key(), { wait: 0 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+    await expect(e.acquire(key(), { wait: 0 })).rejects.toMatchObject({
+      name: 'LockBackendUnavailableError',
+    });
     const h = await e.acquire(key());
     expect(calls).toBe(2);
     await h.release();
@@ -77,10 +79,17 @@ describe('etcd backend: clientFactory', () => {
 
   it('a factory that returns something else fails naming clientFactory; client and clientFactory together are refused', async () => {
     const e = engine(new EtcdLockBackend({ clientFactory: () => ({ not: 'a client' }) }));
-    await expect(e.acquire(key())).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'clientFactory' });
+    await expect(e.acquire(key())).rejects.toMatchObject({
+      name: 'InvalidLockOptionsError',
+      option: 'clientFactory',
+    });
     const client = new Etcd3({ hosts: cluster.hosts() });
-    expect(() => new EtcdLockBackend({ client, clientFactory: () => client })).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError' }));
-    expect(() => new EtcdLockBackend({ clientFactory: 'etcd' as never })).toThrow(expect.objectContaining({ option: 'clientFactory' }));
+    expect(() => new EtcdLockBackend({ client, clientFactory: () => client })).toThrow(
+      expect.objectContaining({ name: 'InvalidLockOptionsError' }),
+    );
+    expect(() => new EtcdLockBackend({ clientFactory: 'etcd' as never })).toThrow(
+      expect.objectContaining({ option: 'clientFactory' }),
+    );
     client.close();
   });
 });

@@ -42,7 +42,11 @@ describe('etcd backend: faults (3-member cluster)', () => {
     const client = new Etcd3({ hosts });
     clients.push(client);
     const backend = new EtcdLockBackend({ client, sessionTtl });
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: sessionTtl, wait: 30_000 } });
+    const e = new LockEngine({
+      backend,
+      keyPrefix: '',
+      defaults: { ttl: sessionTtl, wait: 30_000 },
+    });
     engines.push(e);
     return { engine: e, backend, client };
   }
@@ -62,9 +66,21 @@ describe('etcd backend: faults (3-member cluster)', () => {
         return h;
       });
     const wb = waiter('b', b.engine);
-    await eventually(async () => (await cluster.etcdctl('get', '--prefix', '--keys-only', `${k}/`)).trim().split('\n').filter(Boolean).length === 2);
+    await eventually(
+      async () =>
+        (await cluster.etcdctl('get', '--prefix', '--keys-only', `${k}/`))
+          .trim()
+          .split('\n')
+          .filter(Boolean).length === 2,
+    );
     const wc = waiter('c', c.engine);
-    await eventually(async () => (await cluster.etcdctl('get', '--prefix', '--keys-only', `${k}/`)).trim().split('\n').filter(Boolean).length === 3);
+    await eventually(
+      async () =>
+        (await cluster.etcdctl('get', '--prefix', '--keys-only', `${k}/`))
+          .trim()
+          .split('\n')
+          .filter(Boolean).length === 3,
+    );
 
     const leader = await cluster.leader();
     const killedAt = Date.now();
@@ -99,7 +115,9 @@ describe('etcd backend: faults (3-member cluster)', () => {
     const killedAt = Date.now();
     await holder.kill();
     const next = await e.acquire(k, { wait: 20_000 });
-    console.log(`etcd faults: lock of a SIGKILLed holder (session TTL 2 s) free after ${Date.now() - killedAt} ms`);
+    console.log(
+      `etcd faults: lock of a SIGKILLed holder (session TTL 2 s) free after ${Date.now() - killedAt} ms`,
+    );
     expect(next.fencingToken > BigInt(acquired.token as string)).toBe(true);
     await next.release();
   });
@@ -115,7 +133,9 @@ describe('etcd backend: faults (3-member cluster)', () => {
     const stoppedAt = Date.now();
     const { engine: e } = engine(2_000);
     const next = await e.acquire(k, { wait: 20_000 });
-    console.log(`etcd faults: lock of a SIGSTOPped holder taken over after ${Date.now() - stoppedAt} ms`);
+    console.log(
+      `etcd faults: lock of a SIGSTOPped holder taken over after ${Date.now() - stoppedAt} ms`,
+    );
     expect(next.fencingToken > BigInt(acquired.token as string)).toBe(true);
 
     const seen = holder.messages.length;
@@ -123,12 +143,24 @@ describe('etcd backend: faults (3-member cluster)', () => {
     const lost = await holder.next('lost', seen);
     expect(String(lost.reason)).toMatch(/session/);
     const after = holder.messages.slice(seen);
-    console.log(`etcd faults: after SIGCONT the holder reported ${after.map((m) => m.type).join(', ')} (${lost.reason})`);
+    console.log(
+      `etcd faults: after SIGCONT the holder reported ${after.map((m) => m.type).join(', ')} (${lost.reason})`,
+    );
     // Every renewal the resumed process attempted found the loss locally, before sending anything...
-    for (const m of after.filter((m) => m.type === 'renew')) expect(m.abortedBeforeRequest).toBe(true);
+    for (const m of after.filter((m) => m.type === 'renew'))
+      expect(m.abortedBeforeRequest).toBe(true);
     // ...and no renewal confirmed the lock after the pause.
-    expect(after.filter((m) => m.type === 'renew-result' && Array.isArray(m.result) && (m.result as boolean[]).includes(true))).toEqual([]);
-    expect(after.filter((m) => m.type === 'lost' || m.type === 'renew-result').map((m) => m.type)[0]).toBe('lost');
+    expect(
+      after.filter(
+        (m) =>
+          m.type === 'renew-result' &&
+          Array.isArray(m.result) &&
+          (m.result as boolean[]).includes(true),
+      ),
+    ).toEqual([]);
+    expect(
+      after.filter((m) => m.type === 'lost' || m.type === 'renew-result').map((m) => m.type)[0],
+    ).toBe('lost');
     await next.release();
   });
 
@@ -160,8 +192,12 @@ describe('etcd backend: faults (3-member cluster)', () => {
     m0.pause();
     try {
       const started = Date.now();
-      await expect(e.acquire(key('cut'), { wait: 500 })).rejects.toBeInstanceOf(LockBackendUnavailableError);
-      console.log(`etcd faults: acquire against a silent member failed in ${Date.now() - started} ms (budget max(wait + 100, 2000))`);
+      await expect(e.acquire(key('cut'), { wait: 500 })).rejects.toBeInstanceOf(
+        LockBackendUnavailableError,
+      );
+      console.log(
+        `etcd faults: acquire against a silent member failed in ${Date.now() - started} ms (budget max(wait + 100, 2000))`,
+      );
       const reason = await untilAborted(held.signal, 20_000);
       expect(reason).toBeInstanceOf(LockLostError);
       // The rest of the cluster has quorum: another client takes the lock once the lease expired.

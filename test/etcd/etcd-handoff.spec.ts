@@ -28,12 +28,16 @@ describe('etcd backend: handoff', () => {
 
   function engine(client = new Etcd3({ hosts: cluster.hosts() })) {
     clients.push(client);
-    const e = new LockEngine({ backend: new EtcdLockBackend({ client, sessionTtl: 10_000 }), keyPrefix: '', defaults: { ttl: 10_000, wait: 3_000 } });
+    const e = new LockEngine({
+      backend: new EtcdLockBackend({ client, sessionTtl: 10_000 }),
+      keyPrefix: '',
+      defaults: { ttl: 10_000, wait: 3_000 },
+    });
     engines.push(e);
     return e;
   }
 
-  it('a predecessor deleted between the waiter\'s read and its watch still wakes the waiter at once', async () => {
+  it("a predecessor deleted between the waiter's read and its watch still wakes the waiter at once", async () => {
     const key = `handoff:${randomBytes(4).toString('hex')}`;
     const holder = await engine().acquire(key);
     // The waiter's client: right after its create txn answers (it read the holder as its

@@ -21,10 +21,14 @@ export class HolderProcess {
   }
 
   static start(hosts: string[], key: string, sessionTtl: number, ttl: number): HolderProcess {
-    const child = fork(join(__dirname, 'holder.process.ts'), [hosts.join(','), key, String(sessionTtl), String(ttl)], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    const child = fork(
+      join(__dirname, 'holder.process.ts'),
+      [hosts.join(','), key, String(sessionTtl), String(ttl)],
+      {
+        execArgv: ['-r', 'ts-node/register/transpile-only'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    );
     return new HolderProcess(child);
   }
 
@@ -35,13 +39,18 @@ export class HolderProcess {
         const found = this.messages.slice(from).find((m) => m.type === type || m.type === 'error');
         if (!found) return false;
         cleanup();
-        if (found.type === 'error' && type !== 'error') reject(new Error(`holder failed: ${String(found.error)}`));
+        if (found.type === 'error' && type !== 'error')
+          reject(new Error(`holder failed: ${String(found.error)}`));
         else resolve(found);
         return true;
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`holder sent no "${type}" within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}`));
+        reject(
+          new Error(
+            `holder sent no "${type}" within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);

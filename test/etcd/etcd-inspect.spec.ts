@@ -45,13 +45,23 @@ describe('etcd backend: inspect, forceRelease, ping', () => {
     const a = backend();
     const held = await a.engine.acquire(key);
     const waiting = [backend().engine.acquire(key), backend().engine.acquire(key)];
-    const view = await eventually(async (): Promise<LockInspection | undefined> => {
+    const view = (await eventually(async (): Promise<LockInspection | undefined> => {
       const v = await ops.inspect(key);
       return v.waiters === 2 ? v : undefined;
-    }) as LockInspection;
-    expect(view).toMatchObject({ key, held: true, mode: 'exclusive', fencingToken: held.fencingToken });
+    })) as LockInspection;
+    expect(view).toMatchObject({
+      key,
+      held: true,
+      mode: 'exclusive',
+      fencingToken: held.fencingToken,
+    });
     expect(view.holders).toEqual([
-      { mode: 'exclusive', metadata: expect.objectContaining({ lease: BigInt(a.backend.sessionLeaseId as string).toString(16) }) },
+      {
+        mode: 'exclusive',
+        metadata: expect.objectContaining({
+          lease: BigInt(a.backend.sessionLeaseId as string).toString(16),
+        }),
+      },
     ]);
     await held.release();
     await Promise.all(waiting.map((w) => w.then((h) => h.release())));
@@ -60,12 +70,15 @@ describe('etcd backend: inspect, forceRelease, ping', () => {
   it('inspect: shared holders, and a writer queued behind them waits', async () => {
     const key = name();
     const ops = backend().backend;
-    const readers = [await backend().engine.acquire(key, { mode: 'shared' }), await backend().engine.acquire(key, { mode: 'shared' })];
+    const readers = [
+      await backend().engine.acquire(key, { mode: 'shared' }),
+      await backend().engine.acquire(key, { mode: 'shared' }),
+    ];
     const writer = backend().engine.acquire(key);
-    const view = await eventually(async (): Promise<LockInspection | undefined> => {
+    const view = (await eventually(async (): Promise<LockInspection | undefined> => {
       const v = await ops.inspect(key);
       return v.waiters === 1 ? v : undefined;
-    }) as LockInspection;
+    })) as LockInspection;
     expect(view).toMatchObject({ held: true, mode: 'shared' });
     expect(view.holders.map((h) => h.mode)).toEqual(['shared', 'shared']);
     expect(view.fencingToken).toBe(readers[1].fencingToken);

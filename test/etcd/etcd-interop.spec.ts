@@ -20,7 +20,12 @@ class EtcdctlLock {
   /** `etcdctl lock NAME [-- command...]`: holds until SIGINT (no command) or until the command ends. */
   static start(cluster: EtcdCluster, name: string, command: string[] = []): EtcdctlLock {
     const args = [`--endpoints=${cluster.hosts().join(',')}`, 'lock', '--ttl=2', name, ...command];
-    return new EtcdctlLock(spawn('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' }, stdio: ['ignore', 'pipe', 'inherit'] }));
+    return new EtcdctlLock(
+      spawn('etcdctl', args, {
+        env: { ...process.env, ETCDCTL_API: '3' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+    );
   }
   /** Its contender key, printed once it holds the lock (no-command form). */
   async held(): Promise<string> {
@@ -64,14 +69,17 @@ describe('etcd backend: interop with etcdctl lock', () => {
     return { engine: e, backend };
   }
   const contenders = async (n: string) => (await admin.getAll().prefix(`${n}/`).keys()).sort();
-  const createRevision = async (key: string) => BigInt((await admin.kv.range({ key: Buffer.from(key) })).kvs[0].create_revision);
+  const createRevision = async (key: string) =>
+    BigInt((await admin.kv.range({ key: Buffer.from(key) })).kvs[0].create_revision);
 
   it('uses the key layout of etcdctl lock: NAME/<session lease id in lowercase hex>, empty value, on the session lease', async () => {
     const n = name('layout');
     const { engine: e, backend } = engine();
     const h = await e.acquire(n);
     const lease = backend.sessionLeaseId as string;
-    const [kv] = (await admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })).kvs;
+    const [kv] = (
+      await admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })
+    ).kvs;
     expect(kv.key.toString()).toBe(`${n}/${BigInt(lease).toString(16)}`);
     expect(kv.value.length).toBe(0);
     expect(kv.lease).toBe(lease);

@@ -38,7 +38,11 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
     clients.push(client);
     const inner = new EtcdLockBackend({ client, sessionTtl });
     const backend = new CrashableBackend(inner);
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: sessionTtl, wait: 20_000 } });
+    const e = new LockEngine({
+      backend,
+      keyPrefix: '',
+      defaults: { ttl: sessionTtl, wait: 20_000 },
+    });
     engines.push(e);
     return { engine: e, backend, inner };
   }
@@ -70,11 +74,13 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
     const tokens: bigint[] = [first.fencingToken];
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 5; i++) {
-      waiters.push(e.withLock(n, async (h) => {
-        order.push(i);
-        tokens.push(h.fencingToken);
-        expect(await contenders(n)).toBe(1);
-      }));
+      waiters.push(
+        e.withLock(n, async (h) => {
+          order.push(i);
+          tokens.push(h.fencingToken);
+          expect(await contenders(n)).toBe(1);
+        }),
+      );
       await eventually(() => backend.acquireCalls === i + 2);
     }
     // Local waiters do not queue on etcd: ours is still the only key.
@@ -90,10 +96,16 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
     const { engine: e } = engine();
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const readers = [0, 1, 2].map(() => e.withLock(n, async (h) => {
-      await gate;
-      return h.fencingToken;
-    }, { mode: 'shared', wait: 0 }));
+    const readers = [0, 1, 2].map(() =>
+      e.withLock(
+        n,
+        async (h) => {
+          await gate;
+          return h.fencingToken;
+        },
+        { mode: 'shared', wait: 0 },
+      ),
+    );
     await eventually(() => e.heldCount === 3);
     expect(await contenders(n)).toBe(1);
     open();
@@ -122,7 +134,9 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
     const n = name('residue');
     const [a, b] = [engine(), engine()];
     const h = await a.engine.acquire(n);
-    await expect(b.engine.acquire(n, { wait: 300 })).rejects.toMatchObject({ code: 'LOCK_ACQUIRE_TIMEOUT' });
+    await expect(b.engine.acquire(n, { wait: 300 })).rejects.toMatchObject({
+      code: 'LOCK_ACQUIRE_TIMEOUT',
+    });
     expect(await contenders(n)).toBe(1);
     const controller = new AbortController();
     const waiting = b.engine.acquire(n, { signal: controller.signal });
@@ -135,7 +149,9 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
 
   it('a revoked session lease: every lock held through it is lost at once, and later acquires get a new session', async () => {
     const { engine: e, inner } = engine(10_000);
-    const handles = await Promise.all([name('rev1'), name('rev2')].map((n) => e.acquire(n, { ttl: 10_000 })));
+    const handles = await Promise.all(
+      [name('rev1'), name('rev2')].map((n) => e.acquire(n, { ttl: 10_000 })),
+    );
     const lease = inner.sessionLeaseId as string;
     await cluster.etcdctl('lease', 'revoke', BigInt(lease).toString(16));
     const reasons = await Promise.all(handles.map((h) => untilAborted(h.signal, 15_000)));
@@ -151,26 +167,37 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
     const procs = [engine(), engine(), engine()];
     const probe = new MutexProbe();
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     let granted = 0;
     let refused = 0;
     await Promise.all(
-      Array.from({ length: 12 }, (_, i) => (async () => {
-        const e = procs[i % 3].engine;
-        for (let r = 0; r < 8; r++) {
-          const mode = random() < 0.5 ? 'shared' : 'exclusive';
-          const wait = [0, 30, 5_000][Math.floor(random() * 3)];
-          const controller = new AbortController();
-          if (random() < 0.2) setTimeout(() => controller.abort(new Error('cancelled')), random() * 20);
-          try {
-            await e.withLock(n, () => probe.section(mode), { mode, wait, signal: controller.signal });
-            granted++;
-          } catch (error) {
-            if ((error as { code?: string }).code !== 'LOCK_ACQUIRE_TIMEOUT' && (error as Error).message !== 'cancelled') throw error;
-            refused++;
+      Array.from({ length: 12 }, (_, i) =>
+        (async () => {
+          const e = procs[i % 3].engine;
+          for (let r = 0; r < 8; r++) {
+            const mode = random() < 0.5 ? 'shared' : 'exclusive';
+            const wait = [0, 30, 5_000][Math.floor(random() * 3)];
+            const controller = new AbortController();
+            if (random() < 0.2)
+              setTimeout(() => controller.abort(new Error('cancelled')), random() * 20);
+            try {
+              await e.withLock(n, () => probe.section(mode), {
+                mode,
+                wait,
+                signal: controller.signal,
+              });
+              granted++;
+            } catch (error) {
+              if (
+                (error as { code?: string }).code !== 'LOCK_ACQUIRE_TIMEOUT' &&
+                (error as Error).message !== 'cancelled'
+              )
+                throw error;
+              refused++;
+            }
           }
-        }
-      })()),
+        })(),
+      ),
     );
     console.log(`etcd churn: ${granted} grants, ${refused} timeouts/cancels`);
     expect(probe.writerOverlaps).toBe(0);
@@ -211,7 +238,9 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
       const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))].toFixed(2);
       return `p50 ${at(0.5)} ms, p99 ${at(0.99)} ms`;
     };
-    console.log(`etcd latency (single node, loopback): acquire ${stats(acquire)}; release ${stats(release)}; handoff (release -> waiter granted) ${stats(handoff)}`);
+    console.log(
+      `etcd latency (single node, loopback): acquire ${stats(acquire)}; release ${stats(release)}; handoff (release -> waiter granted) ${stats(handoff)}`,
+    );
     expect(acquire).toHaveLength(200);
   });
 });

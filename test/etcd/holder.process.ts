@@ -27,15 +27,28 @@ async function main(): Promise<void> {
     close: () => inner.close(),
     renew: (locks: readonly BackendLock[]) => {
       const result = inner.renew(locks);
-      send({ type: 'renew', keys: locks.map((l) => l.key), abortedBeforeRequest: handle?.signal.aborted ?? false });
-      result.then((r) => send({ type: 'renew-result', result: r }), (e) => send({ type: 'renew-result', error: String(e) }));
+      send({
+        type: 'renew',
+        keys: locks.map((l) => l.key),
+        abortedBeforeRequest: handle?.signal.aborted ?? false,
+      });
+      result.then(
+        (r) => send({ type: 'renew-result', result: r }),
+        (e) => send({ type: 'renew-result', error: String(e) }),
+      );
       return result;
     },
   };
-  const engine = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: Number(ttl), wait: 30_000 } });
+  const engine = new LockEngine({
+    backend,
+    keyPrefix: '',
+    defaults: { ttl: Number(ttl), wait: 30_000 },
+  });
   handle = await engine.acquire(key);
   const h = handle;
-  h.signal.addEventListener('abort', () => send({ type: 'lost', reason: (h.signal.reason as Error).message }));
+  h.signal.addEventListener('abort', () =>
+    send({ type: 'lost', reason: (h.signal.reason as Error).message }),
+  );
   send({ type: 'acquired', token: h.fencingToken.toString(), lease: inner.sessionLeaseId });
 }
 

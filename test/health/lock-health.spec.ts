@@ -4,7 +4,12 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import request from 'supertest';
-import { DistributedLockHealthIndicator, DistributedLockModule, MemoryLockBackend, RedisLockBackend } from '../../lib';
+import {
+  DistributedLockHealthIndicator,
+  DistributedLockModule,
+  MemoryLockBackend,
+  RedisLockBackend,
+} from '../../lib';
 import { RedisServer } from '../support/redis-server';
 
 @Controller('health')
@@ -34,7 +39,12 @@ describe('Terminus health indicator against a real redis-server (killed and rest
 
   beforeAll(async () => {
     server = await RedisServer.start();
-    client = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+    client = new Redis({
+      port: server.port,
+      host: '127.0.0.1',
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    });
     const moduleRef = await Test.createTestingModule({
       imports: [
         TerminusModule.forRoot({ logger: false }),
@@ -59,7 +69,11 @@ describe('Terminus health indicator against a real redis-server (killed and rest
   it('is up with one real round trip per backend', async () => {
     const res = await request(app.getHttpServer()).get('/health').expect(200);
     expect(res.body.status).toBe('ok');
-    expect(res.body.info.locks.backends.default).toMatchObject({ status: 'up', kind: 'memory', via: 'ping' });
+    expect(res.body.info.locks.backends.default).toMatchObject({
+      status: 'up',
+      kind: 'memory',
+      via: 'ping',
+    });
     expect(res.body.info.locks.backends.redis).toMatchObject({ status: 'up', kind: 'redis' });
   });
 
@@ -77,7 +91,8 @@ describe('Terminus health indicator against a real redis-server (killed and rest
     // The client reconnects on its own (retryStrategy 50 ms): poll the endpoint until it answers up.
     const until = Date.now() + 20_000;
     let status = 503;
-    while (status !== 200 && Date.now() < until) status = (await request(app.getHttpServer()).get('/health/redis')).status;
+    while (status !== 200 && Date.now() < until)
+      status = (await request(app.getHttpServer()).get('/health/redis')).status;
     expect(status).toBe(200);
   });
 });

@@ -15,7 +15,14 @@
  */
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
-const { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
+const {
+  existsSync,
+  mkdtempSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} = require('node:fs');
 const { createServer } = require('node:net');
 const { request } = require('node:http');
 const { tmpdir } = require('node:os');
@@ -28,11 +35,16 @@ const ROWS = {
   'nest11-ioredis5': { nest: '11', ioredis: '5', express: '5' },
   'nest10-ioredis5': { nest: '10', ioredis: '5', express: '4' },
 };
-const PEER_NEST = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).peerDependencies['@nestjs/common'];
+const PEER_NEST = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).peerDependencies[
+  '@nestjs/common'
+];
 const args = process.argv.slice(2);
-const rowsArg = args.includes('--rows') ? args[args.indexOf('--rows') + 1] : Object.keys(ROWS).join(',');
+const rowsArg = args.includes('--rows')
+  ? args[args.indexOf('--rows') + 1]
+  : Object.keys(ROWS).join(',');
 const rows = rowsArg.split(',').map((name) => {
-  if (!ROWS[name]) throw new Error(`--rows: unknown row "${name}" (known: ${Object.keys(ROWS).join(', ')})`);
+  if (!ROWS[name])
+    throw new Error(`--rows: unknown row "${name}" (known: ${Object.keys(ROWS).join(', ')})`);
   return [name, ROWS[name]];
 });
 const keep = args.includes('--keep');
@@ -42,11 +54,18 @@ const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 function check(row, what, ok, detail = '') {
   results.push({ row, what, ok, detail });
-  console.log(`${ok ? 'ok  ' : 'FAIL'} [${row}] ${what}${detail ? `: ${detail}` : ''} (${elapsed()})`);
+  console.log(
+    `${ok ? 'ok  ' : 'FAIL'} [${row}] ${what}${detail ? `: ${detail}` : ''} (${elapsed()})`,
+  );
 }
 function run(cmd, argv, cwd, extraEnv = {}) {
   try {
-    const out = execFileSync(cmd, argv, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...extraEnv } });
+    const out = execFileSync(cmd, argv, {
+      cwd,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...extraEnv },
+    });
     return { ok: true, out };
   } catch (error) {
     return { ok: false, out: `${error.stdout ?? ''}${error.stderr ?? ''}`.trim() || String(error) };
@@ -69,7 +88,10 @@ function freePort() {
 function waitForOutput(child, pattern, what, timeoutMs = 30_000) {
   return new Promise((resolve, reject) => {
     let seen = '';
-    const timer = setTimeout(() => reject(new Error(`${what}: no "${pattern}" within ${timeoutMs} ms:\n${seen}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${what}: no "${pattern}" within ${timeoutMs} ms:\n${seen}`)),
+      timeoutMs,
+    );
     const onData = (chunk) => {
       seen += chunk;
       if (pattern.test(seen)) {
@@ -101,9 +123,24 @@ function http(port, method, path) {
 
 async function startRedis(dir) {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
   await waitForOutput(child, /Ready to accept connections/, 'redis-server');
@@ -116,9 +153,17 @@ function pack(tmp) {
   const info = JSON.parse(packed.out.slice(packed.out.indexOf('[')))[0];
   const files = info.files.map((f) => f.path);
   const has = (p) => files.some((f) => f === p || f.startsWith(p));
-  check('pack', 'tarball lists dist/lib with .d.ts, LICENSE, CHANGELOG.md, README.md',
-    has('dist/lib/index.d.ts') && has('dist/lib/backend-kit/index.d.ts') && has('LICENSE') && has('CHANGELOG.md') && has('README.md') && !files.some((f) => f.includes('.spec.')),
-    `${info.entryCount} files, ${(info.size / 1024).toFixed(1)} kB packed, ${(info.unpackedSize / 1024).toFixed(1)} kB unpacked`);
+  check(
+    'pack',
+    'tarball lists dist/lib with .d.ts, LICENSE, CHANGELOG.md, README.md',
+    has('dist/lib/index.d.ts') &&
+      has('dist/lib/backend-kit/index.d.ts') &&
+      has('LICENSE') &&
+      has('CHANGELOG.md') &&
+      has('README.md') &&
+      !files.some((f) => f.includes('.spec.')),
+    `${info.entryCount} files, ${(info.size / 1024).toFixed(1)} kB packed, ${(info.unpackedSize / 1024).toFixed(1)} kB unpacked`,
+  );
   return join(tmp, info.filename);
 }
 
@@ -127,20 +172,47 @@ function install(name, row, tarball, tmp) {
   const dir = join(tmp, `nest${row.nest}`);
   const fresh = !existsSync(dir);
   const deps = fresh
-    ? [tarball, `@nestjs/common@${row.nest}`, `@nestjs/core@${row.nest}`, `@nestjs/platform-express@${row.nest}`, 'reflect-metadata@0.2',
-      'rxjs@7', `ioredis@${row.ioredis}`, 'typescript@5.9', '@types/node@20', `@types/express@${row.express}`]
+    ? [
+        tarball,
+        `@nestjs/common@${row.nest}`,
+        `@nestjs/core@${row.nest}`,
+        `@nestjs/platform-express@${row.nest}`,
+        'reflect-metadata@0.2',
+        'rxjs@7',
+        `ioredis@${row.ioredis}`,
+        'typescript@5.9',
+        '@types/node@20',
+        `@types/express@${row.express}`,
+      ]
     : [`ioredis@${row.ioredis}`];
   if (fresh) {
     mkdirSync(join(dir, 'src'), { recursive: true });
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `scratch-nest${row.nest}`, private: true, version: '0.0.0' }, null, 2));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: `scratch-nest${row.nest}`, private: true, version: '0.0.0' }, null, 2),
+    );
     for (const [file, text] of Object.entries(APP_FILES)) writeFileSync(join(dir, file), text);
   }
   // A Nest major our peer range does not claim can still be tried (to decide the range).
   const claimed = PEER_NEST.split('||').some((r) => r.trim().startsWith(`^${row.nest}.`));
-  const flags = ['--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...(claimed ? [] : ['--legacy-peer-deps'])];
-  if (!claimed) console.log(`     [${name}] Nest ${row.nest} is outside the peer range ${PEER_NEST}: installing with --legacy-peer-deps`);
+  const flags = [
+    '--no-audit',
+    '--no-fund',
+    '--prefer-offline',
+    '--loglevel=error',
+    ...(claimed ? [] : ['--legacy-peer-deps']),
+  ];
+  if (!claimed)
+    console.log(
+      `     [${name}] Nest ${row.nest} is outside the peer range ${PEER_NEST}: installing with --legacy-peer-deps`,
+    );
   const result = run('npm', ['install', ...flags, ...deps], dir);
-  check(name, `npm install ${fresh ? 'tarball, Nest, ioredis, typescript 5.9' : `ioredis@${row.ioredis}`}`, result.ok, result.ok ? '' : result.out.slice(0, 2000));
+  check(
+    name,
+    `npm install ${fresh ? 'tarball, Nest, ioredis, typescript 5.9' : `ioredis@${row.ioredis}`}`,
+    result.ok,
+    result.ok ? '' : result.out.slice(0, 2000),
+  );
   return result.ok ? dir : undefined;
 }
 
@@ -148,22 +220,42 @@ async function runRow(name, row, tarball, tmp) {
   const dir = install(name, row, tarball, tmp);
   if (!dir) return;
   const versions = ['@nestjs/core', 'ioredis', 'typescript']
-    .map((p) => `${p} ${JSON.parse(readFileSync(join(dir, 'node_modules', p, 'package.json'), 'utf8')).version}`)
+    .map(
+      (p) =>
+        `${p} ${JSON.parse(readFileSync(join(dir, 'node_modules', p, 'package.json'), 'utf8')).version}`,
+    )
     .join(', ');
   console.log(`     [${name}] installed ${versions}`);
 
-  const peers = run(process.execPath, [join(root, 'scripts', 'check-published-types.js'), join(dir, 'node_modules', 'nestjs-distributed-lock', 'dist')], root);
+  const peers = run(
+    process.execPath,
+    [
+      join(root, 'scripts', 'check-published-types.js'),
+      join(dir, 'node_modules', 'nestjs-distributed-lock', 'dist'),
+    ],
+    root,
+  );
   check(name, 'no published .d.ts imports an optional peer', peers.ok, peers.ok ? '' : peers.out);
   const tscBin = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
   const tsc = run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
   // tsc emits even when it reports errors, so the boot below still runs and reports on its own.
-  check(name, 'tsc (Nest 11 starter: strict, skipLibCheck false, nodenext)', tsc.ok, tsc.ok ? '' : tsc.out.slice(0, 3000));
+  check(
+    name,
+    'tsc (Nest 11 starter: strict, skipLibCheck false, nodenext)',
+    tsc.ok,
+    tsc.ok ? '' : tsc.out.slice(0, 3000),
+  );
   // Classic resolution ignores `exports`: the root and ./backend-kit types must resolve through
   // main/types/typesVersions. Libraries were fully checked above; this pass checks resolution.
   // The package's own resolution does not depend on the row: check it once.
   if (!results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))) {
     const node10 = run(process.execPath, [tscBin, '-p', 'tsconfig.node10.json'], dir);
-    check(name, 'tsc (moduleResolution node10: types and typesVersions resolve)', node10.ok, node10.ok ? '' : node10.out.slice(0, 3000));
+    check(
+      name,
+      'tsc (moduleResolution node10: types and typesVersions resolve)',
+      node10.ok,
+      node10.ok ? '' : node10.out.slice(0, 3000),
+    );
   }
 
   const redis = await startRedis(dir);
@@ -178,7 +270,9 @@ async function runRow(name, row, tarball, tmp) {
   let output = '';
   app.stdout.on('data', (c) => (output += c));
   app.stderr.on('data', (c) => (output += c));
-  const exited = new Promise((resolve) => app.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) =>
+    app.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   try {
     await waitForOutput(app, /listening on/, 'scratch app');
     const first = await http(appPort, 'GET', '/orders/42/pay');
@@ -186,17 +280,32 @@ async function runRow(name, row, tarball, tmp) {
     const holding = http(appPort, 'GET', '/orders/42/hold');
     const entered = await http(appPort, 'GET', '/orders/42/entered'); // answers once /hold runs under the lock
     const busy = await http(appPort, 'GET', '/orders/42/pay');
-    check(name, '409 with Retry-After while another request holds the lock', entered.status === 200 && busy.status === 409 && busy.headers['retry-after'] !== undefined,
-      `${busy.status} retry-after=${busy.headers['retry-after']} ${busy.body}`);
+    check(
+      name,
+      '409 with Retry-After while another request holds the lock',
+      entered.status === 200 && busy.status === 409 && busy.headers['retry-after'] !== undefined,
+      `${busy.status} retry-after=${busy.headers['retry-after']} ${busy.body}`,
+    );
     const released = await http(appPort, 'GET', '/orders/42/release');
     const held = await holding;
     const again = await http(appPort, 'GET', '/orders/42/pay');
-    check(name, '200 again after the holder finished', released.status === 200 && held.status === 200 && again.status === 200, `${held.status}, ${again.status}`);
+    check(
+      name,
+      '200 again after the holder finished',
+      released.status === 200 && held.status === 200 && again.status === 200,
+      `${held.status}, ${again.status}`,
+    );
     await http(appPort, 'GET', '/shutdown'); // the app answers, then calls app.close()
     const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 15_000).unref());
     const exit = await Promise.race([exited, timeout]);
-    check(name, 'app.close(), then the process exits by itself (no process.exit)', exit !== 'timeout' && exit.code === 0,
-      exit === 'timeout' ? `still running 15 s after app.close():\n${output.slice(-1500)}` : `exit code ${exit.code}`);
+    check(
+      name,
+      'app.close(), then the process exits by itself (no process.exit)',
+      exit !== 'timeout' && exit.code === 0,
+      exit === 'timeout'
+        ? `still running 15 s after app.close():\n${output.slice(-1500)}`
+        : `exit code ${exit.code}`,
+    );
   } catch (error) {
     check(name, 'boot and HTTP checks', false, `${error.message}\n${output.slice(-2000)}`);
   } finally {
@@ -217,7 +326,9 @@ async function main() {
     else rmSync(tmp, { recursive: true, force: true });
   }
   const failed = results.filter((r) => !r.ok);
-  console.log(`\ninstall test: ${results.length - failed.length} passed, ${failed.length} failed, ${elapsed()}`);
+  console.log(
+    `\ninstall test: ${results.length - failed.length} passed, ${failed.length} failed, ${elapsed()}`,
+  );
   process.exitCode = failed.length > 0 ? 1 : 0;
 }
 

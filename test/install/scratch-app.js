@@ -25,13 +25,26 @@ const compilerOptions = {
 
 const tsconfig = {
   // Nest 11's starter settings, with strict on and skipLibCheck off.
-  compilerOptions: { ...compilerOptions, module: 'nodenext', moduleResolution: 'nodenext', resolvePackageJsonExports: true },
+  compilerOptions: {
+    ...compilerOptions,
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+  },
   include: ['src'],
 };
 
 const tsconfigNode10 = {
   // Older projects: classic resolution, which ignores `exports` and reads `typesVersions`.
-  compilerOptions: { ...compilerOptions, module: 'commonjs', moduleResolution: 'node', outDir: './dist-node10', noEmit: true, skipLibCheck: true, incremental: false },
+  compilerOptions: {
+    ...compilerOptions,
+    module: 'commonjs',
+    moduleResolution: 'node',
+    outDir: './dist-node10',
+    noEmit: true,
+    skipLibCheck: true,
+    incremental: false,
+  },
   include: ['src'],
 };
 

@@ -43,8 +43,14 @@ class Settings {
 @Module({ providers: [Settings], exports: [Settings] })
 class SettingsModule {}
 
-async function boot(options: DistributedLockModuleOptions, providers: unknown[] = [ReportJob]): Promise<INestApplication> {
-  const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot(options)], providers: providers as never[] }).compile();
+async function boot(
+  options: DistributedLockModuleOptions,
+  providers: unknown[] = [ReportJob],
+): Promise<INestApplication> {
+  const ref = await Test.createTestingModule({
+    imports: [DistributedLockModule.forRoot(options)],
+    providers: providers as never[],
+  }).compile();
   const app = ref.createNestApplication({ logger: false });
   await app.init();
   return app;
@@ -62,27 +68,55 @@ describe('DistributedLockModule', () => {
       [{ backends: { main: new MemoryLockBackend() } }, 'backends'],
       [{ backend: new MemoryLockBackend(), httpErrors: 'yes' as never }, 'httpErrors'],
       [{ backend: new MemoryLockBackend(), operationTimeout: 0 }, 'operationTimeout'],
-      [{ backend: Object.assign(new MemoryLockBackend(), { capabilities: { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512, minTtl: 1_000 } }), defaults: { ttl: 500 } } as DistributedLockModuleOptions, 'defaults.ttl'],
+      [
+        {
+          backend: Object.assign(new MemoryLockBackend(), {
+            capabilities: {
+              shared: true,
+              fencing: 'strict',
+              sessionBased: false,
+              maxKeyLength: 512,
+              minTtl: 1_000,
+            },
+          }),
+          defaults: { ttl: 500 },
+        } as DistributedLockModuleOptions,
+        'defaults.ttl',
+      ],
     ];
     for (const [options, option] of cases) {
-      const attempt = Test.createTestingModule({ imports: [DistributedLockModule.forRoot(options)] }).compile();
+      const attempt = Test.createTestingModule({
+        imports: [DistributedLockModule.forRoot(options)],
+      }).compile();
       await expect(attempt).rejects.toBeInstanceOf(InvalidLockOptionsError);
-      await expect(Test.createTestingModule({ imports: [DistributedLockModule.forRoot(options)] }).compile()).rejects.toMatchObject({ option });
+      await expect(
+        Test.createTestingModule({ imports: [DistributedLockModule.forRoot(options)] }).compile(),
+      ).rejects.toMatchObject({ option });
     }
   });
 
   it('forRootAsync validates the same way and takes injected configuration', async () => {
     const bad = Test.createTestingModule({
-      imports: [DistributedLockModule.forRootAsync({ useFactory: () => ({ backend: new MemoryLockBackend(), defaults: { ttl: 0 } }) })],
+      imports: [
+        DistributedLockModule.forRootAsync({
+          useFactory: () => ({ backend: new MemoryLockBackend(), defaults: { ttl: 0 } }),
+        }),
+      ],
     }).compile();
-    await expect(bad).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'defaults.ttl' });
+    await expect(bad).rejects.toMatchObject({
+      name: 'InvalidLockOptionsError',
+      option: 'defaults.ttl',
+    });
 
     const ref = await Test.createTestingModule({
       imports: [
         DistributedLockModule.forRootAsync({
           imports: [SettingsModule],
           inject: [Settings],
-          useFactory: (s: Settings) => ({ backend: new MemoryLockBackend(), defaults: { ttl: s.lockTtl } }),
+          useFactory: (s: Settings) => ({
+            backend: new MemoryLockBackend(),
+            defaults: { ttl: s.lockTtl },
+          }),
         }),
       ],
     }).compile();
@@ -100,7 +134,9 @@ describe('DistributedLockModule', () => {
         }
       }
       return Broken;
-    }).toThrow(/<orderId> must name a parameter of Broken\.pay\(\), whose parameters are: id \(0\), amount \(1\)/);
+    }).toThrow(
+      /<orderId> must name a parameter of Broken\.pay\(\), whose parameters are: id \(0\), amount \(1\)/,
+    );
     expect(() => {
       class Broken2 {
         @Locked('order:<2>')
@@ -122,11 +158,16 @@ describe('DistributedLockModule', () => {
   });
 
   it('fails start-up when @Locked names a backend that is not registered', async () => {
-    await expect(boot({ backend: new MemoryLockBackend() })).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'backend' });
+    await expect(boot({ backend: new MemoryLockBackend() })).rejects.toMatchObject({
+      name: 'InvalidLockOptionsError',
+      option: 'backend',
+    });
   });
 
   it('locks plain provider methods: a second run while one is running is skipped (onBusy: skip)', async () => {
-    const app = await boot({ backends: { default: new MemoryLockBackend(), other: new MemoryLockBackend() } });
+    const app = await boot({
+      backends: { default: new MemoryLockBackend(), other: new MemoryLockBackend() },
+    });
     const job = app.get(ReportJob);
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
@@ -152,7 +193,9 @@ describe('DistributedLockModule', () => {
     const h = await locks.acquire('k', { backend: 'other' });
     expect(spy).toHaveBeenCalledTimes(2);
     await h.release();
-    await expect(locks.acquire('k', { backend: 'third' })).rejects.toMatchObject({ option: 'backend' });
+    await expect(locks.acquire('k', { backend: 'third' })).rejects.toMatchObject({
+      option: 'backend',
+    });
     await app.close();
   });
 
@@ -160,7 +203,9 @@ describe('DistributedLockModule', () => {
     const backend = new MemoryLockBackend();
     const app = await boot({ backends: { default: backend, other: new MemoryLockBackend() } });
     const locks = app.get(LockService);
-    const handles = await Promise.all(['a', 'b', 'c'].map((k) => locks.acquire(k, { ttl: 60_000 })));
+    const handles = await Promise.all(
+      ['a', 'b', 'c'].map((k) => locks.acquire(k, { ttl: 60_000 })),
+    );
     const renew = jest.spyOn(backend, 'renew');
     await app.close();
     for (const h of handles) {
@@ -177,7 +222,10 @@ describe('DistributedLockModule', () => {
   });
 
   it('LockService: acquire, tryAcquire, withLock and current()', async () => {
-    const app = await boot({ backends: { default: new MemoryLockBackend(), other: new MemoryLockBackend() }, defaults: { wait: 50 } });
+    const app = await boot({
+      backends: { default: new MemoryLockBackend(), other: new MemoryLockBackend() },
+      defaults: { wait: 50 },
+    });
     const locks = app.get(LockService);
     const result = await locks.withLock('w', async (h) => {
       expect(locks.current()?.fencingToken).toBe(h.fencingToken);

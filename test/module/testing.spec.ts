@@ -42,7 +42,10 @@ describe('testing your own code', () => {
   afterEach(() => LockTesting.reset());
 
   it('@Locked works right after compile(), without init()', async () => {
-    const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting()], providers: [Payments] }).compile();
+    const ref = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting()],
+      providers: [Payments],
+    }).compile();
     const payments = ref.get(Payments);
     await expect(payments.pay('A')).resolves.toBe('paid A');
     const held = await ref.get(LockTestingHelper).hold('order:B');
@@ -53,8 +56,14 @@ describe('testing your own code', () => {
   });
 
   it('two compiled modules at once: each instance uses its own module', async () => {
-    const a = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting()], providers: [Payments] }).compile();
-    const b = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting()], providers: [Payments] }).compile();
+    const a = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting()],
+      providers: [Payments],
+    }).compile();
+    const b = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting()],
+      providers: [Payments],
+    }).compile();
     const held = await LockTesting.hold(a, 'order:X');
     await expect(a.get(Payments).pay('X')).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await expect(b.get(Payments).pay('X')).resolves.toBe('paid X'); // b's memory backend is another world
@@ -64,7 +73,11 @@ describe('testing your own code', () => {
   });
 
   it('forTesting + LockTesting.hold provoke a 409 with the per-lock Retry-After', async () => {
-    const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting()], controllers: [PayController], providers: [Payments] }).compile();
+    const ref = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting()],
+      controllers: [PayController],
+      providers: [Payments],
+    }).compile();
     const app: INestApplication = ref.createNestApplication({ logger: false });
     await app.init();
     const held = await LockTesting.hold(app, 'order:C');
@@ -72,7 +85,13 @@ describe('testing your own code', () => {
     const res = await request(app.getHttpServer()).get('/pay/C');
     expect(res.status).toBe(409);
     expect(res.headers['retry-after']).toBe('7');
-    expect(res.body).toEqual({ statusCode: 409, error: 'Conflict', code: 'LOCK_ACQUIRE_TIMEOUT', message: 'The resource is busy; retry later', retryAfter: 7_000 });
+    expect(res.body).toEqual({
+      statusCode: 409,
+      error: 'Conflict',
+      code: 'LOCK_ACQUIRE_TIMEOUT',
+      message: 'The resource is busy; retry later',
+      retryAfter: 7_000,
+    });
     await held.release();
     expect((await request(app.getHttpServer()).get('/pay/C')).status).toBe(200);
     await app.close();
@@ -102,7 +121,10 @@ describe('testing your own code', () => {
 
   it('forTesting keeps every other option: a given backend, longer waits', async () => {
     const backend = new MemoryLockBackend();
-    const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting({ backend, defaults: { wait: 2_000 } })], providers: [Payments] }).compile();
+    const ref = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting({ backend, defaults: { wait: 2_000 } })],
+      providers: [Payments],
+    }).compile();
     const engine = ref.get(LockEngine);
     expect(engine.backend()).toBe(backend);
     expect(engine.defaults.wait).toBe(2_000);
@@ -116,13 +138,22 @@ describe('tryAcquire tries once', () => {
     const held = await engine.acquire('k');
     expect(await engine.runInScope(() => engine.tryAcquire('k', { wait: undefined }))).toBeNull();
     expect(await engine.runInScope(() => engine.tryAcquire('k'))).toBeNull();
-    await expect(engine.tryAcquire('k', { wait: 100 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await expect(engine.tryAcquire('k', { wait: 100 })).rejects.toBeInstanceOf(
+      InvalidLockOptionsError,
+    );
     await held.release();
     await engine.close();
   });
 
   it('LockService.tryAcquire too', async () => {
-    const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), defaults: { wait: 60_000 } })] }).compile();
+    const ref = await Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRoot({
+          backend: new MemoryLockBackend(),
+          defaults: { wait: 60_000 },
+        }),
+      ],
+    }).compile();
     const locks = ref.get(LockService);
     const held = await LockTesting.hold(ref, 'k');
     expect(await locks.tryAcquire('k', { wait: undefined })).toBeNull();
@@ -133,7 +164,11 @@ describe('tryAcquire tries once', () => {
 
 describe('error mapping options', () => {
   async function app(options: Partial<DistributedLockModuleOptions>): Promise<INestApplication> {
-    const ref = await Test.createTestingModule({ imports: [DistributedLockModule.forTesting(options)], controllers: [PayController], providers: [Payments] }).compile();
+    const ref = await Test.createTestingModule({
+      imports: [DistributedLockModule.forTesting(options)],
+      controllers: [PayController],
+      providers: [Payments],
+    }).compile();
     const a = ref.createNestApplication({ logger: false });
     await a.init();
     return a;
@@ -165,7 +200,12 @@ describe('error mapping options', () => {
   it('a per-transport mapper replaces the HTTP answer; undefined falls back to the default', async () => {
     const { HttpException } = await import('@nestjs/common');
     const a = await app({
-      errorMapping: { http: (error, _host, response) => (error.code === 'LOCK_ACQUIRE_TIMEOUT' ? new HttpException({ busy: true, after: response.retryAfter }, 429) : undefined) },
+      errorMapping: {
+        http: (error, _host, response) =>
+          error.code === 'LOCK_ACQUIRE_TIMEOUT'
+            ? new HttpException({ busy: true, after: response.retryAfter }, 429)
+            : undefined,
+      },
     });
     const held = await LockTesting.hold(a, 'order:G');
     const res = await request(a.getHttpServer()).get('/pay/G');

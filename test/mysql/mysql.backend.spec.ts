@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createPool, type Pool } from 'mysql2/promise';
-import { MySqlLockBackend, type MySqlLockBackendOptions, type MySqlPoolLike } from '../../lib/backends/mysql';
+import {
+  MySqlLockBackend,
+  type MySqlLockBackendOptions,
+  type MySqlPoolLike,
+} from '../../lib/backends/mysql';
 import { mysqlStatements } from '../../lib/backends/mysql/mysql.schema';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { MariaDbServer } from '../support/mariadb-server';
@@ -41,14 +45,18 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
     create: (options = {}) => {
       const log: LoggedStatement[] = [];
       const { poolSize, ...rest } = options;
-      return { backend: new MySqlLockBackend({ client: logged(pool(poolSize), log), ...rest }), log };
+      return {
+        backend: new MySqlLockBackend({ client: logged(pool(poolSize), log), ...rest }),
+        log,
+      };
     },
     construct: (options) => new MySqlLockBackend(options as MySqlLockBackendOptions),
     rawClient: () => admin,
     wrongClients: () => [admin.pool], // the callback-style pool under the promise one (never connected here)
     ddl: (table) => mysqlStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
-    deleteOwner: async (owner) => void (await admin.execute('DELETE FROM distributed_locks WHERE owner = ?', [owner])),
+    deleteOwner: async (owner) =>
+      void (await admin.execute('DELETE FROM distributed_locks WHERE owner = ?', [owner])),
     insertExpired: async (k, agoMs) => {
       await admin.execute('INSERT INTO distributed_locks_keys (lock_key) VALUES (?)', [k]);
       await admin.execute(
@@ -56,14 +64,33 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
         [k, randomBytes(16).toString('hex'), agoMs * 1000],
       );
     },
-    holderRows: (k, table = 'distributed_locks') => count(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE lock_key = ?`, [k]),
-    residue: (k) => count('SELECT (SELECT COUNT(*) FROM distributed_locks WHERE lock_key = ?) + (SELECT COUNT(*) FROM distributed_locks_keys WHERE lock_key = ?) AS n', [k, k]),
-    msLeft: (k) => count('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) / 1000 AS n FROM distributed_locks WHERE lock_key = ?', [k]),
-    tableExists: async (table) => (await count('SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?', [table])) === 1,
+    holderRows: (k, table = 'distributed_locks') =>
+      count(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE lock_key = ?`, [k]),
+    residue: (k) =>
+      count(
+        'SELECT (SELECT COUNT(*) FROM distributed_locks WHERE lock_key = ?) + (SELECT COUNT(*) FROM distributed_locks_keys WHERE lock_key = ?) AS n',
+        [k, k],
+      ),
+    msLeft: (k) =>
+      count(
+        'SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) / 1000 AS n FROM distributed_locks WHERE lock_key = ?',
+        [k],
+      ),
+    tableExists: async (table) =>
+      (await count(
+        'SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?',
+        [table],
+      )) === 1,
     isRenew: (s) => /^UPDATE `\w+` AS h JOIN/.test(s.sql),
     // Rows with a non-empty key: batches are padded to a fixed shape with empty keys.
-    renewSize: (s) => (s.values ?? []).filter((v, i) => i % 3 === 0 && (v as Buffer).length > 0).length,
-    server: { stop: () => server.kill(), start: () => server.start(), pause: () => server.pause(), resume: () => server.resume() },
+    renewSize: (s) =>
+      (s.values ?? []).filter((v, i) => i % 3 === 0 && (v as Buffer).length > 0).length,
+    server: {
+      stop: () => server.kill(),
+      start: () => server.start(),
+      pause: () => server.pause(),
+      resume: () => server.resume(),
+    },
     closeAll: async () => {
       await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
       pools = [];
@@ -85,13 +112,20 @@ describe('mysql (MariaDB 10.11): a pool with a non-UTF-8 connection character se
   });
 
   it('keys that latin1 cannot represent stay distinct (they travel as UTF-8 bytes, never transcoded to "?")', async () => {
-    const engine = new LockEngine({ backend: new MySqlLockBackend({ client: pool }), keyPrefix: '' });
+    const engine = new LockEngine({
+      backend: new MySqlLockBackend({ client: pool }),
+      keyPrefix: '',
+    });
     try {
       const emoji = await engine.acquire('latin1:😀', { wait: 0 });
       const question = await engine.acquire('latin1:?', { wait: 0 }); // would be the same row if transcoded
       const macron = await engine.acquire('latin1:ā', { wait: 0 });
-      const [rows] = await pool.query('SELECT HEX(lock_key) AS k FROM distributed_locks ORDER BY lock_key');
-      expect((rows as { k: string }[]).map((r) => Buffer.from(r.k, 'hex').toString('utf8')).sort()).toEqual(['latin1:?', 'latin1:ā', 'latin1:😀'].sort());
+      const [rows] = await pool.query(
+        'SELECT HEX(lock_key) AS k FROM distributed_locks ORDER BY lock_key',
+      );
+      expect(
+        (rows as { k: string }[]).map((r) => Buffer.from(r.k, 'hex').toString('utf8')).sort(),
+      ).toEqual(['latin1:?', 'latin1:ā', 'latin1:😀'].sort());
       await Promise.all([emoji.release(), question.release(), macron.release()]);
     } finally {
       await engine.close();

@@ -36,14 +36,20 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
   };
   const engine = (options: { poolSize?: number; doorbells?: number } = {}) => {
     const log: LoggedStatement[] = [];
-    const backend = new MySqlLockBackend({ client: logged(pool(options.poolSize ?? 4), log), doorbells: options.doorbells });
+    const backend = new MySqlLockBackend({
+      client: logged(pool(options.poolSize ?? 4), log),
+      doorbells: options.doorbells,
+    });
     const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 30_000 } });
     engines.push(e);
     return { engine: e, log };
   };
-  const attempts = (log: LoggedStatement[]) => log.filter((s) => s.sql === 'START TRANSACTION').length;
+  const attempts = (log: LoggedStatement[]) =>
+    log.filter((s) => s.sql === 'START TRANSACTION').length;
   const blockedOnDoorbell = async () => {
-    const [rows] = await pools[0].query("SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info LIKE 'SELECT IS_USED_LOCK%'");
+    const [rows] = await pools[0].query(
+      "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info LIKE 'SELECT IS_USED_LOCK%'",
+    );
     return Number((rows as { n: number }[])[0].n);
   };
 
@@ -112,7 +118,9 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
     const held = await a.engine.acquire('bell:4');
     // Kill the holder's bell session (the one holding the doorbell) behind its back.
     const bellId = async () => {
-      const [ids] = await pools[0].query("SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'bell:4'), 256), 40))) AS id");
+      const [ids] = await pools[0].query(
+        "SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'bell:4'), 256), 40))) AS id",
+      );
       return Number((ids as { id: number | null }[])[0].id);
     };
     const id = await eventually(bellId); // armed right after the grant's COMMIT

@@ -37,7 +37,12 @@ describe('regression: MySQL renewals of every batch size 1..150 prepare a bounde
     const signal = new AbortController().signal;
     const locks: BackendLock[] = [];
     for (let i = 0; i < 150; i++) {
-      const lock = { key: `ps:${i}`, owner: randomBytes(16).toString('hex'), mode: 'exclusive' as const, ttl: 60_000 };
+      const lock = {
+        key: `ps:${i}`,
+        owner: randomBytes(16).toString('hex'),
+        mode: 'exclusive' as const,
+        ttl: 60_000,
+      };
       const granted = await backend.tryAcquire({ ...lock, signal, onLost: () => undefined });
       expect(granted.acquired).toBe(true);
       locks.push(lock);
@@ -45,7 +50,10 @@ describe('regression: MySQL renewals of every batch size 1..150 prepare a bounde
     const before = await prepared();
     for (let n = 1; n <= 150; n++) {
       // The last lock of each batch is not ours: the follow-up "which are still ours" query runs too.
-      const batch = [...locks.slice(0, n - 1), { ...locks[n - 1], owner: randomBytes(16).toString('hex') }];
+      const batch = [
+        ...locks.slice(0, n - 1),
+        { ...locks[n - 1], owner: randomBytes(16).toString('hex') },
+      ];
       const answers = await backend.renew(batch);
       expect(answers).toEqual(batch.map((_, i) => i < n - 1));
     }

@@ -32,7 +32,14 @@ describe('live view in a real browser', () => {
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1100, height: 640 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
 
@@ -47,16 +54,23 @@ describe('live view in a real browser', () => {
     await page.goto(`${base.replace('[::1]', '127.0.0.1')}/locks/live`);
     await page.waitForSelector('#status .ok');
     // The report job holds 'job:nightly-report' for about 2 s (renewed by the watchdog).
-    const job = request(app.getHttpServer()).post('/jobs/report/2').then((r) => r.body);
+    const job = request(app.getHttpServer())
+      .post('/jobs/report/2')
+      .then((r) => r.body);
     await request(app.getHttpServer()).post('/orders/7/pay').send({ amount: 25 }).expect(201);
     const row = page.locator('#held tbody tr', { hasText: 'job:nightly-report' });
     await row.waitFor();
     expect(await row.textContent()).toMatch(/job:nightly-reportdefaultexclusive\d+\d+ s1/);
     await page.locator('#events tbody', { hasText: 'order:7' }).waitFor();
     // LIVE_VIEW_SCREENSHOT=docs/images/live-view.png refreshes the picture in the docs.
-    await page.screenshot({ path: process.env.LIVE_VIEW_SCREENSHOT ?? join(profile, 'live-view.png') });
+    await page.screenshot({
+      path: process.env.LIVE_VIEW_SCREENSHOT ?? join(profile, 'live-view.png'),
+    });
     expect(await job).toMatchObject({ steps: 2 });
-    await page.locator('#events tbody tr', { hasText: 'released' }).filter({ hasText: 'job:nightly-report' }).waitFor();
+    await page
+      .locator('#events tbody tr', { hasText: 'released' })
+      .filter({ hasText: 'job:nightly-report' })
+      .waitFor();
     await page.locator('#held tbody td.empty').waitFor();
   });
 

@@ -1,4 +1,10 @@
-import { InvalidLockOptionsError, LockEngine, LockLostError, MemoryLockBackend, type LockEvent } from '../../lib';
+import {
+  InvalidLockOptionsError,
+  LockEngine,
+  LockLostError,
+  MemoryLockBackend,
+  type LockEvent,
+} from '../../lib';
 import type { BackendLock } from '../../lib/backend-kit';
 import { CrashableBackend, untilAborted } from '../conformance/conformance-tools';
 
@@ -16,7 +22,9 @@ class EventLog {
   next<T extends LockEvent['type']>(type: T): Promise<Extract<LockEvent, { type: T }>> {
     const seen = this.of(type)[0];
     if (seen) return Promise.resolve(seen);
-    return new Promise((resolve) => this.waiters.push({ type, resolve: resolve as (e: LockEvent) => void }));
+    return new Promise((resolve) =>
+      this.waiters.push({ type, resolve: resolve as (e: LockEvent) => void }),
+    );
   }
 }
 
@@ -48,14 +56,35 @@ describe('lock events (core)', () => {
 
     const acquired = log.of('acquired');
     expect(acquired).toHaveLength(2);
-    expect(acquired[0]).toMatchObject({ key: 'order:1', backend: 'default', mode: 'exclusive', attempts: 1, contended: false, reentrant: false, fencingToken: 1n });
-    expect(acquired[1]).toMatchObject({ key: 'order:1', fencingToken: 2n, contended: true, reentrant: false });
+    expect(acquired[0]).toMatchObject({
+      key: 'order:1',
+      backend: 'default',
+      mode: 'exclusive',
+      attempts: 1,
+      contended: false,
+      reentrant: false,
+      fencingToken: 1n,
+    });
+    expect(acquired[1]).toMatchObject({
+      key: 'order:1',
+      fencingToken: 2n,
+      contended: true,
+      reentrant: false,
+    });
     expect(acquired[1].attempts).toBeGreaterThanOrEqual(2);
     expect(acquired[1].waitMs).toBeGreaterThanOrEqual(0);
-    expect(log.of('busy')).toEqual([expect.objectContaining({ key: 'order:1', timedOut: false, attempts: 1 })]);
+    expect(log.of('busy')).toEqual([
+      expect.objectContaining({ key: 'order:1', timedOut: false, attempts: 1 }),
+    ]);
     expect(log.of('released')).toHaveLength(2);
     expect(log.of('released')[0].heldMs).toBeGreaterThanOrEqual(0);
-    expect(log.all.map((e) => e.type)).toEqual(['acquired', 'busy', 'released', 'acquired', 'released']);
+    expect(log.all.map((e) => e.type)).toEqual([
+      'acquired',
+      'busy',
+      'released',
+      'acquired',
+      'released',
+    ]);
   });
 
   it('re-entry is an acquired event with reentrant: true and no release until the last hold', async () => {
@@ -102,7 +131,10 @@ describe('lock events (core)', () => {
     backend.crashed = true;
     const failed = await log.next('renewFailed');
     expect(failed.keys).toEqual(['job']);
-    expect(await log.next('backendUnavailable')).toMatchObject({ backend: 'default', operation: 'renew' });
+    expect(await log.next('backendUnavailable')).toMatchObject({
+      backend: 'default',
+      operation: 'renew',
+    });
     await untilAborted(handle.signal, 2_000);
     expect((await log.next('lost')).reason).toContain('ttl ran out');
     expect(log.of('backendUnavailable')).toHaveLength(1);
@@ -123,9 +155,17 @@ describe('lock events (core)', () => {
 
   it('a listener that throws does not break locking', async () => {
     const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-    engine = new LockEngine({ backend: new MemoryLockBackend(), onEvent: () => { throw new Error('boom'); } });
+    engine = new LockEngine({
+      backend: new MemoryLockBackend(),
+      onEvent: () => {
+        throw new Error('boom');
+      },
+    });
     await expect(engine.withLock('y', async () => 'ran')).resolves.toBe('ran');
-    expect(warn).toHaveBeenCalledWith("a lock event listener threw on 'acquired': Error: boom", 'DistributedLockWarning');
+    expect(warn).toHaveBeenCalledWith(
+      "a lock event listener threw on 'acquired': Error: boom",
+      'DistributedLockWarning',
+    );
     warn.mockRestore();
   });
 });
@@ -137,14 +177,29 @@ describe('inspect, forceRelease and list (memory backend)', () => {
   it('inspect reports holders, remaining ttl, the last fencing token and this process waiters', async () => {
     engine = new LockEngine({ backend: new MemoryLockBackend() });
     const free = await engine.operator.inspect('order:9');
-    expect(free).toMatchObject({ key: 'lock:order:9', held: false, holders: [], backend: 'default', local: { holders: [], waiters: 0 } });
+    expect(free).toMatchObject({
+      key: 'lock:order:9',
+      held: false,
+      holders: [],
+      backend: 'default',
+      local: { holders: [], waiters: 0 },
+    });
     const handle = await engine.acquire('order:9', { ttl: 5_000 });
     const waiter = engine.acquire('order:9', { wait: 5_000 });
     const report = await engine.operator.inspect('order:9');
-    expect(report).toMatchObject({ key: 'lock:order:9', held: true, mode: 'exclusive', fencingToken: 1n });
-    expect(report.holders).toEqual([expect.objectContaining({ mode: 'exclusive', owner: handle.owner })]);
+    expect(report).toMatchObject({
+      key: 'lock:order:9',
+      held: true,
+      mode: 'exclusive',
+      fencingToken: 1n,
+    });
+    expect(report.holders).toEqual([
+      expect.objectContaining({ mode: 'exclusive', owner: handle.owner }),
+    ]);
     expect(report.holders[0].remainingTtl).toBeGreaterThan(4_000);
-    expect(report.local.holders).toEqual([expect.objectContaining({ key: 'order:9', owner: handle.owner, fencingToken: 1n, holds: 1 })]);
+    expect(report.local.holders).toEqual([
+      expect.objectContaining({ key: 'order:9', owner: handle.owner, fencingToken: 1n, holds: 1 }),
+    ]);
     expect(report.local.waiters).toBe(1);
     await handle.release();
     await (await waiter).release();
@@ -164,7 +219,9 @@ describe('inspect, forceRelease and list (memory backend)', () => {
 
   it('list returns held keys under a prefix, without the module keyPrefix', async () => {
     engine = new LockEngine({ backend: new MemoryLockBackend() });
-    const h = await Promise.all(['order:1', 'order:2', 'user:1'].map((k) => engine.runInScope(() => engine.acquire(k))));
+    const h = await Promise.all(
+      ['order:1', 'order:2', 'user:1'].map((k) => engine.runInScope(() => engine.acquire(k))),
+    );
     expect((await engine.operator.list('order:')).sort()).toEqual(['order:1', 'order:2']);
     expect(await engine.operator.list('order:', undefined, 1)).toHaveLength(1);
     await h[0].release();
@@ -174,13 +231,20 @@ describe('inspect, forceRelease and list (memory backend)', () => {
 
   it('a backend without inspect/forceRelease/list says so, naming the backend', async () => {
     engine = new LockEngine({ backend: new CrashableBackend(new MemoryLockBackend()) });
-    await expect(engine.operator.inspect('k')).rejects.toThrow('a backend that implements inspect() (backend "default" is memory, which does not)');
+    await expect(engine.operator.inspect('k')).rejects.toThrow(
+      'a backend that implements inspect() (backend "default" is memory, which does not)',
+    );
     await expect(engine.operator.forceRelease('k')).rejects.toThrow('implements forceRelease()');
     await expect(engine.operator.list('k')).rejects.toThrow('implements list()');
   });
 
   it('probe uses ping where the backend has it, else a tryAcquire + release round trip', async () => {
-    engine = new LockEngine({ backends: { default: new MemoryLockBackend(), plain: new CrashableBackend(new MemoryLockBackend()) } });
+    engine = new LockEngine({
+      backends: {
+        default: new MemoryLockBackend(),
+        plain: new CrashableBackend(new MemoryLockBackend()),
+      },
+    });
     const results = await engine.operator.probe();
     expect(results).toEqual([
       expect.objectContaining({ backend: 'default', kind: 'memory', status: 'up', via: 'ping' }),

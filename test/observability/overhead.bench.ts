@@ -10,7 +10,12 @@
  */
 import { Logger } from '@nestjs/common';
 import { metrics, trace } from '@opentelemetry/api';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import Redis from 'ioredis';
 import { LockEngine, MemoryLockBackend, RedisLockBackend } from '../../lib';
@@ -18,7 +23,10 @@ import { subscribeLockLogger } from '../../lib/observability/lock-logger';
 import { instrumentEngine, loadOpenTelemetry } from '../../lib/observability/lock-telemetry';
 import { RedisServer } from '../support/redis-server';
 
-type Engine = { acquire(key: string, o?: object): Promise<{ release(): Promise<void> }>; close(): Promise<void> };
+type Engine = {
+  acquire(key: string, o?: object): Promise<{ release(): Promise<void> }>;
+  close(): Promise<void>;
+};
 
 async function cycle(engine: Engine, n: number): Promise<number> {
   // CPU time of this process, not wall time: on a loaded machine wall time measures the neighbours.
@@ -47,7 +55,11 @@ async function main(): Promise<void> {
   const configs: Record<string, () => Engine> = {};
   if (process.env.LIB_BASE) {
     // eslint-disable-next-line @typescript-eslint/no-var-requires
-    const base = require(process.env.LIB_BASE) as { LockEngine: new (o: object) => Engine; MemoryLockBackend: new () => object; RedisLockBackend: new (o: object) => object };
+    const base = require(process.env.LIB_BASE) as {
+      LockEngine: new (o: object) => Engine;
+      MemoryLockBackend: new () => object;
+      RedisLockBackend: new (o: object) => object;
+    };
     configs.base = () => {
       if (!server) return new base.LockEngine({ backend: new base.MemoryLockBackend() });
       const client = new Redis({ port: server.port, host: '127.0.0.1' });
@@ -71,7 +83,14 @@ async function main(): Promise<void> {
   configs['otel-sdk'] = () => {
     if (!sdk) {
       const tp = new BasicTracerProvider();
-      const mp = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 3_600_000 })] });
+      const mp = new MeterProvider({
+        readers: [
+          new PeriodicExportingMetricReader({
+            exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+            exportIntervalMillis: 3_600_000,
+          }),
+        ],
+      });
       trace.setGlobalTracerProvider(tp);
       metrics.setGlobalMeterProvider(mp);
       sdk = { stop: async () => void (await Promise.all([tp.shutdown(), mp.shutdown()])) };
@@ -82,10 +101,13 @@ async function main(): Promise<void> {
     return e;
   };
   // ONLY=<name>: measure one configuration in this process (no inline caches shared with the others).
-  if (process.env.ONLY) for (const k of Object.keys(configs)) if (k !== process.env.ONLY) delete configs[k];
+  if (process.env.ONLY)
+    for (const k of Object.keys(configs)) if (k !== process.env.ONLY) delete configs[k];
   const names = Object.keys(configs);
   const results: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
-  const engines = Object.fromEntries(names.filter((k) => k !== 'otel-sdk').map((k) => [k, configs[k]()]));
+  const engines = Object.fromEntries(
+    names.filter((k) => k !== 'otel-sdk').map((k) => [k, configs[k]()]),
+  );
   for (const name of Object.keys(engines)) await cycle(engines[name], Math.ceil(n / 10)); // warm-up
   // Many short rounds in a shuffled order, medians: a loaded machine's noise hits every configuration alike.
   const rounds = 15;
@@ -101,10 +123,14 @@ async function main(): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const ref = median(results.absent ?? results[names[0]]);
-  console.log(`${kind}: uncontended acquire+release, ${n} cycles x ${rounds} rounds, median cycles per CPU-second of this process (vs absent)`);
+  console.log(
+    `${kind}: uncontended acquire+release, ${n} cycles x ${rounds} rounds, median cycles per CPU-second of this process (vs absent)`,
+  );
   for (const name of names) {
     const m = median(results[name]);
-    console.log(`  ${name.padEnd(10)} ${Math.round(m).toString().padStart(8)}  ${(((ref - m) / ref) * 100).toFixed(1).padStart(6)} % slower`);
+    console.log(
+      `  ${name.padEnd(10)} ${Math.round(m).toString().padStart(8)}  ${(((ref - m) / ref) * 100).toFixed(1).padStart(6)} % slower`,
+    );
   }
   for (const e of [...Object.values(engines), ...(withSdk ? [withSdk] : [])]) await e.close();
   await sdk?.stop();

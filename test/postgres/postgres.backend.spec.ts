@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
-import { PostgresLockBackend, type PgPoolLike, type PostgresLockBackendOptions } from '../../lib/backends/postgres';
+import {
+  PostgresLockBackend,
+  type PgPoolLike,
+  type PostgresLockBackendOptions,
+} from '../../lib/backends/postgres';
 import { advisoryClass, postgresStatements } from '../../lib/backends/postgres/postgres.schema';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { describeSqlBackend, type LoggedStatement } from '../sql/sql-backend.cases';
@@ -13,10 +17,14 @@ function logged(pool: Pool, log: LoggedStatement[]): PgPoolLike {
     connect: async () => {
       const client = await pool.connect();
       return {
-        query: (sql: string, values?: unknown[]) => (log.push({ sql, values }), client.query(sql, values)),
+        query: (sql: string, values?: unknown[]) => (
+          log.push({ sql, values }),
+          client.query(sql, values)
+        ),
         release: (destroy?: boolean | Error) => client.release(destroy),
         on: (event: 'error', listener: (error: Error) => void) => client.on(event, listener),
-        removeListener: (event: 'error', listener: (error: Error) => void) => client.removeListener(event, listener),
+        removeListener: (event: 'error', listener: (error: Error) => void) =>
+          client.removeListener(event, listener),
       };
     },
     Client: real.Client,
@@ -34,35 +42,54 @@ describeSqlBackend('postgres 15', async () => {
     return p;
   };
   const admin = pool();
-  const count = async (sql: string, values: unknown[] = []) => Number((await admin.query(sql, values)).rows[0].n);
+  const count = async (sql: string, values: unknown[] = []) =>
+    Number((await admin.query(sql, values)).rows[0].n);
   return {
     kind: 'postgres',
     connection: server.connection,
     create: (options = {}) => {
       const log: LoggedStatement[] = [];
       const { poolSize, ...rest } = options;
-      return { backend: new PostgresLockBackend({ client: logged(pool(poolSize), log), ...rest }), log };
+      return {
+        backend: new PostgresLockBackend({ client: logged(pool(poolSize), log), ...rest }),
+        log,
+      };
     },
     construct: (options) => new PostgresLockBackend(options as PostgresLockBackendOptions),
     rawClient: () => admin,
     wrongClients: () => [new Client(server.connection)], // never connected
     ddl: (table) => postgresStatements(table).ddl,
     exec: async (sql) => void (await admin.query(sql)),
-    deleteOwner: async (owner) => void (await admin.query('DELETE FROM distributed_locks WHERE owner = $1', [owner])),
+    deleteOwner: async (owner) =>
+      void (await admin.query('DELETE FROM distributed_locks WHERE owner = $1', [owner])),
     insertExpired: async (k, agoMs) => {
       await admin.query(
         "INSERT INTO distributed_locks (lock_key, owner, mode, expires_at, fence) VALUES ($1, $2, 'exclusive', clock_timestamp() - $3::bigint * interval '1 millisecond', 1)",
         [k, randomBytes(16).toString('hex'), agoMs],
       );
     },
-    holderRows: (k, table = 'distributed_locks') => count(`SELECT count(*) AS n FROM "${table}" WHERE lock_key = $1`, [k]),
+    holderRows: (k, table = 'distributed_locks') =>
+      count(`SELECT count(*) AS n FROM "${table}" WHERE lock_key = $1`, [k]),
     residue: (k) => count('SELECT count(*) AS n FROM distributed_locks WHERE lock_key = $1', [k]),
-    msLeft: (k) => count('SELECT extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS n FROM distributed_locks WHERE lock_key = $1', [k]),
-    tableExists: async (table) => (await count('SELECT count(*) AS n FROM pg_tables WHERE tablename = $1', [table])) === 1,
+    msLeft: (k) =>
+      count(
+        'SELECT extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS n FROM distributed_locks WHERE lock_key = $1',
+        [k],
+      ),
+    tableExists: async (table) =>
+      (await count('SELECT count(*) AS n FROM pg_tables WHERE tablename = $1', [table])) === 1,
     isRenew: (s) => /^WITH i AS \(SELECT \* FROM unnest/.test(s.sql),
     renewSize: (s) => ((s.values?.[0] as unknown[] | undefined) ?? []).length,
-    listeners: () => count(`SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN "distributed_locks_released"'`),
-    server: { stop: () => server.crash(), start: () => server.start(), pause: () => server.pause(), resume: () => server.resume() },
+    listeners: () =>
+      count(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN "distributed_locks_released"'`,
+      ),
+    server: {
+      stop: () => server.crash(),
+      start: () => server.start(),
+      pause: () => server.pause(),
+      resume: () => server.resume(),
+    },
     closeAll: async () => {
       await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
       pools = [];
@@ -85,7 +112,10 @@ describe('postgres 15: a client frozen inside its acquire transaction', () => {
   });
 
   it('cannot block a key for long: the server ends its session and the key is acquirable again', async () => {
-    const engine = new LockEngine({ backend: new PostgresLockBackend({ client: pool }), keyPrefix: '' });
+    const engine = new LockEngine({
+      backend: new PostgresLockBackend({ client: pool }),
+      keyPrefix: '',
+    });
     try {
       const k = 'frozen-mid-transaction';
       const warm = await engine.acquire(k); // creates the table; then frees the key

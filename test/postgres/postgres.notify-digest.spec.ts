@@ -36,13 +36,28 @@ describe('regression: PostgreSQL NOTIFY carries a digest of the key, not the key
   });
 
   it('a raw LISTEN sees the SHA-256 prefix of the key, and another backend waiting on the key still wakes', async () => {
-    const a = new LockEngine({ backend: new PostgresLockBackend({ client: pool() }), keyPrefix: '' });
-    const b = new LockEngine({ backend: new PostgresLockBackend({ client: pool(), maxPollDelay: 60_000 }), keyPrefix: '' });
+    const a = new LockEngine({
+      backend: new PostgresLockBackend({ client: pool() }),
+      keyPrefix: '',
+    });
+    const b = new LockEngine({
+      backend: new PostgresLockBackend({ client: pool(), maxPollDelay: 60_000 }),
+      keyPrefix: '',
+    });
     try {
       const key = 'tenant:acme/invoice:42 ✓';
       const held = await a.acquire(key, { ttl: 60_000 });
       const waiting = b.acquire(key, { wait: 30_000 });
-      await eventually(async () => Number((await pools[0].query(`SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN "distributed_locks_released"'`)).rows[0].n) >= 2);
+      await eventually(
+        async () =>
+          Number(
+            (
+              await pools[0].query(
+                `SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'LISTEN "distributed_locks_released"'`,
+              )
+            ).rows[0].n,
+          ) >= 2,
+      );
       await held.release();
       const next = await waiting; // woken by the digest: polling would wait the holder's 60 s ttl
       await next.release();
@@ -52,7 +67,9 @@ describe('regression: PostgreSQL NOTIFY carries a digest of the key, not the key
         expect(n.payload).toMatch(/^[0-9a-f]{32}$/);
         expect(n.payload).not.toContain('acme');
       }
-      expect(keyDigest(key)).toBe(require('node:crypto').createHash('sha256').update(key).digest('hex').slice(0, 32));
+      expect(keyDigest(key)).toBe(
+        require('node:crypto').createHash('sha256').update(key).digest('hex').slice(0, 32),
+      );
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

@@ -19,7 +19,9 @@ beforeAll(async () => {
 
 afterAll(async () => Promise.all(servers.map((s) => s.destroy())));
 
-function runApp(args: string[]): Promise<{ code: number | null; messages: string[]; exitedAfterClose: boolean }> {
+function runApp(
+  args: string[],
+): Promise<{ code: number | null; messages: string[]; exitedAfterClose: boolean }> {
   return new Promise((resolve, reject) => {
     const child = fork(join(__dirname, 'owned-client.process.ts'), args, {
       execArgv: ['-r', 'ts-node/register/transpile-only'],
@@ -69,7 +71,14 @@ describe('clientFactory: the backend owns and closes its client(s)', () => {
         return c;
       },
     });
-    await owned.tryAcquire({ key: 'f:1', owner: 'o1', mode: 'exclusive', ttl: 1_000, signal: new AbortController().signal, onLost: () => undefined });
+    await owned.tryAcquire({
+      key: 'f:1',
+      owner: 'o1',
+      mode: 'exclusive',
+      ttl: 1_000,
+      signal: new AbortController().signal,
+      onLost: () => undefined,
+    });
     expect(made).toHaveLength(1);
     await owned.close();
     // QUIT resolved (the server answered OK); the socket then ends on its own.
@@ -78,7 +87,14 @@ describe('clientFactory: the backend owns and closes its client(s)', () => {
 
     const mine = new Redis({ port: servers[0].port, host: '127.0.0.1' });
     const given = new RedisLockBackend({ client: mine });
-    await given.tryAcquire({ key: 'f:2', owner: 'o2', mode: 'exclusive', ttl: 1_000, signal: new AbortController().signal, onLost: () => undefined });
+    await given.tryAcquire({
+      key: 'f:2',
+      owner: 'o2',
+      mode: 'exclusive',
+      ttl: 1_000,
+      signal: new AbortController().signal,
+      onLost: () => undefined,
+    });
     await given.close();
     expect(mine.status).toBe('ready');
     mine.disconnect();
@@ -86,11 +102,24 @@ describe('clientFactory: the backend owns and closes its client(s)', () => {
   });
 
   it('rejects a bad factory and a factory given together with clients', async () => {
-    expect(() => new RedisLockBackend({ clientFactory: 'redis://x' as never })).toThrow(/"clientFactory"/);
+    expect(() => new RedisLockBackend({ clientFactory: 'redis://x' as never })).toThrow(
+      /"clientFactory"/,
+    );
     const c = new Redis({ port: servers[0].port, lazyConnect: true });
-    expect(() => new RedisLockBackend({ client: c, clientFactory: () => c })).toThrow(/exactly one of/);
+    expect(() => new RedisLockBackend({ client: c, clientFactory: () => c })).toThrow(
+      /exactly one of/,
+    );
     const bad = new RedlockBackend({ clientFactory: () => [c] });
-    await expect(bad.tryAcquire({ key: 'f:3', owner: 'o3', mode: 'exclusive', ttl: 1_000, signal: new AbortController().signal, onLost: () => undefined })).rejects.toThrow(/"clientFactory\(\)"/);
+    await expect(
+      bad.tryAcquire({
+        key: 'f:3',
+        owner: 'o3',
+        mode: 'exclusive',
+        ttl: 1_000,
+        signal: new AbortController().signal,
+        onLost: () => undefined,
+      }),
+    ).rejects.toThrow(/"clientFactory\(\)"/);
     await bad.close();
     c.disconnect();
   });

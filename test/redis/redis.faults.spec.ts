@@ -19,10 +19,20 @@ let engines: LockEngine[] = [];
 
 const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
 function engine(): LockEngine {
-  const client = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  const client = new Redis({
+    port: server.port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 50,
+  });
   client.on('error', () => undefined);
   clients.push(client);
-  const e = new LockEngine({ backend: new RedisLockBackend({ client }), keyPrefix: 'rf:', defaults: { ttl: TTL, wait: 10_000 }, operationTimeout: 1_000 });
+  const e = new LockEngine({
+    backend: new RedisLockBackend({ client }),
+    keyPrefix: 'rf:',
+    defaults: { ttl: TTL, wait: 10_000 },
+    operationTimeout: 1_000,
+  });
   engines.push(e);
   return e;
 }
@@ -61,7 +71,9 @@ describe('RedisLockBackend: server faults', () => {
     expect(lostAt).toBeGreaterThan(0);
     expect(lostAt).toBeLessThan(grantedAt);
     expect(next.fencingToken > held.fencingToken).toBe(true);
-    process.stdout.write(`[redis faults] SIGSTOP: holder told ${(lostAt - pausedAt).toFixed(0)} ms after the pause (ttl ${TTL}); waiter granted ${(grantedAt - pausedAt).toFixed(0)} ms after it\n`);
+    process.stdout.write(
+      `[redis faults] SIGSTOP: holder told ${(lostAt - pausedAt).toFixed(0)} ms after the pause (ttl ${TTL}); waiter granted ${(grantedAt - pausedAt).toFixed(0)} ms after it\n`,
+    );
     await next.release();
   });
 

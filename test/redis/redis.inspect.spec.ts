@@ -30,13 +30,26 @@ describe('RedisLockBackend inspect and forceRelease', () => {
     const ops = backend();
     const a = new LockEngine({ backend: backend(), keyPrefix: 'i:', defaults: { ttl: 5_000 } });
     const b = new LockEngine({ backend: backend(), keyPrefix: 'i:', defaults: { ttl: 5_000 } });
-    expect(await ops.inspect('i:free')).toEqual({ key: 'i:free', held: false, mode: undefined, holders: [], fencingToken: undefined, waiters: 0 });
+    expect(await ops.inspect('i:free')).toEqual({
+      key: 'i:free',
+      held: false,
+      mode: undefined,
+      holders: [],
+      fencingToken: undefined,
+      waiters: 0,
+    });
 
     const held = await a.acquire('x');
     const waiting = b.acquire('x', { wait: 10_000 });
     await eventually(async () => (await ops.inspect('i:x')).waiters === 1);
     const seen = await ops.inspect('i:x');
-    expect(seen).toMatchObject({ key: 'i:x', held: true, mode: 'exclusive', fencingToken: held.fencingToken, waiters: 1 });
+    expect(seen).toMatchObject({
+      key: 'i:x',
+      held: true,
+      mode: 'exclusive',
+      fencingToken: held.fencingToken,
+      waiters: 1,
+    });
     expect(seen.holders).toHaveLength(1);
     expect(seen.holders[0].mode).toBe('exclusive');
     expect(seen.holders[0].remainingTtl).toBeGreaterThan(0);

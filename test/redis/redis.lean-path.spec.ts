@@ -30,23 +30,37 @@ async function commandCalls(): Promise<Record<string, number>> {
   const info = await admin.info('commandstats');
   const calls: Record<string, number> = {};
   for (const m of info.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls[m[1]] = Number(m[2]);
-  for (const name of Object.keys(calls)) if (name === 'info' || name.startsWith('config')) delete calls[name];
+  for (const name of Object.keys(calls))
+    if (name === 'info' || name.startsWith('config')) delete calls[name];
   return calls;
 }
 
 describe('RedisLockBackend lean path and fence retention', () => {
   it('uncontended: acquire = EXISTS + SET NX PX + INCR, release = GET + DEL + EXISTS; no TIME, no PUBLISH', async () => {
-    const engine = new LockEngine({ backend: new RedisLockBackend({ client }), keyPrefix: 'lean:' });
+    const engine = new LockEngine({
+      backend: new RedisLockBackend({ client }),
+      keyPrefix: 'lean:',
+    });
     await (await engine.acquire('warm')).release(); // caches the scripts, creates no fence for 'k*'
     await (await engine.acquire('k0')).release(); // the fence of k0 is new here (TIME once)
     await admin.config('RESETSTAT');
     for (let i = 0; i < 20; i++) await (await engine.acquire('k0')).release();
-    expect(await commandCalls()).toEqual({ evalsha: 40, exists: 40, set: 20, incr: 20, get: 20, del: 20 });
+    expect(await commandCalls()).toEqual({
+      evalsha: 40,
+      exists: 40,
+      set: 20,
+      incr: 20,
+      get: 20,
+      del: 20,
+    });
     await engine.close();
   });
 
   it('fenceRetention: the fence key lives that long from its creation, and tokens still grow after it expired', async () => {
-    const engine = new LockEngine({ backend: new RedisLockBackend({ client, fenceRetention: 1_000 }), keyPrefix: 'lean:' });
+    const engine = new LockEngine({
+      backend: new RedisLockBackend({ client, fenceRetention: 1_000 }),
+      keyPrefix: 'lean:',
+    });
     const fenceKey = lockKeys('lean:short').fence;
     const first = await engine.acquire('short');
     await first.release();
@@ -54,7 +68,9 @@ describe('RedisLockBackend lean path and fence retention', () => {
     expect(pttl).toBeGreaterThan(0);
     expect(pttl).toBeLessThanOrEqual(1_000);
     const bytes = await admin.memory('USAGE', fenceKey);
-    process.stdout.write(`[redis fence] MEMORY USAGE of ${fenceKey} (${fenceKey.length} chars): ${bytes} bytes\n`);
+    process.stdout.write(
+      `[redis fence] MEMORY USAGE of ${fenceKey} (${fenceKey.length} chars): ${bytes} bytes\n`,
+    );
     const second = await engine.acquire('short');
     expect(second.fencingToken).toBe(first.fencingToken + 1n);
     await second.release();

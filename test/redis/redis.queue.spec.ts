@@ -19,11 +19,20 @@ let clients: Redis[] = [];
 let engines: LockEngine[] = [];
 
 function processLike(): { engine: LockEngine; client: Redis; backend: RedisLockBackend } {
-  const client = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const client = new Redis({
+    port: server.port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 100,
+  });
   client.on('error', () => undefined);
   clients.push(client);
   const backend = new RedisLockBackend({ client });
-  const engine = new LockEngine({ backend, keyPrefix: PREFIX, defaults: { ttl: 30_000, wait: 60_000 } });
+  const engine = new LockEngine({
+    backend,
+    keyPrefix: PREFIX,
+    defaults: { ttl: 30_000, wait: 60_000 },
+  });
   engines.push(engine);
   return { engine, client, backend };
 }
@@ -80,7 +89,9 @@ describe('RedisLockBackend fair queue', () => {
     expect(h1.held && h2.held).toBe(true);
     // W2 and R3 still wait, in that order; a new reader may not join the readers past W2.
     expect(await queued('rw')).toBe(2);
-    await expect(a.engine.acquire('rw', { mode: 'shared', wait: 0 })).rejects.toMatchObject({ code: 'LOCK_ACQUIRE_TIMEOUT' });
+    await expect(a.engine.acquire('rw', { mode: 'shared', wait: 0 })).rejects.toMatchObject({
+      code: 'LOCK_ACQUIRE_TIMEOUT',
+    });
     await h1.release();
     expect(await queued('rw')).toBe(2);
     await h2.release();
@@ -106,7 +117,9 @@ describe('RedisLockBackend fair queue', () => {
     const dying = b.backend as unknown as { subscriber: { close(): void }; processChannel: string };
     dying.subscriber.close();
     // The server has seen B's connections go (as when its process dies).
-    await eventually(async () => Number((await admin.pubsub('NUMSUB', dying.processChannel))[1]) === 0);
+    await eventually(
+      async () => Number((await admin.pubsub('NUMSUB', dying.processChannel))[1]) === 0,
+    );
     await holder.release();
     // B's grant reached nobody (PUBLISH counted 0 receivers): undone in the same script, C served.
     const next = await alive;
@@ -138,7 +151,10 @@ describe('RedisLockBackend fair queue', () => {
       const bySha = new Map<string, number>();
       const spies = procs.map((p) => {
         const original = p.client.evalsha.bind(p.client);
-        return jest.spyOn(p.client, 'evalsha').mockImplementation(((sha: string, ...rest: never[]) => {
+        return jest.spyOn(p.client, 'evalsha').mockImplementation(((
+          sha: string,
+          ...rest: never[]
+        ) => {
           bySha.set(sha, (bySha.get(sha) ?? 0) + 1);
           return (original as (...a: unknown[]) => Promise<unknown>)(sha, ...rest);
         }) as never);
@@ -158,10 +174,15 @@ describe('RedisLockBackend fair queue', () => {
       await Promise.all(done);
       spies.forEach((s) => s.mockRestore());
       const info = await admin.info('commandstats');
-      const serverScripts = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
+      const serverScripts = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(
+        (sum, m) => sum + Number(m[2]),
+        0,
+      );
       const acquires = bySha.get(ACQUIRE.sha) ?? 0;
       const releases = bySha.get(RELEASE.sha) ?? 0;
-      process.stdout.write(`[redis queue] ${n} waiters: ${acquires} acquire scripts (${(acquires / n).toFixed(3)} per handoff), ${releases} releases, ${serverScripts} scripts on the server\n`);
+      process.stdout.write(
+        `[redis queue] ${n} waiters: ${acquires} acquire scripts (${(acquires / n).toFixed(3)} per handoff), ${releases} releases, ${serverScripts} scripts on the server\n`,
+      );
       expect(overlap).toBe(false);
       // Everything the server ran went through the counted clients (no hidden script calls).
       expect(serverScripts).toBe([...bySha.values()].reduce((a, b) => a + b, 0));

@@ -43,7 +43,11 @@ async function sentinelClient(): Promise<Redis> {
 }
 
 async function engine(replicas?: { count: number; timeout: number }): Promise<LockEngine> {
-  const e = new LockEngine({ backend: new RedisLockBackend({ client: await sentinelClient(), replicas }), keyPrefix: 'failover:', operationTimeout: 3_000 });
+  const e = new LockEngine({
+    backend: new RedisLockBackend({ client: await sentinelClient(), replicas }),
+    keyPrefix: 'failover:',
+    operationTimeout: 3_000,
+  });
   engines.push(e);
   return e;
 }
@@ -67,7 +71,10 @@ interface Round {
   doubleGrant: boolean;
 }
 
-async function failoverRound(link: Link, replicas?: { count: number; timeout: number }): Promise<Round> {
+async function failoverRound(
+  link: Link,
+  replicas?: { count: number; timeout: number },
+): Promise<Round> {
   await group.settled();
   const a = await engine(replicas);
   // B is the probe "does the new primary still hold A's lock?": without the option, so that a missing
@@ -87,13 +94,17 @@ async function failoverRound(link: Link, replicas?: { count: number; timeout: nu
     await group.failover();
     const failoverMs = performance.now() - killedAt;
     // B asks the new primary (errors while its client finds the new primary are retried).
-    const second = (await eventually(async () => {
-      try {
-        return { handle: await b.tryAcquire(k, { ttl: LOCK_TTL }) };
-      } catch {
-        return undefined;
-      }
-    }, 20_000, 50)) as { handle: LockHandle | null };
+    const second = (await eventually(
+      async () => {
+        try {
+          return { handle: await b.tryAcquire(k, { ttl: LOCK_TTL }) };
+        } catch {
+          return undefined;
+        }
+      },
+      20_000,
+      50,
+    )) as { handle: LockHandle | null };
     const granted = !(held instanceof Error);
     const doubleGrant = granted && second.handle !== null && (held as LockHandle).held;
     await second.handle?.release().catch(() => undefined);
@@ -108,9 +119,11 @@ function summary(name: string, rounds: Round[]) {
   const granted = rounds.filter((r) => r.granted);
   const avg = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : 0);
   const doubles = rounds.filter((r) => r.doubleGrant).length;
-  report(`${name}: ${rounds.length} failovers; A granted in ${granted.length}; second owner got the lock while A held it in ${doubles}/${granted.length}; ` +
-    `A's acquire avg ${avg(rounds.map((r) => r.acquireMs)).toFixed(1)} ms (max ${Math.max(...rounds.map((r) => r.acquireMs)).toFixed(1)}); ` +
-    `failover avg ${avg(rounds.map((r) => r.failoverMs)).toFixed(0)} ms`);
+  report(
+    `${name}: ${rounds.length} failovers; A granted in ${granted.length}; second owner got the lock while A held it in ${doubles}/${granted.length}; ` +
+      `A's acquire avg ${avg(rounds.map((r) => r.acquireMs)).toFixed(1)} ms (max ${Math.max(...rounds.map((r) => r.acquireMs)).toFixed(1)}); ` +
+      `failover avg ${avg(rounds.map((r) => r.failoverMs)).toFixed(0)} ms`,
+  );
   return { doubles, granted: granted.length };
 }
 
@@ -126,7 +139,9 @@ describe('RedisLockBackend with Sentinel: replica acknowledgement (option "repli
   it('works over a Sentinel-managed client: grants when the replica acknowledges', async () => {
     const e = await engine({ count: 1, timeout: 1_000 });
     const h = await e.acquire(key('ok'), { wait: 0 });
-    expect(group.cli(group.replica().port, 'GET', lockKeys(`failover:${h.key}`).writer)).toBe(h.owner);
+    expect(group.cli(group.replica().port, 'GET', lockKeys(`failover:${h.key}`).writer)).toBe(
+      h.owner,
+    );
     await h.extend();
     await h.release();
   });
@@ -138,7 +153,9 @@ describe('RedisLockBackend with Sentinel: replica acknowledgement (option "repli
       const k = key('noreplica');
       const error = await e.acquire(k, { wait: 0 }).catch((x: unknown) => x);
       expect(error).toBeInstanceOf(LockBackendUnavailableError);
-      expect((error as Error).message).toMatch(/only 0 of 1 required replicas acknowledged the grant within 300 ms \(option "replicas"\)/);
+      expect((error as Error).message).toMatch(
+        /only 0 of 1 required replicas acknowledged the grant within 300 ms \(option "replicas"\)/,
+      );
       expect(group.cli(group.primary().port, 'EXISTS', lockKeys(`failover:${k}`).writer)).toBe('0');
       expect(e.heldCount).toBe(0);
     } finally {
@@ -165,7 +182,10 @@ describe('Sentinel failover while a lock is held (measured; ttl 10 s, primary SI
   const run = async (link: Link, replicas?: typeof WAIT_FOR_REPLICA) => {
     const rounds: Round[] = [];
     for (let i = 0; i < ROUNDS; i++) rounds.push(await failoverRound(link, replicas));
-    return summary(`${link} link, ${replicas ? `replicas { count: ${replicas.count}, timeout: ${replicas.timeout} }` : 'no replicas option'}`, rounds);
+    return summary(
+      `${link} link, ${replicas ? `replicas { count: ${replicas.count}, timeout: ${replicas.timeout} }` : 'no replicas option'}`,
+      rounds,
+    );
   };
 
   it('healthy link, without "replicas"', async () => {

@@ -17,8 +17,16 @@ let masters: RedlockMasters;
 let engines: LockEngine[] = [];
 
 const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
-async function engine(options: Parameters<RedlockMasters['backend']>[0] = {}, ttl = TTL): Promise<LockEngine> {
-  const e = new LockEngine({ backend: await masters.backend(options), keyPrefix: 'fault:', defaults: { ttl, wait: 10_000 }, operationTimeout: 1_000 });
+async function engine(
+  options: Parameters<RedlockMasters['backend']>[0] = {},
+  ttl = TTL,
+): Promise<LockEngine> {
+  const e = new LockEngine({
+    backend: await masters.backend(options),
+    keyPrefix: 'fault:',
+    defaults: { ttl, wait: 10_000 },
+    operationTimeout: 1_000,
+  });
   engines.push(e);
   return e;
 }
@@ -29,12 +37,18 @@ async function contend(k: string, workers: number, rounds: number, during: () =>
   const [a, b] = [await engine(), await engine()];
   const probe = new MutexProbe();
   const work = Promise.all(
-    Array.from({ length: workers }, (_, i) => (async () => {
-      for (let r = 0; r < rounds; r++) await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 20_000 });
-    })()),
+    Array.from({ length: workers }, (_, i) =>
+      (async () => {
+        for (let r = 0; r < rounds; r++)
+          await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 20_000 });
+      })(),
+    ),
   );
   // A worker's failure must surface from `await work`, not as an unhandled rejection meanwhile.
-  const failed = work.then(() => undefined, (error: unknown) => error);
+  const failed = work.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   await eventually(() => probe.counter >= 5, 20_000);
   await during();
   const error = await failed;
@@ -93,7 +107,9 @@ describe('redlock on 5 masters: faults', () => {
     const took = performance.now() - started;
     expect(failure).toBeInstanceOf(LockBackendUnavailableError);
     // 2 masters live; on a loaded machine one of them may also miss the round: fewer than a majority either way.
-    expect((failure as Error).message).toMatch(/only [0-2] of 5 masters answered, a majority of 3 is needed/);
+    expect((failure as Error).message).toMatch(
+      /only [0-2] of 5 masters answered, a majority of 3 is needed/,
+    );
     // The deadline contract (max(wait + 100, operationTimeout)), with slack for a loaded machine: not a speed claim.
     expect(took).toBeLessThan(6_000);
     const tryOnce = await b.tryAcquire(key('down0')).catch((e: unknown) => e);
@@ -104,13 +120,17 @@ describe('redlock on 5 masters: faults', () => {
     const lostAfter = lostAt - killedAt;
     expect(reason).toBeInstanceOf(LockLostError);
     expect(held.held).toBe(false);
-    report(`3 of 5 dead: acquire(wait 500) failed after ${took.toFixed(0)} ms; held lock (ttl ${TTL}) signalled loss ${lostAfter.toFixed(0)} ms after the kill`);
+    report(
+      `3 of 5 dead: acquire(wait 500) failed after ${took.toFixed(0)} ms; held lock (ttl ${TTL}) signalled loss ${lostAfter.toFixed(0)} ms after the kill`,
+    );
     await held.release();
 
     await Promise.all([0, 2, 4].map((i) => masters.servers[i].start()));
     const healedAt = performance.now();
     const again = await eventually(() => b.acquire(key('after'), { wait: 1_000 }), 30_000, 50);
-    report(`after restarting the 3 masters: first acquire succeeded ${(performance.now() - healedAt).toFixed(0)} ms later`);
+    report(
+      `after restarting the 3 masters: first acquire succeeded ${(performance.now() - healedAt).toFixed(0)} ms later`,
+    );
     expect(again.held).toBe(true);
     await again.release();
     const h2 = await a.acquire(heldKey, { wait: 2_000 });
@@ -145,7 +165,9 @@ describe('redlock on 5 masters: faults', () => {
       stopped.resume();
       pausedFor = performance.now() - at;
     });
-    report(`one master SIGSTOPped for ${pausedFor.toFixed(0)} ms (ttl ${TTL}) during 48 contended sections: max concurrent holders ${probe.maxConcurrent}`);
+    report(
+      `one master SIGSTOPped for ${pausedFor.toFixed(0)} ms (ttl ${TTL}) during 48 contended sections: max concurrent holders ${probe.maxConcurrent}`,
+    );
     expect(probe.maxConcurrent).toBe(1);
     expect(probe.counter).toBe(48);
     expect(held.held).toBe(true);
@@ -153,7 +175,7 @@ describe('redlock on 5 masters: faults', () => {
     await held.release();
   });
 
-  it('a herd of waiters does not livelock on a frozen minority (regression: waiters woken together split the vote, or saw each other\'s partial grants as busy, round after round)', async () => {
+  it("a herd of waiters does not livelock on a frozen minority (regression: waiters woken together split the vote, or saw each other's partial grants as busy, round after round)", async () => {
     // Default ttl (30 s): only the waiters' own retries can move things along, not expiry.
     const [a, b] = [await engine({}, 30_000), await engine({}, 30_000)];
     const k = key('herd');
@@ -162,11 +184,16 @@ describe('redlock on 5 masters: faults', () => {
       const probe = new MutexProbe();
       const started = performance.now();
       await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (async () => {
-          for (let r = 0; r < 10; r++) await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 15_000 });
-        })()),
+        Array.from({ length: 8 }, (_, i) =>
+          (async () => {
+            for (let r = 0; r < 10; r++)
+              await (i % 2 ? b : a).withLock(k, () => probe.criticalSection(), { wait: 15_000 });
+          })(),
+        ),
       );
-      report(`8 waiters x 10 sections with 1 of 5 masters frozen: ${(80 / ((performance.now() - started) / 1000)).toFixed(0)} sections/s`);
+      report(
+        `8 waiters x 10 sections with 1 of 5 masters frozen: ${(80 / ((performance.now() - started) / 1000)).toFixed(0)} sections/s`,
+      );
       expect(probe.maxConcurrent).toBe(1);
       expect(probe.counter).toBe(80);
     } finally {
@@ -184,7 +211,9 @@ describe('redlock on 5 masters: faults', () => {
       await h.extend();
       const released = performance.now();
       await h.release();
-      report(`with 1 of 5 masters frozen: acquire ${acquireMs.toFixed(1)} ms, release ${(performance.now() - released).toFixed(1)} ms`);
+      report(
+        `with 1 of 5 masters frozen: acquire ${acquireMs.toFixed(1)} ms, release ${(performance.now() - released).toFixed(1)} ms`,
+      );
       expect(h.held).toBe(false);
     } finally {
       masters.servers[4].resume();

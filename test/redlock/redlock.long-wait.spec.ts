@@ -25,7 +25,9 @@ async function waiterKeepsLock(makeBackend: () => LockBackend | Promise<LockBack
   const k = `wait:${randomBytes(4).toString('hex')}`;
   try {
     const first = await engine.runInScope(() => engine.acquire(k, { ttl: TTL }));
-    const handOver = new Promise<void>((resolve) => setTimeout(() => resolve(first.release()), 3 * TTL)); // the scenario: held for 3 x ttl
+    const handOver = new Promise<void>((resolve) =>
+      setTimeout(() => resolve(first.release()), 3 * TTL),
+    ); // the scenario: held for 3 x ttl
     const waiter = await engine.runInScope(() => engine.acquire(k, { ttl: TTL, wait: 10_000 }));
     await handOver;
     // One ttl after the grant, the watchdog has renewed it (every ttl/3); it must still be ours.

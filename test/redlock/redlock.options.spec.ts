@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 
 function client(port: number): Redis {
-  const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const c = new Redis({
+    port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 100,
+  });
   c.on('error', () => undefined);
   extra.push(c);
   return c;
@@ -44,7 +49,11 @@ function rejects(options: unknown, option: string, allowed: RegExp) {
 describe('RedlockBackend options', () => {
   it('fewer than 3 clients, or no array at all', () => {
     const [a, b] = masters.connect();
-    rejects({ clients: [a, b] }, 'clients', /at least 3 .*got array\(2\)|got array\(2\).*at least 3/);
+    rejects(
+      { clients: [a, b] },
+      'clients',
+      /at least 3 .*got array\(2\)|got array\(2\).*at least 3/,
+    );
     rejects({ clients: [] }, 'clients', /at least 3/);
     rejects({ clients: a }, 'clients', /at least 3/);
     rejects({}, 'clients', /at least 3/);
@@ -56,7 +65,11 @@ describe('RedlockBackend options', () => {
     rejects({ clients: [a, b, a] }, 'clients[2]', /different from clients\[0\]/);
     const twin = client(masters.ports[1]);
     rejects({ clients: [a, b, twin] }, 'clients[2]', /server other than clients\[1\]/);
-    const viaLocalhost = new Redis({ port: masters.ports[0], host: 'localhost', lazyConnect: true });
+    const viaLocalhost = new Redis({
+      port: masters.ports[0],
+      host: 'localhost',
+      lazyConnect: true,
+    });
     rejects({ clients: [a, b, c, viaLocalhost] }, 'clients[3]', /server other than clients\[0\]/);
   });
 
@@ -64,10 +77,14 @@ describe('RedlockBackend options', () => {
     proxy = await TcpProxy.start({ port: masters.ports[2] });
     const [a, b, c] = masters.connect();
     const disguised = client(proxy.port);
-    const created = await RedlockBackend.create({ clients: [a, b, c, disguised] }).catch((e: unknown) => e);
+    const created = await RedlockBackend.create({ clients: [a, b, c, disguised] }).catch(
+      (e: unknown) => e,
+    );
     expect(created).toBeInstanceOf(InvalidLockOptionsError);
     expect(created).toMatchObject({ option: 'clients[3]' });
-    expect((created as Error).message).toMatch(/same redis-server.*clients\[2\]|clients\[2\].*same redis-server/);
+    expect((created as Error).message).toMatch(
+      /same redis-server.*clients\[2\]|clients\[2\].*same redis-server/,
+    );
 
     // Built with `new` (no await): the first acquire waits for the check and fails the same way, locking nothing.
     const backend = new RedlockBackend({ clients: [a, b, c, disguised] });
@@ -76,8 +93,12 @@ describe('RedlockBackend options', () => {
     const error = await engine.acquire(k, { wait: 0 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidLockOptionsError);
     // A waiting acquire fails the same way (bad configuration is not retried like an outage).
-    await expect(engine.acquire(k, { wait: 5_000 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
-    expect(masters.servers.every((s) => s.cli('EXISTS', lockKeys(`opt:${k}`).writer) === '0')).toBe(true);
+    await expect(engine.acquire(k, { wait: 5_000 })).rejects.toBeInstanceOf(
+      InvalidLockOptionsError,
+    );
+    expect(masters.servers.every((s) => s.cli('EXISTS', lockKeys(`opt:${k}`).writer) === '0')).toBe(
+      true,
+    );
     await engine.close();
 
     const fine = await RedlockBackend.create({ clients: masters.connect() });
@@ -87,7 +108,9 @@ describe('RedlockBackend options', () => {
 
   it('a Cluster client or something that is no client', () => {
     const [a, b] = masters.connect();
-    const cluster = new Cluster([{ host: '127.0.0.1', port: masters.ports[0] }], { lazyConnect: true });
+    const cluster = new Cluster([{ host: '127.0.0.1', port: masters.ports[0] }], {
+      lazyConnect: true,
+    });
     rejects({ clients: [a, b, cluster] }, 'clients[2]', /standalone/);
     rejects({ clients: [a, b, { evalsha: 1 }] }, 'clients[2]', /ioredis Redis client/);
     rejects({ clients: [a, b, null] }, 'clients[2]', /ioredis Redis client/);
@@ -95,7 +118,8 @@ describe('RedlockBackend options', () => {
 
   it('drift factor outside [0, 0.1], and other numeric options', () => {
     const clients = masters.connect();
-    for (const driftFactor of [-0.01, 0.11, 1, Number.NaN, Infinity, '0.01']) rejects({ clients, driftFactor }, 'driftFactor', /from 0 to 0\.1/);
+    for (const driftFactor of [-0.01, 0.11, 1, Number.NaN, Infinity, '0.01'])
+      rejects({ clients, driftFactor }, 'driftFactor', /from 0 to 0\.1/);
     rejects({ clients, driftMargin: -1 }, 'driftMargin', /integer number of ms/);
     rejects({ clients, driftMargin: 1.5 }, 'driftMargin', /integer number of ms/);
     rejects({ clients, timeout: 0 }, 'timeout', /integer number of ms from 1/);
@@ -118,7 +142,9 @@ describe('RedlockBackend options', () => {
     expect(error).toMatchObject({ option: 'ttl' });
     expect((error as Error).message).toMatch(/at least 103 ms.*driftMargin 100/);
     expect(engine.heldCount).toBe(0);
-    expect(masters.servers.every((s) => s.cli('EXISTS', lockKeys(`opt:${k}`).writer) === '0')).toBe(true);
+    expect(masters.servers.every((s) => s.cli('EXISTS', lockKeys(`opt:${k}`).writer) === '0')).toBe(
+      true,
+    );
     const ok = await engine.acquire(k, { ttl: 500, wait: 0 });
     await ok.release();
     await engine.close();

@@ -15,7 +15,9 @@ export class RedlockMasters {
   private constructor(readonly servers: RedisServer[]) {}
 
   static async start(count = 5): Promise<RedlockMasters> {
-    return new RedlockMasters(await Promise.all(Array.from({ length: count }, () => RedisServer.start())));
+    return new RedlockMasters(
+      await Promise.all(Array.from({ length: count }, () => RedisServer.start())),
+    );
   }
 
   get ports(): number[] {
@@ -25,7 +27,13 @@ export class RedlockMasters {
   /** A client per master, failing commands fast while a master is down (the app's usual settings). */
   connect(): Redis[] {
     const made = this.servers.map((s) => {
-      const c = new Redis({ port: s.port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: false });
+      const c = new Redis({
+        port: s.port,
+        host: '127.0.0.1',
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => 100,
+        lazyConnect: false,
+      });
       c.on('error', () => undefined);
       return c;
     });
@@ -40,15 +48,20 @@ export class RedlockMasters {
   async backend(options: Omit<RedlockBackendOptions, 'clients'> = {}): Promise<RedlockBackend> {
     const clients = this.connect();
     // A frozen (SIGSTOPped) master never answers: give up on it after a second.
-    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())]);
-    await Promise.all(clients.map((c, i) => (this.servers[i].running ? bounded(c.ping()) : undefined)));
+    const bounded = (p: Promise<unknown>) =>
+      Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())]);
+    await Promise.all(
+      clients.map((c, i) => (this.servers[i].running ? bounded(c.ping()) : undefined)),
+    );
     return new RedlockBackend({ clients, ...options });
   }
 
   /** Deletes a lock's keys on every live master (an operator's DEL). */
   async forceDelete(fullKey: string): Promise<void> {
     const k = lockKeys(fullKey);
-    await Promise.all(this.servers.filter((s) => s.running).map((s) => s.cli('DEL', k.writer, k.readers)));
+    await Promise.all(
+      this.servers.filter((s) => s.running).map((s) => s.cli('DEL', k.writer, k.readers)),
+    );
   }
 
   /** How many live masters hold `fullKey` exclusively for `owner`. */

@@ -31,7 +31,9 @@ describe('RedlockBackend wake-ups and operator actions', () => {
         return original(request);
       };
       backends.push(backend);
-      engines.push(new LockEngine({ backend, keyPrefix: 'wk:', defaults: { ttl: 10_000, wait: 60_000 } }));
+      engines.push(
+        new LockEngine({ backend, keyPrefix: 'wk:', defaults: { ttl: 10_000, wait: 60_000 } }),
+      );
     }
     const holder = await engines[0].acquire('herd');
     attempts = 0;
@@ -45,12 +47,17 @@ describe('RedlockBackend wake-ups and operator actions', () => {
       }),
     );
     // Every process's head has registered on the masters before the first release.
-    await eventually(() => masters.servers.every((s) => Number(s.cli('ZCARD', '{wk:herd}:q')) === 8), 20_000);
+    await eventually(
+      () => masters.servers.every((s) => Number(s.cli('ZCARD', '{wk:herd}:q')) === 8),
+      20_000,
+    );
     const before = attempts;
     await holder.release();
     await Promise.all(waiters);
     const perHandoff = (attempts - before) / 40;
-    process.stdout.write(`[redlock wake-ups] 8 processes x 5 waiters: ${before} attempts before the first release, ${attempts - before} after for 40 handoffs (${perHandoff.toFixed(2)} per handoff)\n`);
+    process.stdout.write(
+      `[redlock wake-ups] 8 processes x 5 waiters: ${before} attempts before the first release, ${attempts - before} after for 40 handoffs (${perHandoff.toFixed(2)} per handoff)\n`,
+    );
     expect(overlap).toBe(false);
     // A herd costs about one attempt per waiting process (8) per handoff; one process woken costs ~2 (its attempt and the next local head's first), plus the engine's 1 s fallback re-attempts of long waits.
     expect(perHandoff).toBeLessThan(4);
@@ -59,7 +66,11 @@ describe('RedlockBackend wake-ups and operator actions', () => {
 
   it('inspect reports the majority holder and the largest token; forceRelease frees it and the holder learns', async () => {
     const ops = await masters.backend();
-    const a = new LockEngine({ backend: await masters.backend(), keyPrefix: 'wk:', defaults: { ttl: 600 } });
+    const a = new LockEngine({
+      backend: await masters.backend(),
+      keyPrefix: 'wk:',
+      defaults: { ttl: 600 },
+    });
     expect(await ops.inspect('wk:free')).toMatchObject({ held: false, holders: [] });
     const held = await a.acquire('op');
     const seen = await ops.inspect('wk:op');

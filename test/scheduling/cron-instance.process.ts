@@ -49,7 +49,10 @@ class Ticker {
 @Module({
   imports: [
     ScheduleModule.forRoot(),
-    DistributedLockModule.forRoot({ backend: new RedisLockBackend({ client: redis }), keyPrefix: 'cron-test:' }),
+    DistributedLockModule.forRoot({
+      backend: new RedisLockBackend({ client: redis }),
+      keyPrefix: 'cron-test:',
+    }),
   ],
   providers: [ReportJob, Ticker],
 })
@@ -60,7 +63,10 @@ async function main(): Promise<void> {
   await app.init();
   process.stdout.write('ready\n');
   process.on('SIGTERM', () => {
-    void app.close().then(() => redis.quit()).finally(() => process.exit(0));
+    void app
+      .close()
+      .then(() => redis.quit())
+      .finally(() => process.exit(0));
   });
 }
 

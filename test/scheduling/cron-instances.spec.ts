@@ -13,17 +13,36 @@ import { RedisServer } from '../support/redis-server';
 const OFFSETS = [0, 100, 200];
 const TICKS = 6;
 
-function startInstance(port: number, offset: number, mode: string, id: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'cron-instance.process.ts'), String(port), String(offset), mode, String(id)], {
-    cwd: join(__dirname, '..', '..'),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+function startInstance(
+  port: number,
+  offset: number,
+  mode: string,
+  id: number,
+): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      join(__dirname, 'cron-instance.process.ts'),
+      String(port),
+      String(offset),
+      mode,
+      String(id),
+    ],
+    {
+      cwd: join(__dirname, '..', '..'),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line === 'ready') resolve(child);
       else if (line.startsWith('error')) reject(new Error(line));
     });
-    child.once('exit', (code) => reject(new Error(`instance exited with ${code} before it was ready`)));
+    child.once('exit', (code) =>
+      reject(new Error(`instance exited with ${code} before it was ready`)),
+    );
   });
 }
 
@@ -35,7 +54,12 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Runs per tick second, for the ticks after every instance was ready and before the first stopped. */
-async function runsPerTick(redis: Redis, mode: string, from: number, to: number): Promise<Map<number, number>> {
+async function runsPerTick(
+  redis: Redis,
+  mode: string,
+  from: number,
+  to: number,
+): Promise<Map<number, number>> {
   const counts = new Map<number, number>();
   for (let t = from; t <= to; t++) counts.set(t, 0);
   for (const entry of await redis.lrange(`runs:${mode}`, 0, -1)) {
@@ -60,7 +84,9 @@ describe('scheduled jobs on three instances (@nestjs/schedule, real Redis)', () 
   /** Both fleets (with and without minHold) run side by side through the same TICKS ticks. */
   let counts: Record<string, number[]>;
   beforeAll(async () => {
-    const fleets = ['job', 'control'].flatMap((mode) => OFFSETS.map((o, i) => startInstance(server.port, o, mode, i)));
+    const fleets = ['job', 'control'].flatMap((mode) =>
+      OFFSETS.map((o, i) => startInstance(server.port, o, mode, i)),
+    );
     const children = await Promise.all(fleets);
     try {
       const from = Math.ceil(Date.now() / 1000) + 1;
@@ -70,7 +96,9 @@ describe('scheduled jobs on three instances (@nestjs/schedule, real Redis)', () 
         job: [...(await runsPerTick(redis, 'job', from, to)).values()],
         control: [...(await runsPerTick(redis, 'control', from, to)).values()],
       };
-      process.stdout.write(`runs per tick: with minHold ${counts.job.join(' ')}; without ${counts.control.join(' ')}\n`);
+      process.stdout.write(
+        `runs per tick: with minHold ${counts.job.join(' ')}; without ${counts.control.join(' ')}\n`,
+      );
     } finally {
       await Promise.all(children.map(stop));
     }

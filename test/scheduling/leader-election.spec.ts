@@ -4,7 +4,9 @@ import { eventually } from '../support/server-process';
 /** Leadership over the lock machinery (in-process engines sharing one memory backend). */
 describe('leader election (memory)', () => {
   const backend = new MemoryLockBackend();
-  const engines = [0, 1, 2].map(() => new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 300 } }));
+  const engines = [0, 1, 2].map(
+    () => new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 300 } }),
+  );
   afterAll(() => Promise.all(engines.map((e) => e.close())));
 
   const leaders = (ls: Leadership[]) => ls.filter((l) => l.isLeader);
@@ -27,7 +29,9 @@ describe('leader election (memory)', () => {
     const ls = engines.map((e) => e.leadership('consumer'));
     const leader = await Promise.race(ls.map((l) => l.whenLeader().then(() => l)));
     const term = leader.term;
-    const lost = new Promise<boolean>((resolve) => leader.onChange((isLeader) => !isLeader && resolve(true)));
+    const lost = new Promise<boolean>((resolve) =>
+      leader.onChange((isLeader) => !isLeader && resolve(true)),
+    );
     backend.forceDelete('election:consumer');
     // The holder finds out at its next renewal (ttl/3): its term's signal aborts with LockLostError.
     await expect(lost).resolves.toBe(true);

@@ -28,7 +28,11 @@ function start(port: number): Promise<Campaigner> {
 }
 
 /** Resolves with the first campaigner (of `among`) that reports a win after `since`, and when. */
-function nextLeader(among: Campaigner[], since: number, timeoutMs = 15_000): Promise<{ c: Campaigner; at: number }> {
+function nextLeader(
+  among: Campaigner[],
+  since: number,
+  timeoutMs = 15_000,
+): Promise<{ c: Campaigner; at: number }> {
   return new Promise((resolve, reject) => {
     const check = () => {
       for (const c of among) {
@@ -41,7 +45,10 @@ function nextLeader(among: Campaigner[], since: number, timeoutMs = 15_000): Pro
       }
     };
     const timer = setInterval(check, 5);
-    const limit = setTimeout(() => (clearInterval(timer), reject(new Error('no new leader'))), timeoutMs);
+    const limit = setTimeout(
+      () => (clearInterval(timer), reject(new Error('no new leader'))),
+      timeoutMs,
+    );
     check();
   });
 }
@@ -87,16 +94,23 @@ describe('leader election across processes (Redis)', () => {
     await kill(first.c);
     const alive = fleet.filter((c) => c !== first.c);
     const second = await nextLeader(alive, killedAt);
-    process.stdout.write(`failover after SIGKILL: ${Math.round(second.at - killedAt)} ms (ttl ${TTL})\n`);
-    expect((await Promise.all(alive.map(status))).filter(Boolean)).toHaveLength(1);
-    expect(BigInt(second.c.messages.find((m) => m.type === 'leader' && m.at === second.at)?.token ?? 0)).toBeGreaterThan(
-      BigInt(first.c.messages.find((m) => m.type === 'leader')?.token ?? 0),
+    process.stdout.write(
+      `failover after SIGKILL: ${Math.round(second.at - killedAt)} ms (ttl ${TTL})\n`,
     );
+    expect((await Promise.all(alive.map(status))).filter(Boolean)).toHaveLength(1);
+    expect(
+      BigInt(second.c.messages.find((m) => m.type === 'leader' && m.at === second.at)?.token ?? 0),
+    ).toBeGreaterThan(BigInt(first.c.messages.find((m) => m.type === 'leader')?.token ?? 0));
 
     const pausedAt = performance.now();
     second.c.child.kill('SIGSTOP');
-    const third = await nextLeader(alive.filter((c) => c !== second.c), pausedAt);
-    process.stdout.write(`failover after SIGSTOP: ${Math.round(third.at - pausedAt)} ms (ttl ${TTL})\n`);
+    const third = await nextLeader(
+      alive.filter((c) => c !== second.c),
+      pausedAt,
+    );
+    process.stdout.write(
+      `failover after SIGSTOP: ${Math.round(third.at - pausedAt)} ms (ttl ${TTL})\n`,
+    );
     second.c.child.kill('SIGCONT');
     // Resumed past its validity: its first answer already says it does not lead.
     expect(await status(second.c)).toBe(false);

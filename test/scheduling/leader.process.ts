@@ -9,9 +9,17 @@ import { LockEngine, RedisLockBackend } from '../../lib';
 
 const [port, ttl] = process.argv.slice(2);
 const client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
-const engine = new LockEngine({ backend: new RedisLockBackend({ client }), keyPrefix: 'election-test:', defaults: { ttl: Number(ttl) } });
+const engine = new LockEngine({
+  backend: new RedisLockBackend({ client }),
+  keyPrefix: 'election-test:',
+  defaults: { ttl: Number(ttl) },
+});
 const leadership = engine.leadership('fleet');
-leadership.onChange((leader, term) => process.send?.(leader ? { type: 'leader', token: String(term?.fencingToken) } : { type: 'follower' }));
+leadership.onChange((leader, term) =>
+  process.send?.(
+    leader ? { type: 'leader', token: String(term?.fencingToken) } : { type: 'follower' },
+  ),
+);
 process.on('message', (m: { type: string }) => {
   if (m.type === 'status') process.send?.({ type: 'status', leader: leadership.isLeader });
 });

@@ -44,9 +44,13 @@ describe('minHold', () => {
   });
 
   it('rejects minHold > maxHold and bad values, naming the option', async () => {
-    await expect(a.acquire('x', { minHold: 500, maxHold: 100 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await expect(a.acquire('x', { minHold: 500, maxHold: 100 })).rejects.toBeInstanceOf(
+      InvalidLockOptionsError,
+    );
     await expect(a.acquire('x', { minHold: 0 })).rejects.toMatchObject({ option: 'minHold' });
     await expect(a.acquire('x', { minHold: 1.5 })).rejects.toMatchObject({ option: 'minHold' });
-    expect(() => new LockEngine({ backend, defaults: { minHold: -1 } })).toThrow(/defaults\.minHold/);
+    expect(() => new LockEngine({ backend, defaults: { minHold: -1 } })).toThrow(
+      /defaults\.minHold/,
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Cron, Interval, ScheduleModule, SchedulerRegistry, Timeout } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { DistributedLockModule, LeaderOnly, LockedJob, LockService, MemoryLockBackend } from '../../lib';
+import {
+  DistributedLockModule,
+  LeaderOnly,
+  LockedJob,
+  LockService,
+  MemoryLockBackend,
+} from '../../lib';
 import { eventually } from '../support/server-process';
 
 /**
@@ -59,14 +65,19 @@ class Jobs {
 }
 
 @Module({
-  imports: [ScheduleModule.forRoot(), DistributedLockModule.forRoot({ backend: new MemoryLockBackend() })],
+  imports: [
+    ScheduleModule.forRoot(),
+    DistributedLockModule.forRoot({ backend: new MemoryLockBackend() }),
+  ],
   providers: [Jobs],
 })
 class AppModule {}
 
 describe('@LockedJob and @LeaderOnly stacked with @nestjs/schedule decorators', () => {
   it('the scheduler registers each job, and concurrent fires run once', async () => {
-    const app = (await Test.createTestingModule({ imports: [AppModule] }).compile()).createNestApplication();
+    const app = (
+      await Test.createTestingModule({ imports: [AppModule] }).compile()
+    ).createNestApplication();
     await app.init();
     const registry = app.get(SchedulerRegistry);
     const jobs = app.get(Jobs);
@@ -82,7 +93,13 @@ describe('@LockedJob and @LeaderOnly stacked with @nestjs/schedule decorators', 
       void job.fireOnTick(); // a second fire while the first still runs: skipped by the lock
     }
     const pending = [jobs.interval(), jobs.interval(), jobs.timeout(), jobs.timeout()];
-    await eventually(() => jobs.runs.cronAbove === 1 && jobs.runs.cronBelow === 1 && jobs.runs.interval === 1 && jobs.runs.timeout === 1);
+    await eventually(
+      () =>
+        jobs.runs.cronAbove === 1 &&
+        jobs.runs.cronBelow === 1 &&
+        jobs.runs.interval === 1 &&
+        jobs.runs.timeout === 1,
+    );
     jobs.open?.();
     await Promise.all(pending);
     expect(jobs.runs).toEqual({ cronAbove: 1, cronBelow: 1, interval: 1, timeout: 1 });

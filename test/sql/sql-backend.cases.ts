@@ -25,7 +25,12 @@ export interface SqlFixture {
   /** Driver connection options of the private server (for the holder child process). */
   connection: Record<string, unknown>;
   /** A backend over a NEW pool (another process, as far as locks go); `log` gets every statement it sends. */
-  create(options?: { poolSize?: number; table?: string; createTable?: boolean; sweepInterval?: number }): { backend: LockBackend; log: LoggedStatement[] };
+  create(options?: {
+    poolSize?: number;
+    table?: string;
+    createTable?: boolean;
+    sweepInterval?: number;
+  }): { backend: LockBackend; log: LoggedStatement[] };
   /** `new <Backend>(options)` as a user would call it (bad input). */
   construct(options: unknown): LockBackend;
   /** The DDL statements a DBA runs for `table` (createTable: false). */
@@ -78,20 +83,44 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
     });
 
     const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
-    function engine(options: Parameters<SqlFixture['create']>[0] = {}, wrap?: (b: LockBackend) => LockBackend, operationTimeout?: number) {
+    function engine(
+      options: Parameters<SqlFixture['create']>[0] = {},
+      wrap?: (b: LockBackend) => LockBackend,
+      operationTimeout?: number,
+    ) {
       const { backend: inner, log } = f.create(options);
       const backend = wrap ? wrap(inner) : inner;
-      const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 2_000, wait: 5_000 }, operationTimeout });
+      const e = new LockEngine({
+        backend,
+        keyPrefix: '',
+        defaults: { ttl: 2_000, wait: 5_000 },
+        operationTimeout,
+      });
       engines.push(e);
       return { engine: e, backend, inner, log };
     }
 
     /** Starts a holder in a separate OS process; resolves with it and its fencing token once it holds `k`. */
-    async function holderProcess(k: string, ttl: number): Promise<{ child: ChildProcess; fence: bigint }> {
+    async function holderProcess(
+      k: string,
+      ttl: number,
+    ): Promise<{ child: ChildProcess; fence: bigint }> {
       const script = join(__dirname, 'sql-holder.process.ts');
-      const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', script, f.kind, JSON.stringify(f.connection), k, String(ttl)], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          '-r',
+          'ts-node/register/transpile-only',
+          script,
+          f.kind,
+          JSON.stringify(f.connection),
+          k,
+          String(ttl),
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       children.add(child);
       let err = '';
       child.stderr!.on('data', (d) => (err += d));
@@ -101,7 +130,9 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
           out += d;
           if (out.includes('\n')) resolve(out.split('\n')[0]);
         });
-        child.once('exit', (code) => reject(new Error(`holder exited (${code}) before holding: ${err}`)));
+        child.once('exit', (code) =>
+          reject(new Error(`holder exited (${code}) before holding: ${err}`)),
+        );
       });
       return { child, fence: BigInt((JSON.parse(line) as { fence: string }).fence) };
     }
@@ -153,35 +184,59 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       await warm.release();
       f.server.pause();
       try {
-        await expect(a.engine.acquire(key('frozen'), { wait: 300 })).rejects.toBeInstanceOf(LockBackendUnavailableError);
+        await expect(a.engine.acquire(key('frozen'), { wait: 300 })).rejects.toBeInstanceOf(
+          LockBackendUnavailableError,
+        );
       } finally {
         f.server.resume();
       }
-      const h = await eventually(() => a.engine.acquire(key('thawed'), { wait: 1_000 }), 30_000, 100);
+      const h = await eventually(
+        () => a.engine.acquire(key('thawed'), { wait: 1_000 }),
+        30_000,
+        100,
+      );
       await h.release();
     });
 
-    it.each([3_600_000, -3_600_000])('an application clock skewed by %i ms changes nothing: expiry follows the server clock', async (skew) => {
-      const a = engine({}, (b) => new CrashableBackend(b));
-      const b = engine();
-      const k = key('skew');
-      const ttl = 800;
-      jest.useFakeTimers({ now: Date.now() + skew, advanceTimers: true, doNotFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'nextTick', 'queueMicrotask', 'performance', 'hrtime'] });
-      try {
-        const h = await a.engine.acquire(k, { ttl });
-        const left = await f.msLeft(k);
-        expect(left).toBeGreaterThan(0);
-        expect(left).toBeLessThanOrEqual(ttl);
-        jest.setSystemTime(Date.now() - 2 * skew); // the other process is skewed the other way
-        expect(await b.engine.tryAcquire(k)).toBeNull(); // not expired early
-        (a.backend as CrashableBackend).crashed = true; // the holder goes silent
-        const next = await b.engine.acquire(k, { wait: 10_000 }); // freed after its ttl, not an hour later
-        expect(next.fencingToken > h.fencingToken).toBe(true);
-        await next.release();
-      } finally {
-        jest.useRealTimers();
-      }
-    });
+    it.each([3_600_000, -3_600_000])(
+      'an application clock skewed by %i ms changes nothing: expiry follows the server clock',
+      async (skew) => {
+        const a = engine({}, (b) => new CrashableBackend(b));
+        const b = engine();
+        const k = key('skew');
+        const ttl = 800;
+        jest.useFakeTimers({
+          now: Date.now() + skew,
+          advanceTimers: true,
+          doNotFake: [
+            'setTimeout',
+            'clearTimeout',
+            'setInterval',
+            'clearInterval',
+            'setImmediate',
+            'clearImmediate',
+            'nextTick',
+            'queueMicrotask',
+            'performance',
+            'hrtime',
+          ],
+        });
+        try {
+          const h = await a.engine.acquire(k, { ttl });
+          const left = await f.msLeft(k);
+          expect(left).toBeGreaterThan(0);
+          expect(left).toBeLessThanOrEqual(ttl);
+          jest.setSystemTime(Date.now() - 2 * skew); // the other process is skewed the other way
+          expect(await b.engine.tryAcquire(k)).toBeNull(); // not expired early
+          (a.backend as CrashableBackend).crashed = true; // the holder goes silent
+          const next = await b.engine.acquire(k, { wait: 10_000 }); // freed after its ttl, not an hour later
+          expect(next.fencingToken > h.fencingToken).toBe(true);
+          await next.release();
+        } finally {
+          jest.useRealTimers();
+        }
+      },
+    );
 
     it('a pool of 2 serves 50 waiters on one key: all finish one at a time, in arrival order, with growing fences; other keys stay acquirable', async () => {
       const { engine: e } = engine({ poolSize: 2 });
@@ -194,18 +249,23 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const first = e.withLock(k, () => gate);
       await eventually(() => e.heldCount === 1);
       const waiters = Array.from({ length: 50 }, (_, i) =>
-        e.withLock(k, async (h) => {
-          order.push(i);
-          fences.push(h.fencingToken);
-          await probe.criticalSection();
-        }, { wait: 60_000 }),
+        e.withLock(
+          k,
+          async (h) => {
+            order.push(i);
+            fences.push(h.fencingToken);
+            await probe.criticalSection();
+          },
+          { wait: 60_000 },
+        ),
       );
       // While 50 waiters wait, they hold no connection: another key is acquired through the same pool of 2.
       await new Promise((r) => setImmediate(r));
       const other = await e.acquire(key('other'), { wait: 5_000 });
       await other.release();
       // One LISTEN connection for this backend and its 50 waiters (PostgreSQL), not one per waiter.
-      if (f.listeners) expect(await eventually(async () => (await f.listeners!()) === 1)).toBe(true);
+      if (f.listeners)
+        expect(await eventually(async () => (await f.listeners!()) === 1)).toBe(true);
       release();
       await Promise.all([first, ...waiters]);
       expect(probe.counter).toBe(50);
@@ -217,17 +277,20 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
 
     it('one statement renews a whole batch, and the watchdog sends one renew statement per tick', async () => {
       let renewCalls = 0;
-      const { engine: e, log } = engine({}, (b) => Object.assign(Object.create(b) as LockBackend, {
-        renew: (locks: readonly BackendLock[]) => {
-          renewCalls++;
-          return b.renew(locks);
-        },
-      }));
+      const { engine: e, log } = engine({}, (b) =>
+        Object.assign(Object.create(b) as LockBackend, {
+          renew: (locks: readonly BackendLock[]) => {
+            renewCalls++;
+            return b.renew(locks);
+          },
+        }),
+      );
       const keys = Array.from({ length: 20 }, (_, i) => key(`batch${i}`));
       const handles = await Promise.all(keys.map((k) => e.acquire(k, { ttl: 1_500 })));
       // Directly: 20 locks, one statement (MySQL sets the isolation level for it first).
       const other = f.create(); // its own log: the engine's watchdog may renew meanwhile
-      const locks = () => handles.map((h) => ({ key: h.key, owner: h.owner, mode: h.mode, ttl: 1_500 }));
+      const locks = () =>
+        handles.map((h) => ({ key: h.key, owner: h.owner, mode: h.mode, ttl: 1_500 }));
       await other.backend.renew(locks()); // the first call also checks the schema
       other.log.length = 0;
       expect(await other.backend.renew(locks())).toEqual(handles.map(() => true));
@@ -266,7 +329,12 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const [k1, k2, k3] = [key('m1'), key('m2'), key('m3')];
       const hs = await Promise.all([k1, k2, k3].map((k) => e.acquire(k)));
       await f.deleteOwner(hs[1].owner);
-      const locks: BackendLock[] = hs.map((h) => ({ key: h.key, owner: h.owner, mode: 'exclusive', ttl: 2_000 }));
+      const locks: BackendLock[] = hs.map((h) => ({
+        key: h.key,
+        owner: h.owner,
+        mode: 'exclusive',
+        ttl: 2_000,
+      }));
       const foreign = { ...locks[0], owner: randomBytes(16).toString('hex') };
       expect(await backend.renew([...locks, foreign])).toEqual([true, false, true, false]);
       await Promise.all(hs.map((h) => h.release()));
@@ -277,10 +345,21 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const { engine: b } = engine();
       const k = key('inspect');
       const free = await backend.inspect!(k);
-      expect(free).toEqual({ key: k, held: false, mode: undefined, holders: [], fencingToken: undefined });
+      expect(free).toEqual({
+        key: k,
+        held: false,
+        mode: undefined,
+        holders: [],
+        fencingToken: undefined,
+      });
       const h = await a.acquire(k, { ttl: 5_000 });
       const seen = await backend.inspect!(k);
-      expect(seen).toMatchObject({ key: k, held: true, mode: 'exclusive', fencingToken: h.fencingToken });
+      expect(seen).toMatchObject({
+        key: k,
+        held: true,
+        mode: 'exclusive',
+        fencingToken: h.fencingToken,
+      });
       expect(seen.holders).toHaveLength(1);
       expect(seen.holders[0]).toMatchObject({ owner: h.owner, mode: 'exclusive' });
       expect(seen.holders[0].remainingTtl).toBeGreaterThan(0);
@@ -319,9 +398,21 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const long = await e.acquire('€'.repeat(512), { wait: 0 });
       expect(await f.holderRows('€'.repeat(512))).toBe(1);
       await long.release();
-      await expect(e.acquire('x'.repeat(513))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key', message: expect.stringContaining('at most 512') });
+      await expect(e.acquire('x'.repeat(513))).rejects.toMatchObject({
+        name: 'InvalidLockOptionsError',
+        option: 'key',
+        message: expect.stringContaining('at most 512'),
+      });
       const signal = new AbortController().signal;
-      const direct = (k: string) => backend.tryAcquire({ key: k, owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 1_000, signal, onLost: () => undefined });
+      const direct = (k: string) =>
+        backend.tryAcquire({
+          key: k,
+          owner: randomBytes(16).toString('hex'),
+          mode: 'exclusive',
+          ttl: 1_000,
+          signal,
+          onLost: () => undefined,
+        });
       await expect(direct('y'.repeat(600))).rejects.toThrow(InvalidLockOptionsError);
       await expect(direct('y'.repeat(600))).rejects.toThrow(/at most 512/);
     });
@@ -329,8 +420,24 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
     it('quotes, backslashes, emoji and SQL fragments are bound as values: distinct locks, stored verbatim, the table survives', async () => {
       const { engine: e } = engine();
       const base = key('hostile');
-      const variants = [`${base}'`, `${base}''`, `${base}"`, `${base}\\`, `${base}\\'`, `${base}😀`, `${base}'; DROP TABLE distributed_locks; --`,
-        `${base}%`, `${base}_`, `${base} `, `${base}  `, `${base}`.toUpperCase(), base, `${base}\`x\``, `${base}$1`, `${base}?`];
+      const variants = [
+        `${base}'`,
+        `${base}''`,
+        `${base}"`,
+        `${base}\\`,
+        `${base}\\'`,
+        `${base}😀`,
+        `${base}'; DROP TABLE distributed_locks; --`,
+        `${base}%`,
+        `${base}_`,
+        `${base} `,
+        `${base}  `,
+        `${base}`.toUpperCase(),
+        base,
+        `${base}\`x\``,
+        `${base}$1`,
+        `${base}?`,
+      ];
       const handles = [];
       for (const v of variants) handles.push(await e.acquire(v, { wait: 0 }));
       for (const v of variants) expect(await f.holderRows(v)).toBe(1);
@@ -343,7 +450,10 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const { engine: e } = engine();
       // A lone surrogate has no UTF-8 form: sent as U+FFFD, '\uD800' and '\uDBFF' would be one lock.
       for (const bad of ['a\u0000b', 'a\nb', 'a\u001fb', 'a\uD800', 'a\uDBFFb', '\uDC00']) {
-        await expect(e.acquire(bad)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key' });
+        await expect(e.acquire(bad)).rejects.toMatchObject({
+          name: 'InvalidLockOptionsError',
+          option: 'key',
+        });
       }
       expect(e.heldCount).toBe(0);
       const pair = await e.acquire(`${key('pair')}\uD83D\uDE00`, { wait: 0 }); // a proper pair (an emoji) is fine
@@ -352,18 +462,45 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
 
     it('options are checked: table must be a plain identifier, unknown options and wrong types fail clearly', () => {
       const pool = f.rawClient();
-      for (const table of ['locks; DROP TABLE x', 'public.locks', 'Locks', '"locks"', '`locks`', '', 'x'.repeat(49), 'lock-s', '1locks', 5, null]) {
-        expect(() => f.construct({ client: pool, table })).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'table' }));
+      for (const table of [
+        'locks; DROP TABLE x',
+        'public.locks',
+        'Locks',
+        '"locks"',
+        '`locks`',
+        '',
+        'x'.repeat(49),
+        'lock-s',
+        '1locks',
+        5,
+        null,
+      ]) {
+        expect(() => f.construct({ client: pool, table })).toThrow(
+          expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'table' }),
+        );
       }
-      expect(() => f.construct({ client: pool, createTable: 'yes' })).toThrow(expect.objectContaining({ option: 'createTable' }));
+      expect(() => f.construct({ client: pool, createTable: 'yes' })).toThrow(
+        expect.objectContaining({ option: 'createTable' }),
+      );
       for (const sweepInterval of [-1, 10, 1.5, '60000', Infinity]) {
-        expect(() => f.construct({ client: pool, sweepInterval })).toThrow(expect.objectContaining({ option: 'sweepInterval' }));
+        expect(() => f.construct({ client: pool, sweepInterval })).toThrow(
+          expect.objectContaining({ option: 'sweepInterval' }),
+        );
       }
-      expect(() => f.construct({ client: pool, colour: 'red' })).toThrow(expect.objectContaining({ option: 'colour' }));
-      expect(() => f.construct({ client: {} })).toThrow(expect.objectContaining({ option: 'client' }));
-      for (const client of f.wrongClients()) expect(() => f.construct({ client })).toThrow(expect.objectContaining({ option: 'client' }));
+      expect(() => f.construct({ client: pool, colour: 'red' })).toThrow(
+        expect.objectContaining({ option: 'colour' }),
+      );
+      expect(() => f.construct({ client: {} })).toThrow(
+        expect.objectContaining({ option: 'client' }),
+      );
+      for (const client of f.wrongClients())
+        expect(() => f.construct({ client })).toThrow(
+          expect.objectContaining({ option: 'client' }),
+        );
       expect(() => f.construct(undefined)).toThrow(InvalidLockOptionsError);
-      expect(() => f.construct({ client: pool, table: 'Locks' })).toThrow(/plain lower-case SQL identifier/);
+      expect(() => f.construct({ client: pool, table: 'Locks' })).toThrow(
+        /plain lower-case SQL identifier/,
+      );
     });
 
     it('createTable: false works on tables a DBA created from the documented DDL, and fails clearly (creating nothing) without them', async () => {

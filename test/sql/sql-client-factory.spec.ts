@@ -58,7 +58,10 @@ describe.each([mysql, postgres] as Kind<unknown>[])('$name: clientFactory', (kin
 
   it('makes the pool once, on first use, locks through it across processes, and ends it on close', async () => {
     const a = new LockEngine({ backend: kind.backend({ clientFactory: factory }), keyPrefix: '' });
-    const b = new LockEngine({ backend: kind.backend({ clientFactory: async () => factory() }), keyPrefix: '' });
+    const b = new LockEngine({
+      backend: kind.backend({ clientFactory: async () => factory() }),
+      keyPrefix: '',
+    });
     expect(made).toHaveLength(0); // nothing is connected before it is needed
     const h = await a.acquire('factory:1', { ttl: 5_000 });
     expect(await b.tryAcquire('factory:1')).toBeNull();
@@ -89,7 +92,9 @@ describe.each([mysql, postgres] as Kind<unknown>[])('$name: clientFactory', (kin
       return factory();
     };
     const e = new LockEngine({ backend: kind.backend({ clientFactory: flaky }), keyPrefix: '' });
-    await expect(e.acquire('factory:3', { wait: 0 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+    await expect(e.acquire('factory:3', { wait: 0 })).rejects.toMatchObject({
+      name: 'LockBackendUnavailableError',
+    });
     await (await e.acquire('factory:3', { wait: 0 })).release();
     expect(calls).toBe(2);
     await e.close();
@@ -98,8 +103,12 @@ describe.each([mysql, postgres] as Kind<unknown>[])('$name: clientFactory', (kin
 
   it('rejects client together with clientFactory, and a clientFactory that is not a function', () => {
     const pool = kind.pool(server.connection);
-    expect(() => kind.backend({ client: pool, clientFactory: factory })).toThrow(expect.objectContaining({ option: 'clientFactory' }));
-    expect(() => kind.backend({ clientFactory: pool })).toThrow(expect.objectContaining({ option: 'clientFactory' }));
+    expect(() => kind.backend({ client: pool, clientFactory: factory })).toThrow(
+      expect.objectContaining({ option: 'clientFactory' }),
+    );
+    expect(() => kind.backend({ clientFactory: pool })).toThrow(
+      expect.objectContaining({ option: 'clientFactory' }),
+    );
     expect(() => kind.backend({})).toThrow(expect.objectContaining({ option: 'client' }));
     return kind.end(pool);
   });

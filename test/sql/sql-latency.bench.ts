@@ -16,8 +16,10 @@ import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p90 ${pct(xs, 90).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms (n=${xs.length})`;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const fmt = (xs: number[]) =>
+  `p50 ${pct(xs, 50).toFixed(2)} ms, p90 ${pct(xs, 90).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms (n=${xs.length})`;
 
 async function measure(name: string, make: () => LockBackend): Promise<void> {
   const a = new LockEngine({ backend: make(), keyPrefix: 'bench:' });
@@ -31,7 +33,10 @@ async function measure(name: string, make: () => LockBackend): Promise<void> {
     cycle.push(performance.now() - t);
   }
   console.log(`${name} cycle (acquire + release):     ${fmt(cycle)}`);
-  for (const [label, waiter] of [['same process', a], ['other process', b]] as const) {
+  for (const [label, waiter] of [
+    ['same process', a],
+    ['other process', b],
+  ] as const) {
     const handoff: number[] = [];
     for (let i = 0; i < 100; i++) {
       const h = await a.acquire('handoff');

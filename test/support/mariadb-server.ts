@@ -16,18 +16,41 @@ export class MariaDbServer extends ServerProcess {
     const dir = tempDir('mariadb');
     const datadir = join(dir, 'data');
     // As root, mariadbd must be told to stay root (it would switch to the mysql user otherwise).
-    const asRoot = typeof process.getuid === 'function' && process.getuid() === 0 ? ['--user=root'] : [];
-    await run('mariadb-install-db', ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', ...asRoot, '--skip-test-db'], {
-      cwd: dir,
-    });
+    const asRoot =
+      typeof process.getuid === 'function' && process.getuid() === 0 ? ['--user=root'] : [];
+    await run(
+      'mariadb-install-db',
+      [
+        '--no-defaults',
+        `--datadir=${datadir}`,
+        '--auth-root-authentication-method=normal',
+        ...asRoot,
+        '--skip-test-db',
+      ],
+      {
+        cwd: dir,
+      },
+    );
     const port = await freePort();
     const server = new MariaDbServer(
       {
         name: `mariadb-${port}`,
         command: 'mariadbd',
-        args: ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${join(dir, 'sock')}`,
-          `--pid-file=${join(dir, 'mariadbd.pid')}`, ...asRoot, '--skip-name-resolve', '--skip-log-bin', '--innodb-buffer-pool-size=32M',
-          '--innodb-flush-log-at-trx-commit=2', '--max-connections=500', '--log-error=' + join(dir, 'error.log')],
+        args: [
+          '--no-defaults',
+          `--datadir=${datadir}`,
+          `--port=${port}`,
+          '--bind-address=127.0.0.1',
+          `--socket=${join(dir, 'sock')}`,
+          `--pid-file=${join(dir, 'mariadbd.pid')}`,
+          ...asRoot,
+          '--skip-name-resolve',
+          '--skip-log-bin',
+          '--innodb-buffer-pool-size=32M',
+          '--innodb-flush-log-at-trx-commit=2',
+          '--max-connections=500',
+          '--log-error=' + join(dir, 'error.log'),
+        ],
         port,
         startTimeoutMs: 60_000,
       },
@@ -45,7 +68,19 @@ export class MariaDbServer extends ServerProcess {
 
   /** Runs SQL through the mariadb command-line client (admin work in tests); resolves stdout (tab-separated, no headers). */
   async sql(statement: string): Promise<string> {
-    const { stdout } = await run('mariadb', ['--no-defaults', '-h', '127.0.0.1', '-P', String(this.port), '-u', 'root', '-N', '-B', '-e', statement]);
+    const { stdout } = await run('mariadb', [
+      '--no-defaults',
+      '-h',
+      '127.0.0.1',
+      '-P',
+      String(this.port),
+      '-u',
+      'root',
+      '-N',
+      '-B',
+      '-e',
+      statement,
+    ]);
     return stdout.trim();
   }
 

@@ -10,7 +10,8 @@ function binDir(): string {
   const majors = readdirSync('/usr/lib/postgresql')
     .filter((v) => existsSync(join('/usr/lib/postgresql', v, 'bin', 'initdb')))
     .sort((a, b) => Number(b) - Number(a));
-  if (majors.length === 0) throw new Error('no PostgreSQL server under /usr/lib/postgresql (apt-get install postgresql)');
+  if (majors.length === 0)
+    throw new Error('no PostgreSQL server under /usr/lib/postgresql (apt-get install postgresql)');
   return join('/usr/lib/postgresql', majors[0], 'bin');
 }
 const PG_USER = 'postgres';
@@ -34,15 +35,46 @@ export class PostgresServer extends ServerProcess {
     const data = join(dir, 'data');
     const bin = binDir();
     const initdb = asPostgres(join(bin, 'initdb'));
-    await run(initdb[0], [...initdb.slice(1), '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C'], { cwd: dir });
+    await run(
+      initdb[0],
+      [
+        ...initdb.slice(1),
+        '-D',
+        data,
+        '-A',
+        'trust',
+        '-U',
+        'postgres',
+        '--no-sync',
+        '-E',
+        'UTF8',
+        '--locale=C',
+      ],
+      { cwd: dir },
+    );
     const port = await freePort();
     const postgres = asPostgres(join(bin, 'postgres'));
     const server = new PostgresServer(
       {
         name: `postgres-${port}`,
         command: postgres[0],
-        args: [...postgres.slice(1), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
-          '-c', 'fsync=off', '-c', 'max_connections=300', '-c', 'shared_buffers=32MB'],
+        args: [
+          ...postgres.slice(1),
+          '-D',
+          data,
+          '-p',
+          String(port),
+          '-k',
+          dir,
+          '-c',
+          'listen_addresses=127.0.0.1',
+          '-c',
+          'fsync=off',
+          '-c',
+          'max_connections=300',
+          '-c',
+          'shared_buffers=32MB',
+        ],
         port,
         startTimeoutMs: 60_000,
         // The port opens before the server accepts sessions ("the database system is starting up").
@@ -61,7 +93,21 @@ export class PostgresServer extends ServerProcess {
 
   /** Runs SQL through psql (admin work in tests); resolves stdout (unaligned, tuples only). */
   async sql(statement: string): Promise<string> {
-    const { stdout } = await run('psql', ['-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-d', 'postgres', '-AtX', '-v', 'ON_ERROR_STOP=1', '-c', statement]);
+    const { stdout } = await run('psql', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '-U',
+      'postgres',
+      '-d',
+      'postgres',
+      '-AtX',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-c',
+      statement,
+    ]);
     return stdout.trim();
   }
 
@@ -85,7 +131,10 @@ export class PostgresServer extends ServerProcess {
     const pid = this.child?.pid;
     if (!pid || !this.running) return [];
     const out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
-    return out.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
+    return out
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => n > 0);
   }
 
   async destroy(): Promise<void> {
@@ -99,7 +148,19 @@ async function acceptsSessions(port: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {
-      await run('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', PG_USER, '-d', 'postgres', '-AtX', '-c', 'SELECT 1']);
+      await run('psql', [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-U',
+        PG_USER,
+        '-d',
+        'postgres',
+        '-AtX',
+        '-c',
+        'SELECT 1',
+      ]);
       return;
     } catch (error) {
       if (Date.now() > until) throw error;
@@ -122,5 +183,7 @@ function isRoot(): boolean {
 
 /** The command line that runs `program` as the postgres OS user when we are root (else as ourselves). */
 function asPostgres(program: string): string[] {
-  return isRoot() ? ['setpriv', `--reuid=${PG_USER}`, `--regid=${PG_USER}`, '--init-groups', '--', program] : [program];
+  return isRoot()
+    ? ['setpriv', `--reuid=${PG_USER}`, `--regid=${PG_USER}`, '--init-groups', '--', program]
+    : [program];
 }

@@ -37,8 +37,23 @@ export class RedisSentinelGroup {
           name: `redis-node-${port}`,
           command: 'redis-server',
           // No 5 s diskless-sync delay: a restarted replica is back in sync at once.
-          args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', nodeDir, '--repl-diskless-sync-delay', '0', '--enable-debug-command', 'yes',
-            ...(replicaOf ? ['--replicaof', '127.0.0.1', String(replicaOf)] : [])],
+          args: [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--dir',
+            nodeDir,
+            '--repl-diskless-sync-delay',
+            '0',
+            '--enable-debug-command',
+            'yes',
+            ...(replicaOf ? ['--replicaof', '127.0.0.1', String(replicaOf)] : []),
+          ],
           port,
         },
         dir,
@@ -52,17 +67,28 @@ export class RedisSentinelGroup {
     const sentinels = sentinelPorts.map((port) => {
       const conf = join(dir, `sentinel-${port}.conf`);
       // Sentinel rewrites its config file (discovered replicas and sentinels, epochs): it must be writable.
-      writeFileSync(conf, [
-        `port ${port}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${p0} 2`,
-        `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 1000}`,
-        `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 60000`,
-        `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
-        '',
-      ].join('\n'));
-      return new ServerProcess({ name: `redis-sentinel-${port}`, command: 'redis-server', args: [conf, '--sentinel'], port }, dir);
+      writeFileSync(
+        conf,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${p0} 2`,
+          `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 1000}`,
+          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 60000`,
+          `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
+          '',
+        ].join('\n'),
+      );
+      return new ServerProcess(
+        {
+          name: `redis-sentinel-${port}`,
+          command: 'redis-server',
+          args: [conf, '--sentinel'],
+          port,
+        },
+        dir,
+      );
     });
     await Promise.all(sentinels.map((s) => s.start()));
     const group = new RedisSentinelGroup(nodes, sentinels, dir, link);
@@ -75,19 +101,30 @@ export class RedisSentinelGroup {
   }
 
   cli(port: number, ...args: string[]): string {
-    return execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 }).trim();
+    return execFileSync('redis-cli', ['-p', String(port), ...args], {
+      encoding: 'utf8',
+      timeout: 5_000,
+    }).trim();
   }
 
   /** The port every live sentinel names as primary, or undefined while they disagree or cannot answer. */
   agreedPrimaryPort(): number | undefined {
-    const answers = this.sentinels.filter((s) => s.running).map((s) => {
-      try {
-        return Number(this.cli(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME).split('\n')[1]);
-      } catch {
-        return Number.NaN;
-      }
-    });
-    return answers.length > 0 && answers.every((p) => p === answers[0]) && !Number.isNaN(answers[0]) ? answers[0] : undefined;
+    const answers = this.sentinels
+      .filter((s) => s.running)
+      .map((s) => {
+        try {
+          return Number(
+            this.cli(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME).split(
+              '\n',
+            )[1],
+          );
+        } catch {
+          return Number.NaN;
+        }
+      });
+    return answers.length > 0 && answers.every((p) => p === answers[0]) && !Number.isNaN(answers[0])
+      ? answers[0]
+      : undefined;
   }
 
   primary(): ServerProcess {
@@ -109,24 +146,42 @@ export class RedisSentinelGroup {
       why = reason;
       return false;
     };
-    await eventually(() => {
-      const port = this.agreedPrimaryPort();
-      const primary = this.nodes.find((n) => n.port === port && n.running);
-      const replica = this.nodes.find((n) => n !== primary);
-      if (!primary || !replica?.running) return not(`no agreed live primary (sentinels say ${port})`);
-      if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication'))) return not(`${primary.port} is not a master yet`);
-      const info = this.cli(replica.port, 'INFO', 'replication');
-      if (!/master_link_status:up/.test(info) || !info.includes(`master_port:${this.link.port}`) || this.link.target.port !== primary.port) {
-        return not(`replica ${replica.port} not in sync through the link: ${info.replace(/\r?\n/g, ' ').slice(0, 200)}`);
-      }
-      for (const s of this.sentinels) {
-        const replicas = this.cli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER_NAME);
-        if (!replicas.includes(String(replica.port)) || /s_down|disconnected/.test(replicas)) return not(`sentinel ${s.port} does not see replica ${replica.port} up: ${replicas.replace(/\n/g, ' ').slice(0, 200)}`);
-        const peers = this.cli(s.port, 'SENTINEL', 'sentinels', SENTINEL_MASTER_NAME).split('\n').filter((l) => l === 'name').length;
-        if (peers !== this.sentinels.length - 1) return not(`sentinel ${s.port} knows ${peers} peers`);
-      }
-      return true;
-    }, timeoutMs, 100).catch(() => {
+    await eventually(
+      () => {
+        const port = this.agreedPrimaryPort();
+        const primary = this.nodes.find((n) => n.port === port && n.running);
+        const replica = this.nodes.find((n) => n !== primary);
+        if (!primary || !replica?.running)
+          return not(`no agreed live primary (sentinels say ${port})`);
+        if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication')))
+          return not(`${primary.port} is not a master yet`);
+        const info = this.cli(replica.port, 'INFO', 'replication');
+        if (
+          !/master_link_status:up/.test(info) ||
+          !info.includes(`master_port:${this.link.port}`) ||
+          this.link.target.port !== primary.port
+        ) {
+          return not(
+            `replica ${replica.port} not in sync through the link: ${info.replace(/\r?\n/g, ' ').slice(0, 200)}`,
+          );
+        }
+        for (const s of this.sentinels) {
+          const replicas = this.cli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER_NAME);
+          if (!replicas.includes(String(replica.port)) || /s_down|disconnected/.test(replicas))
+            return not(
+              `sentinel ${s.port} does not see replica ${replica.port} up: ${replicas.replace(/\n/g, ' ').slice(0, 200)}`,
+            );
+          const peers = this.cli(s.port, 'SENTINEL', 'sentinels', SENTINEL_MASTER_NAME)
+            .split('\n')
+            .filter((l) => l === 'name').length;
+          if (peers !== this.sentinels.length - 1)
+            return not(`sentinel ${s.port} knows ${peers} peers`);
+        }
+        return true;
+      },
+      timeoutMs,
+      100,
+    ).catch(() => {
       throw new Error(`the Sentinel deployment did not settle within ${timeoutMs} ms: ${why}`);
     });
   }
@@ -140,34 +195,48 @@ export class RedisSentinelGroup {
     const from = this.primary().port;
     let last = '';
     let askedAt = 0;
-    const node = await eventually(() => {
-      const now = this.agreedPrimaryPort();
-      if (now !== undefined && now !== from) {
-        const found = this.nodes.find((n) => n.port === now);
-        return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication')) ? found : undefined;
-      }
-      if (Date.now() - askedAt >= 1_000) {
-        askedAt = Date.now();
-        try {
-          last = this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
-        } catch (error) {
-          last = String((error as { stdout?: string }).stdout ?? error);
+    const node = await eventually(
+      () => {
+        const now = this.agreedPrimaryPort();
+        if (now !== undefined && now !== from) {
+          const found = this.nodes.find((n) => n.port === now);
+          return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication'))
+            ? found
+            : undefined;
         }
-      }
-      return undefined;
-    }, timeoutMs, 50).catch(() => {
-      throw new Error(`no failover from port ${from} within ${timeoutMs} ms; the sentinel last said: ${last}`);
+        if (Date.now() - askedAt >= 1_000) {
+          askedAt = Date.now();
+          try {
+            last = this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
+          } catch (error) {
+            last = String((error as { stdout?: string }).stdout ?? error);
+          }
+        }
+        return undefined;
+      },
+      timeoutMs,
+      50,
+    ).catch(() => {
+      throw new Error(
+        `no failover from port ${from} within ${timeoutMs} ms; the sentinel last said: ${last}`,
+      );
     });
     return node as ServerProcess;
   }
 
   /** Waits until the sentinels agree that `port` is no longer the primary (a failover happened). */
   async failedOverFrom(port: number, timeoutMs = 30_000): Promise<ServerProcess> {
-    const node = await eventually(() => {
-      const now = this.agreedPrimaryPort();
-      const found = now === port ? undefined : this.nodes.find((n) => n.port === now);
-      return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication')) ? found : undefined;
-    }, timeoutMs, 50);
+    const node = await eventually(
+      () => {
+        const now = this.agreedPrimaryPort();
+        const found = now === port ? undefined : this.nodes.find((n) => n.port === now);
+        return found && /role:master/.test(this.cli(found.port, 'INFO', 'replication'))
+          ? found
+          : undefined;
+      },
+      timeoutMs,
+      50,
+    );
     return node as ServerProcess;
   }
 

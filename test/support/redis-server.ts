@@ -11,7 +11,19 @@ export class RedisServer extends ServerProcess {
       {
         name: `redis-${port}`,
         command: 'redis-server',
-        args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+        args: [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          ...extraArgs,
+        ],
         port,
       },
       dir,
@@ -21,7 +33,9 @@ export class RedisServer extends ServerProcess {
   }
 
   cli(...args: string[]): string {
-    return execFileSync('redis-cli', ['-p', String(this.port), ...args], { encoding: 'utf8' }).trim();
+    return execFileSync('redis-cli', ['-p', String(this.port), ...args], {
+      encoding: 'utf8',
+    }).trim();
   }
 
   async destroy(): Promise<void> {
@@ -32,7 +46,10 @@ export class RedisServer extends ServerProcess {
 
 /** A private 3-master Redis Cluster (no replicas) on loopback, created with redis-cli --cluster create. */
 export class RedisClusterServers {
-  private constructor(readonly nodes: ServerProcess[], readonly dir: string) {}
+  private constructor(
+    readonly nodes: ServerProcess[],
+    readonly dir: string,
+  ) {}
 
   static async start(masters = 3): Promise<RedisClusterServers> {
     const dir = tempDir('redis-cluster');
@@ -43,18 +60,47 @@ export class RedisClusterServers {
           {
             name: `redis-cluster-${port}`,
             command: 'redis-server',
-            args: ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-              '--cluster-node-timeout', '2000', '--save', '', '--appendonly', 'no', '--dir', dir],
+            args: [
+              '--port',
+              String(port),
+              '--bind',
+              '127.0.0.1',
+              '--cluster-enabled',
+              'yes',
+              '--cluster-config-file',
+              join(dir, `nodes-${port}.conf`),
+              '--cluster-node-timeout',
+              '2000',
+              '--save',
+              '',
+              '--appendonly',
+              'no',
+              '--dir',
+              dir,
+            ],
             port,
           },
           dir,
         ),
     );
     await Promise.all(nodes.map((n) => n.start()));
-    execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
+    execFileSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8' },
+    );
     const until = Date.now() + 20_000;
     for (;;) {
-      const info = execFileSync('redis-cli', ['-p', String(ports[0]), 'cluster', 'info'], { encoding: 'utf8' });
+      const info = execFileSync('redis-cli', ['-p', String(ports[0]), 'cluster', 'info'], {
+        encoding: 'utf8',
+      });
       if (info.includes('cluster_state:ok')) break;
       if (Date.now() > until) throw new Error(`redis cluster did not converge:\n${info}`);
       await new Promise((r) => setTimeout(r, 100));

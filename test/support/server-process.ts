@@ -23,11 +23,15 @@ export async function freePort(): Promise<number> {
 /** Several distinct free ports at once (held open until all are chosen, so none repeats). */
 export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const srv = createServer();
-      srv.on('error', reject);
-      srv.listen(0, '127.0.0.1', () => resolve(srv));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const srv = createServer();
+          srv.on('error', reject);
+          srv.listen(0, '127.0.0.1', () => resolve(srv));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
@@ -39,7 +43,11 @@ export function tempDir(prefix: string): string {
 }
 
 /** Resolves once `host:port` accepts a TCP connection; rejects after `timeoutMs`. */
-export async function waitForPort(port: number, timeoutMs = 20_000, host = '127.0.0.1'): Promise<void> {
+export async function waitForPort(
+  port: number,
+  timeoutMs = 20_000,
+  host = '127.0.0.1',
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -51,13 +59,18 @@ export async function waitForPort(port: number, timeoutMs = 20_000, host = '127.
       sock.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
+    if (Date.now() > until)
+      throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 /** Polls `check` until it returns truthy (or throws the last error after timeoutMs). */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 10_000, intervalMs = 20): Promise<T> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 10_000,
+  intervalMs = 20,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -95,7 +108,10 @@ export class ServerProcess {
   readonly logFile: string;
   private exited: Promise<void> = Promise.resolve();
 
-  constructor(readonly options: ServerProcessOptions, readonly dir: string) {
+  constructor(
+    readonly options: ServerProcessOptions,
+    readonly dir: string,
+  ) {
     this.logFile = options.logFile ?? join(dir, `${options.name}.log`);
   }
 
@@ -119,7 +135,13 @@ export class ServerProcess {
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const failed = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) => reject(new Error(`${this.options.name} exited (${code ?? signal}) while starting; log:\n${this.tail()}`))),
+      child.once('exit', (code, signal) =>
+        reject(
+          new Error(
+            `${this.options.name} exited (${code ?? signal}) while starting; log:\n${this.tail()}`,
+          ),
+        ),
+      ),
     );
     failed.catch(() => undefined);
     try {
@@ -127,7 +149,11 @@ export class ServerProcess {
       if (this.options.ready) await Promise.race([this.options.ready(), failed]);
     } catch (error) {
       await this.kill();
-      throw error instanceof Error && error.message.includes('log:') ? error : new Error(`${this.options.name} did not start: ${(error as Error).message}; log:\n${this.tail()}`);
+      throw error instanceof Error && error.message.includes('log:')
+        ? error
+        : new Error(
+            `${this.options.name} did not start: ${(error as Error).message}; log:\n${this.tail()}`,
+          );
     }
   }
 

@@ -22,15 +22,40 @@ export interface ZooKeeperServerOptions {
 }
 
 function javaArgs(cfg: string): string[] {
-  return ['-Xmx160m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.admin.enableServer=false', '-Dzookeeper.4lw.commands.whitelist=*',
-    '-Djava.net.preferIPv4Stack=true', '-cp', JARS, 'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg];
+  return [
+    '-Xmx160m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    '-Dzookeeper.admin.enableServer=false',
+    '-Dzookeeper.4lw.commands.whitelist=*',
+    '-Djava.net.preferIPv4Stack=true',
+    '-cp',
+    JARS,
+    'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+    cfg,
+  ];
 }
 
-function config(dataDir: string, clientPort: number, o: ZooKeeperServerOptions, extra: string[] = []): string {
+function config(
+  dataDir: string,
+  clientPort: number,
+  o: ZooKeeperServerOptions,
+  extra: string[] = [],
+): string {
   return [
-    `tickTime=${TICK_MS}`, `dataDir=${dataDir}`, `clientPort=${clientPort}`, 'clientPortAddress=127.0.0.1', 'admin.enableServer=false',
-    '4lw.commands.whitelist=*', `minSessionTimeout=${o.minSessionTimeout ?? 2 * TICK_MS}`, `maxSessionTimeout=${o.maxSessionTimeout ?? 10_000}`,
-    'maxClientCnxns=0', 'initLimit=50', 'syncLimit=10', ...extra, '',
+    `tickTime=${TICK_MS}`,
+    `dataDir=${dataDir}`,
+    `clientPort=${clientPort}`,
+    'clientPortAddress=127.0.0.1',
+    'admin.enableServer=false',
+    '4lw.commands.whitelist=*',
+    `minSessionTimeout=${o.minSessionTimeout ?? 2 * TICK_MS}`,
+    `maxSessionTimeout=${o.maxSessionTimeout ?? 10_000}`,
+    'maxClientCnxns=0',
+    'initLimit=50',
+    'syncLimit=10',
+    ...extra,
+    '',
   ].join('\n');
 }
 
@@ -55,7 +80,8 @@ async function untilServing(port: number, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (/Mode: /.test(await fourLetter(port, 'srvr'))) return;
-    if (Date.now() > until) throw new Error(`ZooKeeper on ${port} is not serving after ${timeoutMs} ms`);
+    if (Date.now() > until)
+      throw new Error(`ZooKeeper on ${port} is not serving after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -68,7 +94,16 @@ export class ZooKeeperServer extends ServerProcess {
     mkdirSync(data);
     const cfg = join(dir, 'zoo.cfg');
     writeFileSync(cfg, config(data, port, options));
-    const server = new ZooKeeperServer({ name: `zookeeper-${port}`, command: 'java', args: javaArgs(cfg), port, ready: () => untilServing(port) }, dir);
+    const server = new ZooKeeperServer(
+      {
+        name: `zookeeper-${port}`,
+        command: 'java',
+        args: javaArgs(cfg),
+        port,
+        ready: () => untilServing(port),
+      },
+      dir,
+    );
     await server.start();
     return server;
   }
@@ -85,19 +120,33 @@ export class ZooKeeperServer extends ServerProcess {
 
 /** A 3-server ensemble on loopback (client, quorum and election ports all free ports). */
 export class ZooKeeperEnsemble {
-  private constructor(readonly servers: ServerProcess[], readonly dir: string) {}
+  private constructor(
+    readonly servers: ServerProcess[],
+    readonly dir: string,
+  ) {}
 
   static async start(size = 3, options: ZooKeeperServerOptions = {}): Promise<ZooKeeperEnsemble> {
     const dir = tempDir('zk-ensemble');
     const ports = await freePorts(size * 3);
-    const peers = Array.from({ length: size }, (_, i) => `server.${i + 1}=127.0.0.1:${ports[size + 2 * i]}:${ports[size + 2 * i + 1]}`);
+    const peers = Array.from(
+      { length: size },
+      (_, i) => `server.${i + 1}=127.0.0.1:${ports[size + 2 * i]}:${ports[size + 2 * i + 1]}`,
+    );
     const servers = Array.from({ length: size }, (_, i) => {
       const data = join(dir, `data-${i + 1}`);
       mkdirSync(data);
       writeFileSync(join(data, 'myid'), `${i + 1}\n`);
       const cfg = join(dir, `zoo-${i + 1}.cfg`);
       writeFileSync(cfg, config(data, ports[i], options, peers));
-      return new ServerProcess({ name: `zookeeper-${i + 1}-${ports[i]}`, command: 'java', args: javaArgs(cfg), port: ports[i] }, dir);
+      return new ServerProcess(
+        {
+          name: `zookeeper-${i + 1}-${ports[i]}`,
+          command: 'java',
+          args: javaArgs(cfg),
+          port: ports[i],
+        },
+        dir,
+      );
     });
     // Start all before waiting for any: a member only serves once a quorum has elected a leader.
     await Promise.all(servers.map((s) => s.start()));
@@ -116,7 +165,11 @@ export class ZooKeeperEnsemble {
   /** Index of the current leader (asks every running member's srvr). */
   async leader(): Promise<number> {
     for (let i = 0; i < this.servers.length; i++) {
-      if (this.servers[i].running && /Mode: leader/.test(await fourLetter(this.servers[i].port, 'srvr'))) return i;
+      if (
+        this.servers[i].running &&
+        /Mode: leader/.test(await fourLetter(this.servers[i].port, 'srvr'))
+      )
+        return i;
     }
     return -1;
   }
@@ -176,7 +229,10 @@ export class FaultProxy {
 }
 
 export interface ZkDriver {
-  createClient(connectionString: string, options?: { sessionTimeout?: number; spinDelay?: number; retries?: number }): ZooKeeperClientLike;
+  createClient(
+    connectionString: string,
+    options?: { sessionTimeout?: number; spinDelay?: number; retries?: number },
+  ): ZooKeeperClientLike;
 }
 
 /** The driver, loaded by the tests (the library itself never loads it). It ships no typings. */
@@ -188,7 +244,10 @@ export function newZkClient(connectionString: string, sessionTimeout: number): Z
 }
 
 /** A connected client for test bookkeeping (listing nodes, deleting behind a holder's back). */
-export async function connectedZkClient(connectionString: string, sessionTimeout = 5_000): Promise<ZooKeeperClientLike> {
+export async function connectedZkClient(
+  connectionString: string,
+  sessionTimeout = 5_000,
+): Promise<ZooKeeperClientLike> {
   const c = newZkClient(connectionString, sessionTimeout);
   await new Promise<void>((resolve) => {
     const on = (s: { code: number }) => {

@@ -31,7 +31,9 @@ export class FencedStore {
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) =>
+      this.server ? this.server.close(() => resolve()) : resolve(),
+    );
   }
 
   handle(request: JsonMessage): JsonMessage {
@@ -64,8 +66,23 @@ export class FencedStore {
     }
   }
 
-  private record(op: StoreOp, attempt: string, token: bigint, accepted: boolean, value: number): void {
-    if (accepted && (op === 'read' || op === 'rbegin')) this.lastEntrant = Number(attempt.split('.')[0]);
-    this.records.push({ seq: this.records.length, t: this.clock(), op, attempt, token: token.toString(), accepted, value });
+  private record(
+    op: StoreOp,
+    attempt: string,
+    token: bigint,
+    accepted: boolean,
+    value: number,
+  ): void {
+    if (accepted && (op === 'read' || op === 'rbegin'))
+      this.lastEntrant = Number(attempt.split('.')[0]);
+    this.records.push({
+      seq: this.records.length,
+      t: this.clock(),
+      op,
+      attempt,
+      token: token.toString(),
+      accepted,
+      value,
+    });
   }
 }

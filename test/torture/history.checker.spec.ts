@@ -19,27 +19,53 @@ class Run {
   }
 
   events(slot: number): HistoryEvent[] {
-    if (!this.histories.has(slot)) this.histories.set(slot, [{ ev: 'ready', t: 0, slot, inc: 1, role: 'writer', via: 'withLock', pid: slot }]);
+    if (!this.histories.has(slot))
+      this.histories.set(slot, [
+        { ev: 'ready', t: 0, slot, inc: 1, role: 'writer', via: 'withLock', pid: slot },
+      ]);
     return this.histories.get(slot) as HistoryEvent[];
   }
 
-  grant(slot: number, n: number, token: number, mode: 'exclusive' | 'shared' = 'exclusive'): string {
+  grant(
+    slot: number,
+    n: number,
+    token: number,
+    mode: 'exclusive' | 'shared' = 'exclusive',
+  ): string {
     const op = `${slot}.1.${n}`;
-    this.events(slot).push({ ev: 'invoke', t: this.tick(), op, mode }, { ev: 'ok', t: this.tick(), op, token: String(token), mode });
+    this.events(slot).push(
+      { ev: 'invoke', t: this.tick(), op, mode },
+      { ev: 'ok', t: this.tick(), op, token: String(token), mode },
+    );
     return op;
   }
 
   read(op: string, token: number): { value: number; shadow: number } {
     const a = this.store.handle({ op: 'read', token: String(token), attempt: op });
-    this.events(Number(op.split('.')[0])).push({ ev: 'read', t: this.tick(), op, accepted: a.accepted as boolean, value: a.value as number });
+    this.events(Number(op.split('.')[0])).push({
+      ev: 'read',
+      t: this.tick(),
+      op,
+      accepted: a.accepted as boolean,
+      value: a.value as number,
+    });
     return { value: a.value as number, shadow: a.shadow as number };
   }
 
   write(op: string, token: number, read: { value: number; shadow: number }): void {
     const slot = Number(op.split('.')[0]);
     this.events(slot).push({ ev: 'write-invoke', t: this.tick(), op, value: read.value + 1 });
-    const a = this.store.handle({ op: 'write', token: String(token), attempt: op, value: read.value + 1, shadow: read.shadow + 1 });
-    this.events(slot).push({ ev: 'write', t: this.tick(), op, accepted: a.accepted as boolean }, { ev: 'release', t: this.tick(), op });
+    const a = this.store.handle({
+      op: 'write',
+      token: String(token),
+      attempt: op,
+      value: read.value + 1,
+      shadow: read.shadow + 1,
+    });
+    this.events(slot).push(
+      { ev: 'write', t: this.tick(), op, accepted: a.accepted as boolean },
+      { ev: 'release', t: this.tick(), op },
+    );
   }
 
   section(slot: number, n: number, token: number): void {
@@ -49,8 +75,16 @@ class Run {
 
   check(extra: Partial<CheckInput> = {}) {
     return checkHistories({
-      histories: [...this.histories.values()], records: this.store.records, value: this.store.value, shadow: this.store.shadow,
-      healAt: 1_000, ttl: TTL, wait: WAIT, slots: this.histories.size, fencing: 'strict', ...extra,
+      histories: [...this.histories.values()],
+      records: this.store.records,
+      value: this.store.value,
+      shadow: this.store.shadow,
+      healAt: 1_000,
+      ttl: TTL,
+      wait: WAIT,
+      slots: this.histories.size,
+      fencing: 'strict',
+      ...extra,
     });
   }
 }
@@ -60,7 +94,15 @@ describe('torture checker', () => {
     const run = new Run();
     for (let i = 1; i <= 4; i++) run.section(i % 2, i, i);
     const r = run.check();
-    expect(r).toMatchObject({ safe: true, live: true, lostUpdates: 0, overlaps: 0, tokensBackwards: 0, writesAfterLost: 0, finalValue: 4 });
+    expect(r).toMatchObject({
+      safe: true,
+      live: true,
+      lostUpdates: 0,
+      overlaps: 0,
+      tokensBackwards: 0,
+      writesAfterLost: 0,
+      finalValue: 4,
+    });
     expect(r.ops.writesAccepted).toBe(4);
     expect(r.unfenced.lostUpdates).toBe(0);
   });
@@ -75,7 +117,13 @@ describe('torture checker', () => {
     expect(r.safe).toBe(true);
     expect(r.ops.writesRejected).toBe(1);
     expect(r.finalValue).toBe(1);
-    expect(r.unfenced).toMatchObject({ writeAttempts: 2, finalValue: 1, lostUpdates: 1, overlappingSections: 1, staleWritesStoppedBySignal: 0 });
+    expect(r.unfenced).toMatchObject({
+      writeAttempts: 2,
+      finalValue: 1,
+      lostUpdates: 1,
+      overlappingSections: 1,
+      staleWritesStoppedBySignal: 0,
+    });
   });
 
   it('counts a skipped write as a stale write stopped by the signal when another holder wrote meanwhile', () => {
@@ -83,7 +131,12 @@ describe('torture checker', () => {
     const stale = run.grant(0, 1, 1);
     run.read(stale, 1);
     run.section(1, 1, 2);
-    run.events(0).push({ ev: 'lost', t: run.tick(), op: stale, reason: 'test' }, { ev: 'skip-write', t: run.tick(), op: stale });
+    run
+      .events(0)
+      .push(
+        { ev: 'lost', t: run.tick(), op: stale, reason: 'test' },
+        { ev: 'skip-write', t: run.tick(), op: stale },
+      );
     const r = run.check();
     expect(r.safe).toBe(true);
     expect(r.unfenced.staleWritesStoppedBySignal).toBe(1);
@@ -113,7 +166,7 @@ describe('torture checker', () => {
     expect(run.check({ fencing: 'best-effort' }).safe).toBe(true);
   });
 
-  it('reports a write attempted after the writer\'s own signal aborted', () => {
+  it("reports a write attempted after the writer's own signal aborted", () => {
     const run = new Run();
     const op = run.grant(0, 1, 1);
     const read = run.read(op, 1);

@@ -78,7 +78,18 @@ export function checkHistories(input: CheckInput): CheckResult {
     if (findings.filter((f) => f.startsWith(kind)).length < 20) findings.push(`${kind}: ${text}`);
   };
   const slack = input.clockSlack ?? 2;
-  const ops: CheckResult['ops'] = { invoked: 0, granted: 0, failed: {}, lost: 0, lostOnArrival: 0, writesAccepted: 0, writesRejected: 0, writesSkippedAfterLost: 0, readsRejected: 0, readerSections: 0 };
+  const ops: CheckResult['ops'] = {
+    invoked: 0,
+    granted: 0,
+    failed: {},
+    lost: 0,
+    lostOnArrival: 0,
+    writesAccepted: 0,
+    writesRejected: 0,
+    writesSkippedAfterLost: 0,
+    readsRejected: 0,
+    readerSections: 0,
+  };
 
   // Per-history facts: grants, loss, writes after loss.
   const grants: { op: string; invokeT: number; okT: number; token: bigint; mode: string }[] = [];
@@ -103,7 +114,13 @@ export function checkHistories(input: CheckInput): CheckResult {
           break;
         case 'ok': {
           ops.granted++;
-          grants.push({ op: e.op, invokeT: invokes.get(e.op) ?? e.t, okT: e.t, token: BigInt(e.token), mode: e.mode });
+          grants.push({
+            op: e.op,
+            invokeT: invokes.get(e.op) ?? e.t,
+            okT: e.t,
+            token: BigInt(e.token),
+            mode: e.mode,
+          });
           const slot = Number(e.op.split('.')[0]);
           okTimes.set(slot, [...(okTimes.get(slot) ?? []), e.t]);
           granted.set(e.op, e.t);
@@ -156,7 +173,10 @@ export function checkHistories(input: CheckInput): CheckResult {
         if (r.t >= input.healAt) acceptedWritesAfterHeal++;
         if (r.value !== lastValue + 1) {
           chainBreaks++;
-          note('lost update', `op ${r.attempt} (token ${r.token}) wrote ${r.value} over ${lastValue}`);
+          note(
+            'lost update',
+            `op ${r.attempt} (token ${r.token}) wrote ${r.value} over ${lastValue}`,
+          );
         }
         lastValue = r.value;
       } else ops.writesRejected++;
@@ -181,10 +201,16 @@ export function checkHistories(input: CheckInput): CheckResult {
       if (s.reader && otherIsReader) continue;
       if (!s.reader && !otherIsReader) {
         overlaps++;
-        note('overlap', `writer ${s.attempt} [seq ${s.start}..${s.end}] saw writer ${r.attempt} ${r.op} at seq ${seq}`);
+        note(
+          'overlap',
+          `writer ${s.attempt} [seq ${s.start}..${s.end}] saw writer ${r.attempt} ${r.op} at seq ${seq}`,
+        );
       } else {
         readerWriterOverlaps++;
-        note('reader/writer overlap', `${s.reader ? 'reader' : 'writer'} ${s.attempt} [seq ${s.start}..${s.end}] saw ${r.op} of ${r.attempt} at seq ${seq}`);
+        note(
+          'reader/writer overlap',
+          `${s.reader ? 'reader' : 'writer'} ${s.attempt} [seq ${s.start}..${s.end}] saw ${r.op} of ${r.attempt} at seq ${seq}`,
+        );
       }
       break;
     }
@@ -219,7 +245,9 @@ export function checkHistories(input: CheckInput): CheckResult {
   // Tokens in real time: a grant invoked after another grant completed must carry a larger token.
   let tokensBackwards = 0;
   const byOk = [...grants].sort((a, b) => a.okT - b.okT);
-  const byInvoke = grants.filter((g) => g.mode === 'exclusive').sort((a, b) => a.invokeT - b.invokeT);
+  const byInvoke = grants
+    .filter((g) => g.mode === 'exclusive')
+    .sort((a, b) => a.invokeT - b.invokeT);
   let i = 0;
   let max: { token: bigint; op: string } | undefined;
   for (const g of byInvoke) {
@@ -229,7 +257,10 @@ export function checkHistories(input: CheckInput): CheckResult {
     }
     if (max && g.token <= max.token) {
       tokensBackwards++;
-      note('token backwards', `op ${g.op} got ${g.token} after op ${max.op} had been granted ${max.token}`);
+      note(
+        'token backwards',
+        `op ${g.op} got ${g.token} after op ${max.op} had been granted ${max.token}`,
+      );
     }
   }
 
@@ -240,11 +271,15 @@ export function checkHistories(input: CheckInput): CheckResult {
     const from = Math.max(input.healAt, readyAt.get(slot)?.t ?? Infinity);
     if (!(okTimes.get(slot) ?? []).some((t) => t >= from && t <= from + window)) {
       stuckWorkers.push(slot);
-      note('stuck', `worker ${slot} got no grant within ${window} ms after ${from === Infinity ? 'start (never ready)' : 'the heal'}`);
+      note(
+        'stuck',
+        `worker ${slot} got no grant within ${window} ms after ${from === Infinity ? 'start (never ready)' : 'the heal'}`,
+      );
     }
   }
   const writers = input.records.some((r) => r.op === 'write');
-  if (writers && acceptedWritesAfterHeal === 0) note('stuck', 'the fenced resource accepted no write after the heal');
+  if (writers && acceptedWritesAfterHeal === 0)
+    note('stuck', 'the fenced resource accepted no write after the heal');
 
   const unfencedLost = ops.writesAccepted + ops.writesRejected - input.shadow;
   const tokenViolation = input.fencing === 'strict' ? tokensBackwards : 0;
@@ -259,9 +294,20 @@ export function checkHistories(input: CheckInput): CheckResult {
     writesAfterLost,
     stuckWorkers,
     acceptedWritesAfterHeal,
-    unfenced: { writeAttempts: ops.writesAccepted + ops.writesRejected, finalValue: input.shadow, lostUpdates: unfencedLost, overlappingSections, staleWritesStoppedBySignal },
+    unfenced: {
+      writeAttempts: ops.writesAccepted + ops.writesRejected,
+      finalValue: input.shadow,
+      lostUpdates: unfencedLost,
+      overlappingSections,
+      staleWritesStoppedBySignal,
+    },
     findings,
-    safe: lostUpdates === 0 && overlaps === 0 && readerWriterOverlaps === 0 && tokenViolation === 0 && (input.signalCheck === false || writesAfterLost === 0),
+    safe:
+      lostUpdates === 0 &&
+      overlaps === 0 &&
+      readerWriterOverlaps === 0 &&
+      tokenViolation === 0 &&
+      (input.signalCheck === false || writesAfterLost === 0),
     live: stuckWorkers.length === 0 && (!writers || acceptedWritesAfterHeal > 0),
   };
 }

@@ -33,7 +33,10 @@ export function send(socket: Socket, message: JsonMessage): void {
 /** A server that answers each request with `handler`'s result (or `{ error }`). */
 export function serveJsonLines(
   port: number,
-  handler: (request: JsonMessage, socket: Socket) => Promise<JsonMessage | undefined> | JsonMessage | undefined,
+  handler: (
+    request: JsonMessage,
+    socket: Socket,
+  ) => Promise<JsonMessage | undefined> | JsonMessage | undefined,
   onConnection?: (socket: Socket) => void,
 ): Promise<Server> {
   const server = createServer((socket) => {
@@ -45,7 +48,8 @@ export function serveJsonLines(
         .then(() => handler(request, socket))
         .then(
           (answer) => answer && send(socket, { ...answer, id: request.id }),
-          (error: unknown) => send(socket, { id: request.id, error: String((error as Error)?.message ?? error) }),
+          (error: unknown) =>
+            send(socket, { id: request.id, error: String((error as Error)?.message ?? error) }),
         );
     });
   });
@@ -62,11 +66,17 @@ export function serveJsonLines(
 export class JsonLinesClient {
   private socket: Socket | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (m: JsonMessage) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (m: JsonMessage) => void; reject: (e: Error) => void }
+  >();
   private readonly inFlight = new WeakMap<Socket, Set<number>>();
   private closed = false;
 
-  constructor(private readonly port: number, private readonly host = '127.0.0.1') {}
+  constructor(
+    private readonly port: number,
+    private readonly host = '127.0.0.1',
+  ) {}
 
   call(request: JsonMessage): { id: number; answer: Promise<JsonMessage> } {
     const id = this.nextId++;

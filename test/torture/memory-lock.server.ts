@@ -16,7 +16,12 @@ const port = Number(process.argv[2]);
 const waits = new Map<Socket, Map<number, AbortController>>();
 
 function lockOf(m: JsonMessage): BackendLock {
-  return { key: String(m.key), owner: String(m.owner), mode: m.mode as LockMode, ttl: Number(m.ttl) };
+  return {
+    key: String(m.key),
+    owner: String(m.owner),
+    mode: m.mode as LockMode,
+    ttl: Number(m.ttl),
+  };
 }
 
 void serveJsonLines(
@@ -27,11 +32,17 @@ void serveJsonLines(
       case 'acquire': {
         const controller = new AbortController();
         mine.set(m.id as number, controller);
-        const result = await backend.tryAcquire({ ...lockOf(m), signal: controller.signal, onLost: () => undefined });
+        const result = await backend.tryAcquire({
+          ...lockOf(m),
+          signal: controller.signal,
+          onLost: () => undefined,
+        });
         mine.delete(m.id as number);
         // The client is gone (connection cut): nobody will use this grant, give it back.
         if (result.acquired && socket.destroyed) await backend.release(lockOf(m));
-        return result.acquired ? { acquired: true, fencingToken: result.fencingToken.toString() } : { acquired: false, retryAfter: result.retryAfter };
+        return result.acquired
+          ? { acquired: true, fencingToken: result.fencingToken.toString() }
+          : { acquired: false, retryAfter: result.retryAfter };
       }
       case 'cancel':
         mine.get(m.target as number)?.abort();

@@ -15,7 +15,12 @@ import { JsonLinesClient, type JsonMessage } from './json-lines.channel';
  */
 export class MemoryRemoteBackend implements LockBackend {
   readonly name = 'memory';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: false,
+    maxKeyLength: 512,
+  };
   private readonly client: JsonLinesClient;
 
   constructor(port: number) {
@@ -32,11 +37,16 @@ export class MemoryRemoteBackend implements LockBackend {
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     const { key, owner, mode, ttl } = request;
     const m = await this.client.call({ type: 'acquire', key, owner, mode, ttl, wait: 0 }).answer;
-    return m.acquired ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) } : { acquired: false, retryAfter: m.retryAfter as number | undefined };
+    return m.acquired
+      ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) }
+      : { acquired: false, retryAfter: m.retryAfter as number | undefined };
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    const m = await this.client.call({ type: 'renew', locks: locks.map((l) => ({ ...l }) as unknown as JsonMessage) }).answer;
+    const m = await this.client.call({
+      type: 'renew',
+      locks: locks.map((l) => ({ ...l }) as unknown as JsonMessage),
+    }).answer;
     return m.results as boolean[];
   }
 

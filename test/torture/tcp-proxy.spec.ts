@@ -32,7 +32,11 @@ describe('TcpProxy', () => {
   });
 
   /** A client through the proxy that collects what it receives. */
-  async function client(): Promise<{ socket: Socket; received: () => string; closed: () => boolean }> {
+  async function client(): Promise<{
+    socket: Socket;
+    received: () => string;
+    closed: () => boolean;
+  }> {
     const socket = connect({ port: proxy.port, host: '127.0.0.1' });
     clients.push(socket);
     let data = '';

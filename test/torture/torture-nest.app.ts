@@ -1,7 +1,14 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { CurrentLock, DistributedLockModule, Locked, LockService, type LockBackend, type LockHandle } from '../../lib';
+import {
+  CurrentLock,
+  DistributedLockModule,
+  Locked,
+  LockService,
+  type LockBackend,
+  type LockHandle,
+} from '../../lib';
 import type { Section, WorkerConfig } from './torture.worker';
 
 /**
@@ -14,7 +21,11 @@ export interface WorkerRunner {
   close(): Promise<void>;
 }
 
-export async function createRunner(cfg: WorkerConfig, backend: LockBackend, section: Section): Promise<WorkerRunner> {
+export async function createRunner(
+  cfg: WorkerConfig,
+  backend: LockBackend,
+  section: Section,
+): Promise<WorkerRunner> {
   const mode = cfg.role === 'reader' ? 'shared' : 'exclusive';
   const options = { ttl: cfg.ttl, wait: cfg.wait, mode } as const;
 
@@ -28,7 +39,13 @@ export async function createRunner(cfg: WorkerConfig, backend: LockBackend, sect
   }
 
   @Module({
-    imports: [DistributedLockModule.forRoot({ backend, keyPrefix: 'torture:', defaults: { ttl: cfg.ttl, wait: cfg.wait } })],
+    imports: [
+      DistributedLockModule.forRoot({
+        backend,
+        keyPrefix: 'torture:',
+        defaults: { ttl: cfg.ttl, wait: cfg.wait },
+      }),
+    ],
     providers: [CounterJob],
   })
   class WorkerModule {}

@@ -5,23 +5,66 @@ describe('torture options', () => {
   const base = ['--backend', 'memory', '--duration', '20s'];
 
   it('parses a full command line', () => {
-    expect(parseTortureArgs(['--backend', 'redis', '--workers', '8', '--duration', '60s', '--faults', 'kill,pause', '--seed', '7', '--mode', 'shared'])).toMatchObject({
-      backend: 'redis', workers: 8, durationMs: 60_000, faults: ['kill', 'pause'], seed: 7, mode: 'shared', ttl: 500, wait: 2_000, signalCheck: true,
+    expect(
+      parseTortureArgs([
+        '--backend',
+        'redis',
+        '--workers',
+        '8',
+        '--duration',
+        '60s',
+        '--faults',
+        'kill,pause',
+        '--seed',
+        '7',
+        '--mode',
+        'shared',
+      ]),
+    ).toMatchObject({
+      backend: 'redis',
+      workers: 8,
+      durationMs: 60_000,
+      faults: ['kill', 'pause'],
+      seed: 7,
+      mode: 'shared',
+      ttl: 500,
+      wait: 2_000,
+      signalCheck: true,
     });
-    expect(parseTortureArgs(['--backend=etcd', '--duration=1m', '--faults=none'])).toMatchObject({ backend: 'etcd', durationMs: 60_000, faults: [], ttl: 2_000 });
+    expect(parseTortureArgs(['--backend=etcd', '--duration=1m', '--faults=none'])).toMatchObject({
+      backend: 'etcd',
+      durationMs: 60_000,
+      faults: [],
+      ttl: 2_000,
+    });
   });
 
   it.each([
-    [['--backend', 'mongo'], /--backend: unknown backend "mongo"; allowed: memory, redis, redlock, etcd, zookeeper, mysql, postgres/],
+    [
+      ['--backend', 'mongo'],
+      /--backend: unknown backend "mongo"; allowed: memory, redis, redlock, etcd, zookeeper, mysql, postgres/,
+    ],
     [[], /--backend is required/],
-    [[...base, '--faults', 'kill,meteor'], /--faults: unknown fault "meteor"; allowed: kill, pause, restart, partition/],
-    [['--backend', 'memory', '--duration', 'soon'], /--duration: cannot parse "soon" as a duration/],
+    [
+      [...base, '--faults', 'kill,meteor'],
+      /--faults: unknown fault "meteor"; allowed: kill, pause, restart, partition/,
+    ],
+    [
+      ['--backend', 'memory', '--duration', 'soon'],
+      /--duration: cannot parse "soon" as a duration/,
+    ],
     [['--backend', 'memory', '--duration', '0s'], /--duration: must be longer than 0/],
-    [['--backend', 'memory', '--duration', '2s'], /--duration: got 2000 ms; allowed: at least \d+ ms/],
+    [
+      ['--backend', 'memory', '--duration', '2s'],
+      /--duration: got 2000 ms; allowed: at least \d+ ms/,
+    ],
     [[...base, '--workers', '1'], /--workers: got "1"; allowed: an integer from 2 to 64/],
     [[...base, '--workers', 'many'], /--workers: got "many"/],
     [[...base, '--mode', 'both'], /--mode: got "both"; allowed: exclusive, shared/],
-    [['--backend', 'etcd', '--duration', '30s', '--ttl', '500ms'], /--ttl: got 500 ms; allowed for etcd: at least 2000 ms, a multiple of 1000 ms/],
+    [
+      ['--backend', 'etcd', '--duration', '30s', '--ttl', '500ms'],
+      /--ttl: got 500 ms; allowed for etcd: at least 2000 ms, a multiple of 1000 ms/,
+    ],
     [[...base, '--speed', 'fast'], /unknown option --speed/],
     [[...base, '--signal-check', 'maybe'], /--signal-check: got "maybe"; allowed: on, off/],
     [[...base, '--seed'], /--seed needs a value/],

@@ -46,7 +46,10 @@ export interface TortureBackend {
 }
 
 /** A ServerProcess as a nemesis target; `kill` may be a gentler crash (postgres: SIGQUIT). */
-function control(name: string, server: { kill(): Promise<void>; start(): Promise<void> }): ServerControl {
+function control(
+  name: string,
+  server: { kill(): Promise<void>; start(): Promise<void> },
+): ServerControl {
   return { name, kill: () => server.kill(), start: () => server.start() };
 }
 
@@ -54,21 +57,38 @@ function control(name: string, server: { kill(): Promise<void>; start(): Promise
 const DURABLE_REDIS = ['--appendonly', 'yes', '--appendfsync', 'always'];
 
 /** Every backend name the harness knows; those without a registry entry have not landed yet. */
-export const BACKEND_NAMES = ['memory', 'redis', 'redlock', 'etcd', 'zookeeper', 'mysql', 'postgres'] as const;
+export const BACKEND_NAMES = [
+  'memory',
+  'redis',
+  'redlock',
+  'etcd',
+  'zookeeper',
+  'mysql',
+  'postgres',
+] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
-
 
 export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
   memory: {
     async start(dir, build) {
       const port = await freePort();
-      const server = new ServerProcess({ name: 'memory-lock-server', command: process.execPath, args: [join(build, 'test/torture/memory-lock.server.js'), String(port)], port, env: buildEnv() }, dir);
+      const server = new ServerProcess(
+        {
+          name: 'memory-lock-server',
+          command: process.execPath,
+          args: [join(build, 'test/torture/memory-lock.server.js'), String(port)],
+          port,
+          env: buildEnv(),
+        },
+        dir,
+      );
       await server.start();
       return {
         ports: [port],
         clientConfig: ([p]) => ({ port: p }),
         restartable: [],
-        restartNote: 'the memory backend keeps its locks and fence counters in one process; a restart loses them by design',
+        restartNote:
+          'the memory backend keeps its locks and fence counters in one process; a restart loses them by design',
         stop: () => server.kill(),
       };
     },
@@ -95,7 +115,10 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { RedisLockBackend } = await import('../../lib/backends/redis');
       const client = new Redis({ host: '127.0.0.1', port: config.port, lazyConnect: false });
       client.on('error', () => undefined);
-      return { backend: new RedisLockBackend({ client }), close: async () => void client.disconnect() };
+      return {
+        backend: new RedisLockBackend({ client }),
+        close: async () => void client.disconnect(),
+      };
     },
   },
 
@@ -104,7 +127,9 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
     async start() {
       const { RedisServer } = await import('../support/redis-server');
       // Durable masters: Redlock's own safety argument needs a restarted master to keep its keys.
-      const masters = await Promise.all(Array.from({ length: 5 }, () => RedisServer.start(DURABLE_REDIS)));
+      const masters = await Promise.all(
+        Array.from({ length: 5 }, () => RedisServer.start(DURABLE_REDIS)),
+      );
       return {
         ports: masters.map((m) => m.port),
         clientConfig: (ports) => ({ ports }),
@@ -116,9 +141,15 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { default: Redis } = await import('ioredis');
       const { RedlockBackend } = await import('../../lib/backends/redlock');
       // Fail fast while a master is down: Redlock needs answers from a majority, not from all.
-      const clients = config.ports.map((port) => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, retryStrategy: () => 100 }));
+      const clients = config.ports.map(
+        (port) =>
+          new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, retryStrategy: () => 100 }),
+      );
       for (const c of clients) c.on('error', () => undefined);
-      return { backend: new RedlockBackend({ clients }), close: async () => clients.forEach((c) => c.disconnect()) };
+      return {
+        backend: new RedlockBackend({ clients }),
+        close: async () => clients.forEach((c) => c.disconnect()),
+      };
     },
   },
 
@@ -138,7 +169,10 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { Etcd3 } = await import('etcd3');
       const { EtcdLockBackend } = await import('../../lib/backends/etcd');
       const client = new Etcd3({ hosts: config.hosts });
-      return { backend: new EtcdLockBackend({ client, sessionTtl: ttl }), close: async () => client.close() };
+      return {
+        backend: new EtcdLockBackend({ client, sessionTtl: ttl }),
+        close: async () => client.close(),
+      };
     },
   },
 
@@ -149,9 +183,15 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const ensemble = await ZooKeeperEnsemble.start(3);
       return {
         ports: ensemble.ports,
-        clientConfig: (ports) => ({ connectionString: ports.map((p) => `127.0.0.1:${p}`).join(',') }),
+        clientConfig: (ports) => ({
+          connectionString: ports.map((p) => `127.0.0.1:${p}`).join(','),
+        }),
         restartable: ensemble.servers.map((s, i) =>
-          control(`zookeeper-${i + 1}`, { kill: () => s.kill(), start: async () => (await s.start(), await ensemble.untilServing(i)) })),
+          control(`zookeeper-${i + 1}`, {
+            kill: () => s.kill(),
+            start: async () => (await s.start(), await ensemble.untilServing(i)),
+          }),
+        ),
         stop: () => ensemble.destroy(),
       };
     },
@@ -159,7 +199,10 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { newZkClient } = await import('../support/zookeeper-server');
       const { ZooKeeperLockBackend } = await import('../../lib/backends/zookeeper');
       // A factory: after a session expiry (pause, partition) the backend opens a new session.
-      const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(config.connectionString, ttl), sessionTimeout: ttl });
+      const backend = new ZooKeeperLockBackend({
+        clientFactory: () => newZkClient(config.connectionString, ttl),
+        sessionTimeout: ttl,
+      });
       return { backend, close: async () => undefined };
     },
   },
@@ -179,7 +222,10 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { createPool } = await import('mysql2/promise');
       const { MySqlLockBackend } = await import('../../lib/backends/mysql');
       const pool = createPool({ ...config, connectionLimit: 4, connectTimeout: 2_000 });
-      return { backend: new MySqlLockBackend({ client: pool }), close: () => pool.end().catch(() => undefined) };
+      return {
+        backend: new MySqlLockBackend({ client: pool }),
+        close: () => pool.end().catch(() => undefined),
+      };
     },
   },
 
@@ -191,7 +237,12 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
         ports: [server.port],
         clientConfig: ([port]) => ({ ...server.connection, port }),
         // SIGQUIT: the postmaster's own crash path (SIGKILL would orphan its backends).
-        restartable: [control(`postgres:${server.port}`, { kill: () => server.crash(), start: () => server.start() })],
+        restartable: [
+          control(`postgres:${server.port}`, {
+            kill: () => server.crash(),
+            start: () => server.start(),
+          }),
+        ],
         stop: () => server.destroy(),
       };
     },
@@ -200,7 +251,10 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
       const { PostgresLockBackend } = await import('../../lib/backends/postgres');
       const pool = new Pool({ ...config, max: 4, connectionTimeoutMillis: 2_000 });
       pool.on('error', () => undefined); // idle clients die with the server during restarts
-      return { backend: new PostgresLockBackend({ client: pool }), close: () => pool.end().catch(() => undefined) };
+      return {
+        backend: new PostgresLockBackend({ client: pool }),
+        close: () => pool.end().catch(() => undefined),
+      };
     },
   },
 };

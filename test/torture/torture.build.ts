@@ -1,5 +1,14 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 
@@ -19,7 +28,8 @@ function sources(): string[] {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
       if (statSync(path).isDirectory()) walk(path);
-      else if (name.endsWith('.ts') && !name.endsWith('.spec.ts') && !name.endsWith('.d.ts')) out.push(path);
+      else if (name.endsWith('.ts') && !name.endsWith('.spec.ts') && !name.endsWith('.d.ts'))
+        out.push(path);
     }
   };
   for (const s of SOURCES) walk(join(ROOT, s));
@@ -31,7 +41,9 @@ export function buildWorkers(): string {
   const files = sources();
   const hash = createHash('sha256');
   const texts = files.map((f) => readFileSync(f, 'utf8'));
-  files.forEach((f, i) => hash.update(relative(ROOT, f)).update('\0').update(texts[i]).update('\0'));
+  files.forEach((f, i) =>
+    hash.update(relative(ROOT, f)).update('\0').update(texts[i]).update('\0'),
+  );
   const out = join(tmpdir(), `ndl-torture-build-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(out, '.complete'))) return out;
   // Loaded only when a build is needed: typescript is a dev dependency of the harness, not of workers.

@@ -36,7 +36,12 @@ export class Nemesis {
   private stopped = false;
   private wake: (() => void) | undefined;
 
-  constructor(seed: number, private readonly faults: Fault[], private readonly ttl: number, private readonly targets: NemesisTargets) {
+  constructor(
+    seed: number,
+    private readonly faults: Fault[],
+    private readonly ttl: number,
+    private readonly targets: NemesisTargets,
+  ) {
     this.rng = new SeededRandom(seed);
   }
 
@@ -96,7 +101,12 @@ export class Nemesis {
         const w = this.worker();
         const ms = this.rng.int(this.ttl, 4 * this.ttl);
         const reset = this.rng.next() < 0.5;
-        this.log(fault, `worker ${w.slot}`, 'start', `traffic held for ${ms} ms, then ${reset ? 'connections reset' : 'let through'}`);
+        this.log(
+          fault,
+          `worker ${w.slot}`,
+          'start',
+          `traffic held for ${ms} ms, then ${reset ? 'connections reset' : 'let through'}`,
+        );
         for (const p of w.proxies) p.blackhole();
         await this.sleep(ms, true);
         for (const p of w.proxies) {

@@ -33,8 +33,13 @@ export const USAGE = `usage: npm run torture -- --backend <${BACKEND_NAMES.join(
 /** "60s", "1.5m", "500ms", "2000" (ms) -> ms. */
 export function parseDuration(flag: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  if (!m) throw new UsageError(`--${flag}: cannot parse "${text}" as a duration; use e.g. 500ms, 20s, 10m`);
-  const ms = Math.round(Number(m[1]) * ({ ms: 1, s: 1_000, m: 60_000 } as const)[(m[2] ?? 'ms') as 'ms' | 's' | 'm']);
+  if (!m)
+    throw new UsageError(
+      `--${flag}: cannot parse "${text}" as a duration; use e.g. 500ms, 20s, 10m`,
+    );
+  const ms = Math.round(
+    Number(m[1]) * ({ ms: 1, s: 1_000, m: 60_000 } as const)[(m[2] ?? 'ms') as 'ms' | 's' | 'm'],
+  );
   if (ms <= 0) throw new UsageError(`--${flag}: must be longer than 0 (got "${text}")`);
   return ms;
 }
@@ -54,33 +59,57 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
     const m = /^--([a-z][a-z-]*)(?:=(.*))?$/.exec(arg);
     if (!m) throw new UsageError(`unexpected argument "${arg}"\n${USAGE}`);
     const value = m[2] ?? argv[++i];
-    if (value === undefined || (m[2] === undefined && value.startsWith('--'))) throw new UsageError(`--${m[1]} needs a value\n${USAGE}`);
+    if (value === undefined || (m[2] === undefined && value.startsWith('--')))
+      throw new UsageError(`--${m[1]} needs a value\n${USAGE}`);
     raw.set(m[1], value);
   }
-  const known = new Set(['backend', 'workers', 'duration', 'faults', 'seed', 'mode', 'ttl', 'wait', 'signal-check', 'report']);
-  for (const flag of raw.keys()) if (!known.has(flag)) throw new UsageError(`unknown option --${flag}\n${USAGE}`);
+  const known = new Set([
+    'backend',
+    'workers',
+    'duration',
+    'faults',
+    'seed',
+    'mode',
+    'ttl',
+    'wait',
+    'signal-check',
+    'report',
+  ]);
+  for (const flag of raw.keys())
+    if (!known.has(flag)) throw new UsageError(`unknown option --${flag}\n${USAGE}`);
 
   const backend = raw.get('backend');
   if (backend === undefined) throw new UsageError(`--backend is required\n${USAGE}`);
   if (!(BACKEND_NAMES as readonly string[]).includes(backend)) {
-    throw new UsageError(`--backend: unknown backend "${backend}"; allowed: ${BACKEND_NAMES.join(', ')}`);
+    throw new UsageError(
+      `--backend: unknown backend "${backend}"; allowed: ${BACKEND_NAMES.join(', ')}`,
+    );
   }
   if (!TORTURE_BACKENDS[backend as BackendName]) {
-    throw new UsageError(`--backend: "${backend}" has not landed in this tree yet; available: ${Object.keys(TORTURE_BACKENDS).join(', ')}`);
+    throw new UsageError(
+      `--backend: "${backend}" has not landed in this tree yet; available: ${Object.keys(TORTURE_BACKENDS).join(', ')}`,
+    );
   }
   const faultText = raw.get('faults') ?? FAULTS.join(',');
   const faults = faultText === 'none' ? [] : faultText.split(',').map((f) => f.trim());
   for (const f of faults) {
-    if (!(FAULTS as readonly string[]).includes(f)) throw new UsageError(`--faults: unknown fault "${f}"; allowed: ${FAULTS.join(', ')} (comma-separated) or none`);
+    if (!(FAULTS as readonly string[]).includes(f))
+      throw new UsageError(
+        `--faults: unknown fault "${f}"; allowed: ${FAULTS.join(', ')} (comma-separated) or none`,
+      );
   }
   const mode = raw.get('mode') ?? 'exclusive';
-  if (mode !== 'exclusive' && mode !== 'shared') throw new UsageError(`--mode: got "${mode}"; allowed: exclusive, shared`);
+  if (mode !== 'exclusive' && mode !== 'shared')
+    throw new UsageError(`--mode: got "${mode}"; allowed: exclusive, shared`);
   const signalCheck = raw.get('signal-check') ?? 'on';
-  if (signalCheck !== 'on' && signalCheck !== 'off') throw new UsageError(`--signal-check: got "${signalCheck}"; allowed: on, off`);
+  if (signalCheck !== 'on' && signalCheck !== 'off')
+    throw new UsageError(`--signal-check: got "${signalCheck}"; allowed: on, off`);
   const limits = TORTURE_BACKENDS[backend as BackendName]?.ttl ?? { default: 500, min: 100 };
   const ttl = raw.has('ttl') ? parseDuration('ttl', raw.get('ttl') as string) : limits.default;
   if (ttl < limits.min || (limits.step !== undefined && ttl % limits.step !== 0)) {
-    throw new UsageError(`--ttl: got ${ttl} ms; allowed for ${backend}: at least ${limits.min} ms${limits.step ? `, a multiple of ${limits.step} ms` : ''}`);
+    throw new UsageError(
+      `--ttl: got ${ttl} ms; allowed for ${backend}: at least ${limits.min} ms${limits.step ? `, a multiple of ${limits.step} ms` : ''}`,
+    );
   }
   const options: TortureOptions = {
     backend: backend as BackendName,
@@ -96,7 +125,9 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
   };
   const minimum = minimumDuration(options);
   if (options.durationMs < minimum) {
-    throw new UsageError(`--duration: got ${options.durationMs} ms; allowed: at least ${minimum} ms (faults need time, then 2 x ttl + wait of quiet for the liveness check)`);
+    throw new UsageError(
+      `--duration: got ${options.durationMs} ms; allowed: at least ${minimum} ms (faults need time, then 2 x ttl + wait of quiet for the liveness check)`,
+    );
   }
   return options;
 }

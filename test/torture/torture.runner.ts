@@ -60,7 +60,8 @@ class Slot implements NemesisWorker {
   ) {}
 
   signal(sig: NodeJS.Signals): void {
-    if (this.child && this.child.exitCode === null && this.child.signalCode === null) this.child.kill(sig);
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null)
+      this.child.kill(sig);
   }
 
   async start(): Promise<void> {
@@ -71,7 +72,13 @@ class Slot implements NemesisWorker {
     child.once('exit', (code, sig) => {
       if (this.expected.has(child)) return;
       // A crash is a finding (reported), and the run goes on: a supervisor would restart the app.
-      this.onCrash({ slot: this.slot, inc, t: now(), exit: String(code ?? sig), log: tail(this.logOf(this.slot, inc)) });
+      this.onCrash({
+        slot: this.slot,
+        inc,
+        t: now(),
+        exit: String(code ?? sig),
+        log: tail(this.logOf(this.slot, inc)),
+      });
       if (!this.stopping && this.child === child) this.start().catch(() => undefined);
     });
   }
@@ -110,7 +117,10 @@ function tail(file: string): string {
   }
 }
 
-export async function runTorture(options: TortureOptions, log: (line: string) => void = () => undefined): Promise<TortureReport> {
+export async function runTorture(
+  options: TortureOptions,
+  log: (line: string) => void = () => undefined,
+): Promise<TortureReport> {
   const def = TORTURE_BACKENDS[options.backend];
   if (!def) throw new Error(`backend ${options.backend} has not landed`);
   const dir = tempDir(`torture-${options.backend}`);
@@ -128,25 +138,51 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     timings.buildMs = Math.round(now() - t0);
     servers = await def.start(dir, build);
     timings.serversMs = Math.round(now() - t0) - timings.buildMs;
-    if (!options.signalCheck) notes.push('--signal-check off: workers write even after their signal aborted; only the fence protects the store');
-    if (options.faults.includes('restart') && servers.restartable.length === 0) notes.push(`restart skipped: ${servers.restartNote}`);
+    if (!options.signalCheck)
+      notes.push(
+        '--signal-check off: workers write even after their signal aborted; only the fence protects the store',
+      );
+    if (options.faults.includes('restart') && servers.restartable.length === 0)
+      notes.push(`restart skipped: ${servers.restartNote}`);
     const storePort = await freePort();
     await store.listen(storePort);
 
-    const spawn = (slot: Slot) => spawnWorker(slot, {
-      slot: slot.slot, inc: slot.inc, backend: options.backend, client: (servers as RunningServers).clientConfig(slot.proxies.map((p) => p.port)),
-      storePort, historyFile: join(dir, `history-${slot.slot}-${slot.inc}.jsonl`), role: slot.role, via: slot.via,
-      ttl: options.ttl, wait: options.wait, key: 'counter', seed: options.seed, yieldMax: 30, thinkMax: 20, signalCheck: options.signalCheck,
-    }, dir, build);
+    const spawn = (slot: Slot) =>
+      spawnWorker(
+        slot,
+        {
+          slot: slot.slot,
+          inc: slot.inc,
+          backend: options.backend,
+          client: (servers as RunningServers).clientConfig(slot.proxies.map((p) => p.port)),
+          storePort,
+          historyFile: join(dir, `history-${slot.slot}-${slot.inc}.jsonl`),
+          role: slot.role,
+          via: slot.via,
+          ttl: options.ttl,
+          wait: options.wait,
+          key: 'counter',
+          seed: options.seed,
+          yieldMax: 30,
+          thinkMax: 20,
+          signalCheck: options.signalCheck,
+        },
+        dir,
+        build,
+      );
     for (let i = 0; i < options.workers; i++) {
       const proxies = await Promise.all(servers.ports.map((port) => TcpProxy.start({ port })));
       const role: Role = options.mode === 'shared' && i % 2 === 1 ? 'reader' : 'writer';
-      slots.push(new Slot(i, role, VIAS[i % VIAS.length], proxies, spawn, (c) => crashes.push(c), logOf));
+      slots.push(
+        new Slot(i, role, VIAS[i % VIAS.length], proxies, spawn, (c) => crashes.push(c), logOf),
+      );
     }
     const spawnAt = now();
     await Promise.all(slots.map((s) => s.start()));
     timings.workersMs = Math.round(now() - spawnAt);
-    log(`torture ${options.backend}: ${options.workers} workers ready in ${Math.round(now() - t0)} ms, seed ${options.seed}, faults ${options.faults.join(',') || 'none'}`);
+    log(
+      `torture ${options.backend}: ${options.workers} workers ready in ${Math.round(now() - t0)} ms, seed ${options.seed}, faults ${options.faults.join(',') || 'none'}`,
+    );
 
     const runStart = now();
     const nemesisUntil = runStart + options.durationMs - quietMs(options);
@@ -161,21 +197,44 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
     const healAt = now();
     log(`nemesis done: ${JSON.stringify(nemesis.counts)}; quiet for liveness`);
     // The quiet tail: long enough for every worker to show progress within 2 x ttl + wait.
-    await new Promise((r) => setTimeout(r, Math.max(runStart + options.durationMs - now(), 2 * options.ttl + options.wait + 500)));
+    await new Promise((r) =>
+      setTimeout(
+        r,
+        Math.max(runStart + options.durationMs - now(), 2 * options.ttl + options.wait + 500),
+      ),
+    );
     const stopAt = now();
     await Promise.all(slots.map((s) => s.stop()));
     timings.stopMs = Math.round(now() - stopAt);
 
-    const histories = readdirSync(dir).filter((f) => f.startsWith('history-')).map((f) => readHistory(join(dir, f)));
+    const histories = readdirSync(dir)
+      .filter((f) => f.startsWith('history-'))
+      .map((f) => readHistory(join(dir, f)));
     const result = checkHistories({
-      histories, records: store.records, value: store.value, shadow: store.shadow, healAt,
-      ttl: options.ttl, wait: options.wait, slots: options.workers,
-      fencing: def.fencing ?? 'strict', signalCheck: options.signalCheck,
+      histories,
+      records: store.records,
+      value: store.value,
+      shadow: store.shadow,
+      healAt,
+      ttl: options.ttl,
+      wait: options.wait,
+      slots: options.workers,
+      fencing: def.fencing ?? 'strict',
+      signalCheck: options.signalCheck,
     });
     writeFileSync(join(dir, 'store.jsonl'), store.records.map((r) => JSON.stringify(r)).join('\n'));
     const report: TortureReport = {
-      options, dir, startedAt, elapsedMs: Math.round(now() - t0), timings, faults: nemesis.counts, notes, nemesis: nemesis.events,
-      workers: slots.map((s) => ({ slot: s.slot, role: s.role, via: s.via, incarnations: s.inc })), crashes, result,
+      options,
+      dir,
+      startedAt,
+      elapsedMs: Math.round(now() - t0),
+      timings,
+      faults: nemesis.counts,
+      notes,
+      nemesis: nemesis.events,
+      workers: slots.map((s) => ({ slot: s.slot, role: s.role, via: s.via, incarnations: s.inc })),
+      crashes,
+      result,
     };
     writeFileSync(options.report ?? join(dir, 'report.json'), JSON.stringify(report, null, 2));
     return report;
@@ -189,7 +248,8 @@ export async function runTorture(options: TortureOptions, log: (line: string) =>
 
 /** Removes a passing run's directory (histories and logs are kept when a run fails). */
 export function cleanUp(report: TortureReport): void {
-  if (report.result.safe && report.result.live && report.crashes.length === 0) removeDir(report.dir);
+  if (report.result.safe && report.result.live && report.crashes.length === 0)
+    removeDir(report.dir);
 }
 
 function readHistory(file: string): HistoryEvent[] {
@@ -206,8 +266,12 @@ function readHistory(file: string): HistoryEvent[] {
   return events;
 }
 
-
-function spawnWorker(slot: Slot, config: WorkerConfig, dir: string, build: string): Promise<ChildProcess> {
+function spawnWorker(
+  slot: Slot,
+  config: WorkerConfig,
+  dir: string,
+  build: string,
+): Promise<ChildProcess> {
   const fd = openSync(join(dir, `worker-${slot.slot}-${slot.inc}.log`), 'a');
   const child = fork(join(build, 'test/torture/torture.worker.js'), [], {
     cwd: ROOT,
@@ -217,14 +281,19 @@ function spawnWorker(slot: Slot, config: WorkerConfig, dir: string, build: strin
   });
   closeSync(fd);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${slot.slot} not ready after 60 s (see ${dir})`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`worker ${slot.slot} not ready after 60 s (see ${dir})`)),
+      60_000,
+    );
     child.once('message', () => {
       clearTimeout(timer);
       resolve(child);
     });
     child.once('exit', (code, sig) => {
       clearTimeout(timer);
-      reject(new Error(`worker ${slot.slot} exited (${code ?? sig}) before it was ready; log in ${dir}`));
+      reject(
+        new Error(`worker ${slot.slot} exited (${code ?? sig}) before it was ready; log in ${dir}`),
+      );
     });
   });
 }

@@ -14,16 +14,30 @@ const landed = BACKEND_NAMES.filter((b) => TORTURE_BACKENDS[b]);
 
 function options(backend: BackendName, mode: 'exclusive' | 'shared', seed: number): TortureOptions {
   const ttl = TORTURE_BACKENDS[backend]?.ttl?.default ?? 500;
-  return { backend, workers: 8, durationMs: 10_000 + 2 * ttl, faults: [...FAULTS], seed, mode, ttl, wait: 2_000, signalCheck: true };
+  return {
+    backend,
+    workers: 8,
+    durationMs: 10_000 + 2 * ttl,
+    faults: [...FAULTS],
+    seed,
+    mode,
+    ttl,
+    wait: 2_000,
+    signalCheck: true,
+  };
 }
 
 function expectSafe(report: TortureReport): void {
   console.log(formatSummary(report));
   const r = report.result;
-  expect({ lostUpdates: r.lostUpdates, overlaps: r.overlaps, readerWriterOverlaps: r.readerWriterOverlaps })
-    .toEqual({ lostUpdates: 0, overlaps: 0, readerWriterOverlaps: 0 });
+  expect({
+    lostUpdates: r.lostUpdates,
+    overlaps: r.overlaps,
+    readerWriterOverlaps: r.readerWriterOverlaps,
+  }).toEqual({ lostUpdates: 0, overlaps: 0, readerWriterOverlaps: 0 });
   if (report.options.signalCheck) expect(r.writesAfterLost).toBe(0);
-  if (TORTURE_BACKENDS[report.options.backend]?.fencing !== 'best-effort') expect(r.tokensBackwards).toBe(0);
+  if (TORTURE_BACKENDS[report.options.backend]?.fencing !== 'best-effort')
+    expect(r.tokensBackwards).toBe(0);
   expect(r.safe).toBe(true);
   expect(r.finalValue).toBe(r.ops.writesAccepted);
   expect(r.ops.writesAccepted).toBeGreaterThan(0);
@@ -32,9 +46,13 @@ function expectSafe(report: TortureReport): void {
 }
 
 describe('torture (short, fixed seeds)', () => {
-  it.each(landed)('%s: exclusive, every fault, 8 workers', async (backend) => {
-    expectSafe(await runTorture(options(backend, 'exclusive', 11)));
-  }, 180_000);
+  it.each(landed)(
+    '%s: exclusive, every fault, 8 workers',
+    async (backend) => {
+      expectSafe(await runTorture(options(backend, 'exclusive', 11)));
+    },
+    180_000,
+  );
 
   it('memory: careless writers (no signal check), the fence alone keeps the store right', async () => {
     const report = await runTorture({ ...options('memory', 'exclusive', 13), signalCheck: false });

@@ -3,12 +3,17 @@ import type { TortureReport } from './torture.runner';
 /** The one-screen summary of a run. */
 export function formatSummary(report: TortureReport): string {
   const { options: o, result: r } = report;
-  const failed = Object.entries(r.ops.failed).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  const failed =
+    Object.entries(r.ops.failed)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ') || 'none';
   const verdict = (n: number) => (n === 0 ? 'ok' : 'VIOLATION');
   const lines = [
     `== torture ${o.backend} (${o.mode}) seed ${o.seed}: ${o.workers} workers, ${Math.round(report.elapsedMs / 1000)} s, ttl ${o.ttl} ms, wait ${o.wait} ms`,
     `set-up            build ${report.timings.buildMs} ms, servers ${report.timings.serversMs} ms, ${o.workers} workers ${report.timings.workersMs} ms, stop ${report.timings.stopMs} ms`,
-    `faults injected    ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `faults injected    ${Object.entries(report.faults)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
     ...report.notes.map((n) => `note               ${n}`),
     `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted, failed: ${failed}`,
     `locks lost         ${r.ops.lost} (${r.ops.lostOnArrival} within 2 ms of the grant: paused or cut off while acquiring, or a bug; writes skipped after own signal: ${r.ops.writesSkippedAfterLost})`,
@@ -29,5 +34,11 @@ export function formatSummary(report: TortureReport): string {
 }
 
 function firstError(log: string): string {
-  return log.split('\n').find((l) => /Error|error/.test(l))?.trim().slice(0, 120) ?? 'see its log';
+  return (
+    log
+      .split('\n')
+      .find((l) => /Error|error/.test(l))
+      ?.trim()
+      .slice(0, 120) ?? 'see its log'
+  );
 }

@@ -42,21 +42,35 @@ async function main(): Promise<void> {
   const record = (e: HistoryEvent) => writeSync(fd, `${JSON.stringify(e)}\n`);
   const rng = new SeededRandom(cfg.seed * 7919 + cfg.slot * 131 + cfg.inc);
   const store = new JsonLinesClient(cfg.storePort);
-  const { backend, close } = await (TORTURE_BACKENDS[cfg.backend] as NonNullable<(typeof TORTURE_BACKENDS)[BackendName]>).connect(cfg.client, cfg.ttl);
+  const { backend, close } = await (
+    TORTURE_BACKENDS[cfg.backend] as NonNullable<(typeof TORTURE_BACKENDS)[BackendName]>
+  ).connect(cfg.client, cfg.ttl);
   const mode = cfg.role === 'reader' ? 'shared' : 'exclusive';
   const sleep = (max: number) => new Promise((r) => setTimeout(r, rng.int(0, max)));
 
   const section: Section = async (handle, op) => {
     const token = handle.fencingToken.toString();
     record({ ev: 'ok', t: now(), op, token, mode: handle.mode });
-    const lost = () => record({ ev: 'lost', t: now(), op, reason: String((handle.signal.reason as Error)?.message) });
+    const lost = () =>
+      record({
+        ev: 'lost',
+        t: now(),
+        op,
+        reason: String((handle.signal.reason as Error)?.message),
+      });
     // A grant can arrive already lost (its validity ran out before the section started).
     if (handle.signal.aborted) lost();
     else handle.signal.addEventListener('abort', lost, { once: true });
     try {
       if (cfg.role === 'writer') {
         const read = await store.call({ op: 'read', token, attempt: op }).answer;
-        record({ ev: 'read', t: now(), op, accepted: read.accepted as boolean, value: read.value as number });
+        record({
+          ev: 'read',
+          t: now(),
+          op,
+          accepted: read.accepted as boolean,
+          value: read.value as number,
+        });
         await sleep(cfg.yieldMax);
         // The one check a holder owes its resource: never write after its own signal said "lost".
         if (cfg.signalCheck && handle.signal.aborted) {
@@ -65,7 +79,13 @@ async function main(): Promise<void> {
         }
         const value = (read.value as number) + 1;
         record({ ev: 'write-invoke', t: now(), op, value });
-        const write = await store.call({ op: 'write', token, attempt: op, value, shadow: (read.shadow as number) + 1 }).answer;
+        const write = await store.call({
+          op: 'write',
+          token,
+          attempt: op,
+          value,
+          shadow: (read.shadow as number) + 1,
+        }).answer;
         record({ ev: 'write', t: now(), op, accepted: write.accepted as boolean });
       } else {
         await store.call({ op: 'rbegin', token, attempt: op }).answer;
@@ -86,7 +106,15 @@ async function main(): Promise<void> {
   const run = await createRunner(cfg, backend, section);
   let stopping = false;
   process.on('SIGTERM', () => (stopping = true));
-  record({ ev: 'ready', t: now(), slot: cfg.slot, inc: cfg.inc, role: cfg.role, via: cfg.via, pid: process.pid });
+  record({
+    ev: 'ready',
+    t: now(),
+    slot: cfg.slot,
+    inc: cfg.inc,
+    role: cfg.role,
+    via: cfg.via,
+    pid: process.pid,
+  });
   process.send?.({ type: 'ready' });
 
   for (let n = 1; !stopping; n++) {
@@ -97,7 +125,13 @@ async function main(): Promise<void> {
       record({ ev: 'release', t: now(), op });
     } catch (error) {
       const e = error as { code?: string; name?: string; message?: string };
-      record({ ev: 'fail', t: now(), op, error: e.code ?? e.name ?? 'Error', message: String(e.message) });
+      record({
+        ev: 'fail',
+        t: now(),
+        op,
+        error: e.code ?? e.name ?? 'Error',
+        message: String(e.message),
+      });
     }
     await sleep(cfg.thinkMax);
   }

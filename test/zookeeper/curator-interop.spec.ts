@@ -31,7 +31,8 @@ function engine(recipe: 'mutex' | 'read-write'): LockEngine {
   return e;
 }
 
-const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const children = (path: string) =>
+  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
 /** A fresh key per test: `lock:<name>` for us, `/locks/lock:<name>` for Curator. */
 const fresh = (name: string) => {
   const key = `${name}-${++n}`;
@@ -62,7 +63,10 @@ describe('Curator interop (InterProcessMutex)', () => {
     expect(await curator.acquire('n1', 5_000)).toBe(true);
     const waiting = ours.acquire(key);
     await eventually(async () => (await children(path)).length === 2);
-    for (const child of await children(path)) expect(child).toMatch(/^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/);
+    for (const child of await children(path))
+      expect(child).toMatch(
+        /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$/,
+      );
     await curator.release('n1');
     const h = await waiting;
     await h.release();
@@ -100,9 +104,20 @@ describe('Curator interop (InterProcessMutex)', () => {
     const ours = engine('mutex');
     const { key, path } = fresh('hammer');
     const probe = `/probe-${n}`;
-    const createProbe = () => new Promise<boolean>((resolve, reject) =>
-      admin.create(probe, null, 1 /* EPHEMERAL */, (e) => (!e ? resolve(true) : e.getCode?.() === -110 /* NODE_EXISTS */ ? resolve(false) : reject(e))));
-    const deleteProbe = () => new Promise<void>((resolve, reject) => admin.remove(probe, -1, (e) => (e ? reject(e) : resolve())));
+    const createProbe = () =>
+      new Promise<boolean>((resolve, reject) =>
+        admin.create(probe, null, 1 /* EPHEMERAL */, (e) =>
+          !e
+            ? resolve(true)
+            : e.getCode?.() === -110 /* NODE_EXISTS */
+              ? resolve(false)
+              : reject(e),
+        ),
+      );
+    const deleteProbe = () =>
+      new Promise<void>((resolve, reject) =>
+        admin.remove(probe, -1, (e) => (e ? reject(e) : resolve())),
+      );
     await curator.lock('h1', 'mutex', path);
     const rounds = 40;
     let ourOverlaps = 0;

@@ -9,7 +9,11 @@ const CLASSPATH = ['/usr/share/java/curator-recipes.jar', '/usr/share/java/slf4j
 /** Compiles CuratorLockTool.java with javac into a temp dir (once per test file); returns the class dir. */
 export function compileCuratorTool(): string {
   const out = tempDir('curator');
-  execFileSync('javac', ['-cp', CLASSPATH.join(':'), '-d', out, join(__dirname, 'curator', 'CuratorLockTool.java')], { stdio: 'pipe' });
+  execFileSync(
+    'javac',
+    ['-cp', CLASSPATH.join(':'), '-d', out, join(__dirname, 'curator', 'CuratorLockTool.java')],
+    { stdio: 'pipe' },
+  );
   return out;
 }
 
@@ -30,8 +34,21 @@ export class CuratorTool {
     child.on('exit', () => (this.exited = true));
   }
 
-  static async start(classes: string, connectionString: string, sessionTimeout = 5_000): Promise<CuratorTool> {
-    const child = spawn('java', ['-Xmx96m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', [classes, ...CLASSPATH].join(':'), 'CuratorLockTool', connectionString, String(sessionTimeout)]);
+  static async start(
+    classes: string,
+    connectionString: string,
+    sessionTimeout = 5_000,
+  ): Promise<CuratorTool> {
+    const child = spawn('java', [
+      '-Xmx96m',
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      '-cp',
+      [classes, ...CLASSPATH].join(':'),
+      'CuratorLockTool',
+      connectionString,
+      String(sessionTimeout),
+    ]);
     const tool = new CuratorTool(child);
     await tool.next((l) => l === 'ready', 60_000);
     return tool;
@@ -45,15 +62,29 @@ export class CuratorTool {
       const waiter = { match, resolve: (l: string) => (clearTimeout(timer), resolve(l)) };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`Curator tool: no matching line after ${timeoutMs} ms (exited: ${this.exited}); stderr:\n${this.stderr}`));
+        reject(
+          new Error(
+            `Curator tool: no matching line after ${timeoutMs} ms (exited: ${this.exited}); stderr:\n${this.stderr}`,
+          ),
+        );
       }, timeoutMs);
       this.waiters.push(waiter);
     });
   }
 
-  private async command(id: string, line: string, answers: string[], pattern?: RegExp, timeoutMs?: number): Promise<string> {
+  private async command(
+    id: string,
+    line: string,
+    answers: string[],
+    pattern?: RegExp,
+    timeoutMs?: number,
+  ): Promise<string> {
     const reply = this.next(
-      (l) => l.startsWith(`${id} `) && (answers.some((a) => l === `${id} ${a}`) || !!pattern?.test(l.slice(id.length + 1)) || l.startsWith(`${id} error`)),
+      (l) =>
+        l.startsWith(`${id} `) &&
+        (answers.some((a) => l === `${id} ${a}`) ||
+          !!pattern?.test(l.slice(id.length + 1)) ||
+          l.startsWith(`${id} error`)),
       timeoutMs,
     );
     this.child.stdin.write(`${id} ${line}\n`);
@@ -74,7 +105,9 @@ export class CuratorTool {
 
   /** n rounds of acquire / probe / release on the Java side; resolves the overlaps it saw (see CuratorLockTool.java). */
   hammer(id: string, rounds: number, probePath: string): Promise<number> {
-    return this.command(id, `hammer ${rounds} ${probePath}`, [], /^hammered \d+$/, 120_000).then((a) => Number(a.split(' ')[1]));
+    return this.command(id, `hammer ${rounds} ${probePath}`, [], /^hammered \d+$/, 120_000).then(
+      (a) => Number(a.split(' ')[1]),
+    );
   }
 
   async release(id: string): Promise<void> {

@@ -14,10 +14,25 @@ export class HolderProcess {
     });
   }
 
-  static async start(connectionString: string, key: string, sessionTimeout: number): Promise<{ holder: HolderProcess; token: bigint }> {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', join(__dirname, 'holder.process.ts'), connectionString, key, String(sessionTimeout)], {
-      cwd: join(__dirname, '..', '..'),
-    });
+  static async start(
+    connectionString: string,
+    key: string,
+    sessionTimeout: number,
+  ): Promise<{ holder: HolderProcess; token: bigint }> {
+    const child = spawn(
+      process.execPath,
+      [
+        '-r',
+        'ts-node/register/transpile-only',
+        join(__dirname, 'holder.process.ts'),
+        connectionString,
+        key,
+        String(sessionTimeout),
+      ],
+      {
+        cwd: join(__dirname, '..', '..'),
+      },
+    );
     const holder = new HolderProcess(child);
     const line = await holder.line(/^(held|error) /, 60_000);
     if (line.startsWith('error')) throw new Error(`holder process: ${line}`);
@@ -36,7 +51,11 @@ export class HolderProcess {
       };
       const timer = setTimeout(() => {
         this.listeners.delete(check);
-        reject(new Error(`holder process printed no line matching ${re} in ${timeoutMs} ms: ${JSON.stringify(this.lines)}`));
+        reject(
+          new Error(
+            `holder process printed no line matching ${re} in ${timeoutMs} ms: ${JSON.stringify(this.lines)}`,
+          ),
+        );
       }, timeoutMs);
       this.listeners.add(check);
       check();

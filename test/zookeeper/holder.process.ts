@@ -9,11 +9,18 @@ import { newZkClient } from '../support/zookeeper-server';
 
 const [connectionString, key, sessionTimeout] = process.argv.slice(2);
 // A long ttl: what is under test is the session, not the watchdog.
-const engine = new LockEngine({ backend: new ZooKeeperLockBackend({ clientFactory: () => newZkClient(connectionString, Number(sessionTimeout)) }), defaults: { ttl: 120_000 } });
+const engine = new LockEngine({
+  backend: new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(connectionString, Number(sessionTimeout)),
+  }),
+  defaults: { ttl: 120_000 },
+});
 engine.acquire(key, { wait: 30_000 }).then(
   (h) => {
     process.stdout.write(`held ${h.fencingToken}\n`);
-    h.signal.addEventListener('abort', () => process.stdout.write(`lost ${(h.signal.reason as Error).message}\n`));
+    h.signal.addEventListener('abort', () =>
+      process.stdout.write(`lost ${(h.signal.reason as Error).message}\n`),
+    );
   },
   (error: Error) => {
     process.stdout.write(`error ${error.message}\n`);

@@ -23,17 +23,26 @@ const ACL = [
   { scheme: 'world', id: 'anyone', perms: 'r' },
 ];
 
-function engine(options: Partial<ConstructorParameters<typeof ZooKeeperLockBackend>[0]>): LockEngine {
-  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(server.connectionString, 5_000), ...options });
+function engine(
+  options: Partial<ConstructorParameters<typeof ZooKeeperLockBackend>[0]>,
+): LockEngine {
+  const backend = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(server.connectionString, 5_000),
+    ...options,
+  });
   const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 5_000 } });
   engines.push(e);
   return e;
 }
 
 const children = (c: ZooKeeperClientLike, path: string) =>
-  new Promise<string[]>((resolve, reject) => c.getChildren(path, (e, list) => (e ? reject(e) : resolve(list))));
+  new Promise<string[]>((resolve, reject) =>
+    c.getChildren(path, (e, list) => (e ? reject(e) : resolve(list))),
+  );
 const remove = (c: ZooKeeperClientLike, path: string) =>
-  new Promise<number>((resolve) => c.remove(path, -1, (e) => resolve(e ? (e.getCode?.() ?? -1) : 0)));
+  new Promise<number>((resolve) =>
+    c.remove(path, -1, (e) => resolve(e ? (e.getCode?.() ?? -1) : 0)),
+  );
 
 beforeAll(async () => {
   server = await ZooKeeperServer.start();
@@ -47,7 +56,11 @@ afterAll(async () => {
 });
 
 it('with a digest ACL, a session without the credentials cannot delete our lock node; the lock stays held', async () => {
-  const e = engine({ basePath: '/guarded', acl: ACL, authInfo: { scheme: 'digest', auth: SECRET } });
+  const e = engine({
+    basePath: '/guarded',
+    acl: ACL,
+    authInfo: { scheme: 'digest', auth: SECRET },
+  });
   const handle = await e.acquire('acl:guarded');
   const dir = lockDirectory('/guarded', 'lock:acl:guarded');
   const [node] = await children(stranger, dir); // world may read (perms 'r'), nothing more
@@ -56,7 +69,9 @@ it('with a digest ACL, a session without the credentials cannot delete our lock 
   expect(await remove(stranger, dir)).not.toBe(0);
   // Nor can it queue in front of or behind us: CREATE in the directory is ours alone.
   const rival = engine({ basePath: '/guarded' });
-  await expect(rival.acquire('acl:guarded', { wait: 0 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+  await expect(rival.acquire('acl:guarded', { wait: 0 })).rejects.toMatchObject({
+    name: 'LockBackendUnavailableError',
+  });
   expect(handle.signal.aborted).toBe(false);
   expect(await children(stranger, dir)).toEqual([node]);
 
@@ -73,8 +88,16 @@ it('with a digest ACL, a session without the credentials cannot delete our lock 
 });
 
 it('two backends with the same credentials exclude each other as usual', async () => {
-  const a = engine({ basePath: '/guarded', acl: ACL, authInfo: [{ scheme: 'digest', auth: SECRET }] });
-  const b = engine({ basePath: '/guarded', acl: ACL, authInfo: [{ scheme: 'digest', auth: Buffer.from(SECRET) }] });
+  const a = engine({
+    basePath: '/guarded',
+    acl: ACL,
+    authInfo: [{ scheme: 'digest', auth: SECRET }],
+  });
+  const b = engine({
+    basePath: '/guarded',
+    acl: ACL,
+    authInfo: [{ scheme: 'digest', auth: Buffer.from(SECRET) }],
+  });
   const held = await a.acquire('acl:shared-secret');
   expect(await b.tryAcquire('acl:shared-secret')).toBeNull();
   await held.release();
@@ -84,8 +107,14 @@ it('two backends with the same credentials exclude each other as usual', async (
 });
 
 it('the ACL covers the base path the backend creates: a session without the credentials cannot lock there', async () => {
-  await engine({ basePath: '/guarded2', acl: ACL, authInfo: { scheme: 'digest', auth: SECRET } }).withLock('k', async () => undefined);
-  await expect(engine({ basePath: '/guarded2' }).acquire('other', { wait: 0 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+  await engine({
+    basePath: '/guarded2',
+    acl: ACL,
+    authInfo: { scheme: 'digest', auth: SECRET },
+  }).withLock('k', async () => undefined);
+  await expect(
+    engine({ basePath: '/guarded2' }).acquire('other', { wait: 0 }),
+  ).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
 });
 
 it('by default nodes are open (Curator-compatible): any session may delete them', async () => {
@@ -105,13 +134,21 @@ it.each([
   [{ authInfo: { scheme: 'digest' } }, 'authInfo'],
   [{ authInfo: [] }, 'authInfo'],
 ])('bad %p is rejected naming %p', (options, option) => {
-  expect(() => new ZooKeeperLockBackend({ clientFactory: () => newZkClient('127.0.0.1:1', 1_000), ...options } as never)).toThrow(
-    expect.objectContaining({ name: 'InvalidLockOptionsError', option }),
-  );
+  expect(
+    () =>
+      new ZooKeeperLockBackend({
+        clientFactory: () => newZkClient('127.0.0.1:1', 1_000),
+        ...options,
+      } as never),
+  ).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option }));
 });
 
 it('an authInfo error never repeats the secret', () => {
-  const make = () => new ZooKeeperLockBackend({ clientFactory: () => newZkClient('127.0.0.1:1', 1_000), authInfo: { scheme: '', auth: 'user:topsecret' } });
+  const make = () =>
+    new ZooKeeperLockBackend({
+      clientFactory: () => newZkClient('127.0.0.1:1', 1_000),
+      authInfo: { scheme: '', auth: 'user:topsecret' },
+    });
   expect(make).toThrow(expect.objectContaining({ option: 'authInfo' }));
   expect(make).not.toThrow(/topsecret/);
 });

@@ -14,17 +14,33 @@ let server: ZooKeeperServer;
 let admin: ZooKeeperClientLike;
 const backends: ZooKeeperLockBackend[] = [];
 
-const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-const exists = (path: string) => new Promise<boolean>((resolve) => admin.exists(path, (e, s) => resolve(!e && !!s)));
+const children = (path: string) =>
+  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const exists = (path: string) =>
+  new Promise<boolean>((resolve) => admin.exists(path, (e, s) => resolve(!e && !!s)));
 
-function backend(options: Partial<ConstructorParameters<typeof ZooKeeperLockBackend>[0]> = {}, sessionTimeout = 5_000): ZooKeeperLockBackend {
-  const b = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(server.connectionString, sessionTimeout), ...options });
+function backend(
+  options: Partial<ConstructorParameters<typeof ZooKeeperLockBackend>[0]> = {},
+  sessionTimeout = 5_000,
+): ZooKeeperLockBackend {
+  const b = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(server.connectionString, sessionTimeout),
+    ...options,
+  });
   backends.push(b);
   return b;
 }
 
 function request(key: string, wait = 0): BackendAcquireRequest {
-  return { key, owner: randomBytes(16).toString('hex'), mode: 'exclusive', ttl: 5_000, wait, signal: new AbortController().signal, onLost: () => undefined };
+  return {
+    key,
+    owner: randomBytes(16).toString('hex'),
+    mode: 'exclusive',
+    ttl: 5_000,
+    wait,
+    signal: new AbortController().signal,
+    onLost: () => undefined,
+  };
 }
 
 beforeAll(async () => {
@@ -40,7 +56,16 @@ afterAll(async () => {
 
 it('names with /, .., ., NUL and control characters each become one node directly under the base path', async () => {
   const b = backend({ basePath: '/bad' });
-  const hostile = ['a/b', '../escape', '..', '.', 'x\u0000y', 'tab\there', '/absolute', 'a/../../zookeeper'];
+  const hostile = [
+    'a/b',
+    '../escape',
+    '..',
+    '.',
+    'x\u0000y',
+    'tab\there',
+    '/absolute',
+    'a/../../zookeeper',
+  ];
   const results = [];
   for (const key of hostile) {
     const req = request(key);
@@ -49,7 +74,18 @@ it('names with /, .., ., NUL and control characters each become one node directl
     results.push(req);
   }
   const dirs = await children('/bad');
-  expect(dirs.sort()).toEqual(['%2E', '%2E%2E', '%2Fabsolute', '..%2Fescape', 'a%2F..%2F..%2Fzookeeper', 'a%2Fb', 'tab%09here', 'x%00y'].sort());
+  expect(dirs.sort()).toEqual(
+    [
+      '%2E',
+      '%2E%2E',
+      '%2Fabsolute',
+      '..%2Fescape',
+      'a%2F..%2F..%2Fzookeeper',
+      'a%2Fb',
+      'tab%09here',
+      'x%00y',
+    ].sort(),
+  );
   expect(await exists('/bad/a')).toBe(false);
   expect(await exists('/escape')).toBe(false);
   expect(await children('/zookeeper')).not.toContain('escape');
@@ -59,10 +95,20 @@ it('names with /, .., ., NUL and control characters each become one node directl
 
 it('an empty name and a name past the node-name limit are rejected, naming "key", and lock nothing', async () => {
   const b = backend({ basePath: '/bad-names' });
-  await expect(b.acquire(request(''))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key' });
-  await expect(b.acquire(request('€'.repeat(400)))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'key', message: expect.stringMatching(/at most 1024 characters/) });
+  await expect(b.acquire(request(''))).rejects.toMatchObject({
+    name: 'InvalidLockOptionsError',
+    option: 'key',
+  });
+  await expect(b.acquire(request('€'.repeat(400)))).rejects.toMatchObject({
+    name: 'InvalidLockOptionsError',
+    option: 'key',
+    message: expect.stringMatching(/at most 1024 characters/),
+  });
   const engine = new LockEngine({ backend: b });
-  await expect(engine.acquire('k'.repeat(600))).rejects.toMatchObject({ option: 'key', message: expect.stringMatching(/at most 512 characters/) });
+  await expect(engine.acquire('k'.repeat(600))).rejects.toMatchObject({
+    option: 'key',
+    message: expect.stringMatching(/at most 512 characters/),
+  });
   await engine.close();
   expect(await exists('/bad-names')).toBe(false);
 });
@@ -70,11 +116,18 @@ it('an empty name and a name past the node-name limit are rejected, naming "key"
 it.each([
   [60_000, /negotiated 10000 ms/],
   [50, /negotiated 200 ms/],
-])('a session timeout of %p ms, outside what the server negotiates, fails the acquire clearly', async (asked, negotiated) => {
-  const b = backend({ sessionTimeout: asked, basePath: '/bad-session' }, asked);
-  await expect(b.acquire(request('k'))).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'sessionTimeout', message: expect.stringMatching(negotiated) });
-  expect(await exists('/bad-session')).toBe(false);
-});
+])(
+  'a session timeout of %p ms, outside what the server negotiates, fails the acquire clearly',
+  async (asked, negotiated) => {
+    const b = backend({ sessionTimeout: asked, basePath: '/bad-session' }, asked);
+    await expect(b.acquire(request('k'))).rejects.toMatchObject({
+      name: 'InvalidLockOptionsError',
+      option: 'sessionTimeout',
+      message: expect.stringMatching(negotiated),
+    });
+    expect(await exists('/bad-session')).toBe(false);
+  },
+);
 
 /** Never called: construction fails before any client is made. */
 const unusedFactory: () => unknown = () => undefined;
@@ -91,7 +144,9 @@ it.each([
   [{ clientFactory: unusedFactory, sessionTimeout: 1.5 }, 'sessionTimeout'],
   [{ clientFactory: unusedFactory, retries: 3 }, 'retries'],
 ])('constructor options %p are rejected naming %p', (options, option) => {
-  expect(() => new ZooKeeperLockBackend(options as never)).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option }));
+  expect(() => new ZooKeeperLockBackend(options as never)).toThrow(
+    expect.objectContaining({ name: 'InvalidLockOptionsError', option }),
+  );
 });
 
 it('a user client that is never connected: the wait ends in LockBackendUnavailableError, not a busy-lock timeout', async () => {
@@ -99,6 +154,8 @@ it('a user client that is never connected: the wait ends in LockBackendUnavailab
   const b = new ZooKeeperLockBackend({ client });
   backends.push(b);
   const engine = new LockEngine({ backend: b });
-  await expect(engine.acquire('never', { wait: 300 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError' });
+  await expect(engine.acquire('never', { wait: 300 })).rejects.toMatchObject({
+    name: 'LockBackendUnavailableError',
+  });
   await engine.close();
 });

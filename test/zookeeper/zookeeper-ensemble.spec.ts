@@ -13,8 +13,14 @@ let ensemble: ZooKeeperEnsemble;
 const engines: LockEngine[] = [];
 
 function engine(): LockEngine {
-  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(ensemble.connectionString, 6_000) });
-  const e = new LockEngine({ backend, defaults: { ttl: 20_000, wait: 20_000 }, operationTimeout: 3_000 });
+  const backend = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(ensemble.connectionString, 6_000),
+  });
+  const e = new LockEngine({
+    backend,
+    defaults: { ttl: 20_000, wait: 20_000 },
+    operationTimeout: 3_000,
+  });
   engines.push(e);
   return e;
 }
@@ -38,8 +44,14 @@ it('killing the leader: progress after the election, and no double grant of a lo
   await ensemble.servers[leader].kill();
 
   // Progress: new locks are granted and released again once a new leader serves.
-  const fresh = await eventually(() => b.acquire(`after-election-${Math.random()}`, { wait: 2_000 }), 60_000, 200);
-  console.log(`zookeeper: first grant ${Math.round(performance.now() - started)} ms after killing the leader`);
+  const fresh = await eventually(
+    () => b.acquire(`after-election-${Math.random()}`, { wait: 2_000 }),
+    60_000,
+    200,
+  );
+  console.log(
+    `zookeeper: first grant ${Math.round(performance.now() - started)} ms after killing the leader`,
+  );
   await fresh.release();
   expect(await eventually(async () => (await ensemble.leader()) >= 0, 30_000, 200)).toBe(true);
 

@@ -5,7 +5,12 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { eventually } from '../support/server-process';
-import { connectedZkClient, FaultProxy, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import {
+  connectedZkClient,
+  FaultProxy,
+  newZkClient,
+  ZooKeeperServer,
+} from '../support/zookeeper-server';
 import { HolderProcess } from './holder-process';
 
 /**
@@ -23,14 +28,22 @@ const holders: HolderProcess[] = [];
 const proxies: FaultProxy[] = [];
 let n = 0;
 
-function engine(connectionString: string, sessionTimeout: number, ttl = 30_000): { engine: LockEngine; backend: ZooKeeperLockBackend } {
-  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(connectionString, sessionTimeout), sessionTimeout });
+function engine(
+  connectionString: string,
+  sessionTimeout: number,
+  ttl = 30_000,
+): { engine: LockEngine; backend: ZooKeeperLockBackend } {
+  const backend = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(connectionString, sessionTimeout),
+    sessionTimeout,
+  });
   const e = new LockEngine({ backend, defaults: { ttl, wait: 20_000 } });
   engines.push(e);
   return { engine: e, backend };
 }
 
-const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const children = (path: string) =>
+  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
 const fresh = (name: string) => {
   const key = `${name}-${++n}`;
   return { key, dir: lockDirectory('/locks', `lock:${key}`) };
@@ -51,21 +64,31 @@ afterAll(async () => {
 
 it('SIGKILL of the holder process: the lock frees after the session timeout, with a larger fencing token', async () => {
   const { key } = fresh('sigkill');
-  const { holder, token } = await HolderProcess.start(server.connectionString, key, SHORT_SESSION_MS);
+  const { holder, token } = await HolderProcess.start(
+    server.connectionString,
+    key,
+    SHORT_SESSION_MS,
+  );
   holders.push(holder);
   const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
   expect(await ours.tryAcquire(key)).toBeNull();
   const started = performance.now();
   await holder.kill();
   const h = await ours.acquire(key, { wait: 20_000 });
-  console.log(`zookeeper: lock of a SIGKILLed holder freed after ${Math.round(performance.now() - started)} ms (session timeout ${SHORT_SESSION_MS} ms)`);
+  console.log(
+    `zookeeper: lock of a SIGKILLed holder freed after ${Math.round(performance.now() - started)} ms (session timeout ${SHORT_SESSION_MS} ms)`,
+  );
   expect(h.fencingToken > token).toBe(true);
   await h.release();
 });
 
 it('SIGSTOP of the holder: its session expires, the next owner gets a larger token, and after SIGCONT the holder learns it lost the lock', async () => {
   const { key } = fresh('sigstop');
-  const { holder, token } = await HolderProcess.start(server.connectionString, key, SHORT_SESSION_MS);
+  const { holder, token } = await HolderProcess.start(
+    server.connectionString,
+    key,
+    SHORT_SESSION_MS,
+  );
   holders.push(holder);
   const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
   holder.signal('SIGSTOP');
@@ -110,7 +133,9 @@ it('a create whose answer was lost is found again by its _c_<uuid>- prefix: one 
   const { engine: e, backend } = engine(proxy.connectionString, 8_000);
   const { key, dir } = fresh('lostcreate');
   await (await e.acquire(`warm-up-${key}`)).release(); // session up
-  await new Promise<void>((resolve, reject) => admin.mkdirp(dir, (error) => (error ? reject(error) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    admin.mkdirp(dir, (error) => (error ? reject(error) : resolve())),
+  );
   proxy.freezeReplies();
   const acquiring = e.acquire(key, { wait: 20_000 });
   const created = await eventually(async () => {
@@ -151,7 +176,9 @@ it('server restart with a holder and two queued waiters: sessions survive, grant
   await server.start();
   // Every client finds its old session again (the server restores sessions from its snapshot/log).
   await eventually(() => procs.every((p) => p.backend.connectionState === 'connected'), 20_000, 20);
-  console.log(`zookeeper: server restart -> all 4 clients back on their sessions after ${Math.round(performance.now() - started)} ms`);
+  console.log(
+    `zookeeper: server restart -> all 4 clients back on their sessions after ${Math.round(performance.now() - started)} ms`,
+  );
   expect(procs.map((p) => p.backend.stats.sessions)).toEqual([1, 1, 1, 1]);
   admin.close(); // the bookkeeping client is a bare driver client, without the backend's handshake watch: use a new one
   admin = await connectedZkClient(server.connectionString);
@@ -187,7 +214,10 @@ it('with only a user client (no clientFactory), an expired session makes acquire
   await eventually(async () => (await children(dir)).length === 0, 20_000); // the server expired the session
   proxy.restore();
   await eventually(() => backend.connectionState === 'expired', 20_000);
-  await expect(e.acquire(key, { wait: 1_000 })).rejects.toMatchObject({ name: 'LockBackendUnavailableError', message: expect.stringMatching(/clientFactory/) });
+  await expect(e.acquire(key, { wait: 1_000 })).rejects.toMatchObject({
+    name: 'LockBackendUnavailableError',
+    message: expect.stringMatching(/clientFactory/),
+  });
   await h.release();
   client.close();
 });

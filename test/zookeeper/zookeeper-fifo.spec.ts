@@ -18,13 +18,16 @@ const engines: LockEngine[] = [];
 let n = 0;
 
 function process(): { engine: LockEngine; backend: ZooKeeperLockBackend } {
-  const backend = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(server.connectionString, 5_000) });
+  const backend = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(server.connectionString, 5_000),
+  });
   const engine = new LockEngine({ backend, defaults: { ttl: 10_000, wait: 20_000 } });
   engines.push(engine);
   return { engine, backend };
 }
 
-const children = (path: string) => new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const children = (path: string) =>
+  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
 const fresh = (name: string) => {
   const key = `${name}-${++n}`;
   return { key, dir: lockDirectory('/locks', `lock:${key}`) };
@@ -51,10 +54,12 @@ it('waiters are granted in arrival order, across processes and within one proces
   for (let i = 0; i < 6; i++) {
     const e = (i % 3 === 0 ? p1 : p2).engine; // several owners of one process queue as well
     waiting.push(
-      e.runInScope(() => e.acquire(key)).then(async (h) => {
-        order.push(i);
-        await h.release();
-      }),
+      e
+        .runInScope(() => e.acquire(key))
+        .then(async (h) => {
+          order.push(i);
+          await h.release();
+        }),
     );
     await eventually(async () => (await children(dir)).length === i + 2); // arrival i is queued before i + 1 starts
   }
@@ -68,9 +73,11 @@ it('a release wakes exactly one waiting writer (watch notifications counted)', a
   const { key, dir } = fresh('herd');
   const holder = process();
   const waiters = Array.from({ length: 5 }, () => process());
-  const notifications = () => waiters.reduce((sum, w) => sum + w.backend.stats.watchNotifications, 0);
+  const notifications = () =>
+    waiters.reduce((sum, w) => sum + w.backend.stats.watchNotifications, 0);
   /** A round trip on every waiter's connection: ZooKeeper delivers a watch event before the answer to any later request. */
-  const settle = () => Promise.all(waiters.map((w) => w.engine.tryAcquire(`settle-${++n}`).then((h) => h?.release())));
+  const settle = () =>
+    Promise.all(waiters.map((w) => w.engine.tryAcquire(`settle-${++n}`).then((h) => h?.release())));
   let h: LockHandle = await holder.engine.acquire(key);
   const granted: Promise<LockHandle>[] = [];
   for (let i = 0; i < waiters.length; i++) {
@@ -114,7 +121,9 @@ it('a waiter that times out or is cancelled deletes its node, and the waiter beh
   const { key, dir } = fresh('giveup');
   const [holder, quitter, patient] = [process(), process(), process()];
   const h = await holder.engine.acquire(key);
-  await expect(quitter.engine.acquire(key, { wait: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+  await expect(quitter.engine.acquire(key, { wait: 300 })).rejects.toBeInstanceOf(
+    LockAcquireTimeoutError,
+  );
   await eventually(async () => (await children(dir)).length === 1);
 
   const controller = new AbortController();

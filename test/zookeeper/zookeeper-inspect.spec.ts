@@ -18,7 +18,9 @@ let n = 0;
 const name = () => `ops-${++n}`;
 
 function backend() {
-  const b = new ZooKeeperLockBackend({ clientFactory: () => newZkClient(server.connectionString, 5_000) });
+  const b = new ZooKeeperLockBackend({
+    clientFactory: () => newZkClient(server.connectionString, 5_000),
+  });
   const e = new LockEngine({ backend: b, defaults: { ttl: 10_000, wait: 20_000 } });
   engines.push(e);
   return { backend: b, engine: e };
@@ -42,7 +44,12 @@ afterAll(async () => {
 it('inspect: free, then the holder (node, protected id, czxid) and the waiters behind it', async () => {
   const key = name();
   const ops = backend().backend;
-  expect(await ops.inspect(`lock:${key}`)).toEqual({ key: `lock:${key}`, held: false, holders: [], waiters: 0 });
+  expect(await ops.inspect(`lock:${key}`)).toEqual({
+    key: `lock:${key}`,
+    held: false,
+    holders: [],
+    waiters: 0,
+  });
   const held = await backend().engine.acquire(key);
   const waiting = [backend().engine.acquire(key), backend().engine.acquire(key)];
   const view = await viewWith(ops, `lock:${key}`, 2);
@@ -57,7 +64,10 @@ it('inspect: free, then the holder (node, protected id, czxid) and the waiters b
 it('inspect: shared holders, a writer queued behind them waits', async () => {
   const key = name();
   const ops = backend().backend;
-  const readers = [await backend().engine.acquire(key, { mode: 'shared' }), await backend().engine.acquire(key, { mode: 'shared' })];
+  const readers = [
+    await backend().engine.acquire(key, { mode: 'shared' }),
+    await backend().engine.acquire(key, { mode: 'shared' }),
+  ];
   const writer = backend().engine.acquire(key);
   const view = await viewWith(ops, `lock:${key}`, 1);
   expect(view).toMatchObject({ held: true, mode: 'shared', fencingToken: readers[1].fencingToken });
@@ -84,5 +94,7 @@ it('ping is one round trip; protected ids are our owner tokens laid out as UUIDs
   const b = backend();
   await expect(b.backend.ping()).resolves.toBeUndefined();
   expect(b.backend.connectionState).toBe('connected');
-  expect(protectedId('0123456789abcdef0123456789abcdef')).toBe('01234567-89ab-cdef-0123-456789abcdef');
+  expect(protectedId('0123456789abcdef0123456789abcdef')).toBe(
+    '01234567-89ab-cdef-0123-456789abcdef',
+  );
 });

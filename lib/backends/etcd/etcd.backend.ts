@@ -99,10 +99,16 @@ export class EtcdLockBackend implements LockBackend {
   async ping(): Promise<void> {
     try {
       const client = await this.clientFor();
-      await client.kv.range({ key: Buffer.from(`${this.prefix}\u0000ping`), count_only: true }, { deadline: Date.now() + this.callTimeout });
+      await client.kv.range(
+        { key: Buffer.from(`${this.prefix}\u0000ping`), count_only: true },
+        { deadline: Date.now() + this.callTimeout },
+      );
     } catch (error) {
-      if (error instanceof LockBackendUnavailableError || error instanceof InvalidLockOptionsError) throw error;
-      throw new LockBackendUnavailableError(this.name, 'etcd did not answer a ping', { cause: error });
+      if (error instanceof LockBackendUnavailableError || error instanceof InvalidLockOptionsError)
+        throw error;
+      throw new LockBackendUnavailableError(this.name, 'etcd did not answer a ping', {
+        cause: error,
+      });
     }
   }
 
@@ -152,8 +158,14 @@ export class EtcdLockBackend implements LockBackend {
   }
 
   private slotFor(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
-    if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key }));
-    if (request.mode !== 'exclusive' && request.mode !== 'shared') return Promise.reject(new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key));
+    if (this.closed)
+      return Promise.reject(
+        new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key }),
+      );
+    if (request.mode !== 'exclusive' && request.mode !== 'shared')
+      return Promise.reject(
+        new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
+      );
     let slot = this.slots.get(request.key);
     if (!slot) {
       let lockPrefix: Buffer;
@@ -174,12 +186,27 @@ export class EtcdLockBackend implements LockBackend {
    */
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     const results = locks.map(() => false);
-    const items: { i: number; slot: LockSlot; key: Buffer; rev: bigint; leaseId: string; client: EtcdClientLike }[] = [];
+    const items: {
+      i: number;
+      slot: LockSlot;
+      key: Buffer;
+      rev: bigint;
+      leaseId: string;
+      client: EtcdClientLike;
+    }[] = [];
     locks.forEach((lock, i) => {
       const slot = this.slots.get(lock.key);
       const held = slot?.heldBy(lock.owner);
       // The local validity check runs before any request: a paused process finds out here, not from etcd.
-      if (slot && held && held.session.alive) items.push({ i, slot, key: held.key, rev: held.rev, leaseId: held.session.id, client: held.session.client });
+      if (slot && held && held.session.alive)
+        items.push({
+          i,
+          slot,
+          key: held.key,
+          rev: held.rev,
+          leaseId: held.session.id,
+          client: held.session.client,
+        });
     });
     if (items.length === 0) return results;
     // Every session of this backend is on its one client.
@@ -236,26 +263,33 @@ export class EtcdLockBackend implements LockBackend {
   }
 
   private session(key?: string): Promise<EtcdSession> {
-    if (this.closed) return Promise.reject(new LockBackendUnavailableError(this.name, 'the backend was closed', { key }));
+    if (this.closed)
+      return Promise.reject(
+        new LockBackendUnavailableError(this.name, 'the backend was closed', { key }),
+      );
     if (this.live?.alive) return Promise.resolve(this.live);
     this.granting ??= this.clientFor()
       .then((client) => EtcdSession.grant(client, this.sessionTtl, this.callTimeout, this.now))
       .then(
-      async (session) => {
-        this.granting = undefined;
-        if (this.closed) {
-          await session.close();
-          throw new LockBackendUnavailableError(this.name, 'the backend was closed');
-        }
-        this.live = session;
-        return session;
-      },
-      (error: unknown) => {
-        this.granting = undefined;
-        if (error instanceof InvalidLockOptionsError) throw error;
-        throw new LockBackendUnavailableError(this.name, 'could not create an etcd session lease (is etcd reachable at the client\'s hosts?)', { key, cause: error });
-      },
-    );
+        async (session) => {
+          this.granting = undefined;
+          if (this.closed) {
+            await session.close();
+            throw new LockBackendUnavailableError(this.name, 'the backend was closed');
+          }
+          this.live = session;
+          return session;
+        },
+        (error: unknown) => {
+          this.granting = undefined;
+          if (error instanceof InvalidLockOptionsError) throw error;
+          throw new LockBackendUnavailableError(
+            this.name,
+            "could not create an etcd session lease (is etcd reachable at the client's hosts?)",
+            { key, cause: error },
+          );
+        },
+      );
     return this.granting;
   }
 }

@@ -69,7 +69,10 @@ export interface EtcdTxnRequest {
 export interface EtcdTxnResponse {
   readonly header: EtcdResponseHeader;
   readonly succeeded: boolean;
-  readonly responses: { readonly response_range: EtcdRangeResponse; readonly response_delete_range: { readonly deleted: string } }[];
+  readonly responses: {
+    readonly response_range: EtcdRangeResponse;
+    readonly response_delete_range: { readonly deleted: string };
+  }[];
 }
 
 export interface EtcdLeaseGrantResponse {
@@ -119,7 +122,10 @@ export interface EtcdClientLike {
   readonly kv: {
     range(req: EtcdRangeRequest, options?: EtcdCallOptions): Promise<EtcdRangeResponse>;
     txn(req: EtcdTxnRequest, options?: EtcdCallOptions): Promise<EtcdTxnResponse>;
-    deleteRange(req: EtcdDeleteRangeRequest, options?: EtcdCallOptions): Promise<{ readonly deleted: string }>;
+    deleteRange(
+      req: EtcdDeleteRangeRequest,
+      options?: EtcdCallOptions,
+    ): Promise<{ readonly deleted: string }>;
   };
   readonly leaseClient: {
     leaseGrant(req: { TTL: number }, options?: EtcdCallOptions): Promise<EtcdLeaseGrantResponse>;
@@ -136,13 +142,28 @@ export function checkEtcdClient(client: unknown, option = 'client'): EtcdClientL
   const c = client as Partial<Record<string, unknown>> | null;
   const kv = c?.kv as Record<string, unknown> | undefined;
   const lease = c?.leaseClient as Record<string, unknown> | undefined;
-  const ok = c !== null && typeof c === 'object' && typeof kv?.txn === 'function' && typeof kv?.range === 'function'
-    && typeof lease?.leaseGrant === 'function' && typeof lease?.leaseKeepAlive === 'function' && typeof c.watch === 'function';
-  if (!ok) throw new InvalidLockOptionsError(option, client, 'an etcd3 Etcd3 client (new Etcd3({ hosts }))');
+  const ok =
+    c !== null &&
+    typeof c === 'object' &&
+    typeof kv?.txn === 'function' &&
+    typeof kv?.range === 'function' &&
+    typeof lease?.leaseGrant === 'function' &&
+    typeof lease?.leaseKeepAlive === 'function' &&
+    typeof c.watch === 'function';
+  if (!ok)
+    throw new InvalidLockOptionsError(
+      option,
+      client,
+      'an etcd3 Etcd3 client (new Etcd3({ hosts }))',
+    );
   // A Namespace applies its prefix in the builders only, not in the raw gRPC calls we make: refuse it.
   const prefix = c.prefix as Buffer | undefined;
   if (Buffer.isBuffer(prefix) && prefix.length > 0) {
-    throw new InvalidLockOptionsError(option, client, `an Etcd3 client without a namespace (use the "prefix" option instead of client.namespace(${JSON.stringify(prefix.toString())}))`);
+    throw new InvalidLockOptionsError(
+      option,
+      client,
+      `an Etcd3 client without a namespace (use the "prefix" option instead of client.namespace(${JSON.stringify(prefix.toString())}))`,
+    );
   }
   return c as unknown as EtcdClientLike;
 }

@@ -55,7 +55,14 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
       if (!pos.blocker) return hooks.grant(inc);
       hooks.settleGivingUp(inc);
       if (inc.waiters.size === 0) return;
-      const watched = await waitForDelete(client, pos.blocker, pos.revision, wake.signal, hooks.recheckInterval, hooks.callTimeout);
+      const watched = await waitForDelete(
+        client,
+        pos.blocker,
+        pos.revision,
+        wake.signal,
+        hooks.recheckInterval,
+        hooks.callTimeout,
+      );
       if (watched.failure === undefined) {
         watchBackoff = 20;
       } else {

@@ -1,4 +1,8 @@
-import type { BackendAcquireResult, BackendAttempt, LockMode } from '../../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireResult,
+  BackendAttempt,
+  LockMode,
+} from '../../interfaces/lock-backend.interface';
 import type { EtcdSession } from './etcd.session';
 
 /**
@@ -24,10 +28,10 @@ export class Waiter {
     return this.request.mode;
   }
   settle(result: BackendAcquireResult): void {
-    if (!this.settled) (this.settled = true), this.done(result);
+    if (!this.settled) ((this.settled = true), this.done(result));
   }
   fail(error: unknown): void {
-    if (!this.settled) (this.settled = true), this.failed(error);
+    if (!this.settled) ((this.settled = true), this.failed(error));
   }
 }
 

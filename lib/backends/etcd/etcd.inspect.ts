@@ -18,14 +18,28 @@ export interface EtcdContenderView {
  * writer. Everyone else waits. etcd stores no owner token, so a holder is named by its session
  * lease; the fencing token is the youngest holder's create revision.
  */
-export async function readContenders(client: EtcdClientLike, lockPrefix: Buffer, deadline: number): Promise<EtcdContenderView[]> {
+export async function readContenders(
+  client: EtcdClientLike,
+  lockPrefix: Buffer,
+  deadline: number,
+): Promise<EtcdContenderView[]> {
   const res = await client.kv.range(
-    { key: lockPrefix, range_end: prefixRangeEnd(lockPrefix), sort_order: 'Ascend', sort_target: 'Create' },
+    {
+      key: lockPrefix,
+      range_end: prefixRangeEnd(lockPrefix),
+      sort_order: 'Ascend',
+      sort_target: 'Create',
+    },
     { deadline },
   );
   return res.kvs
     .filter((kv: EtcdKeyValue) => isContenderKey(kv.key, lockPrefix))
-    .map((kv) => ({ key: kv.key, rev: BigInt(kv.create_revision), lease: kv.lease, shared: kv.value.toString() === SHARED_VALUE }));
+    .map((kv) => ({
+      key: kv.key,
+      rev: BigInt(kv.create_revision),
+      lease: kv.lease,
+      shared: kv.value.toString() === SHARED_VALUE,
+    }));
 }
 
 /** The contenders that hold the lock, by the lock's own rule (see above). */
@@ -36,11 +50,18 @@ export function holdersOf(contenders: readonly EtcdContenderView[]): EtcdContend
   return firstWriter < 0 ? [...contenders] : contenders.slice(0, firstWriter);
 }
 
-export function inspection(fullKey: string, contenders: readonly EtcdContenderView[]): LockInspection {
+export function inspection(
+  fullKey: string,
+  contenders: readonly EtcdContenderView[],
+): LockInspection {
   const holders = holdersOf(contenders);
   const infos: LockHolderInfo[] = holders.map((h) => ({
     mode: h.shared ? 'shared' : 'exclusive',
-    metadata: { lease: BigInt(h.lease).toString(16), createRevision: h.rev.toString(), key: h.key.toString() },
+    metadata: {
+      lease: BigInt(h.lease).toString(16),
+      createRevision: h.rev.toString(),
+      key: h.key.toString(),
+    },
   }));
   if (holders.length === 0) return { key: fullKey, held: false, holders: [], waiters: 0 };
   return {
@@ -54,7 +75,13 @@ export function inspection(fullKey: string, contenders: readonly EtcdContenderVi
 }
 
 /** Deletes the holders' keys (each only as the incarnation read); resolves how many were deleted. */
-export async function deleteHolders(client: EtcdClientLike, holders: readonly EtcdContenderView[], deadline: number): Promise<number> {
-  const deleted = await Promise.all(holders.map((h) => deleteContender(client, h.key, h.rev, deadline)));
+export async function deleteHolders(
+  client: EtcdClientLike,
+  holders: readonly EtcdContenderView[],
+  deadline: number,
+): Promise<number> {
+  const deleted = await Promise.all(
+    holders.map((h) => deleteContender(client, h.key, h.rev, deadline)),
+  );
   return deleted.filter(Boolean).length;
 }

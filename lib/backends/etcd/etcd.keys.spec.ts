@@ -1,15 +1,32 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { encodeEtcdLockName, etcdLockPrefix, isContenderKey, leaseHex, prefixRangeEnd } from './etcd.keys';
+import {
+  encodeEtcdLockName,
+  etcdLockPrefix,
+  isContenderKey,
+  leaseHex,
+  prefixRangeEnd,
+} from './etcd.keys';
 
 describe('etcd key layout', () => {
-  it('prints lease ids beyond 2^53 exactly, in lowercase hex without padding (as Go\'s %x)', () => {
+  it("prints lease ids beyond 2^53 exactly, in lowercase hex without padding (as Go's %x)", () => {
     expect(leaseHex('8891691347516014341')).toBe('7b65a22b9d1b3f05');
     expect(leaseHex('9007199254740993')).toBe('20000000000001'); // 2^53 + 1: a Number would print ...000
     expect(leaseHex(255n)).toBe('ff');
   });
 
   it('encodes only `/` and `%`, injectively: no two full keys share a NAME, and no NAME contains `/`', () => {
-    const keys = ['a', 'a/b', 'a%2Fb', 'a%252Fb', 'a%', 'a%25', 'lock:order:42', 'é/..', '%2F', '/'];
+    const keys = [
+      'a',
+      'a/b',
+      'a%2Fb',
+      'a%252Fb',
+      'a%',
+      'a%25',
+      'lock:order:42',
+      'é/..',
+      '%2F',
+      '/',
+    ];
     const names = keys.map(encodeEtcdLockName);
     expect(new Set(names).size).toBe(keys.length);
     for (const n of names) expect(n).not.toContain('/');

@@ -20,7 +20,11 @@ export function encodeEtcdLockName(fullKey: string): string {
 /** `<prefix><NAME>/`: the prefix every contender of this lock lives under. */
 export function etcdLockPrefix(fullKey: string, prefix = ''): string {
   if (typeof fullKey !== 'string' || fullKey.length === 0) {
-    throw new InvalidLockOptionsError('key', fullKey, 'a non-empty string (an empty NAME would make "/" the prefix of every lock)');
+    throw new InvalidLockOptionsError(
+      'key',
+      fullKey,
+      'a non-empty string (an empty NAME would make "/" the prefix of every lock)',
+    );
   }
   return `${prefix}${encodeEtcdLockName(fullKey)}/`;
 }
@@ -47,7 +51,8 @@ export function prefixRangeEnd(prefix: Buffer): Buffer {
  * contains `/`, e.g. `NAME/b`, whose keys share our range; they are not contenders for NAME.
  */
 export function isContenderKey(key: Buffer, lockPrefix: Buffer): boolean {
-  if (key.length <= lockPrefix.length || !key.subarray(0, lockPrefix.length).equals(lockPrefix)) return false;
+  if (key.length <= lockPrefix.length || !key.subarray(0, lockPrefix.length).equals(lockPrefix))
+    return false;
   for (let i = lockPrefix.length; i < key.length; i++) {
     const c = key[i];
     if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;

@@ -40,20 +40,34 @@ const opts = (deadline: number) => ({ deadline });
 
 /** Older contenders, youngest first, below `maxRev`. */
 function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeRequest {
-  return { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), max_create_revision: String(maxRev), sort_order: 'Descend', sort_target: 'Create', limit };
+  return {
+    key: c.lockPrefix,
+    range_end: prefixRangeEnd(c.lockPrefix),
+    max_create_revision: String(maxRev),
+    sort_order: 'Descend',
+    sort_target: 'Create',
+    limit,
+  };
 }
 
 /** The first blocker in a youngest-first page, skipping our own key and foreign keys. */
 function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
   for (const kv of kvs) {
     if (kv.key.equals(c.key) || !isContenderKey(kv.key, c.lockPrefix)) continue;
-    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE) return { key: kv.key, rev: BigInt(kv.create_revision) };
+    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE)
+      return { key: kv.key, rev: BigInt(kv.create_revision) };
   }
   return undefined;
 }
 
 /** Pages on through older contenders when the first page held none that blocks us. */
-async function pageOn(client: EtcdClientLike, c: Contender, kvs: readonly EtcdKeyValue[], more: boolean, deadline: number): Promise<Blocker | undefined> {
+async function pageOn(
+  client: EtcdClientLike,
+  c: Contender,
+  kvs: readonly EtcdKeyValue[],
+  more: boolean,
+  deadline: number,
+): Promise<Blocker | undefined> {
   let found = pick(c, kvs);
   while (!found && more && kvs.length > 0) {
     const oldest = BigInt(kvs[kvs.length - 1].create_revision);
@@ -69,13 +83,32 @@ async function pageOn(client: EtcdClientLike, c: Contender, kvs: readonly EtcdKe
  * contenders in the same revision (ours is the youngest then, so the next one is our predecessor).
  * If the key exists already (a retry after a lost answer), adopt it and read our position.
  */
-export async function createContender(client: EtcdClientLike, c: Contender, leaseId: string, deadline: number): Promise<Position> {
+export async function createContender(
+  client: EtcdClientLike,
+  c: Contender,
+  leaseId: string,
+  deadline: number,
+): Promise<Position> {
   const res = await client.kv.txn(
     {
       compare: [{ key: c.key, target: 'Create', result: 'Equal', create_revision: 0 }],
       success: [
-        { request_put: { key: c.key, value: Buffer.from(c.mode === 'shared' ? SHARED_VALUE : ''), lease: leaseId } },
-        { request_range: { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), sort_order: 'Descend', sort_target: 'Create', limit: PAGE + 1 } },
+        {
+          request_put: {
+            key: c.key,
+            value: Buffer.from(c.mode === 'shared' ? SHARED_VALUE : ''),
+            lease: leaseId,
+          },
+        },
+        {
+          request_range: {
+            key: c.lockPrefix,
+            range_end: prefixRangeEnd(c.lockPrefix),
+            sort_order: 'Descend',
+            sort_target: 'Create',
+            limit: PAGE + 1,
+          },
+        },
       ],
       failure: [{ request_range: { key: c.key } }],
     },
@@ -102,13 +135,24 @@ export async function createContender(client: EtcdClientLike, c: Contender, leas
  * we waited for is gone is at or after its deletion, so it also shows any earlier deletion of
  * our own key. Go's Mutex makes the same two checks with two linearizable reads.
  */
-export async function findBlocker(client: EtcdClientLike, c: Contender, rev: bigint, deadline: number): Promise<Position> {
+export async function findBlocker(
+  client: EtcdClientLike,
+  c: Contender,
+  rev: bigint,
+  deadline: number,
+): Promise<Position> {
   const res = await client.kv.txn(
-    { success: [{ request_range: { key: c.key, serializable: true } }, { request_range: { ...olderRange(c, rev - 1n), serializable: true } }] },
+    {
+      success: [
+        { request_range: { key: c.key, serializable: true } },
+        { request_range: { ...olderRange(c, rev - 1n), serializable: true } },
+      ],
+    },
     opts(deadline),
   );
   const own = res.responses[0].response_range.kvs[0];
-  if (!own || BigInt(own.create_revision) !== rev) return { rev, exists: false, revision: res.header.revision };
+  if (!own || BigInt(own.create_revision) !== rev)
+    return { rev, exists: false, revision: res.header.revision };
   const page = res.responses[1].response_range;
   // Further pages are separate (linearizable) reads: only the first carries the proof above.
   const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
@@ -119,33 +163,63 @@ export async function findBlocker(client: EtcdClientLike, c: Contender, rev: big
  * Whether `blocker` was deleted at or before `revision` (its key is gone or is a newer incarnation).
  * Serializable first; when that member's view is older than `revision`, asked again linearizably.
  */
-export async function blockerGone(client: EtcdClientLike, blocker: Blocker, revision: string, deadline: number): Promise<boolean> {
-  let res = await client.kv.range({ key: blocker.key, keys_only: true, serializable: true }, opts(deadline));
-  if (BigInt(res.header.revision) < BigInt(revision)) res = await client.kv.range({ key: blocker.key, keys_only: true }, opts(deadline));
+export async function blockerGone(
+  client: EtcdClientLike,
+  blocker: Blocker,
+  revision: string,
+  deadline: number,
+): Promise<boolean> {
+  let res = await client.kv.range(
+    { key: blocker.key, keys_only: true, serializable: true },
+    opts(deadline),
+  );
+  if (BigInt(res.header.revision) < BigInt(revision))
+    res = await client.kv.range({ key: blocker.key, keys_only: true }, opts(deadline));
   const kv = res.kvs[0];
   return !kv || BigInt(kv.create_revision) !== blocker.rev;
 }
 
 /** Deletes a contender; with `rev`, only that incarnation of it (never a newer one). Resolves whether it was there. */
-export async function deleteContender(client: EtcdClientLike, key: Buffer, rev: bigint | undefined, deadline: number): Promise<boolean> {
+export async function deleteContender(
+  client: EtcdClientLike,
+  key: Buffer,
+  rev: bigint | undefined,
+  deadline: number,
+): Promise<boolean> {
   if (rev === undefined) {
     const res = await client.kv.deleteRange({ key }, opts(deadline));
     return res.deleted !== '0';
   }
   const res = await client.kv.txn(
-    { compare: [{ key, target: 'Create', result: 'Equal', create_revision: String(rev) }], success: [{ request_delete_range: { key } }] },
+    {
+      compare: [{ key, target: 'Create', result: 'Equal', create_revision: String(rev) }],
+      success: [{ request_delete_range: { key } }],
+    },
     opts(deadline),
   );
   return res.succeeded && res.responses[0]?.response_delete_range?.deleted !== '0';
 }
 
 /** Whether a writer queued after our (shared) contender: then new readers must queue too (no writer starvation). */
-export async function writerQueuedAfter(client: EtcdClientLike, c: Contender, rev: bigint, deadline: number): Promise<boolean> {
+export async function writerQueuedAfter(
+  client: EtcdClientLike,
+  c: Contender,
+  rev: bigint,
+  deadline: number,
+): Promise<boolean> {
   const res = await client.kv.range(
-    { key: c.lockPrefix, range_end: prefixRangeEnd(c.lockPrefix), min_create_revision: String(rev + 1n), sort_order: 'Ascend', sort_target: 'Create' },
+    {
+      key: c.lockPrefix,
+      range_end: prefixRangeEnd(c.lockPrefix),
+      min_create_revision: String(rev + 1n),
+      sort_order: 'Ascend',
+      sort_target: 'Create',
+    },
     opts(deadline),
   );
-  return res.kvs.some((kv) => isContenderKey(kv.key, c.lockPrefix) && kv.value.toString() !== SHARED_VALUE);
+  return res.kvs.some(
+    (kv) => isContenderKey(kv.key, c.lockPrefix) && kv.value.toString() !== SHARED_VALUE,
+  );
 }
 
 /** For each key: does it still exist as the incarnation we created (create revision and lease match)? */
@@ -157,7 +231,10 @@ export async function verifyContenders(
   const out: boolean[] = [];
   for (let i = 0; i < items.length; i += MAX_TXN_OPS) {
     const chunk = items.slice(i, i + MAX_TXN_OPS);
-    const res = await client.kv.txn({ success: chunk.map((it) => ({ request_range: { key: it.key, keys_only: true } })) }, opts(deadline));
+    const res = await client.kv.txn(
+      { success: chunk.map((it) => ({ request_range: { key: it.key, keys_only: true } })) },
+      opts(deadline),
+    );
     chunk.forEach((it, j) => {
       const kv = res.responses[j].response_range.kvs[0];
       out.push(!!kv && BigInt(kv.create_revision) === it.rev && kv.lease === it.leaseId);

@@ -9,13 +9,19 @@ import { join } from 'node:path';
 describe('etcd and ZooKeeper backends: published types', () => {
   it.each([
     ['etcd', /from\s+['"]etcd3['"]|import\(\s*['"]etcd3['"]\s*\)|require\(\s*['"]etcd3['"]\s*\)/],
-    ['zookeeper', /from\s+['"]node-zookeeper-client['"]|import\(\s*['"]node-zookeeper-client['"]\s*\)|require\(/],
+    [
+      'zookeeper',
+      /from\s+['"]node-zookeeper-client['"]|import\(\s*['"]node-zookeeper-client['"]\s*\)|require\(/,
+    ],
   ])('lib/backends/%s imports no driver module, not even its types', (folder, driver) => {
     const dir = join(__dirname, '..', folder);
     const sources = readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.spec.ts'));
     expect(sources.length).toBeGreaterThan(3);
     for (const file of sources) {
-      expect({ file, imports: driver.test(readFileSync(join(dir, file), 'utf8')) }).toEqual({ file, imports: false });
+      expect({ file, imports: driver.test(readFileSync(join(dir, file), 'utf8')) }).toEqual({
+        file,
+        imports: false,
+      });
     }
   });
 });

@@ -54,17 +54,34 @@ export class EtcdSession {
   }
 
   /** Grants a lease of `ttl` ms (whole seconds) and starts keeping it alive. */
-  static async grant(client: EtcdClientLike, ttl: number, callTimeout: number, now: () => number): Promise<EtcdSession> {
+  static async grant(
+    client: EtcdClientLike,
+    ttl: number,
+    callTimeout: number,
+    now: () => number,
+  ): Promise<EtcdSession> {
     const sentAt = now();
-    const res = await client.leaseClient.leaseGrant({ TTL: ttl / 1000 }, { deadline: Date.now() + callTimeout });
+    const res = await client.leaseClient.leaseGrant(
+      { TTL: ttl / 1000 },
+      { deadline: Date.now() + callTimeout },
+    );
     if (res.error) throw new Error(`etcd refused the lease: ${res.error}`);
-    return new EtcdSession(client, res.ID, Math.max(ttl, Number(res.TTL) * 1000), sentAt, callTimeout, now);
+    return new EtcdSession(
+      client,
+      res.ID,
+      Math.max(ttl, Number(res.TTL) * 1000),
+      sentAt,
+      callTimeout,
+      now,
+    );
   }
 
   /** Alive and locally known valid right now. Checks the clock, so a resumed process sees the truth. */
   get alive(): boolean {
     if (this.state === 'alive' && this.now() >= this.validUntil) {
-      this.lose(`no keepalive of session lease ${this.hex} was confirmed within its ${this.ttl} ms TTL (etcd unreachable or this process paused)`);
+      this.lose(
+        `no keepalive of session lease ${this.hex} was confirmed within its ${this.ttl} ms TTL (etcd unreachable or this process paused)`,
+      );
     }
     return this.state === 'alive';
   }
@@ -162,7 +179,10 @@ export class EtcdSession {
 
   private armExpiry(): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.expiryTimer = setTimeout(() => void this.alive, Math.max(0, this.validUntil - this.now()) + 1);
+    this.expiryTimer = setTimeout(
+      () => void this.alive,
+      Math.max(0, this.validUntil - this.now()) + 1,
+    );
     this.expiryTimer.unref();
   }
 
@@ -192,7 +212,10 @@ export class EtcdSession {
 
   private async revoke(): Promise<void> {
     try {
-      await this.client.leaseClient.leaseRevoke({ ID: this.id }, { deadline: Date.now() + this.callTimeout });
+      await this.client.leaseClient.leaseRevoke(
+        { ID: this.id },
+        { deadline: Date.now() + this.callTimeout },
+      );
     } catch {
       // Unreachable or already expired: either way the lease ends by its TTL.
     }

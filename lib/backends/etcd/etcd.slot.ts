@@ -33,7 +33,11 @@ export class LockSlot {
   private cleanup: Promise<void> | undefined;
   private cleanupFailure: unknown;
 
-  constructor(readonly fullKey: string, readonly lockPrefix: Buffer, private readonly ctx: SlotContext) {}
+  constructor(
+    readonly fullKey: string,
+    readonly lockPrefix: Buffer,
+    private readonly ctx: SlotContext,
+  ) {}
 
   get empty(): boolean {
     return !this.current && !this.cleanup && this.queue.length === 0;
@@ -51,7 +55,9 @@ export class LockSlot {
       if (joinable && cur.state === 'waiting') {
         // A try-once reader rides along with the first attempt; once etcd said "blocked", it is busy.
         if (!w.givingUp || cur.answers === 0) return this.join(cur, w);
-        return cur.failure !== undefined ? w.fail(this.unavailable('etcd did not answer', cur.failure)) : w.settle({ acquired: false });
+        return cur.failure !== undefined
+          ? w.fail(this.unavailable('etcd did not answer', cur.failure))
+          : w.settle({ acquired: false });
       }
       // Another owner of this process holds or queues first: busy for a try-once, else queue locally.
       if (w.givingUp) return w.settle({ acquired: false });
@@ -62,7 +68,14 @@ export class LockSlot {
   /** The held incarnation of `owner`, for renew and release. */
   heldBy(owner: string): { session: EtcdSession; key: Buffer; rev: bigint } | undefined {
     const cur = this.current;
-    if (cur?.state !== 'held' || !cur.holders.has(owner) || !cur.session || !cur.key || cur.rev === undefined) return undefined;
+    if (
+      cur?.state !== 'held' ||
+      !cur.holders.has(owner) ||
+      !cur.session ||
+      !cur.key ||
+      cur.rev === undefined
+    )
+      return undefined;
     return { session: cur.session, key: cur.key, rev: cur.rev };
   }
 
@@ -85,11 +98,13 @@ export class LockSlot {
 
   /** Backend closing: every waiter fails (holders were released by the engine first). */
   close(): void {
-    const error = new LockBackendUnavailableError(this.ctx.backend, 'the backend was closed', { key: this.fullKey });
+    const error = new LockBackendUnavailableError(this.ctx.backend, 'the backend was closed', {
+      key: this.fullKey,
+    });
     for (const w of this.queue.splice(0)) w.fail(error);
     const cur = this.current;
     if (cur) for (const w of cur.waiters) w.fail(error);
-    if (cur) cur.waiters.clear(), cur.wake.abort();
+    if (cur) (cur.waiters.clear(), cur.wake.abort());
   }
 
   private start(group: Waiter[]): void {
@@ -113,7 +128,12 @@ export class LockSlot {
     this.join(inc, w);
     let writerWaits: boolean;
     try {
-      writerWaits = await writerQueuedAfter((inc.session as EtcdSession).client, this.contender(inc), inc.rev as bigint, Date.now() + this.ctx.callTimeout);
+      writerWaits = await writerQueuedAfter(
+        (inc.session as EtcdSession).client,
+        this.contender(inc),
+        inc.rev as bigint,
+        Date.now() + this.ctx.callTimeout,
+      );
     } catch (error) {
       inc.waiters.delete(w);
       w.fail(this.unavailable('reading the queue failed', error));
@@ -136,7 +156,9 @@ export class LockSlot {
     const queued = this.queue.indexOf(w);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
-      return this.cleanupFailure ? w.fail(this.unavailable('deleting our previous key failed', this.cleanupFailure)) : w.settle({ acquired: false });
+      return this.cleanupFailure
+        ? w.fail(this.unavailable('deleting our previous key failed', this.cleanupFailure))
+        : w.settle({ acquired: false });
     }
     const inc = this.current;
     if (!inc || !inc.waiters.has(w)) return;
@@ -145,14 +167,24 @@ export class LockSlot {
       return;
     }
     inc.waiters.delete(w);
-    const failure = inc.failure ?? this.cleanupFailure ?? (inc.session && !inc.session.healthy ? new Error('session keepalives are not being answered') : undefined);
-    this.leave(inc, () => (failure !== undefined ? w.fail(this.unavailable('etcd did not answer', failure)) : w.settle({ acquired: false })));
+    const failure =
+      inc.failure ??
+      this.cleanupFailure ??
+      (inc.session && !inc.session.healthy
+        ? new Error('session keepalives are not being answered')
+        : undefined);
+    this.leave(inc, () =>
+      failure !== undefined
+        ? w.fail(this.unavailable('etcd did not answer', failure))
+        : w.settle({ acquired: false }),
+    );
     this.afterLeave(inc);
   }
 
   /** Settles a waiter that left a queued incarnation: at once, or after the key is deleted if it was the last. */
   private leave(inc: Incarnation, settle: () => void): void {
-    if (inc.key && inc.state === 'waiting' && inc.waiters.size === 0 && inc.holders.size === 0) inc.leaving.push(settle);
+    if (inc.key && inc.state === 'waiting' && inc.waiters.size === 0 && inc.holders.size === 0)
+      inc.leaving.push(settle);
     else settle();
   }
 
@@ -169,7 +201,11 @@ export class LockSlot {
       if (!w.givingUp || inc.answers <= w.seen) continue;
       inc.waiters.delete(w);
       const failure = inc.failure;
-      this.leave(inc, () => (failure !== undefined ? w.fail(this.unavailable('etcd did not answer', failure)) : w.settle({ acquired: false })));
+      this.leave(inc, () =>
+        failure !== undefined
+          ? w.fail(this.unavailable('etcd did not answer', failure))
+          : w.settle({ acquired: false }),
+      );
     }
   }
 
@@ -251,7 +287,8 @@ export class LockSlot {
     const head = this.queue.shift();
     if (!head) return this.ctx.idle(this);
     const group = [head];
-    while (head.mode === 'shared' && this.queue[0]?.mode === 'shared') group.push(this.queue.shift() as Waiter);
+    while (head.mode === 'shared' && this.queue[0]?.mode === 'shared')
+      group.push(this.queue.shift() as Waiter);
     this.start(group);
   }
 

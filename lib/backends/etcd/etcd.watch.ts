@@ -41,7 +41,10 @@ export function waitForDelete(
       signal.removeEventListener('abort', onStop);
       // Detaching never blocks us: if the stream is down it completes when the stream comes back.
       const w = watcher;
-      if (w) Promise.resolve().then(() => w.cancel()).catch(() => undefined);
+      if (w)
+        Promise.resolve()
+          .then(() => w.cancel())
+          .catch(() => undefined);
       resolve(result);
     };
     const onStop = () => finish({ outcome: 'stopped' });
@@ -59,7 +62,7 @@ export function waitForDelete(
       watcher.on('delete', () => finish({ outcome: 'deleted' }));
       // Only the first creation leaves a gap: etcd3 resumes a reconnected watch where it stopped.
       watcher.on('connected', (res) => {
-        if (!created) (created = true), closeGap(res.header.revision);
+        if (!created) ((created = true), closeGap(res.header.revision));
       });
       watcher.on('disconnected', (error) =>
         finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }),

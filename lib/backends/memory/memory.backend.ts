@@ -41,14 +41,21 @@ export interface MemoryLockBackendOptions {
  */
 export class MemoryLockBackend implements LockBackend {
   readonly name = 'memory';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: MAX_KEY_LENGTH };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: false,
+    maxKeyLength: MAX_KEY_LENGTH,
+  };
   private readonly entries = new Map<string, Entry>();
   private readonly notifier = new ReleaseNotifier();
   readonly wakeups = this.notifier;
   private readonly now: () => number;
 
   constructor(options: MemoryLockBackendOptions = {}) {
-    const o = checkOptionsObject<MemoryLockBackendOptions>('MemoryLockBackend options', options, ['now']);
+    const o = checkOptionsObject<MemoryLockBackendOptions>('MemoryLockBackend options', options, [
+      'now',
+    ]);
     if (o.now !== undefined && typeof o.now !== 'function') {
       throw new InvalidLockOptionsError('now', o.now, 'a function returning monotonic ms');
     }
@@ -97,9 +104,14 @@ export class MemoryLockBackend implements LockBackend {
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
     const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
-    if (entry.writer) return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
+    if (entry.writer)
+      return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
     if (request.mode === 'exclusive') {
-      if (entry.readers.size > 0) return { acquired: false, retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now) };
+      if (entry.readers.size > 0)
+        return {
+          acquired: false,
+          retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now),
+        };
       entry.writer = { owner: request.owner, expiresAt: now + request.ttl };
     } else {
       entry.readers.set(request.owner, now + request.ttl);
@@ -138,8 +150,18 @@ export class MemoryLockBackend implements LockBackend {
     const entry = this.live(key, now);
     const fencingToken = entry?.token;
     const holders: LockHolderInfo[] = [];
-    if (entry?.writer) holders.push({ mode: 'exclusive', owner: entry.writer.owner, remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)) });
-    for (const [owner, expiresAt] of entry?.readers ?? []) holders.push({ mode: 'shared', owner, remainingTtl: Math.max(0, Math.ceil(expiresAt - now)) });
+    if (entry?.writer)
+      holders.push({
+        mode: 'exclusive',
+        owner: entry.writer.owner,
+        remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)),
+      });
+    for (const [owner, expiresAt] of entry?.readers ?? [])
+      holders.push({
+        mode: 'shared',
+        owner,
+        remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
+      });
     // Waiters live in the engine's line (LockService.inspect adds this process's), not here.
     return { key, held: holders.length > 0, mode: holders[0]?.mode, holders, fencingToken };
   }

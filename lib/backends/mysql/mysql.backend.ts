@@ -16,8 +16,20 @@ import { SqlClientSource } from '../sql/sql-client';
 import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
-import { defaultDoorbells, resolveMySqlOptions, type MySqlConnectionLike, type MySqlLockBackendOptions, type MySqlPoolLike } from './mysql.options';
-import { mysqlStatements, PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql.schema';
+import {
+  defaultDoorbells,
+  resolveMySqlOptions,
+  type MySqlConnectionLike,
+  type MySqlLockBackendOptions,
+  type MySqlPoolLike,
+} from './mysql.options';
+import {
+  mysqlStatements,
+  PAD_ROW,
+  RENEW_SHAPES,
+  renewShape,
+  type MySqlStatements,
+} from './mysql.schema';
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
@@ -40,7 +52,12 @@ import { mysqlStatements, PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatement
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's 3072-byte index limit. */
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: false,
+    maxKeyLength: 512,
+  };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
   /** This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling). */
@@ -61,7 +78,13 @@ export class MySqlLockBackend implements LockBackend {
     const slots = o.doorbells ?? (given ? defaultDoorbells(given) : 0);
     this.table = o.table;
     this.sql = mysqlStatements(this.table);
-    this.doorbell = new MySqlDoorbell(() => this.pool(), o.table, slots, o.maxPollDelay, this.notifier);
+    this.doorbell = new MySqlDoorbell(
+      () => this.pool(),
+      o.table,
+      slots,
+      o.maxPollDelay,
+      this.notifier,
+    );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
     const doorbells = o.doorbells !== 0 && (slots > 0 || !given);
@@ -101,7 +124,10 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   /** Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed. */
-  private async renewChunk(conn: MySqlConnectionLike, chunk: readonly SortedLock[]): Promise<boolean[]> {
+  private async renewChunk(
+    conn: MySqlConnectionLike,
+    chunk: readonly SortedLock[],
+  ): Promise<boolean[]> {
     const size = renewShape(chunk.length);
     const pad = size - chunk.length;
     await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
@@ -115,7 +141,9 @@ export class MySqlLockBackend implements LockBackend {
     const pairs: (Buffer | string)[] = chunk.flatMap((l) => [l.key, l.lock.owner]);
     for (let i = 0; i < pad; i++) pairs.push(PAD_ROW.key, PAD_ROW.owner);
     const [live] = await conn.execute(this.sql.alive(size), pairs);
-    const ours = new Set((live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`));
+    const ours = new Set(
+      (live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`),
+    );
     return chunk.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
   }
 
@@ -138,9 +166,20 @@ export class MySqlLockBackend implements LockBackend {
 
   /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
   async inspect(key: string): Promise<LockInspection> {
-    const [rows] = await this.withConnection((conn) => conn.execute(this.sql.inspect, [bytes(key)]));
-    const read = rows as { owner: string; mode: LockMode; left_us: number | string | null; fence: unknown }[];
-    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us ?? 0) })), this.name);
+    const [rows] = await this.withConnection((conn) =>
+      conn.execute(this.sql.inspect, [bytes(key)]),
+    );
+    const read = rows as {
+      owner: string;
+      mode: LockMode;
+      left_us: number | string | null;
+      fence: unknown;
+    }[];
+    return toInspection(
+      key,
+      read.map((r) => ({ ...r, leftUs: Number(r.left_us ?? 0) })),
+      this.name,
+    );
   }
 
   /**
@@ -170,7 +209,8 @@ export class MySqlLockBackend implements LockBackend {
   /** The pool: the one given, or the factory's (made on first use; its size sets the doorbell slots). */
   private async pool(): Promise<MySqlPoolLike> {
     const pool = await this.source.get();
-    if (this.doorbells === undefined && this.source.given === undefined) this.doorbell.slots = defaultDoorbells(pool);
+    if (this.doorbells === undefined && this.source.given === undefined)
+      this.doorbell.slots = defaultDoorbells(pool);
     return pool;
   }
 
@@ -184,7 +224,12 @@ export class MySqlLockBackend implements LockBackend {
     });
   }
 
-  private attempt(fullKey: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
+  private attempt(
+    fullKey: string,
+    owner: string,
+    mode: LockMode,
+    ttl: number,
+  ): Promise<BackendAcquireResult> {
     const key = bytes(fullKey);
     return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
       await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
@@ -192,9 +237,9 @@ export class MySqlLockBackend implements LockBackend {
       await conn.query('START TRANSACTION');
       await conn.execute(this.sql.lockKey, [key]);
       const [rows] = await conn.execute(this.sql.holders, [key]);
-      const holders = (rows as { owner: string; mode: LockMode; left_us: number | string | null }[]).map(
-        (r): HolderRow => ({ owner: r.owner, mode: r.mode, leftUs: Number(r.left_us ?? 0) }),
-      );
+      const holders = (
+        rows as { owner: string; mode: LockMode; left_us: number | string | null }[]
+      ).map((r): HolderRow => ({ owner: r.owner, mode: r.mode, leftUs: Number(r.left_us ?? 0) }));
       const decision = decide(holders, mode);
       if (decision.blocked) {
         await conn.query('ROLLBACK');

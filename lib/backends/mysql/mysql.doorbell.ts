@@ -84,13 +84,16 @@ export class MySqlDoorbell implements WakeupSource {
    */
   async ready(): Promise<void> {
     if (this.slots === 0 || this.closed || this.bell) return;
-    this.opening ??= this.pool().then((pool) => pool.getConnection()).then(
-      (conn) => {
-        if (this.closed || this.bell) conn.release();
-        else this.bell = conn;
-      },
-      () => undefined, // the acquire will report the outage; its grant goes unarmed
-    ).finally(() => (this.opening = undefined));
+    this.opening ??= this.pool()
+      .then((pool) => pool.getConnection())
+      .then(
+        (conn) => {
+          if (this.closed || this.bell) conn.release();
+          else this.bell = conn;
+        },
+        () => undefined, // the acquire will report the outage; its grant goes unarmed
+      )
+      .finally(() => (this.opening = undefined));
     await this.opening;
   }
 
@@ -119,7 +122,8 @@ export class MySqlDoorbell implements WakeupSource {
             // Every process's head waiter wakes at once: spread their re-attempts over a few ms so
             // the first takes the key's mutex row alone instead of queueing a herd behind it.
             await sleepFor(Math.random() * RING_SPREAD_MS, both);
-          } else if (outcome === 'unarmed') await sleepFor(Math.random() * this.nextBackoff(key), both);
+          } else if (outcome === 'unarmed')
+            await sleepFor(Math.random() * this.nextBackoff(key), both);
           stop.abort();
         });
         await local;

@@ -1,7 +1,12 @@
 import { checkInteger } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { SqlClientSource } from '../sql/sql-client';
-import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
+import {
+  resolveSqlOptions,
+  SQL_OPTIONS,
+  type ResolvedSqlOptions,
+  type SqlBackendOptions,
+} from '../sql/sql.options';
 
 /** One statement's answer, as mysql2/promise gives it: [rows or ResultSetHeader, fields]. */
 export type MySqlResult = [unknown, unknown];
@@ -53,7 +58,8 @@ const KNOWN = [...SQL_OPTIONS, 'doorbells'];
 export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
   const o = resolveSqlOptions<MySqlLockBackendOptions>('MySqlLockBackend', options, KNOWN, 100);
   const source = SqlClientSource.from(o, 'a mysql2/promise Pool', checkMySqlPool, endPool);
-  const doorbells = o.doorbells === undefined ? undefined : checkInteger('doorbells', o.doorbells, 0, 64);
+  const doorbells =
+    o.doorbells === undefined ? undefined : checkInteger('doorbells', o.doorbells, 0, 64);
   return { ...o, source, doorbells };
 }
 

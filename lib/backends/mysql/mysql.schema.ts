@@ -49,7 +49,10 @@ export function mysqlStatements(table: string): MySqlStatements {
   const t = `\`${table}\``;
   const keys = `\`${table}_keys\``;
   const fence = `\`${table}_fence\``;
-  const rows = (n: number) => Array.from({ length: n }, (_, i) => (i === 0 ? 'SELECT ? AS k, ? AS o, ? AS us' : 'SELECT ?, ?, ?')).join(' UNION ALL ');
+  const rows = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      i === 0 ? 'SELECT ? AS k, ? AS o, ? AS us' : 'SELECT ?, ?, ?',
+    ).join(' UNION ALL ');
   return {
     ddl: [
       `CREATE TABLE IF NOT EXISTS ${t} (

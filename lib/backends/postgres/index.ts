@@ -1,3 +1,8 @@
 export { PostgresLockBackend } from './postgres.backend';
-export type { PostgresLockBackendOptions, PgPoolLike, PgPoolClientLike, PgQueryResultLike } from './postgres.options';
+export type {
+  PostgresLockBackendOptions,
+  PgPoolLike,
+  PgPoolClientLike,
+  PgQueryResultLike,
+} from './postgres.options';
 export { postgresDdl } from './postgres.schema';

@@ -16,8 +16,17 @@ import { SqlClientSource } from '../sql/sql-client';
 import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from '../sql/sql-sweeper';
-import { PgReleaseListener, type PgListenConnector, type PgListenClientLike } from './postgres.listener';
-import { resolvePostgresOptions, type PgPoolClientLike, type PgPoolLike, type PostgresLockBackendOptions } from './postgres.options';
+import {
+  PgReleaseListener,
+  type PgListenConnector,
+  type PgListenClientLike,
+} from './postgres.listener';
+import {
+  resolvePostgresOptions,
+  type PgPoolClientLike,
+  type PgPoolLike,
+  type PostgresLockBackendOptions,
+} from './postgres.options';
 import { advisoryClass, postgresStatements, type PostgresStatements } from './postgres.schema';
 
 /**
@@ -40,7 +49,12 @@ import { advisoryClass, postgresStatements, type PostgresStatements } from './po
 export class PostgresLockBackend implements LockBackend {
   readonly name = 'postgres';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: well inside a btree entry (about 2700 bytes). */
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: false, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: false,
+    maxKeyLength: 512,
+  };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
   /** The LISTEN connection's wake-ups (undefined with notifications: false: the engine polls). */
@@ -60,10 +74,17 @@ export class PostgresLockBackend implements LockBackend {
     this.sql = postgresStatements(this.table);
     this.classId = advisoryClass(this.table);
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay };
-    this.sweeper = new SqlSweeper(o.sweepInterval, () => this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])));
+    this.sweeper = new SqlSweeper(o.sweepInterval, () =>
+      this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])),
+    );
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
     if (o.notifications) {
-      this.listener = new PgReleaseListener(listenConnector(() => this.source.get()), this.sql.channel, this.notifier, o.maxPollDelay);
+      this.listener = new PgReleaseListener(
+        listenConnector(() => this.source.get()),
+        this.sql.channel,
+        this.notifier,
+        o.maxPollDelay,
+      );
     }
     this.wakeups = this.listener;
   }
@@ -78,12 +99,16 @@ export class PostgresLockBackend implements LockBackend {
     if (locks.length === 0) return [];
     const values = [locks.map((l) => l.key), locks.map((l) => l.owner), locks.map((l) => l.ttl)];
     const { rows } = await this.run((c) => c.query(this.sql.renew, values));
-    const renewed = new Set((rows as { lock_key: string; owner: string }[]).map((r) => `${r.owner}:${r.lock_key}`));
+    const renewed = new Set(
+      (rows as { lock_key: string; owner: string }[]).map((r) => `${r.owner}:${r.lock_key}`),
+    );
     return locks.map((l) => renewed.has(`${l.owner}:${l.key}`));
   }
 
   async release(lock: BackendLock): Promise<void> {
-    const { rows } = await this.run((c) => c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]));
+    const { rows } = await this.run((c) =>
+      c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]),
+    );
     // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is down).
     if (rows.length > 0) this.notifier.notify(keyDigest(lock.key));
   }
@@ -92,7 +117,11 @@ export class PostgresLockBackend implements LockBackend {
   async inspect(key: string): Promise<LockInspection> {
     const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
     const read = rows as { owner: string; mode: LockMode; left_us: string; fence: string }[];
-    return toInspection(key, read.map((r) => ({ ...r, leftUs: Number(r.left_us) })), this.name);
+    return toInspection(
+      key,
+      read.map((r) => ({ ...r, leftUs: Number(r.left_us) })),
+      this.name,
+    );
   }
 
   /**
@@ -113,7 +142,12 @@ export class PostgresLockBackend implements LockBackend {
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
-  private attempt(key: string, owner: string, mode: LockMode, ttl: number): Promise<BackendAcquireResult> {
+  private attempt(
+    key: string,
+    owner: string,
+    mode: LockMode,
+    ttl: number,
+  ): Promise<BackendAcquireResult> {
     return this.run(async (c) => {
       // A failure anywhere below destroys the connection (run), which rolls the transaction back.
       await c.query(this.sql.begin);
@@ -184,7 +218,8 @@ function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector 
     open: async () => {
       const pool = await getPool();
       const Client = pool.Client;
-      if (typeof Client !== 'function' || !pool.options) return (await pool.connect()) as unknown as PgListenClientLike;
+      if (typeof Client !== 'function' || !pool.options)
+        return (await pool.connect()) as unknown as PgListenClientLike;
       const client = new Client(pool.options);
       client.on('error', () => undefined);
       try {

@@ -57,7 +57,11 @@ export class PgReleaseListener implements WakeupSource {
     const inner = this.notifier.listen(keyDigest(key)); // NOTIFY payloads are digests
     return {
       // Without an active LISTEN no NOTIFY can arrive: sleep a jittered poll delay at most.
-      wait: (ms, signal) => inner.wait(this.listening ? ms : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2)), signal),
+      wait: (ms, signal) =>
+        inner.wait(
+          this.listening ? ms : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2)),
+          signal,
+        ),
       dispose: () => inner.dispose(),
     };
   }
@@ -87,7 +91,8 @@ export class PgReleaseListener implements WakeupSource {
       client.on('error', () => this.broken(client));
       client.on('end', () => this.broken(client));
       client.on('notification', (message) => {
-        if (message.channel === this.channel && message.payload !== undefined) this.notifier.notify(message.payload);
+        if (message.channel === this.channel && message.payload !== undefined)
+          this.notifier.notify(message.payload);
       });
       // The channel derives from the validated table name (a plain identifier): safe to quote in.
       await client.query(`LISTEN "${this.channel}"`);

@@ -1,7 +1,12 @@
 import { checkBoolean } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { SqlClientSource } from '../sql/sql-client';
-import { resolveSqlOptions, SQL_OPTIONS, type ResolvedSqlOptions, type SqlBackendOptions } from '../sql/sql.options';
+import {
+  resolveSqlOptions,
+  SQL_OPTIONS,
+  type ResolvedSqlOptions,
+  type SqlBackendOptions,
+} from '../sql/sql.options';
 import type { PgListenClientLike } from './postgres.listener';
 
 export interface PgQueryResultLike {
@@ -20,7 +25,9 @@ export interface PgPoolClientLike {
 /** The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN connection). */
 export interface PgPoolLike {
   connect(): Promise<PgPoolClientLike>;
-  readonly Client?: new (config: any) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
+  readonly Client?: new (
+    config: any,
+  ) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
   readonly options?: object;
 }
 
@@ -47,15 +54,31 @@ export type ResolvedPostgresOptions = PostgresLockBackendOptions &
 const KNOWN = [...SQL_OPTIONS, 'notifications'];
 
 /** Validates every option once, at construction; each failure names the option. */
-export function resolvePostgresOptions(options: PostgresLockBackendOptions): ResolvedPostgresOptions {
-  const o = resolveSqlOptions<PostgresLockBackendOptions>('PostgresLockBackend', options, KNOWN, 250);
-  const source = SqlClientSource.from(o, "a pg Pool (new Pool(...) from 'pg')", checkPgPool, endPool, checkOwnedPgPool);
+export function resolvePostgresOptions(
+  options: PostgresLockBackendOptions,
+): ResolvedPostgresOptions {
+  const o = resolveSqlOptions<PostgresLockBackendOptions>(
+    'PostgresLockBackend',
+    options,
+    KNOWN,
+    250,
+  );
+  const source = SqlClientSource.from(
+    o,
+    "a pg Pool (new Pool(...) from 'pg')",
+    checkPgPool,
+    endPool,
+    checkOwnedPgPool,
+  );
   return { ...o, source, notifications: checkBoolean('notifications', o.notifications, true) };
 }
 
 /** A pool the factory made is ours: idle clients that die with the server must not crash the process. */
 function ownPool(pool: PgPoolLike): PgPoolLike {
-  (pool as PgPoolLike & { on?(event: 'error', cb: () => void): unknown }).on?.('error', () => undefined);
+  (pool as PgPoolLike & { on?(event: 'error', cb: () => void): unknown }).on?.(
+    'error',
+    () => undefined,
+  );
   return pool;
 }
 
@@ -72,7 +95,11 @@ export function checkOwnedPgPool(client: unknown): PgPoolLike {
 export function checkPgPool(client: unknown): PgPoolLike {
   const c = client as PgPoolLike | null | undefined;
   if (!c || typeof c.connect !== 'function' || 'connectionParameters' in c) {
-    throw new InvalidLockOptionsError('client', client, "a pg Pool (new Pool(...) from 'pg'), not a Client");
+    throw new InvalidLockOptionsError(
+      'client',
+      client,
+      "a pg Pool (new Pool(...) from 'pg'), not a Client",
+    );
   }
   return c;
 }

@@ -46,7 +46,8 @@ export function postgresStatements(table: string): PostgresStatements {
     // freezes inside its few-ms transaction while holding a key's mutex: the server ends its
     // session after 5 s idle, and nobody waits more than 5 s for a mutex (the attempt fails and is
     // retried within the caller's budget).
-    begin: "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'; SET LOCAL idle_in_transaction_session_timeout = '5s'",
+    begin:
+      "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'; SET LOCAL idle_in_transaction_session_timeout = '5s'",
     mutex: 'SELECT pg_advisory_xact_lock($1::int4, hashtext($2::text))',
     // Locks every holder row of the key in (lock_key, owner) order, the order renew locks in too.
     holders:

@@ -3,7 +3,12 @@
  * a NOSCRIPT fallback (one call or a pipelined batch), the lazily made pub/sub connection, where a
  * client comes from (given or made and closed by the backend), and the lock's key layout + scripts.
  */
-export type { RedisClientLike, RedisPipelineLike, RedisReply, RedisSubscriberLike } from './redis-client.types';
+export type {
+  RedisClientLike,
+  RedisPipelineLike,
+  RedisReply,
+  RedisSubscriberLike,
+} from './redis-client.types';
 export { REDIS_CLIENT_METHODS } from './redis-client.types';
 export { redisScript, runScript, runScriptBatch, type RedisScript } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';

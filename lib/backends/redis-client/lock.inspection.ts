@@ -27,7 +27,11 @@ export function parseInspect(reply: unknown): ServerLockView {
 export function toInspection(key: string, view: ServerLockView, waiters?: number): LockInspection {
   const holders: LockHolderInfo[] = view.writer
     ? [{ mode: 'exclusive', owner: view.writer, remainingTtl: view.writerTtl }]
-    : [...view.readers].map(([owner, ms]) => ({ mode: 'shared' as const, owner, remainingTtl: ms }));
+    : [...view.readers].map(([owner, ms]) => ({
+        mode: 'shared' as const,
+        owner,
+        remainingTtl: ms,
+      }));
   return {
     key,
     held: holders.length > 0,

@@ -67,6 +67,10 @@ export async function quit(client: RedisClientLike): Promise<void> {
 }
 
 /** Throws InvalidLockOptionsError unless `client` has every method the backends call. */
-export function checkRedisClient(option: string, client: unknown, what = 'an ioredis Redis or Cluster client'): void {
+export function checkRedisClient(
+  option: string,
+  client: unknown,
+  what = 'an ioredis Redis or Cluster client',
+): void {
   checkClient(option, client, REDIS_CLIENT_METHODS, what);
 }

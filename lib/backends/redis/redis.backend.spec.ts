@@ -55,7 +55,9 @@ describe('RedisLockBackend command budget', () => {
   it('renews many held locks with one pipelined round trip per tick', async () => {
     const backend = new RedisLockBackend({ client });
     const engine = new LockEngine({ backend });
-    const handles = await Promise.all(Array.from({ length: 300 }, (_, i) => engine.acquire(`r${i}`, { ttl: 3_000 })));
+    const handles = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => engine.acquire(`r${i}`, { ttl: 3_000 })),
+    );
     await backend.renew([]); // an empty batch is no round trip at all
     const batches: number[] = [];
     const realPipeline = client.pipeline.bind(client);
@@ -102,9 +104,13 @@ describe('RedisLockBackend command budget', () => {
     expect(() => new RedisLockBackend({ client: {} as never })).toThrow(InvalidLockOptionsError);
     expect(() => new RedisLockBackend({ client, channel: '' })).toThrow(/"channel"/);
     expect(() => new RedisLockBackend({ client, fenceRetention: 5 })).toThrow(/"fenceRetention"/);
-    expect(() => new RedisLockBackend({ client, replicas: { count: 0, timeout: 100 } })).toThrow(/"replicas.count"/);
+    expect(() => new RedisLockBackend({ client, replicas: { count: 0, timeout: 100 } })).toThrow(
+      /"replicas.count"/,
+    );
     // A misspelt option fails, naming it, instead of silently keeping the default.
-    expect(() => new RedisLockBackend({ client, fenceRetenton: 60_000 } as never)).toThrow(/fenceRetenton.*did you mean "fenceRetention"/s);
+    expect(() => new RedisLockBackend({ client, fenceRetenton: 60_000 } as never)).toThrow(
+      /fenceRetenton.*did you mean "fenceRetention"/s,
+    );
     expect(() => new RedisLockBackend({} as never)).toThrow(/"client"/);
   });
 });

@@ -10,9 +10,20 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { parseInspect, RedisSubscriber, runScript, runScriptBatch, toInspection, type RedisClientLike } from '../redis-client';
+import {
+  parseInspect,
+  RedisSubscriber,
+  runScript,
+  runScriptBatch,
+  toInspection,
+  type RedisClientLike,
+} from '../redis-client';
 import { RedisHandoffs } from './redis.handoffs';
-import { resolveRedisOptions, type RedisLockBackendOptions, type ResolvedRedisOptions } from './redis.options';
+import {
+  resolveRedisOptions,
+  type RedisLockBackendOptions,
+  type ResolvedRedisOptions,
+} from './redis.options';
 import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
 
 export type { RedisLockBackendOptions } from './redis.options';
@@ -121,7 +132,11 @@ export class RedisLockBackend implements LockBackend {
         let sleep: number;
         try {
           sentAt = performance.now();
-          const reply = await this.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt)));
+          const reply = await this.attempt(
+            request,
+            phase,
+            Math.max(1, Math.ceil(deadline - sentAt)),
+          );
           failure = undefined;
           backoff = 10;
           if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
@@ -134,7 +149,10 @@ export class RedisLockBackend implements LockBackend {
             continue;
           }
           phase = 'recheck';
-          sleep = Math.min(RECHECK_MS, last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1);
+          sleep = Math.min(
+            RECHECK_MS,
+            last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1,
+          );
         } catch (error) {
           failure = error;
           if (phase === 'wait') phase = 'recheck';
@@ -178,7 +196,8 @@ export class RedisLockBackend implements LockBackend {
     const results = replies.map((r) => r === 1);
     // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
     // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
-    if (this.o.replicas && results.some(Boolean)) await this.waitForReplicas('renewal', locks[0].key);
+    if (this.o.replicas && results.some(Boolean))
+      await this.waitForReplicas('renewal', locks[0].key);
     return results;
   }
 
@@ -190,7 +209,9 @@ export class RedisLockBackend implements LockBackend {
   async inspect(key: string): Promise<LockInspection> {
     const k = lockKeys(key);
     const client = await this.o.source.get();
-    const view = parseInspect(await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]));
+    const view = parseInspect(
+      await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
+    );
     return toInspection(key, view, view.queued);
   }
 
@@ -198,7 +219,15 @@ export class RedisLockBackend implements LockBackend {
   async forceRelease(key: string): Promise<boolean> {
     const k = lockKeys(key);
     const client = await this.o.source.get();
-    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, this.o.fenceRetention, client.isCluster ? '0' : '1'];
+    const args = [
+      k.writer,
+      k.readers,
+      k.fence,
+      k.queue,
+      k.waiters,
+      this.o.fenceRetention,
+      client.isCluster ? '0' : '1',
+    ];
     return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
   }
 
@@ -208,20 +237,47 @@ export class RedisLockBackend implements LockBackend {
     await this.o.source.close();
   }
 
-  private async attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<[number, string | number]> {
+  private async attempt(
+    request: BackendAttempt,
+    phase: Phase,
+    waitMs: number,
+  ): Promise<[number, string | number]> {
     const k = lockKeys(request.key);
     const channel = this.subscriber?.ready ? this.processChannel : '';
     const client = this.o.source.current ?? (await this.o.source.get());
-    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, request.owner, request.ttl, request.mode,
-      this.o.fenceRetention, phase, waitMs, channel, client.isCluster ? '0' : '1'];
+    const args = [
+      k.writer,
+      k.readers,
+      k.fence,
+      k.queue,
+      k.waiters,
+      request.owner,
+      request.ttl,
+      request.mode,
+      this.o.fenceRetention,
+      phase,
+      waitMs,
+      channel,
+      client.isCluster ? '0' : '1',
+    ];
     return (await runScript(client, ACQUIRE, 5, args)) as [number, string | number];
   }
 
   private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
     const k = lockKeys(lock.key);
     const client = this.o.source.current ?? (await this.o.source.get());
-    const args = [k.writer, k.readers, k.fence, k.queue, k.waiters, lock.owner, lock.mode,
-      this.o.fenceRetention, client.isCluster ? '0' : '1', leaving];
+    const args = [
+      k.writer,
+      k.readers,
+      k.fence,
+      k.queue,
+      k.waiters,
+      lock.owner,
+      lock.mode,
+      this.o.fenceRetention,
+      client.isCluster ? '0' : '1',
+      leaving,
+    ];
     return Number(await runScript(client, RELEASE, 5, args));
   }
 
@@ -230,7 +286,11 @@ export class RedisLockBackend implements LockBackend {
    * its validity counts from there; when that is long ago, one renewal re-dates it. Undefined when
    * the renewal finds it gone (then the waiter re-checks).
    */
-  private async handedOver(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult | undefined> {
+  private async handedOver(
+    request: BackendAttempt,
+    token: string,
+    sentAt: number,
+  ): Promise<BackendAcquireResult | undefined> {
     if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
       const renewedAt = performance.now();
       const [ok] = await this.renew([request]);
@@ -240,7 +300,11 @@ export class RedisLockBackend implements LockBackend {
     return this.granted(request, token, sentAt);
   }
 
-  private async granted(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult> {
+  private async granted(
+    request: BackendAttempt,
+    token: string,
+    sentAt: number,
+  ): Promise<BackendAcquireResult> {
     if (this.o.replicas) await this.confirmReplicated(request);
     return { acquired: true, fencingToken: BigInt(token), sentAt };
   }
@@ -249,12 +313,23 @@ export class RedisLockBackend implements LockBackend {
   private async leave(request: BackendAttempt, deadline: number): Promise<void> {
     const leaving = this.releaseScript(request, '1');
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)));
-    const outcome = await Promise.race([leaving.then(() => 'left' as const, () => 'failed' as const), timedOut]);
+    const timedOut = new Promise<'late'>(
+      (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
+    );
+    const outcome = await Promise.race([
+      leaving.then(
+        () => 'left' as const,
+        () => 'failed' as const,
+      ),
+      timedOut,
+    ]);
     clearTimeout(timer);
     if (outcome !== 'left') {
       // It may never arrive: a grant handed to us later is given back when its message comes.
-      this.handoffs.abandon(request, Math.max(0, deadline - performance.now()) + request.ttl + 1_000);
+      this.handoffs.abandon(
+        request,
+        Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
+      );
       leaving.catch(() => undefined);
     }
   }
@@ -278,7 +353,11 @@ export class RedisLockBackend implements LockBackend {
     const { count, timeout } = this.o.replicas as { count: number; timeout: number };
     const client = await this.o.source.get();
     if (client.isCluster || typeof client.wait !== 'function') {
-      throw new LockBackendUnavailableError(this.name, 'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)', { key });
+      throw new LockBackendUnavailableError(
+        this.name,
+        'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)',
+        { key },
+      );
     }
     const acked = await client.wait(count, timeout);
     if (acked < count) {

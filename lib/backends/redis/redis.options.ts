@@ -1,4 +1,10 @@
-import { checkDuration, checkInteger, checkOptionsObject, checkString, checkBoolean } from '../../backend-kit';
+import {
+  checkDuration,
+  checkInteger,
+  checkOptionsObject,
+  checkString,
+  checkBoolean,
+} from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { checkRedisClient, RedisClientSource, type RedisClientLike } from '../redis-client';
 
@@ -54,7 +60,11 @@ export function resolveRedisOptions(options: RedisLockBackendOptions): ResolvedR
   }
   if (o.client !== undefined) checkRedisClient('client', o.client);
   if (o.clientFactory !== undefined && typeof o.clientFactory !== 'function') {
-    throw new InvalidLockOptionsError('clientFactory', o.clientFactory, 'a function returning an ioredis client (or a Promise of one)');
+    throw new InvalidLockOptionsError(
+      'clientFactory',
+      o.clientFactory,
+      'a function returning an ioredis client (or a Promise of one)',
+    );
   }
   let replicas: ResolvedRedisOptions['replicas'];
   if (o.replicas !== undefined) {
@@ -64,7 +74,11 @@ export function resolveRedisOptions(options: RedisLockBackendOptions): ResolvedR
     const count = checkInteger('replicas.count', o.replicas.count, 1, 1_000);
     const timeout = checkDuration('replicas.timeout', o.replicas.timeout, 1);
     if (o.client && (o.client.isCluster || typeof o.client.wait !== 'function')) {
-      throw new InvalidLockOptionsError('replicas', o.replicas, 'a standalone or Sentinel-managed ioredis client (WAIT is per primary)');
+      throw new InvalidLockOptionsError(
+        'replicas',
+        o.replicas,
+        'a standalone or Sentinel-managed ioredis client (WAIT is per primary)',
+      );
     }
     replicas = { count, timeout };
   }

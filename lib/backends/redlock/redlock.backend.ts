@@ -11,8 +11,23 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { ACQUIRE, lockKeys, PubSubWakeups, quit, RELEASE, RENEW, runScript, runScriptBatch } from '../redis-client';
-import { checkRedlockClients, minimumTtl, resolveRedlockOptions, type RedlockBackendOptions, type ResolvedRedlockOptions } from './redlock.options';
+import {
+  ACQUIRE,
+  lockKeys,
+  PubSubWakeups,
+  quit,
+  RELEASE,
+  RENEW,
+  runScript,
+  runScriptBatch,
+} from '../redis-client';
+import {
+  checkRedlockClients,
+  minimumTtl,
+  resolveRedlockOptions,
+  type RedlockBackendOptions,
+  type ResolvedRedlockOptions,
+} from './redlock.options';
 import { checkDistinct, type Masters, type Round } from './redlock.masters';
 import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
@@ -52,14 +67,24 @@ export class RedlockBackend implements LockBackend {
     this.o = resolveRedlockOptions(options);
     this.processChannel = `${this.o.channel}:${randomBytes(8).toString('hex')}`;
     this.minTtl = minimumTtl(this.o.driftFactor, this.o.driftMargin);
-    this.capabilities = { shared: true, fencing: 'best-effort', sessionBased: false, maxKeyLength: 512, minTtl: this.minTtl };
+    this.capabilities = {
+      shared: true,
+      fencing: 'best-effort',
+      sessionBased: false,
+      maxKeyLength: 512,
+      minTtl: this.minTtl,
+    };
     if (this.o.notifications) {
       this.wakeups = new PubSubWakeups(async () => {
         const m = await this.setup();
         await m.subscriptions?.ensure(m.quorum);
         // Not yet live on a majority: this wait polls, the next one tries again.
         const live = m.clients.filter((_, i) => m.subscriptions?.live(i)).length;
-        if (live < m.quorum) throw new LockBackendUnavailableError(this.name, `wake-ups live on ${live} of ${m.clients.length} masters`);
+        if (live < m.quorum)
+          throw new LockBackendUnavailableError(
+            this.name,
+            `wake-ups live on ${live} of ${m.clients.length} masters`,
+          );
       });
     }
     if (this.o.clients) this.masters = this.build(this.o.clients);
@@ -109,7 +134,8 @@ export class RedlockBackend implements LockBackend {
     let round = this.rounds.get(request.signal);
     if (!round) this.rounds.set(request.signal, (round = { attempts: 0, split: false }));
     const n = round.attempts++;
-    if (n > 0 && (n > 2 || round.split)) await sleepFor(Math.random() * this.o.retryJitter, request.signal);
+    if (n > 0 && (n > 2 || round.split))
+      await sleepFor(Math.random() * this.o.retryJitter, request.signal);
     return this.attempt(m, request, round);
   }
 
@@ -124,13 +150,22 @@ export class RedlockBackend implements LockBackend {
     const n = m.clients.length;
     const q = m.quorum;
     // Per lock: decided once a majority extended it, or once so many masters refused or failed that no majority can.
-    const counts = (outcomes: readonly Outcome<unknown[]>[], i: number) => tally(outcomes.map((o) => (o?.ok ? { ok: true as const, value: o.value[i] } : o)), (r) => r === 1);
+    const counts = (outcomes: readonly Outcome<unknown[]>[], i: number) =>
+      tally(
+        outcomes.map((o) => (o?.ok ? { ok: true as const, value: o.value[i] } : o)),
+        (r) => r === 1,
+      );
     const decided = (outcomes: readonly Outcome<unknown[]>[]) =>
       locks.every((_, i) => {
         const c = counts(outcomes, i);
         return c.yes >= q || c.no > n - q;
       });
-    const outcomes = await gather(n, (i) => runScriptBatch(m.clients[i], RENEW, 2, calls), decided, timeout);
+    const outcomes = await gather(
+      n,
+      (i) => runScriptBatch(m.clients[i], RENEW, 2, calls),
+      decided,
+      timeout,
+    );
     return locks.map((lock, i) => {
       const c = counts(outcomes, i);
       if (c.yes >= q) return true;
@@ -142,7 +177,15 @@ export class RedlockBackend implements LockBackend {
   async release(lock: BackendLock): Promise<void> {
     const m = await this.setup();
     const c = await this.withdraw(m, lock);
-    if (c.answered < m.quorum) throw this.unavailable(m, 'release', c, lock.key, this.roundTimeout(lock.ttl), ' (the rest expire by their ttl)');
+    if (c.answered < m.quorum)
+      throw this.unavailable(
+        m,
+        'release',
+        c,
+        lock.key,
+        this.roundTimeout(lock.ttl),
+        ' (the rest expire by their ttl)',
+      );
   }
 
   /** Holders a majority of masters agree on, the largest fencing token; see redlock.operator.ts. */
@@ -170,11 +213,16 @@ export class RedlockBackend implements LockBackend {
     if (this.masters) return this.masters;
     return (this.making ??= (async () => {
       try {
-        const factory = this.o.clientFactory as NonNullable<ResolvedRedlockOptions['clientFactory']>;
+        const factory = this.o.clientFactory as NonNullable<
+          ResolvedRedlockOptions['clientFactory']
+        >;
         const clients = checkRedlockClients('clientFactory()', await factory());
         if (this.closed) {
           await Promise.all(clients.map((c) => quit(c)));
-          throw new LockBackendUnavailableError(this.name, 'the backend was closed while its clients were being made');
+          throw new LockBackendUnavailableError(
+            this.name,
+            'the backend was closed while its clients were being made',
+          );
         }
         return (this.masters = this.build(clients));
       } catch (error) {
@@ -191,9 +239,14 @@ export class RedlockBackend implements LockBackend {
       quorum: Math.floor(clients.length / 2) + 1,
       silent: clients.map(() => false),
       subscriptions: wakeups
-        ? new RedlockSubscriptions(clients, [this.processChannel], (channel, message) => {
-            if (channel === this.processChannel) wakeups.notify(message);
-          }, () => wakeups.notifyAll())
+        ? new RedlockSubscriptions(
+            clients,
+            [this.processChannel],
+            (channel, message) => {
+              if (channel === this.processChannel) wakeups.notify(message);
+            },
+            () => wakeups.notifyAll(),
+          )
         : undefined,
       distinct: Promise.resolve(),
       checked: false,
@@ -204,7 +257,11 @@ export class RedlockBackend implements LockBackend {
   }
 
   /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
-  private async attempt(m: Masters, request: BackendAttempt, round: Round): Promise<BackendAcquireResult> {
+  private async attempt(
+    m: Masters,
+    request: BackendAttempt,
+    round: Round,
+  ): Promise<BackendAcquireResult> {
     if (m.duplicate) throw m.duplicate;
     const k = lockKeys(request.key);
     // An attempt of a wait registers this process where its subscription is live, so the next
@@ -212,8 +269,19 @@ export class RedlockBackend implements LockBackend {
     // every master, so they tend to wake the same one.
     const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
     const score = Date.now();
-    const args = (i: number) => [k.writer, k.readers, k.fence, k.queue, request.owner, request.ttl, request.mode,
-      this.o.fenceRetention, wait > 0 && m.subscriptions?.live(i) ? this.processChannel : '', score, wait + 1_000];
+    const args = (i: number) => [
+      k.writer,
+      k.readers,
+      k.fence,
+      k.queue,
+      request.owner,
+      request.ttl,
+      request.mode,
+      this.o.fenceRetention,
+      wait > 0 && m.subscriptions?.live(i) ? this.processChannel : '',
+      score,
+      wait + 1_000,
+    ];
     const n = m.clients.length;
     const q = m.quorum;
     const granted = (r: unknown) => Array.isArray(r) && r[0] === 1;
@@ -259,14 +327,22 @@ export class RedlockBackend implements LockBackend {
         }
       }
       // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl - elapsed - drift).
-      return { acquired: true, fencingToken, validity: Math.floor(elapsed) + validity, sentAt: startedAt };
+      return {
+        acquired: true,
+        fencingToken,
+        validity: Math.floor(elapsed) + validity,
+        sentAt: startedAt,
+      };
     }
     // Not ours: withdraw from every master at once, including the silent ones (a late grant there
     // runs before our release on the same connection).
     await this.withdraw(m, request);
     if (c.yes >= q) {
-      throw new LockBackendUnavailableError(this.name,
-        `a majority granted the lock but only after ${Math.round(elapsed)} ms, which with the drift allowance of ${this.drift(request.ttl)} ms leaves no validity of ttl ${request.ttl} ms`, { key: request.key });
+      throw new LockBackendUnavailableError(
+        this.name,
+        `a majority granted the lock but only after ${Math.round(elapsed)} ms, which with the drift allowance of ${this.drift(request.ttl)} ms leaves no validity of ttl ${request.ttl} ms`,
+        { key: request.key },
+      );
     }
     if (c.answered < q) throw this.unavailable(m, 'acquire', c, request.key, timeout);
     return { acquired: false, retryAfter: this.retryAfter(m, outcomes, c.yes) };
@@ -278,18 +354,30 @@ export class RedlockBackend implements LockBackend {
     const args = [k.writer, k.readers, k.queue, lock.owner, lock.mode, lock.key];
     // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
     // minority must not make every release wait for the round timeout.
-    const outcomes = await gather(m.clients.length, (i) => runScript(m.clients[i], RELEASE, 3, args), (o) => tally(o, () => true).yes >= m.quorum, this.roundTimeout(lock.ttl));
+    const outcomes = await gather(
+      m.clients.length,
+      (i) => runScript(m.clients[i], RELEASE, 3, args),
+      (o) => tally(o, () => true).yes >= m.quorum,
+      this.roundTimeout(lock.ttl),
+    );
     return tally(outcomes, () => true);
   }
 
   /** Any answer (even an error) from master `i` shows it is not frozen. */
   private track<T>(m: Masters, i: number, call: Promise<T>): Promise<T> {
-    call.then(() => (m.silent[i] = false), () => (m.silent[i] = false));
+    call.then(
+      () => (m.silent[i] = false),
+      () => (m.silent[i] = false),
+    );
     return call;
   }
 
   /** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
-  private retryAfter(m: Masters, outcomes: readonly Outcome<unknown>[], free: number): number | undefined {
+  private retryAfter(
+    m: Masters,
+    outcomes: readonly Outcome<unknown>[],
+    free: number,
+  ): number | undefined {
     const needed = m.quorum - free;
     if (free > 0) return this.o.retryJitter; // a split vote: the others withdraw now (and the retry is jittered)
     const pttls = outcomes
@@ -315,14 +403,27 @@ export class RedlockBackend implements LockBackend {
 
   private checkRequest(request: BackendAttempt): void {
     if (request.ttl < this.minTtl) {
-      throw new InvalidLockOptionsError('ttl', request.ttl,
-        `at least ${this.minTtl} ms for this RedlockBackend: with driftFactor ${this.o.driftFactor} and driftMargin ${this.o.driftMargin} ms a shorter ttl leaves no validity`, request.key);
+      throw new InvalidLockOptionsError(
+        'ttl',
+        request.ttl,
+        `at least ${this.minTtl} ms for this RedlockBackend: with driftFactor ${this.o.driftFactor} and driftMargin ${this.o.driftMargin} ms a shorter ttl leaves no validity`,
+        request.key,
+      );
     }
   }
 
-  private unavailable(m: Masters, what: string, c: { answered: number; failed: number; silent: number; firstError: unknown }, key: string, timeout: number, tail = '') {
-    return new LockBackendUnavailableError(this.name,
+  private unavailable(
+    m: Masters,
+    what: string,
+    c: { answered: number; failed: number; silent: number; firstError: unknown },
+    key: string,
+    timeout: number,
+    tail = '',
+  ) {
+    return new LockBackendUnavailableError(
+      this.name,
       `${what}: only ${c.answered} of ${m.clients.length} masters answered, a majority of ${m.quorum} is needed; ${c.failed} failed, ${c.silent} gave no answer within ${timeout} ms${tail}`,
-      { key, cause: c.firstError });
+      { key, cause: c.firstError },
+    );
   }
 }

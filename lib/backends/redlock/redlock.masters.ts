@@ -26,18 +26,28 @@ export interface Round {
  * `m.duplicate`, which makes every later call fail clearly instead of counting one master twice.
  */
 export async function checkDistinct(m: Masters, timeoutMs: number): Promise<void> {
-  const outcomes = await gather(m.clients.length, async (i) => {
-    const info = m.clients[i].info;
-    return typeof info === 'function' ? runIdOf(await info.call(m.clients[i], 'server')) : undefined;
-  }, () => false, timeoutMs);
+  const outcomes = await gather(
+    m.clients.length,
+    async (i) => {
+      const info = m.clients[i].info;
+      return typeof info === 'function'
+        ? runIdOf(await info.call(m.clients[i], 'server'))
+        : undefined;
+    },
+    () => false,
+    timeoutMs,
+  );
   m.checked = true;
   const byId = new Map<string, number>();
   outcomes.forEach((o, i) => {
     if (!o?.ok || !o.value || m.duplicate) return;
     const first = byId.get(o.value);
     if (first !== undefined) {
-      m.duplicate = new InvalidLockOptionsError(`clients[${i}]`, `run_id ${o.value}`,
-        `a connection to a server other than clients[${first}] (both reach the same redis-server, which would count one master twice toward the majority)`);
+      m.duplicate = new InvalidLockOptionsError(
+        `clients[${i}]`,
+        `run_id ${o.value}`,
+        `a connection to a server other than clients[${first}] (both reach the same redis-server, which would count one master twice toward the majority)`,
+      );
     }
     byId.set(o.value, i);
   });

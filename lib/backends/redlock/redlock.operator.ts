@@ -1,6 +1,13 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
-import { FORCE_RELEASE, INSPECT, lockKeys, parseInspect, runScript, type ServerLockView } from '../redis-client';
+import {
+  FORCE_RELEASE,
+  INSPECT,
+  lockKeys,
+  parseInspect,
+  runScript,
+  type ServerLockView,
+} from '../redis-client';
 import type { Masters } from './redlock.masters';
 import { gather, tally } from './redlock.quorum';
 
@@ -9,9 +16,18 @@ import { gather, tally } from './redlock.quorum';
  * masters name it (what an acquire would see); its remaining ttl is the shortest among them; the
  * fencing token is the largest on any master. Waiters: unknown (masters only register processes).
  */
-export async function inspectMasters(m: Masters, key: string, timeoutMs: number): Promise<LockInspection> {
+export async function inspectMasters(
+  m: Masters,
+  key: string,
+  timeoutMs: number,
+): Promise<LockInspection> {
   const k = lockKeys(key);
-  const outcomes = await gather(m.clients.length, (i) => runScript(m.clients[i], INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]), () => false, timeoutMs);
+  const outcomes = await gather(
+    m.clients.length,
+    (i) => runScript(m.clients[i], INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
+    () => false,
+    timeoutMs,
+  );
   const c = tally(outcomes, () => true);
   if (c.answered < m.quorum) throw unavailable(m, 'inspect', c.answered, key, c.firstError);
   const views: ServerLockView[] = outcomes.flatMap((o) => (o?.ok ? [parseInspect(o.value)] : []));
@@ -25,25 +41,51 @@ export async function inspectMasters(m: Masters, key: string, timeoutMs: number)
     if (ttls.length >= m.quorum) holders.push({ mode, owner, remainingTtl: Math.min(...ttls) });
   }
   let fence: bigint | undefined;
-  for (const v of views) if (v.fence !== undefined && (fence === undefined || v.fence > fence)) fence = v.fence;
-  return { key, held: holders.length > 0, mode: holders[0]?.mode, holders, fencingToken: fence, waiters: undefined };
+  for (const v of views)
+    if (v.fence !== undefined && (fence === undefined || v.fence > fence)) fence = v.fence;
+  return {
+    key,
+    held: holders.length > 0,
+    mode: holders[0]?.mode,
+    holders,
+    fencingToken: fence,
+    waiters: undefined,
+  };
 }
 
 /** Frees `key` on every master whoever holds it; true if a hold was removed anywhere. */
-export async function forceReleaseMasters(m: Masters, key: string, timeoutMs: number): Promise<boolean> {
+export async function forceReleaseMasters(
+  m: Masters,
+  key: string,
+  timeoutMs: number,
+): Promise<boolean> {
   const k = lockKeys(key);
-  const outcomes = await gather(m.clients.length, (i) => runScript(m.clients[i], FORCE_RELEASE, 3, [k.writer, k.readers, k.queue, key]), () => false, timeoutMs);
+  const outcomes = await gather(
+    m.clients.length,
+    (i) => runScript(m.clients[i], FORCE_RELEASE, 3, [k.writer, k.readers, k.queue, key]),
+    () => false,
+    timeoutMs,
+  );
   const c = tally(outcomes, (r) => r === 1);
   if (c.answered < m.quorum) throw unavailable(m, 'forceRelease', c.answered, key, c.firstError);
   return c.yes > 0;
 }
 
-function vote(votes: Map<string, { mode: 'exclusive' | 'shared'; ttls: number[] }>, owner: string, mode: 'exclusive' | 'shared', ttl: number | undefined) {
+function vote(
+  votes: Map<string, { mode: 'exclusive' | 'shared'; ttls: number[] }>,
+  owner: string,
+  mode: 'exclusive' | 'shared',
+  ttl: number | undefined,
+) {
   let v = votes.get(owner);
   if (!v) votes.set(owner, (v = { mode, ttls: [] }));
   v.ttls.push(ttl ?? Number.POSITIVE_INFINITY);
 }
 
 function unavailable(m: Masters, what: string, answered: number, key: string, cause: unknown) {
-  return new LockBackendUnavailableError('redlock', `${what}: only ${answered} of ${m.clients.length} masters answered, a majority of ${m.quorum} is needed`, { key, cause });
+  return new LockBackendUnavailableError(
+    'redlock',
+    `${what}: only ${answered} of ${m.clients.length} masters answered, a majority of ${m.quorum} is needed`,
+    { key, cause },
+  );
 }

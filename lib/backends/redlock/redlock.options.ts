@@ -55,49 +55,99 @@ export interface ResolvedRedlockOptions {
 }
 
 export const MIN_MASTERS = 3;
-const KNOWN = ['clients', 'clientFactory', 'driftFactor', 'driftMargin', 'timeout', 'retryJitter', 'channel', 'notifications', 'fenceRetention'];
+const KNOWN = [
+  'clients',
+  'clientFactory',
+  'driftFactor',
+  'driftMargin',
+  'timeout',
+  'retryJitter',
+  'channel',
+  'notifications',
+  'fenceRetention',
+];
 
 /** Validates every option once, at construction; each failure names the option. */
 export function resolveRedlockOptions(options: RedlockBackendOptions): ResolvedRedlockOptions {
-  const o = checkOptionsObject<RedlockBackendOptions>('RedlockBackend options', options, KNOWN,
-    '{ clients: [redis1, redis2, redis3, ...] } or { clientFactory }');
+  const o = checkOptionsObject<RedlockBackendOptions>(
+    'RedlockBackend options',
+    options,
+    KNOWN,
+    '{ clients: [redis1, redis2, redis3, ...] } or { clientFactory }',
+  );
   if (o.clientFactory !== undefined) {
     if (typeof o.clientFactory !== 'function') {
-      throw new InvalidLockOptionsError('clientFactory', o.clientFactory, 'a function returning an array of ioredis clients (or a Promise of one)');
+      throw new InvalidLockOptionsError(
+        'clientFactory',
+        o.clientFactory,
+        'a function returning an array of ioredis clients (or a Promise of one)',
+      );
     }
-    if (o.clients !== undefined) throw new InvalidLockOptionsError('clients', o.clients, 'absent when clientFactory is given');
+    if (o.clients !== undefined)
+      throw new InvalidLockOptionsError('clients', o.clients, 'absent when clientFactory is given');
   }
-  const clients = o.clientFactory === undefined ? checkRedlockClients('clients', o.clients) : undefined;
+  const clients =
+    o.clientFactory === undefined ? checkRedlockClients('clients', o.clients) : undefined;
   return {
     clients,
     clientFactory: o.clientFactory,
-    driftFactor: checkNumber('driftFactor', o.driftFactor ?? 0.01, 0, 0.1, ' (clock drift per ms of ttl; 0.01 is usual)'),
+    driftFactor: checkNumber(
+      'driftFactor',
+      o.driftFactor ?? 0.01,
+      0,
+      0.1,
+      ' (clock drift per ms of ttl; 0.01 is usual)',
+    ),
     driftMargin: o.driftMargin === undefined ? 2 : checkDuration('driftMargin', o.driftMargin, 0),
     timeout: o.timeout === undefined ? undefined : checkDuration('timeout', o.timeout, 1),
     retryJitter: o.retryJitter === undefined ? 25 : checkDuration('retryJitter', o.retryJitter, 0),
     channel: checkString('channel', o.channel, 'nestjs-distributed-lock:released'),
     notifications: checkBoolean('notifications', o.notifications, true),
-    fenceRetention: o.fenceRetention === undefined ? 3_600_000 : checkDuration('fenceRetention', o.fenceRetention, 1_000),
+    fenceRetention:
+      o.fenceRetention === undefined
+        ? 3_600_000
+        : checkDuration('fenceRetention', o.fenceRetention, 1_000),
   };
 }
 
 /** Checks a set of masters: at least 3 distinct standalone clients of distinct servers (by address). */
-export function checkRedlockClients(option: string, clients: unknown): readonly RedlockClientLike[] {
+export function checkRedlockClients(
+  option: string,
+  clients: unknown,
+): readonly RedlockClientLike[] {
   if (!Array.isArray(clients) || clients.length < MIN_MASTERS) {
-    throw new InvalidLockOptionsError(option, clients, `an array of at least ${MIN_MASTERS} ioredis clients, each connected to a different independent master (5 is typical)`);
+    throw new InvalidLockOptionsError(
+      option,
+      clients,
+      `an array of at least ${MIN_MASTERS} ioredis clients, each connected to a different independent master (5 is typical)`,
+    );
   }
   const seen = new Map<RedlockClientLike, number>();
   const addresses = new Map<string, number>();
   clients.forEach((client: RedlockClientLike, i: number) => {
     checkRedisClient(`${option}[${i}]`, client, 'an ioredis Redis client');
-    if (client.isCluster) throw new InvalidLockOptionsError(`${option}[${i}]`, client, 'a standalone ioredis Redis client (a Cluster is one system, not an independent master)');
+    if (client.isCluster)
+      throw new InvalidLockOptionsError(
+        `${option}[${i}]`,
+        client,
+        'a standalone ioredis Redis client (a Cluster is one system, not an independent master)',
+      );
     const first = seen.get(client);
-    if (first !== undefined) throw new InvalidLockOptionsError(`${option}[${i}]`, client, `a client different from ${option}[${first}] (the same client twice would count one master twice toward the majority)`);
+    if (first !== undefined)
+      throw new InvalidLockOptionsError(
+        `${option}[${i}]`,
+        client,
+        `a client different from ${option}[${first}] (the same client twice would count one master twice toward the majority)`,
+      );
     seen.set(client, i);
     const address = addressOf(client);
     const other = address === undefined ? undefined : addresses.get(address);
     if (other !== undefined) {
-      throw new InvalidLockOptionsError(`${option}[${i}]`, address, `a connection to a server other than ${option}[${other}] (${address} twice would count one master twice toward the majority)`);
+      throw new InvalidLockOptionsError(
+        `${option}[${i}]`,
+        address,
+        `a connection to a server other than ${option}[${other}] (${address} twice would count one master twice toward the majority)`,
+      );
     }
     if (address !== undefined) addresses.set(address, i);
   });
@@ -110,7 +160,8 @@ function addressOf(client: RedlockClientLike): string | undefined {
   if (!o || o.sentinels) return undefined;
   if (typeof o.path === 'string' && o.path) return `unix:${o.path}`;
   if (o.port === undefined) return undefined;
-  const host = !o.host || o.host === 'localhost' || o.host === '::ffff:127.0.0.1' ? '127.0.0.1' : o.host;
+  const host =
+    !o.host || o.host === 'localhost' || o.host === '::ffff:127.0.0.1' ? '127.0.0.1' : o.host;
   return `${host}:${o.port}`;
 }
 

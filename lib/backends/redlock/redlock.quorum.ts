@@ -7,7 +7,10 @@ import type { RedisClientLike } from '../redis-client';
  * when its time budget runs out, or when the caller gives up; answers that come later are ignored
  * (commands on one connection run in order, so a later release still lands after a late acquire).
  */
-export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown } | undefined;
+export type Outcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: unknown }
+  | undefined;
 
 /** The part of an ioredis `Redis` client that Redlock uses on each master. */
 export interface RedlockClientLike extends RedisClientLike {

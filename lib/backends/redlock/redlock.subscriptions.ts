@@ -26,7 +26,13 @@ export class RedlockSubscriptions {
     const n = this.subscribers.length;
     // A release between our failed attempt and a live subscription is covered by the re-attempt
     // the engine makes right after prepare().
-    await gather(n, (m) => this.subscribers[m].ensure(), (o) => tally(o, () => true).yes >= quorum, 200, signal);
+    await gather(
+      n,
+      (m) => this.subscribers[m].ensure(),
+      (o) => tally(o, () => true).yes >= quorum,
+      200,
+      signal,
+    );
   }
 
   /** Whether master `m`'s subscription is live (a release there can reach this process). */

@@ -28,11 +28,19 @@ export class SqlClientSource<P> {
   ): SqlClientSource<P> {
     const { client, clientFactory } = options;
     if (client !== undefined && clientFactory !== undefined) {
-      throw new InvalidLockOptionsError('clientFactory', clientFactory, `either client or clientFactory, not both`);
+      throw new InvalidLockOptionsError(
+        'clientFactory',
+        clientFactory,
+        `either client or clientFactory, not both`,
+      );
     }
     if (clientFactory !== undefined) {
       if (typeof clientFactory !== 'function') {
-        throw new InvalidLockOptionsError('clientFactory', clientFactory, `a function returning ${what} (or a Promise of one)`);
+        throw new InvalidLockOptionsError(
+          'clientFactory',
+          clientFactory,
+          `a function returning ${what} (or a Promise of one)`,
+        );
       }
       return new SqlClientSource<P>(undefined, clientFactory as () => P | Promise<P>, adopt, end);
     }

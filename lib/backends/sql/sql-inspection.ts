@@ -13,14 +13,28 @@ export interface InspectedRow extends HolderRow {
  * SERVER's clock; the largest fence among all rows (expired ones included) is the last token
  * issued for the key, and none is known once every row is gone. Waiters are not stored: undefined.
  */
-export function toInspection(key: string, rows: readonly InspectedRow[], backend: string): LockInspection {
+export function toInspection(
+  key: string,
+  rows: readonly InspectedRow[],
+  backend: string,
+): LockInspection {
   const holders: LockHolderInfo[] = [];
   let fencingToken: bigint | undefined;
   for (const row of rows) {
     const fence = toBigInt(row.fence, backend);
     if (fencingToken === undefined || fence > fencingToken) fencingToken = fence;
-    if (row.leftUs > 0) holders.push({ mode: row.mode, owner: row.owner, remainingTtl: Math.ceil(row.leftUs / 1000) });
+    if (row.leftUs > 0)
+      holders.push({
+        mode: row.mode,
+        owner: row.owner,
+        remainingTtl: Math.ceil(row.leftUs / 1000),
+      });
   }
-  const mode = holders.length === 0 ? undefined : holders.some((h) => h.mode === 'exclusive') ? 'exclusive' : 'shared';
+  const mode =
+    holders.length === 0
+      ? undefined
+      : holders.some((h) => h.mode === 'exclusive')
+        ? 'exclusive'
+        : 'shared';
   return { key, held: holders.length > 0, mode, holders, fencingToken };
 }

@@ -1,4 +1,9 @@
-import { checkBoolean, checkDuration, checkOptionsObject, MAX_DURATION_MS } from '../../backend-kit';
+import {
+  checkBoolean,
+  checkDuration,
+  checkOptionsObject,
+  MAX_DURATION_MS,
+} from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 
 /**
@@ -23,7 +28,14 @@ export interface ResolvedSqlOptions {
   readonly sweepInterval: number;
 }
 
-export const SQL_OPTIONS = ['client', 'clientFactory', 'table', 'createTable', 'maxPollDelay', 'sweepInterval'] as const;
+export const SQL_OPTIONS = [
+  'client',
+  'clientFactory',
+  'table',
+  'createTable',
+  'maxPollDelay',
+  'sweepInterval',
+] as const;
 export const DEFAULT_TABLE = 'distributed_locks';
 
 /** Checks the options object (unknown names fail, naming them) and resolves the shared options. */
@@ -33,12 +45,20 @@ export function resolveSqlOptions<T extends SqlBackendOptions>(
   known: readonly string[],
   defaultPollDelay: number,
 ): T & ResolvedSqlOptions {
-  const o = checkOptionsObject<T>(`${backend} options`, options, known, '{ client } or { clientFactory }, plus table?, createTable?, ...');
+  const o = checkOptionsObject<T>(
+    `${backend} options`,
+    options,
+    known,
+    '{ client } or { clientFactory }, plus table?, createTable?, ...',
+  );
   return {
     ...o,
     table: o.table === undefined ? DEFAULT_TABLE : checkTableName(o.table),
     createTable: checkBoolean('createTable', o.createTable, true),
-    maxPollDelay: o.maxPollDelay === undefined ? defaultPollDelay : checkDuration('maxPollDelay', o.maxPollDelay, 1),
+    maxPollDelay:
+      o.maxPollDelay === undefined
+        ? defaultPollDelay
+        : checkDuration('maxPollDelay', o.maxPollDelay, 1),
     sweepInterval: checkSweepInterval(o.sweepInterval),
   };
 }
@@ -61,7 +81,12 @@ export function checkTableName(table: unknown): string {
 export function checkSweepInterval(value: unknown): number {
   if (value === undefined) return 60_000;
   if (value === 0) return 0;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1_000 || value > MAX_DURATION_MS) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < 1_000 ||
+    value > MAX_DURATION_MS
+  ) {
     throw new InvalidLockOptionsError(
       'sweepInterval',
       value,

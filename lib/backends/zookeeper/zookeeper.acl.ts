@@ -37,14 +37,22 @@ export function zooKeeperDigestId(user: string, password: string): string {
 export function checkAcl(value: unknown): readonly ZooKeeperAcl[] | undefined {
   if (value === undefined) return undefined;
   const allowed = 'a non-empty array of { scheme, id, perms } (perms: 1-31 or letters of "rwcda")';
-  if (!Array.isArray(value) || value.length === 0) throw new InvalidLockOptionsError('acl', value, allowed);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new InvalidLockOptionsError('acl', value, allowed);
   return value.map((entry: unknown, i) => {
     const e = entry as Partial<ZooKeeperAcl> | null;
-    if (e === null || typeof e !== 'object' || typeof e.scheme !== 'string' || e.scheme === '' || typeof e.id !== 'string') {
+    if (
+      e === null ||
+      typeof e !== 'object' ||
+      typeof e.scheme !== 'string' ||
+      e.scheme === '' ||
+      typeof e.id !== 'string'
+    ) {
       throw new InvalidLockOptionsError(`acl[${i}]`, entry, allowed);
     }
     const perms = permissionMask(e.perms);
-    if (perms === undefined) throw new InvalidLockOptionsError(`acl[${i}].perms`, e.perms, '1-31 or letters of "rwcda"');
+    if (perms === undefined)
+      throw new InvalidLockOptionsError(`acl[${i}].perms`, e.perms, '1-31 or letters of "rwcda"');
     return { scheme: e.scheme, id: e.id, perms };
   });
 }
@@ -53,11 +61,16 @@ export function checkAcl(value: unknown): readonly ZooKeeperAcl[] | undefined {
 export function checkAuthInfo(value: unknown): readonly ZooKeeperAuthInfo[] {
   if (value === undefined) return [];
   const list = Array.isArray(value) ? value : [value];
-  const allowed = "{ scheme, auth } (e.g. { scheme: 'digest', auth: 'user:password' }) or a list of them";
+  const allowed =
+    "{ scheme, auth } (e.g. { scheme: 'digest', auth: 'user:password' }) or a list of them";
   if (list.length === 0) throw new InvalidLockOptionsError('authInfo', value, allowed);
   for (const entry of list) {
     const e = entry as Partial<ZooKeeperAuthInfo> | null;
-    const ok = e !== null && typeof e === 'object' && typeof e.scheme === 'string' && e.scheme !== '' &&
+    const ok =
+      e !== null &&
+      typeof e === 'object' &&
+      typeof e.scheme === 'string' &&
+      e.scheme !== '' &&
       ((typeof e.auth === 'string' && e.auth !== '') || Buffer.isBuffer(e.auth));
     // The value is a secret: the error never repeats it.
     if (!ok) throw new InvalidLockOptionsError('authInfo', '(hidden)', allowed);
@@ -66,7 +79,8 @@ export function checkAuthInfo(value: unknown): readonly ZooKeeperAuthInfo[] {
 }
 
 function permissionMask(perms: unknown): number | undefined {
-  if (typeof perms === 'number') return Number.isInteger(perms) && perms >= 1 && perms <= 31 ? perms : undefined;
+  if (typeof perms === 'number')
+    return Number.isInteger(perms) && perms >= 1 && perms <= 31 ? perms : undefined;
   if (typeof perms !== 'string' || perms === '') return undefined;
   let mask = 0;
   for (const ch of perms.toLowerCase()) {

@@ -1,13 +1,33 @@
 import { raceAbort, toBigInt, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { BackendAcquireRequest, BackendAttempt, BackendAcquireResult, BackendLock, LockBackend, LockBackendCapabilities, LockInspection } from '../../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAttempt,
+  BackendAcquireResult,
+  BackendLock,
+  LockBackend,
+  LockBackendCapabilities,
+  LockInspection,
+} from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
-import { checkOptions, checkZooKeeperClient, type ZooKeeperLockBackendOptions } from './zookeeper.options';
-import { lockDirectory, MUTEX_LOCK_NAME, nodePrefix, protectedId, READ_LOCK_NAME, WRITE_LOCK_NAME, type CuratorRecipe } from './zookeeper.nodes';
+import {
+  checkOptions,
+  checkZooKeeperClient,
+  type ZooKeeperLockBackendOptions,
+} from './zookeeper.options';
+import {
+  lockDirectory,
+  MUTEX_LOCK_NAME,
+  nodePrefix,
+  protectedId,
+  READ_LOCK_NAME,
+  WRITE_LOCK_NAME,
+  type CuratorRecipe,
+} from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
 
 /** One granted lock of this backend. */
@@ -42,7 +62,12 @@ const ABORTED = Symbol('aborted');
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
-  readonly capabilities: LockBackendCapabilities = { shared: true, fencing: 'strict', sessionBased: true, maxKeyLength: 512 };
+  readonly capabilities: LockBackendCapabilities = {
+    shared: true,
+    fencing: 'strict',
+    sessionBased: true,
+    maxKeyLength: 512,
+  };
   /** Counters for monitoring and tests. */
   readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
   readonly basePath: string;
@@ -58,7 +83,11 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
-  private readonly operations = new ZooKeeperOperations(this.name, () => this.basePath, (key) => this.currentSession(key));
+  private readonly operations = new ZooKeeperOperations(
+    this.name,
+    () => this.basePath,
+    (key) => this.currentSession(key),
+  );
   private closed = false;
 
   constructor(options: ZooKeeperLockBackendOptions) {
@@ -80,7 +109,10 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   /** true while the connection is down and locks are held: they may or may not still be ours. */
   get inDoubt(): boolean {
-    return this.session?.state === 'disconnected' && [...this.holdings.values()].some((h) => h.session === this.session);
+    return (
+      this.session?.state === 'disconnected' &&
+      [...this.holdings.values()].some((h) => h.session === this.session)
+    );
   }
 
   /**
@@ -117,23 +149,49 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   private async contend(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     const dir = lockDirectory(this.basePath, request.key);
-    const lockName = request.mode === 'shared' ? READ_LOCK_NAME : this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
+    const lockName =
+      request.mode === 'shared'
+        ? READ_LOCK_NAME
+        : this.curatorRecipe === 'mutex'
+          ? MUTEX_LOCK_NAME
+          : WRITE_LOCK_NAME;
     const prefix = nodePrefix(protectedId(request.owner), lockName);
     for (;;) {
       const session = this.currentSession(request.key);
       if (!session.connected) {
         // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
-        const ok = tryOnce && !session.fresh ? false : await session.whenConnected(tryOnce ? undefined : request.signal);
+        const ok =
+          tryOnce && !session.fresh
+            ? false
+            : await session.whenConnected(tryOnce ? undefined : request.signal);
         if (!ok) {
           if (session.dead && this.factory && !this.closed && !request.signal.aborted) continue;
           // Cancelled by the caller during a first connect that has not failed yet: let the engine
           // throw the caller's reason. Reaching the deadline unconnected is an outage.
-          if (session.state === 'connecting' && request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) return { acquired: false };
-          throw new LockBackendUnavailableError(this.name, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key: request.key });
+          if (
+            session.state === 'connecting' &&
+            request.signal.aborted &&
+            request.signal.reason !== WAIT_DEADLINE
+          )
+            return { acquired: false };
+          throw new LockBackendUnavailableError(
+            this.name,
+            `not connected to ZooKeeper (${session.lostReason ?? session.state})`,
+            { key: request.key },
+          );
         }
       }
       this.checkNegotiated(session, request.key);
-      const contender = new Contender(session, dir, prefix, request.owner, request.mode === 'exclusive', tryOnce, this.stats, this.acl);
+      const contender = new Contender(
+        session,
+        dir,
+        prefix,
+        request.owner,
+        request.mode === 'exclusive',
+        tryOnce,
+        this.stats,
+        this.acl,
+      );
       this.contenders.add(contender);
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
@@ -143,23 +201,39 @@ export class ZooKeeperLockBackend implements LockBackend {
         this.contenders.delete(contender);
         const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
         if (expired && this.factory && !this.closed && !request.signal.aborted) continue; // queue again on a fresh session
-        throw new LockBackendUnavailableError(this.name, expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed', { key: request.key, cause: error });
+        throw new LockBackendUnavailableError(
+          this.name,
+          expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed',
+          { key: request.key, cause: error },
+        );
       }
       if (outcome === ABORTED) {
         const unanswered = contender.serverCall || !session.connected;
         this.abandon(contender, run);
-        if (unanswered) throw new LockBackendUnavailableError(this.name, 'ZooKeeper did not answer before the wait deadline', { key: request.key });
+        if (unanswered)
+          throw new LockBackendUnavailableError(
+            this.name,
+            'ZooKeeper did not answer before the wait deadline',
+            { key: request.key },
+          );
         return { acquired: false };
       }
       this.contenders.delete(contender);
       if (!outcome) return { acquired: false };
       if (this.closed) {
         await zk.release(session.client, outcome.path).catch(() => undefined);
-        throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key });
+        throw new LockBackendUnavailableError(this.name, 'the backend was closed', {
+          key: request.key,
+        });
       }
       const holding: Holding = {
-        id: holdingId(request.key, request.owner), key: request.key, path: outcome.path, session, onLost: request.onLost,
-        expiresAt: performance.now() + request.ttl, ended: false,
+        id: holdingId(request.key, request.owner),
+        key: request.key,
+        path: outcome.path,
+        session,
+        onLost: request.onLost,
+        expiresAt: performance.now() + request.ttl,
+        ended: false,
       };
       this.holdings.set(holding.id, holding);
       contender.onOwnDeleted = () => this.lose(holding, 'its ZooKeeper node was deleted', false);
@@ -176,7 +250,11 @@ export class ZooKeeperLockBackend implements LockBackend {
         const h = this.holdings.get(holdingId(lock.key, lock.owner));
         if (!h || h.ended) return false;
         if (!h.session.connected) {
-          throw new LockBackendUnavailableError(this.name, `disconnected from ZooKeeper: the lock is in doubt until the session (${h.session.sessionTimeout} ms) is confirmed or expires`, { key: lock.key });
+          throw new LockBackendUnavailableError(
+            this.name,
+            `disconnected from ZooKeeper: the lock is in doubt until the session (${h.session.sessionTimeout} ms) is confirmed or expires`,
+            { key: lock.key },
+          );
         }
         const startedAt = performance.now();
         const stat = await zk.exists(h.session.client, h.path);
@@ -196,7 +274,8 @@ export class ZooKeeperLockBackend implements LockBackend {
   async release(lock: BackendLock): Promise<void> {
     const id = holdingId(lock.key, lock.owner);
     const dir = lockDirectory(this.basePath, lock.key);
-    for (const c of [...this.contenders]) if (c.owner === lock.owner && c.dir === dir) this.abandon(c);
+    for (const c of [...this.contenders])
+      if (c.owner === lock.owner && c.dir === dir) this.abandon(c);
     const h = this.holdings.get(id);
     if (!h) return;
     this.holdings.delete(id);
@@ -220,32 +299,50 @@ export class ZooKeeperLockBackend implements LockBackend {
     for (const h of [...this.holdings.values()]) this.lose(h, 'the lock backend was closed', true);
     // Give our deletes a session timeout to reach the server; an owned client's close drops its nodes anyway.
     const bound = Math.max(this.session?.sessionTimeout ?? 0, 1_000);
-    await Promise.race([Promise.allSettled([...this.cleanups]), new Promise((r) => setTimeout(r, bound).unref())]);
+    await Promise.race([
+      Promise.allSettled([...this.cleanups]),
+      new Promise((r) => setTimeout(r, bound).unref()),
+    ]);
     const session = this.session;
     this.session = undefined;
     await session?.close();
   }
 
   private currentSession(key: string): ZooKeeperSession {
-    if (this.closed) throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
+    if (this.closed)
+      throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
     if (this.session && !this.session.dead) return this.session;
     if (!this.factory) {
-      throw new LockBackendUnavailableError(this.name, `${this.session?.lostReason ?? 'the ZooKeeper session ended'}; the client cannot be used again. Pass clientFactory so the backend opens a new session, or create a new client and backend`, { key });
+      throw new LockBackendUnavailableError(
+        this.name,
+        `${this.session?.lostReason ?? 'the ZooKeeper session ended'}; the client cannot be used again. Pass clientFactory so the backend opens a new session, or create a new client and backend`,
+        { key },
+      );
     }
     let client: ReturnType<NonNullable<ZooKeeperLockBackendOptions['clientFactory']>>;
     try {
       client = this.factory();
     } catch (error) {
-      throw new LockBackendUnavailableError(this.name, 'clientFactory threw', { key, cause: error });
+      throw new LockBackendUnavailableError(this.name, 'clientFactory threw', {
+        key,
+        cause: error,
+      });
     }
     this.session = this.newSession(checkZooKeeperClient(client, 'clientFactory'), true);
     return this.session;
   }
 
-  private newSession(client: NonNullable<ZooKeeperLockBackendOptions['client']>, owned: boolean): ZooKeeperSession {
+  private newSession(
+    client: NonNullable<ZooKeeperLockBackendOptions['client']>,
+    owned: boolean,
+  ): ZooKeeperSession {
     this.stats.sessions++;
     // Before connect (the driver sends them in the handshake and after every reconnect).
-    for (const a of this.authInfo) client.addAuthInfo?.(a.scheme, Buffer.isBuffer(a.auth) ? a.auth : Buffer.from(a.auth, 'utf8'));
+    for (const a of this.authInfo)
+      client.addAuthInfo?.(
+        a.scheme,
+        Buffer.isBuffer(a.auth) ? a.auth : Buffer.from(a.auth, 'utf8'),
+      );
     return new ZooKeeperSession(client, owned, {
       connected: (s) => {
         // Watches are re-set by the driver; still, re-evaluate in case a notification fell in the gap.
@@ -254,7 +351,8 @@ export class ZooKeeperLockBackend implements LockBackend {
       lost: (s, reason) => {
         // Expired (or presumed so): every lock of the session is lost. When the session may still
         // live (a long disconnection), the delete is queued and runs if the same session comes back.
-        for (const h of [...this.holdings.values()]) if (h.session === s) this.lose(h, reason, !s.dead);
+        for (const h of [...this.holdings.values()])
+          if (h.session === s) this.lose(h, reason, !s.dead);
         if (s.dead) {
           for (const c of this.contenders) if (c.session === s) c.kick();
           if (s.owned) void s.close();
@@ -264,10 +362,13 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   private checkNegotiated(session: ZooKeeperSession, key: string): void {
-    if (this.expectedTimeout === undefined || session.sessionTimeout === this.expectedTimeout) return;
+    if (this.expectedTimeout === undefined || session.sessionTimeout === this.expectedTimeout)
+      return;
     throw new InvalidLockOptionsError(
-      'sessionTimeout', this.expectedTimeout,
-      `a session timeout the server accepts unchanged: it negotiated ${session.sessionTimeout} ms (ZooKeeper clamps requests into [minSessionTimeout, maxSessionTimeout], by default 2 to 20 ticks)`, key,
+      'sessionTimeout',
+      this.expectedTimeout,
+      `a session timeout the server accepts unchanged: it negotiated ${session.sessionTimeout} ms (ZooKeeper clamps requests into [minSessionTimeout, maxSessionTimeout], by default 2 to 20 ticks)`,
+      key,
     );
   }
 
@@ -287,7 +388,14 @@ export class ZooKeeperLockBackend implements LockBackend {
   private abandon(c: Contender, run?: Promise<unknown>): void {
     this.contenders.delete(c);
     c.abandon();
-    if (run) this.track(run.then((grant) => (grant && !c.session.dead ? zk.release(c.session.client, (grant as { path: string }).path) : undefined)));
+    if (run)
+      this.track(
+        run.then((grant) =>
+          grant && !c.session.dead
+            ? zk.release(c.session.client, (grant as { path: string }).path)
+            : undefined,
+        ),
+      );
   }
 
   private track(p: Promise<unknown>): void {
@@ -311,7 +419,8 @@ export class ZooKeeperLockBackend implements LockBackend {
       const now = performance.now();
       let next = Infinity;
       for (const h of [...this.holdings.values()]) {
-        if (h.expiresAt <= now) this.lose(h, 'it was not renewed within its ttl, so it was deleted', true);
+        if (h.expiresAt <= now)
+          this.lose(h, 'it was not renewed within its ttl, so it was deleted', true);
         else next = Math.min(next, h.expiresAt);
       }
       if (next < Infinity) this.armSweep(next);
@@ -324,4 +433,3 @@ export class ZooKeeperLockBackend implements LockBackend {
 function holdingId(key: string, owner: string): string {
   return `${owner.length}:${owner}:${key}`;
 }
-

@@ -26,10 +26,24 @@ export interface ZooKeeperClientLike {
   close(): void;
   create(path: string, data: Buffer | null, mode: number, callback: Callback<string>): void;
   /** With an ACL list (see driverAcl); without one the driver uses the open ACL. */
-  create(path: string, data: Buffer | null, acls: readonly unknown[], mode: number, callback: Callback<string>): void;
-  remove(path: string, version: number, callback: (error: ZooKeeperError | null | undefined) => void): void;
+  create(
+    path: string,
+    data: Buffer | null,
+    acls: readonly unknown[],
+    mode: number,
+    callback: Callback<string>,
+  ): void;
+  remove(
+    path: string,
+    version: number,
+    callback: (error: ZooKeeperError | null | undefined) => void,
+  ): void;
   exists(path: string, callback: Callback<ZooKeeperStat | null>): void;
-  getData(path: string, watcher: (event: ZooKeeperEvent) => void, callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void): void;
+  getData(
+    path: string,
+    watcher: (event: ZooKeeperEvent) => void,
+    callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void,
+  ): void;
   getChildren(path: string, callback: Callback<string[]>): void;
   mkdirp(path: string, callback: Callback<string>): void;
   mkdirp(path: string, acls: readonly unknown[], callback: Callback<string>): void;
@@ -38,8 +52,14 @@ export interface ZooKeeperClientLike {
   getState(): { readonly name: string; readonly code: number };
   getSessionId(): Buffer;
   getSessionTimeout(): number;
-  on(event: 'state', listener: (state: { readonly name: string; readonly code: number }) => void): unknown;
-  removeListener(event: 'state', listener: (state: { readonly name: string; readonly code: number }) => void): unknown;
+  on(
+    event: 'state',
+    listener: (state: { readonly name: string; readonly code: number }) => void,
+  ): unknown;
+  removeListener(
+    event: 'state',
+    listener: (state: { readonly name: string; readonly code: number }) => void,
+  ): unknown;
 }
 
 export const CREATE_MODE_PERSISTENT = 0;
@@ -63,11 +83,20 @@ export function errorCode(error: unknown): number | undefined {
 
 /** Promisified driver calls; errors keep the driver's code (see errorCode). */
 export const zk: {
-  create(c: ZooKeeperClientLike, path: string, mode: number, acl?: readonly unknown[]): Promise<string>;
+  create(
+    c: ZooKeeperClientLike,
+    path: string,
+    mode: number,
+    acl?: readonly unknown[],
+  ): Promise<string>;
   remove(c: ZooKeeperClientLike, path: string): Promise<void>;
   release(c: ZooKeeperClientLike, path: string): Promise<void>;
   exists(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null>;
-  watch(c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void): Promise<ZooKeeperStat | null>;
+  watch(
+    c: ZooKeeperClientLike,
+    path: string,
+    watcher: (event: ZooKeeperEvent) => void,
+  ): Promise<ZooKeeperStat | null>;
   children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
   mkdirp(c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]): Promise<void>;
 } = {
@@ -78,7 +107,9 @@ export const zk: {
       else c.create(path, null, mode, done);
     }),
   remove: (c: ZooKeeperClientLike, path: string) =>
-    new Promise<void>((resolve, reject) => c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve()))),
+    new Promise<void>((resolve, reject) =>
+      c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve())),
+    ),
   /**
    * Deletes our node, then its lock directory if that is now empty, so directories do not pile up
    * (one per key ever used). Both requests go out back to back (one round trip; the server runs a
@@ -92,19 +123,26 @@ export const zk: {
     return Promise.all([node, parent]).then(() => undefined);
   },
   exists: (c: ZooKeeperClientLike, path: string) =>
-    new Promise<ZooKeeperStat | null>((resolve, reject) => c.exists(path, (e, s) => (e ? reject(e) : resolve(s)))),
+    new Promise<ZooKeeperStat | null>((resolve, reject) =>
+      c.exists(path, (e, s) => (e ? reject(e) : resolve(s))),
+    ),
   /** getData with a watch: resolves the stat, or null when the node is gone (then no watch is left behind). */
   watch: (c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void) =>
     new Promise<ZooKeeperStat | null>((resolve, reject) =>
-      c.getData(path, watcher, (e, _data, s) => (e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(s))),
+      c.getData(path, watcher, (e, _data, s) =>
+        e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(s),
+      ),
     ),
   children: (c: ZooKeeperClientLike, path: string) =>
     new Promise<string[] | null>((resolve, reject) =>
-      c.getChildren(path, (e, list) => (e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list))),
+      c.getChildren(path, (e, list) =>
+        e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list),
+      ),
     ),
   mkdirp: (c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]) =>
     new Promise<void>((resolve, reject) => {
-      const done: Callback<string> = (e) => (e && errorCode(e) !== ERR_NODE_EXISTS ? reject(e) : resolve());
+      const done: Callback<string> = (e) =>
+        e && errorCode(e) !== ERR_NODE_EXISTS ? reject(e) : resolve();
       if (acl) c.mkdirp(path, acl, done);
       else c.mkdirp(path, done);
     }),

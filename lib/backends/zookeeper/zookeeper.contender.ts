@@ -1,5 +1,14 @@
 import { sleepFor, toBigInt } from '../../backend-kit';
-import { CREATE_MODE_EPHEMERAL_SEQUENTIAL, CREATE_MODE_PERSISTENT, ERR_CONNECTION_LOSS, ERR_NO_NODE, EVENT_NODE_DELETED, errorCode, zk, type ZooKeeperEvent } from './zookeeper.client';
+import {
+  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+  CREATE_MODE_PERSISTENT,
+  ERR_CONNECTION_LOSS,
+  ERR_NO_NODE,
+  EVENT_NODE_DELETED,
+  errorCode,
+  zk,
+  type ZooKeeperEvent,
+} from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
@@ -63,11 +72,19 @@ export class Contender {
         const path = this.path;
         const c = this.session.client;
         // Pipelined: the own-node watch (and its czxid) and the directory listing in one round trip.
-        const [stat, children] = await this.call(() => Promise.all([czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined, zk.children(c, this.dir)]));
+        const [stat, children] = await this.call(() =>
+          Promise.all([
+            czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined,
+            zk.children(c, this.dir),
+          ]),
+        );
         if (this.abandoned) return this.giveUp();
         if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
         const ours = path.slice(this.dir.length + 1);
-        const where = children && (stat !== null) ? standing(sortChildren(children), ours, this.exclusive) : ({ held: false, missing: true } as const);
+        const where =
+          children && stat !== null
+            ? standing(sortChildren(children), ours, this.exclusive)
+            : ({ held: false, missing: true } as const);
         if ('missing' in where) {
           // Our node vanished (deleted by an operator, or its directory removed): queue up again.
           this.path = undefined;
@@ -115,7 +132,10 @@ export class Contender {
     if (event.type !== EVENT_NODE_DELETED) {
       // Someone touched our node's data: re-arm (watches are one-shot).
       if (this.path === event.path) {
-        zk.watch(this.session.client, event.path, this.ownWatcher).then((s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })), () => undefined);
+        zk.watch(this.session.client, event.path, this.ownWatcher).then(
+          (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
+          () => undefined,
+        );
       }
       return;
     }
@@ -156,12 +176,19 @@ export class Contender {
       // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below).
       if (this.acl) c.create(this.dir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
       else c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
-      return await zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl);
+      return await zk.create(
+        c,
+        `${this.dir}/${this.prefix}`,
+        CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+        this.acl,
+      );
     } catch (error) {
       const code = errorCode(error);
       if (code === ERR_NO_NODE) {
         await zk.mkdirp(c, this.dir, this.acl);
-        return zk.create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl).catch((e) => this.createFailed(e));
+        return zk
+          .create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl)
+          .catch((e) => this.createFailed(e));
       }
       return this.createFailed(error);
     }
@@ -201,7 +228,11 @@ export class Contender {
  * the session ends (taking its ephemeral nodes) or `stopped()`; a live session would otherwise
  * keep the node, and so the lock, forever.
  */
-export async function deleteUntilGone(session: ZooKeeperSession, path: string, stopped: () => boolean): Promise<void> {
+export async function deleteUntilGone(
+  session: ZooKeeperSession,
+  path: string,
+  stopped: () => boolean,
+): Promise<void> {
   for (let delay = 50; !session.dead && !stopped(); delay = Math.min(delay * 2, 1_000)) {
     if (!(await session.whenConnected())) return;
     try {

@@ -10,7 +10,10 @@ import { toBigInt } from '../../backend-kit';
  * our owner token laid out as a UUID, or Curator's random one); the fencing token is the youngest
  * holder's czxid.
  */
-export async function holderNodes(c: ZooKeeperClientLike, dir: string): Promise<{ sorted: string[]; holders: string[] }> {
+export async function holderNodes(
+  c: ZooKeeperClientLike,
+  dir: string,
+): Promise<{ sorted: string[]; holders: string[] }> {
   const sorted = sortChildren((await zk.children(c, dir)) ?? []);
   if (sorted.length === 0) return { sorted, holders: [] };
   if (!isReader(sorted[0])) return { sorted, holders: [sorted[0]] };
@@ -18,13 +21,20 @@ export async function holderNodes(c: ZooKeeperClientLike, dir: string): Promise<
   return { sorted, holders: firstWriter < 0 ? sorted : sorted.slice(0, firstWriter) };
 }
 
-export async function inspectDirectory(c: ZooKeeperClientLike, dir: string, key: string): Promise<LockInspection> {
+export async function inspectDirectory(
+  c: ZooKeeperClientLike,
+  dir: string,
+  key: string,
+): Promise<LockInspection> {
   const { sorted, holders } = await holderNodes(c, dir);
   if (holders.length === 0) return { key, held: false, holders: [], waiters: 0 };
   const mode = isReader(holders[0]) ? 'shared' : 'exclusive';
   // The youngest holder's czxid (pipelined with nothing else: one round trip).
   const stat = await zk.exists(c, `${dir}/${holders[holders.length - 1]}`);
-  const infos: LockHolderInfo[] = holders.map((node) => ({ mode, metadata: { node, protectedId: protectedIdOf(node) } }));
+  const infos: LockHolderInfo[] = holders.map((node) => ({
+    mode,
+    metadata: { node, protectedId: protectedIdOf(node) },
+  }));
   return {
     key,
     held: true,
@@ -42,7 +52,9 @@ export async function deleteHolderNodes(c: ZooKeeperClientLike, dir: string): Pr
     holders.map(
       (node) =>
         new Promise<boolean>((resolve, reject) =>
-          c.remove(`${dir}/${node}`, -1, (e) => (!e ? resolve(true) : errorCode(e) === ERR_NO_NODE ? resolve(false) : reject(e))),
+          c.remove(`${dir}/${node}`, -1, (e) =>
+            !e ? resolve(true) : errorCode(e) === ERR_NO_NODE ? resolve(false) : reject(e),
+          ),
         ),
     ),
   );
@@ -52,5 +64,7 @@ export async function deleteHolderNodes(c: ZooKeeperClientLike, dir: string): Pr
 /** The UUID of `_c_<uuid>-...`, or '' for an unprotected node. */
 function protectedIdOf(node: string): string {
   const end = PROTECTED_PREFIX.length + 36;
-  return node.startsWith(PROTECTED_PREFIX) && node[end] === '-' ? node.slice(PROTECTED_PREFIX.length, end) : '';
+  return node.startsWith(PROTECTED_PREFIX) && node[end] === '-'
+    ? node.slice(PROTECTED_PREFIX.length, end)
+    : '';
 }

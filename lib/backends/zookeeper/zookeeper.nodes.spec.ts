@@ -1,5 +1,15 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { checkBasePath, encodeLockName, lockDirectory, MAX_NODE_NAME_LENGTH, nodePrefix, protectedId, sequenceOf, sortChildren, standing } from './zookeeper.nodes';
+import {
+  checkBasePath,
+  encodeLockName,
+  lockDirectory,
+  MAX_NODE_NAME_LENGTH,
+  nodePrefix,
+  protectedId,
+  sequenceOf,
+  sortChildren,
+  standing,
+} from './zookeeper.nodes';
 
 describe('encodeLockName', () => {
   it('keeps [A-Za-z0-9_:.-] as is, so Curator users can name the same path', () => {
@@ -23,7 +33,24 @@ describe('encodeLockName', () => {
   });
 
   it('is injective over tricky keys (no two keys share a node name)', () => {
-    const keys = ['a/b', 'a%2Fb', 'a%252Fb', '.', '%2E', '..', '%2E%2E', 'a b', 'a%20b', 'a\u0000', 'a%00', 'é', '%C3%A9', 'a{b}', 'a*', ''].filter(Boolean);
+    const keys = [
+      'a/b',
+      'a%2Fb',
+      'a%252Fb',
+      '.',
+      '%2E',
+      '..',
+      '%2E%2E',
+      'a b',
+      'a%20b',
+      'a\u0000',
+      'a%00',
+      'é',
+      '%C3%A9',
+      'a{b}',
+      'a*',
+      '',
+    ].filter(Boolean);
     const names = keys.map(encodeLockName);
     expect(new Set(names).size).toBe(keys.length);
     for (const name of names) expect(name).not.toMatch(/[/\u0000-\u001f]|^\.{1,2}$/);
@@ -32,7 +59,9 @@ describe('encodeLockName', () => {
   it('rejects an empty name and a name past the node-name limit, naming the option', () => {
     expect(() => encodeLockName('')).toThrow(InvalidLockOptionsError);
     const long = '€'.repeat(200); // 3 UTF-8 bytes each: 1800 characters encoded
-    expect(() => encodeLockName(long)).toThrow(new RegExp(`at most ${MAX_NODE_NAME_LENGTH} characters`));
+    expect(() => encodeLockName(long)).toThrow(
+      new RegExp(`at most ${MAX_NODE_NAME_LENGTH} characters`),
+    );
     expect(() => encodeLockName(long)).toThrow(expect.objectContaining({ option: 'key' }));
   });
 });
@@ -43,12 +72,24 @@ describe('checkBasePath / lockDirectory', () => {
     expect(lockDirectory('/app/locks', 'lock:a/b')).toBe('/app/locks/lock:a%2Fb');
   });
 
-  it.each([['locks'], ['/locks/'], ['/'], ['/a//b'], ['/a/../b'], ['/a/./b'], ['/zookeeper'], ['/zookeeper/quota'], ['/a\u0001'], [''], [42], [null]])(
-    'rejects basePath %p with InvalidLockOptionsError naming basePath',
-    (bad) => {
-      expect(() => checkBasePath(bad)).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'basePath' }));
-    },
-  );
+  it.each([
+    ['locks'],
+    ['/locks/'],
+    ['/'],
+    ['/a//b'],
+    ['/a/../b'],
+    ['/a/./b'],
+    ['/zookeeper'],
+    ['/zookeeper/quota'],
+    ['/a\u0001'],
+    [''],
+    [42],
+    [null],
+  ])('rejects basePath %p with InvalidLockOptionsError naming basePath', (bad) => {
+    expect(() => checkBasePath(bad)).toThrow(
+      expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'basePath' }),
+    );
+  });
 });
 
 describe('node names and ordering (Curator compatible)', () => {
@@ -59,7 +100,11 @@ describe('node names and ordering (Curator compatible)', () => {
   });
 
   it('sorts by the sequence after the last lock name, whatever the uuid', () => {
-    const kids = ['_c_ffffffff-0000-0000-0000-000000000000-lock-0000000003', '_c_00000000-0000-0000-0000-000000000000-lock-0000000010', '_c_aaaaaaaa-0000-0000-0000-000000000000-lock-0000000001'];
+    const kids = [
+      '_c_ffffffff-0000-0000-0000-000000000000-lock-0000000003',
+      '_c_00000000-0000-0000-0000-000000000000-lock-0000000010',
+      '_c_aaaaaaaa-0000-0000-0000-000000000000-lock-0000000001',
+    ];
     expect(sortChildren(kids).map(sequenceOf)).toEqual(['0000000001', '0000000003', '0000000010']);
     expect(sequenceOf('_c_x-__READ__0000000007')).toBe('0000000007');
     expect(sequenceOf('_c_x-__WRIT__0000000008')).toBe('0000000008');
@@ -73,7 +118,14 @@ describe('node names and ordering (Curator compatible)', () => {
   });
 
   it('shared: held when no writer sorts before it, else watches the earliest writer', () => {
-    const kids = ['_c_a-__READ__0000000001', '_c_b-__READ__0000000002', '_c_c-__WRIT__0000000003', '_c_d-__READ__0000000004', '_c_e-lock-0000000005', '_c_f-__READ__0000000006'];
+    const kids = [
+      '_c_a-__READ__0000000001',
+      '_c_b-__READ__0000000002',
+      '_c_c-__WRIT__0000000003',
+      '_c_d-__READ__0000000004',
+      '_c_e-lock-0000000005',
+      '_c_f-__READ__0000000006',
+    ];
     expect(standing(kids, kids[1], false)).toEqual({ held: true });
     expect(standing(kids, kids[3], false)).toEqual({ held: false, watch: kids[2] });
     expect(standing(kids, kids[5], false)).toEqual({ held: false, watch: kids[2] });

@@ -31,15 +31,23 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
  * too. A literal `%` always becomes %25, so no encoded form can be produced by another key.
  */
 export function encodeLockName(key: string): string {
-  if (typeof key !== 'string' || key.length === 0) throw new InvalidLockOptionsError('key', key, 'a non-empty string');
+  if (typeof key !== 'string' || key.length === 0)
+    throw new InvalidLockOptionsError('key', key, 'a non-empty string');
   let out = '';
   const allDots = /^\.+$/.test(key);
   for (const ch of key) {
     if (SAFE.test(ch) && !(allDots && ch === '.')) out += ch;
-    else for (const byte of Buffer.from(ch, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    else
+      for (const byte of Buffer.from(ch, 'utf8'))
+        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   if (out.length > MAX_NODE_NAME_LENGTH) {
-    throw new InvalidLockOptionsError('key', key, `a key whose ZooKeeper node name (%XX-encoded) has at most ${MAX_NODE_NAME_LENGTH} characters (got ${out.length})`, key);
+    throw new InvalidLockOptionsError(
+      'key',
+      key,
+      `a key whose ZooKeeper node name (%XX-encoded) has at most ${MAX_NODE_NAME_LENGTH} characters (got ${out.length})`,
+      key,
+    );
   }
   return out;
 }
@@ -47,11 +55,20 @@ export function encodeLockName(key: string): string {
 /** Checks a basePath: absolute, no trailing or double slash, no `.`/`..` components, no controls, not under /zookeeper. */
 export function checkBasePath(basePath: unknown): string {
   const allowed = `an absolute ZooKeeper path like '/locks' (no trailing or double '/', no '.' or '..' components, no control characters, not under '/zookeeper', at most ${MAX_BASE_PATH_LENGTH} characters)`;
-  if (typeof basePath !== 'string' || basePath.length < 2 || basePath.length > MAX_BASE_PATH_LENGTH || !basePath.startsWith('/')) {
+  if (
+    typeof basePath !== 'string' ||
+    basePath.length < 2 ||
+    basePath.length > MAX_BASE_PATH_LENGTH ||
+    !basePath.startsWith('/')
+  ) {
     throw new InvalidLockOptionsError('basePath', basePath, allowed);
   }
   const parts = basePath.slice(1).split('/');
-  if (parts.some((p) => p === '' || p === '.' || p === '..') || CONTROL.test(basePath) || parts[0] === 'zookeeper') {
+  if (
+    parts.some((p) => p === '' || p === '.' || p === '..') ||
+    CONTROL.test(basePath) ||
+    parts[0] === 'zookeeper'
+  ) {
     throw new InvalidLockOptionsError('basePath', basePath, allowed);
   }
   return basePath;
@@ -64,7 +81,9 @@ export function lockDirectory(basePath: string, key: string): string {
 
 /** Curator's protected id is a UUID; ours is the 128-bit owner token laid out as one (8-4-4-4-12). */
 export function protectedId(owner: string): string {
-  const hex = /^[0-9a-f]{32}$/i.test(owner) ? owner.toLowerCase() : Buffer.from(owner, 'utf8').toString('hex').padEnd(32, '0').slice(0, 32);
+  const hex = /^[0-9a-f]{32}$/i.test(owner)
+    ? owner.toLowerCase()
+    : Buffer.from(owner, 'utf8').toString('hex').padEnd(32, '0').slice(0, 32);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
@@ -95,7 +114,10 @@ export function isReader(child: string): boolean {
   return child.includes(READ_LOCK_NAME);
 }
 
-export type Standing = { readonly held: true } | { readonly held: false; readonly watch: string } | { readonly held: false; readonly missing: true };
+export type Standing =
+  | { readonly held: true }
+  | { readonly held: false; readonly watch: string }
+  | { readonly held: false; readonly missing: true };
 
 /**
  * Curator's predicates over the sorted children. Exclusive: held at index 0, else watch the
@@ -106,6 +128,7 @@ export function standing(sorted: readonly string[], ours: string, exclusive: boo
   const index = sorted.indexOf(ours);
   if (index < 0) return { held: false, missing: true };
   if (exclusive) return index === 0 ? { held: true } : { held: false, watch: sorted[index - 1] };
-  for (let i = 0; i < index; i++) if (!isReader(sorted[i])) return { held: false, watch: sorted[i] };
+  for (let i = 0; i < index; i++)
+    if (!isReader(sorted[i])) return { held: false, watch: sorted[i] };
   return { held: true };
 }

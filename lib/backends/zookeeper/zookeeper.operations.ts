@@ -27,24 +27,39 @@ export class ZooKeeperOperations {
     try {
       await Promise.race([zk.exists(client, '/'), late]);
     } catch (error) {
-      throw new LockBackendUnavailableError(this.backend, 'ZooKeeper did not answer a ping', { cause: error });
+      throw new LockBackendUnavailableError(this.backend, 'ZooKeeper did not answer a ping', {
+        cause: error,
+      });
     } finally {
       clearTimeout(timer);
     }
   }
 
   async inspect(key: string): Promise<LockInspection> {
-    return inspectDirectory(await this.connectedClient(key), lockDirectory(this.basePath(), key), key);
+    return inspectDirectory(
+      await this.connectedClient(key),
+      lockDirectory(this.basePath(), key),
+      key,
+    );
   }
 
   async forceRelease(key: string): Promise<boolean> {
-    return (await deleteHolderNodes(await this.connectedClient(key), lockDirectory(this.basePath(), key))) > 0;
+    return (
+      (await deleteHolderNodes(
+        await this.connectedClient(key),
+        lockDirectory(this.basePath(), key),
+      )) > 0
+    );
   }
 
   private async connectedClient(key: string): Promise<ZooKeeperClientLike> {
     const session = this.session(key);
     const bound = AbortSignal.timeout(Math.max(session.sessionTimeout, 2_000));
     if (session.connected || (await session.whenConnected(bound))) return session.client;
-    throw new LockBackendUnavailableError(this.backend, `not connected to ZooKeeper (${session.lostReason ?? session.state})`, { key });
+    throw new LockBackendUnavailableError(
+      this.backend,
+      `not connected to ZooKeeper (${session.lostReason ?? session.state})`,
+      { key },
+    );
   }
 }

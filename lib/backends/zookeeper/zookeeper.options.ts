@@ -1,7 +1,12 @@
 import { checkClient, checkDuration, checkOneOf, checkOptionsObject } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { ZooKeeperClientLike } from './zookeeper.client';
-import { checkAcl, checkAuthInfo, type ZooKeeperAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
+import {
+  checkAcl,
+  checkAuthInfo,
+  type ZooKeeperAcl,
+  type ZooKeeperAuthInfo,
+} from './zookeeper.acl';
 import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
@@ -47,8 +52,30 @@ export interface ZooKeeperLockBackendOptions {
   authInfo?: ZooKeeperAuthInfo | readonly ZooKeeperAuthInfo[];
 }
 
-const KNOWN = ['client', 'clientFactory', 'basePath', 'curatorRecipe', 'sessionTimeout', 'acl', 'authInfo'] as const;
-const CLIENT_METHODS = ['connect', 'close', 'create', 'remove', 'exists', 'getData', 'getChildren', 'mkdirp', 'getState', 'getSessionId', 'getSessionTimeout', 'on', 'removeListener'] as const;
+const KNOWN = [
+  'client',
+  'clientFactory',
+  'basePath',
+  'curatorRecipe',
+  'sessionTimeout',
+  'acl',
+  'authInfo',
+] as const;
+const CLIENT_METHODS = [
+  'connect',
+  'close',
+  'create',
+  'remove',
+  'exists',
+  'getData',
+  'getChildren',
+  'mkdirp',
+  'getState',
+  'getSessionId',
+  'getSessionTimeout',
+  'on',
+  'removeListener',
+] as const;
 const CLIENT = 'a node-zookeeper-client Client (zookeeper.createClient(...))';
 
 export interface CheckedZooKeeperOptions {
@@ -68,21 +95,48 @@ export function checkZooKeeperClient(client: unknown, option = 'client'): ZooKee
 
 /** Validates the backend's options with the kit's checker; every error names the option, the value and what is allowed. */
 export function checkOptions(options: unknown): CheckedZooKeeperOptions {
-  const o = checkOptionsObject<ZooKeeperLockBackendOptions>('options', options, KNOWN, 'an object like { client } or { clientFactory }');
+  const o = checkOptionsObject<ZooKeeperLockBackendOptions>(
+    'options',
+    options,
+    KNOWN,
+    'an object like { client } or { clientFactory }',
+  );
   const { client, clientFactory } = o;
   if (client === undefined && clientFactory === undefined) {
     throw new InvalidLockOptionsError('client', client, `${CLIENT}, or give clientFactory`);
   }
   if (client !== undefined) checkZooKeeperClient(client);
   if (clientFactory !== undefined && typeof clientFactory !== 'function') {
-    throw new InvalidLockOptionsError('clientFactory', clientFactory, 'a function returning a new, not yet connected node-zookeeper-client Client');
+    throw new InvalidLockOptionsError(
+      'clientFactory',
+      clientFactory,
+      'a function returning a new, not yet connected node-zookeeper-client Client',
+    );
   }
-  const curatorRecipe = checkOneOf<CuratorRecipe>('curatorRecipe', o.curatorRecipe ?? 'mutex', ['mutex', 'read-write']);
-  const sessionTimeout = o.sessionTimeout === undefined ? undefined : checkDuration('sessionTimeout', o.sessionTimeout, 1);
+  const curatorRecipe = checkOneOf<CuratorRecipe>('curatorRecipe', o.curatorRecipe ?? 'mutex', [
+    'mutex',
+    'read-write',
+  ]);
+  const sessionTimeout =
+    o.sessionTimeout === undefined
+      ? undefined
+      : checkDuration('sessionTimeout', o.sessionTimeout, 1);
   const acl = checkAcl(o.acl);
   const authInfo = checkAuthInfo(o.authInfo);
   if (authInfo.length > 0 && client !== undefined && typeof client.addAuthInfo !== 'function') {
-    throw new InvalidLockOptionsError('client', client, 'a node-zookeeper-client Client with addAuthInfo (needed by authInfo)');
+    throw new InvalidLockOptionsError(
+      'client',
+      client,
+      'a node-zookeeper-client Client with addAuthInfo (needed by authInfo)',
+    );
   }
-  return { client, clientFactory, basePath: checkBasePath(o.basePath ?? '/locks'), curatorRecipe, sessionTimeout, acl, authInfo };
+  return {
+    client,
+    clientFactory,
+    basePath: checkBasePath(o.basePath ?? '/locks'),
+    curatorRecipe,
+    sessionTimeout,
+    acl,
+    authInfo,
+  };
 }

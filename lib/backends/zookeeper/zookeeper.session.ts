@@ -48,7 +48,8 @@ export class ZooKeeperSession {
     const code = client.getState()?.code;
     this.state = 'connecting';
     if (code === STATE_SYNC_CONNECTED || code === STATE_CONNECTED_READ_ONLY) this.markConnected();
-    else if (code === STATE_EXPIRED) this.markLost('the ZooKeeper session had expired before the backend got the client');
+    else if (code === STATE_EXPIRED)
+      this.markLost('the ZooKeeper session had expired before the backend got the client');
     if (owned) client.connect();
     if (this.state === 'connecting') this.armHandshakeWatch();
   }
@@ -86,7 +87,8 @@ export class ZooKeeperSession {
     if (this.state === 'closed') return;
     // node-zookeeper-client breaks (throws from its socket handler) when closed while its first
     // handshake is in flight: let an owned client finish connecting first, for a bounded time.
-    if (this.owned && !this.everConnected && !this.dead) await this.whenConnected(AbortSignal.timeout(2_000));
+    if (this.owned && !this.everConnected && !this.dead)
+      await this.whenConnected(AbortSignal.timeout(2_000));
     this.clearDoubt();
     this.clearHandshakeWatch();
     this.client.removeListener('state', this.onState);
@@ -142,7 +144,9 @@ export class ZooKeeperSession {
       this.doubtTimer = undefined;
       if (this.state !== 'disconnected' && this.state !== 'connecting') return;
       try {
-        this.markLost(`the connection to ZooKeeper was down longer than the session timeout (${timeout} ms), so the session and its ephemeral lock nodes are presumed expired`);
+        this.markLost(
+          `the connection to ZooKeeper was down longer than the session timeout (${timeout} ms), so the session and its ephemeral lock nodes are presumed expired`,
+        );
       } catch {
         // never throw from a timer
       }
@@ -172,15 +176,26 @@ export class ZooKeeperSession {
   private armHandshakeWatch(): void {
     if (this.handshakeTimer) return;
     // Before the first connect the timeout is not negotiated yet: check every second then.
-    const every = this.sessionTimeout > 0 ? Math.max(Math.floor(this.sessionTimeout / 6), 200) : 1_000;
+    const every =
+      this.sessionTimeout > 0 ? Math.max(Math.floor(this.sessionTimeout / 6), 200) : 1_000;
     let watched: unknown;
     const check = () => {
       this.handshakeTimer = undefined;
       if (this.state !== 'disconnected' && this.state !== 'connecting') return;
       try {
-        const socket = (this.client as unknown as { connectionManager?: { socket?: { readyState?: string; destroy?: () => void } } }).connectionManager?.socket;
+        const socket = (
+          this.client as unknown as {
+            connectionManager?: { socket?: { readyState?: string; destroy?: () => void } };
+          }
+        ).connectionManager?.socket;
         // Destroy only a socket that was already open at the previous check: its handshake is overdue.
-        if (socket && socket === watched && socket.readyState === 'open' && typeof socket.destroy === 'function') socket.destroy();
+        if (
+          socket &&
+          socket === watched &&
+          socket.readyState === 'open' &&
+          typeof socket.destroy === 'function'
+        )
+          socket.destroy();
         watched = socket;
       } catch {
         // never throw from a timer

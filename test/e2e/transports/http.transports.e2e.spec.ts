@@ -1,13 +1,38 @@
 import 'reflect-metadata';
-import { ArgumentsHost, Catch, Controller, Get, Injectable, Param, UseFilters, UseGuards, type CanActivate, type ExceptionFilter, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import {
+  ArgumentsHost,
+  Catch,
+  Controller,
+  Get,
+  Injectable,
+  Param,
+  UseFilters,
+  UseGuards,
+  type CanActivate,
+  type ExceptionFilter,
+  type ExecutionContext,
+  type INestApplication,
+} from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DistributedLockError, DistributedLockModule, LockService, LockTesting } from '../../../lib';
+import {
+  DistributedLockError,
+  DistributedLockModule,
+  LockService,
+  LockTesting,
+} from '../../../lib';
 import { eventually } from '../../support/server-process';
-import { ArrivalGuard, httpGet, ItemsController, leaksNothing, redisEnv, Runs } from './items.fixture';
+import {
+  ArrivalGuard,
+  httpGet,
+  ItemsController,
+  leaksNothing,
+  redisEnv,
+  Runs,
+} from './items.fixture';
 
 @Catch()
 class UserCatchAllFilter implements ExceptionFilter {
@@ -99,7 +124,12 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     expect(res.status).toBe(409);
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(4);
     expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(5);
-    expect(res.body).toMatchObject({ statusCode: 409, error: 'Conflict', code: 'LOCK_ACQUIRE_TIMEOUT', message: 'The resource is busy; retry later' });
+    expect(res.body).toMatchObject({
+      statusCode: 409,
+      error: 'Conflict',
+      code: 'LOCK_ACQUIRE_TIMEOUT',
+      message: 'The resource is busy; retry later',
+    });
     expect(res.body.retryAfter).toBeGreaterThan(3_000);
     leaksNothing(res.text, env.port);
     expect(runs.count.get('b1')).toBeUndefined();
@@ -144,7 +174,11 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
   it('bad key: 400 without the template or the value', async () => {
     const res = await httpGet(port, '/items');
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ statusCode: 400, code: 'LOCK_KEY_RESOLUTION', message: 'The request does not identify the resource to lock' });
+    expect(res.body).toMatchObject({
+      statusCode: 400,
+      code: 'LOCK_KEY_RESOLUTION',
+      message: 'The request does not identify the resource to lock',
+    });
     expect(res.text).not.toContain('<id>');
     expect(res.headers['retry-after']).toBeUndefined();
   });
@@ -167,13 +201,22 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
   it('client gone: an endless SSE stream releases its lock when the client goes away', async () => {
     let heldWhileStreaming: boolean | undefined;
     await new Promise<void>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/items/s1/stream', headers: { accept: 'text/event-stream' }, agent: false }, (res) => {
-        res.once('data', async () => {
-          heldWhileStreaming = await LockTesting.isHeld(app, 'stream:s1');
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/items/s1/stream',
+          headers: { accept: 'text/event-stream' },
+          agent: false,
+        },
+        (res) => {
+          res.once('data', async () => {
+            heldWhileStreaming = await LockTesting.isHeld(app, 'stream:s1');
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', (e) => (req.destroyed ? undefined : reject(e)));
       req.end();
     });
@@ -186,11 +229,21 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     try {
       const res = await httpGet(port, '/items?id=d1');
       expect(res.status).toBe(503);
-      expect(res.body).toMatchObject({ statusCode: 503, code: 'LOCK_BACKEND_UNAVAILABLE', message: 'The lock service is unavailable; retry later' });
+      expect(res.body).toMatchObject({
+        statusCode: 503,
+        code: 'LOCK_BACKEND_UNAVAILABLE',
+        message: 'The lock service is unavailable; retry later',
+      });
       leaksNothing(res.text, env.port);
     } finally {
       await env.start();
     }
-    expect(await eventually(async () => (await httpGet(port, '/items?id=d1')).status === 200, 20_000, 100)).toBe(true);
+    expect(
+      await eventually(
+        async () => (await httpGet(port, '/items?id=d1')).status === 200,
+        20_000,
+        100,
+      ),
+    ).toBe(true);
   });
 });

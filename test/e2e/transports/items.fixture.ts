@@ -1,4 +1,14 @@
-import { Controller, Get, Injectable, Param, Query, Sse, UseGuards, type CanActivate, type MessageEvent } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Injectable,
+  Param,
+  Query,
+  Sse,
+  UseGuards,
+  type CanActivate,
+  type MessageEvent,
+} from '@nestjs/common';
 import Redis from 'ioredis';
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { interval, map, type Observable } from 'rxjs';
@@ -58,7 +68,11 @@ export class ItemsController {
 /** A private Redis and module options for it; stop()/start() take it down and bring it back. */
 export async function redisEnv() {
   const server = await RedisServer.start();
-  const client = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const client = new Redis({
+    port: server.port,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 100,
+  });
   client.on('error', () => undefined);
   const backend = new RedisLockBackend({ client });
   // A probe, not a mock: counts the backend's waits in progress (acquire with wait > 0), so a test
@@ -95,7 +109,15 @@ export async function redisEnv() {
 
 /** Text that must never reach a client: the Redis address and driver messages. */
 export function leaksNothing(text: string, port: number): void {
-  for (const secret of [String(port), '127.0.0.1', 'ECONNREFUSED', 'lock:', 'item:', 'Redis', 'redis']) {
+  for (const secret of [
+    String(port),
+    '127.0.0.1',
+    'ECONNREFUSED',
+    'lock:',
+    'item:',
+    'Redis',
+    'redis',
+  ]) {
     expect(text).not.toContain(secret);
   }
 }
@@ -110,22 +132,24 @@ export interface HttpAnswer {
 /** One GET over a real socket. */
 export function httpGet(port: number, path: string): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res: IncomingMessage) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        let body: Record<string, unknown> = {};
-        try {
-          body = JSON.parse(text);
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-      });
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path, agent: false },
+      (res: IncomingMessage) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          let body: Record<string, unknown> = {};
+          try {
+            body = JSON.parse(text);
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
-

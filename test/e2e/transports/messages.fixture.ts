@@ -1,7 +1,18 @@
-import { Controller, Injectable, UseGuards, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  Controller,
+  Injectable,
+  UseGuards,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
 import { Args, Field, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { MessageBody, SubscribeMessage, WebSocketGateway, WebSocketServer } from '@nestjs/websockets';
+import {
+  MessageBody,
+  SubscribeMessage,
+  WebSocketGateway,
+  WebSocketServer,
+} from '@nestjs/websockets';
 import type { Server as WsServer } from 'ws';
 import { Locked } from '../../../lib';
 import { Runs } from './items.fixture';
@@ -12,7 +23,12 @@ export class MessageArrivalGuard implements CanActivate {
   constructor(private readonly runs: Runs) {}
   canActivate(context: ExecutionContext): boolean {
     const type = context.getType<string>();
-    const data = type === 'ws' ? context.switchToWs().getData() : type === 'graphql' ? context.getArgByIndex(1) : context.switchToRpc().getData();
+    const data =
+      type === 'ws'
+        ? context.switchToWs().getData()
+        : type === 'graphql'
+          ? context.getArgByIndex(1)
+          : context.switchToRpc().getData();
     const id = String((data as { id?: string }).id);
     this.runs.arrived.set(id, (this.runs.arrived.get(id) ?? 0) + 1);
     return true;
@@ -48,7 +64,9 @@ export class ItemsGateway {
 
   @SubscribeMessage('item')
   @Locked('item:<data.id>', { onBusy: 'fail' })
-  async item(@MessageBody() data: { id?: string }): Promise<{ event: string; data: { id?: string } }> {
+  async item(
+    @MessageBody() data: { id?: string },
+  ): Promise<{ event: string; data: { id?: string } }> {
     this.runs.ran(String(data.id));
     return { event: 'item', data: { id: data.id } };
   }
@@ -56,7 +74,9 @@ export class ItemsGateway {
   @SubscribeMessage('item.wait')
   @UseGuards(MessageArrivalGuard)
   @Locked('item:<data.id>', { wait: 20_000 })
-  async itemWait(@MessageBody() data: { id: string }): Promise<{ event: string; data: { id: string } }> {
+  async itemWait(
+    @MessageBody() data: { id: string },
+  ): Promise<{ event: string; data: { id: string } }> {
     this.runs.ran(data.id);
     return { event: 'item', data: { id: data.id } };
   }

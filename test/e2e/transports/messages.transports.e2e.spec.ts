@@ -13,7 +13,12 @@ import WebSocket from 'ws';
 import { DistributedLockModule, LockTesting } from '../../../lib';
 import { eventually, freePort } from '../../support/server-process';
 import { leaksNothing, redisEnv, Runs } from './items.fixture';
-import { ItemsGateway, ItemsMessages, ItemsResolver, MessageArrivalGuard } from './messages.fixture';
+import {
+  ItemsGateway,
+  ItemsMessages,
+  ItemsResolver,
+  MessageArrivalGuard,
+} from './messages.fixture';
 
 let env: Awaited<ReturnType<typeof redisEnv>>;
 beforeAll(async () => {
@@ -36,7 +41,11 @@ describe('lock errors in a TCP microservice', () => {
   let ms: INestMicroservice;
   let client: ClientProxy;
   let runs: Runs;
-  const send = (pattern: string, data: unknown) => firstValueFrom(client.send(pattern, data)).then((v) => ({ ok: v }), (e: unknown) => ({ error: e as Record<string, unknown> }));
+  const send = (pattern: string, data: unknown) =>
+    firstValueFrom(client.send(pattern, data)).then(
+      (v) => ({ ok: v }),
+      (e: unknown) => ({ error: e as Record<string, unknown> }),
+    );
 
   beforeAll(async () => {
     const port = await freePort();
@@ -45,9 +54,16 @@ describe('lock errors in a TCP microservice', () => {
       controllers: [ItemsMessages],
       providers: [Runs, MessageArrivalGuard],
     }).compile();
-    ms = moduleRef.createNestMicroservice({ transport: Transport.TCP, options: { host: '127.0.0.1', port }, logger: false });
+    ms = moduleRef.createNestMicroservice({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+      logger: false,
+    });
     await ms.listen();
-    client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+    client = ClientProxyFactory.create({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+    });
     await client.connect();
     runs = ms.get(Runs);
   });
@@ -65,12 +81,23 @@ describe('lock errors in a TCP microservice', () => {
     const held = await LockTesting.hold(ms, 'item:r2', { ttl: 5_000 });
     const res = await send('item', { id: 'r2' });
     await held.release();
-    expect(res).toEqual({ error: { code: 'LOCK_ACQUIRE_TIMEOUT', message: 'The resource is busy; retry later', retryAfter: expect.any(Number) } });
+    expect(res).toEqual({
+      error: {
+        code: 'LOCK_ACQUIRE_TIMEOUT',
+        message: 'The resource is busy; retry later',
+        retryAfter: expect.any(Number),
+      },
+    });
     expect(runs.count.get('r2')).toBeUndefined();
   });
 
   it('bad key: LOCK_KEY_RESOLUTION', async () => {
-    expect(await send('item', {})).toEqual({ error: { code: 'LOCK_KEY_RESOLUTION', message: 'The request does not identify the resource to lock' } });
+    expect(await send('item', {})).toEqual({
+      error: {
+        code: 'LOCK_KEY_RESOLUTION',
+        message: 'The request does not identify the resource to lock',
+      },
+    });
   });
 
   it('client gone: a waiting message whose client disconnects stops waiting; its handler never runs', async () => {
@@ -79,7 +106,10 @@ describe('lock errors in a TCP microservice', () => {
     const port = (server.address() as AddressInfo).port;
     const connections = () => new Promise<number>((r) => server.getConnections((_e, n) => r(n)));
     const before = await connections();
-    const leaving = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+    const leaving = ClientProxyFactory.create({
+      transport: Transport.TCP,
+      options: { host: '127.0.0.1', port },
+    });
     await leaving.connect();
     void firstValueFrom(leaving.send('item.wait', { id: 'r3' })).catch(() => undefined);
     await eventually(() => runs.arrived.get('r3') === 1 && env.waiting() === 1);
@@ -94,7 +124,12 @@ describe('lock errors in a TCP microservice', () => {
     await whileRedisDown(
       async () => {
         const res = await send('item', { id: 'r4' });
-        expect(res).toEqual({ error: { code: 'LOCK_BACKEND_UNAVAILABLE', message: 'The lock service is unavailable; retry later' } });
+        expect(res).toEqual({
+          error: {
+            code: 'LOCK_BACKEND_UNAVAILABLE',
+            message: 'The lock service is unavailable; retry later',
+          },
+        });
         leaksNothing(JSON.stringify(res), env.port);
       },
       async () => 'ok' in (await send('item', { id: 'r4' })),
@@ -111,7 +146,11 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     const moduleRef = await Test.createTestingModule({
       imports: [
         DistributedLockModule.forRoot(env.options),
-        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, includeStacktraceInErrorResponses: false }),
+        GraphQLModule.forRoot<ApolloDriverConfig>({
+          driver: ApolloDriver,
+          autoSchemaFile: true,
+          includeStacktraceInErrorResponses: false,
+        }),
       ],
       providers: [Runs, MessageArrivalGuard, ItemsGateway, ItemsResolver],
     }).compile();
@@ -132,7 +171,9 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
   async function ask(event: string, data: unknown): Promise<Record<string, unknown>> {
     const ws = await socket();
     try {
-      const answer = new Promise<string>((resolve) => ws.once('message', (m) => resolve(String(m))));
+      const answer = new Promise<string>((resolve) =>
+        ws.once('message', (m) => resolve(String(m))),
+      );
       ws.send(JSON.stringify({ event, data }));
       return JSON.parse(await answer);
     } finally {
@@ -140,7 +181,11 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     }
   }
   async function graphql(query: string): Promise<{ status: number; body: Record<string, any> }> {
-    const res = await fetch(`http://127.0.0.1:${port}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+    const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query }),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   }
 
@@ -152,11 +197,24 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     const held = await LockTesting.hold(app, 'item:w2', { ttl: 5_000 });
     const res = await ask('item', { id: 'w2' });
     await held.release();
-    expect(res).toEqual({ event: 'exception', data: { code: 'LOCK_ACQUIRE_TIMEOUT', message: 'The resource is busy; retry later', retryAfter: expect.any(Number) } });
+    expect(res).toEqual({
+      event: 'exception',
+      data: {
+        code: 'LOCK_ACQUIRE_TIMEOUT',
+        message: 'The resource is busy; retry later',
+        retryAfter: expect.any(Number),
+      },
+    });
   });
 
   it('ws: bad key', async () => {
-    expect(await ask('item', {})).toEqual({ event: 'exception', data: { code: 'LOCK_KEY_RESOLUTION', message: 'The request does not identify the resource to lock' } });
+    expect(await ask('item', {})).toEqual({
+      event: 'exception',
+      data: {
+        code: 'LOCK_KEY_RESOLUTION',
+        message: 'The request does not identify the resource to lock',
+      },
+    });
   });
 
   it('ws: client gone while waiting: the wait stops and the handler never runs', async () => {
@@ -182,21 +240,33 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     const res = await graphql('{ item(id: "q2") { id } }');
     await held.release();
     expect(res.body.errors).toHaveLength(1);
-    expect(res.body.errors[0]).toMatchObject({ message: 'The resource is busy; retry later', extensions: { code: 'LOCK_ACQUIRE_TIMEOUT', retryAfter: expect.any(Number) } });
+    expect(res.body.errors[0]).toMatchObject({
+      message: 'The resource is busy; retry later',
+      extensions: { code: 'LOCK_ACQUIRE_TIMEOUT', retryAfter: expect.any(Number) },
+    });
     expect(res.body.data).toBeNull();
     expect(res.status).toBe(200); // GraphQL over HTTP: errors travel in the body
   });
 
   it('graphql: client gone while waiting: the wait stops and the resolver never runs', async () => {
     const held = await LockTesting.hold(app, 'item:q3', { ttl: 5_000 });
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', headers: { 'content-type': 'application/json' }, agent: false });
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      path: '/graphql',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      agent: false,
+    });
     req.on('error', () => undefined);
     req.end(JSON.stringify({ query: '{ itemWait(id: "q3") { id } }' }));
     await eventually(() => runs.arrived.get('q3') === 1 && env.waiting() === 1);
     req.destroy();
     await eventually(() => env.waiting() === 0);
     await held.release();
-    expect((await graphql('{ item(id: "q3") { id } }')).body).toEqual({ data: { item: { id: 'q3' } } });
+    expect((await graphql('{ item(id: "q3") { id } }')).body).toEqual({
+      data: { item: { id: 'q3' } },
+    });
     expect(runs.count.get('q3')).toBe(1);
   });
 
@@ -209,7 +279,13 @@ describe('lock errors in a platform-ws gateway and a GraphQL resolver (Apollo)',
     await whileRedisDown(
       async () => {
         const frame = await ask('item', { id: 'd2' });
-        expect(frame).toEqual({ event: 'exception', data: { code: 'LOCK_BACKEND_UNAVAILABLE', message: 'The lock service is unavailable; retry later' } });
+        expect(frame).toEqual({
+          event: 'exception',
+          data: {
+            code: 'LOCK_BACKEND_UNAVAILABLE',
+            message: 'The lock service is unavailable; retry later',
+          },
+        });
         const res = await graphql('{ item(id: "d3") { id } }');
         expect(res.body.errors[0].extensions.code).toBe('LOCK_BACKEND_UNAVAILABLE');
         leaksNothing(JSON.stringify([frame, res.body]), env.port);

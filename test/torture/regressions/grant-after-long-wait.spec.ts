@@ -12,7 +12,9 @@ describe('regression: a grant after a wait longer than the ttl', () => {
     const engine = new LockEngine({ backend: new MemoryLockBackend() });
     try {
       const first = await engine.acquire('long-wait', { ttl: 200 });
-      const waiter = engine.runInScope(() => engine.acquire('long-wait', { ttl: 200, wait: 5_000 }));
+      const waiter = engine.runInScope(() =>
+        engine.acquire('long-wait', { ttl: 200, wait: 5_000 }),
+      );
       // Hold past the waiter's ttl (renewed by the watchdog meanwhile), then hand over.
       await new Promise((r) => setTimeout(r, 400));
       await first.release();

@@ -23,7 +23,12 @@ describe('regression: postgres connection dropped while a pooled client is check
   beforeAll(async () => {
     server = await PostgresServer.start();
     proxy = await TcpProxy.start({ port: server.port });
-    pool = new Pool({ ...server.connection, port: proxy.port, max: 2, connectionTimeoutMillis: 2_000 });
+    pool = new Pool({
+      ...server.connection,
+      port: proxy.port,
+      max: 2,
+      connectionTimeoutMillis: 2_000,
+    });
     pool.on('error', () => undefined); // what every pg user does for idle clients
     engine = new LockEngine({ backend: new PostgresLockBackend({ client: pool }) });
     process.on('uncaughtException', onUncaught);
