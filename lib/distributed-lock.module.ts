@@ -14,7 +14,6 @@ import { LockedInterceptor } from './interceptors/locked.interceptor';
 import { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
-import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
 import { LockObservability } from './observability/lock-observability.service';
 import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
 

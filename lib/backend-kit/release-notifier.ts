@@ -29,6 +29,7 @@ export class ReleaseNotifier implements WakeupSource {
     return {
       wait: (ms, signal) =>
         new Promise<void>((resolve) => {
+          // eslint-disable-next-line prefer-const -- assigned below; `done` may run before that
           let timer: NodeJS.Timeout | undefined;
           const done = () => {
             clearTimeout(timer);

@@ -20,7 +20,7 @@ import { validateEngineOptions, type LockEngineOptions } from './engine-options'
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
-import { checkListener, LockEventBus, type LockEventListener } from './lock-events';
+import { checkListener, LockEventBus } from './lock-events';
 import { LockActivity, LockOperator } from './lock-operations';
 import { observeAcquire, reported, runHeld, templateOf } from './observed-acquire';
 

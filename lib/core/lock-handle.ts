@@ -37,7 +37,7 @@ export class LockHandle {
   /** @internal */
   constructor(
     private readonly lease: HandleLease,
-    private readonly ops: LeaseOps<any>,
+    private readonly ops: LeaseOps,
   ) {}
 
   /** The resolved key, without the module's keyPrefix (a multi-key grant: its first key in canonical order). */

@@ -21,7 +21,6 @@ export function bridgeEventEmitter(
 ): (() => void) | undefined {
   let token: unknown;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     token = (require('@nestjs/event-emitter') as { EventEmitter2: unknown }).EventEmitter2;
   } catch {
     return undefined;

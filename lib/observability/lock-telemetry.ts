@@ -71,7 +71,6 @@ const SCOPE = 'nestjs-distributed-lock';
 export function loadOpenTelemetry(): OtelApiLike | undefined {
   try {
     // Optional peer, loaded once at module init; never a hard dependency.
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     return require('@opentelemetry/api') as OtelApiLike;
   } catch {
     return undefined;

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any */
 /**
  * Traces etcd handoffs (issue 19): N in-process contenders (each its own client and session) loop
  * on one key (hold 1 ms, pause 2 ms) against a private etcd. Every client is wrapped so each txn,

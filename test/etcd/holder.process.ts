@@ -17,6 +17,7 @@ const send = (message: Record<string, unknown>) => process.send?.(message);
 async function main(): Promise<void> {
   const client = new Etcd3({ hosts: hosts.split(',') });
   const inner = new EtcdLockBackend({ client, sessionTtl: Number(sessionTtl) });
+  // eslint-disable-next-line prefer-const -- read by the renew wrapper before it is assigned
   let handle: LockHandle | undefined;
   const backend: LockBackend = {
     name: inner.name,

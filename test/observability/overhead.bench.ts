@@ -54,7 +54,6 @@ async function main(): Promise<void> {
   if (!api) throw new Error('@opentelemetry/api is not installed');
   const configs: Record<string, () => Engine> = {};
   if (process.env.LIB_BASE) {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const base = require(process.env.LIB_BASE) as {
       LockEngine: new (o: object) => Engine;
       MemoryLockBackend: new () => object;

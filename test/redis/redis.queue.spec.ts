@@ -2,7 +2,6 @@ import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { ACQUIRE, lockKeys, RELEASE } from '../../lib/backends/redis/redis.scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
 import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/server-process';
 

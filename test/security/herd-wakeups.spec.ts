@@ -44,7 +44,6 @@ describe('wake-ups per handoff are O(1) on the memory backend (issue 14.4)', () 
     // One attempt per handoff: the next head waits for the release instead of first trying in vain.
     for (const p of per) expect(p).toBeLessThanOrEqual(1.1);
     expect(per[2]).toBeLessThanOrEqual(per[0] * 1.1);
-    // eslint-disable-next-line no-console
     console.log(
       `attempts per handoff for 100/200/400 waiters: ${per.map((p) => p.toFixed(2)).join(' / ')}`,
     );

@@ -28,10 +28,14 @@ export class Waiter {
     return this.request.mode;
   }
   settle(result: BackendAcquireResult): void {
-    if (!this.settled) ((this.settled = true), this.done(result));
+    if (this.settled) return;
+    this.settled = true;
+    this.done(result);
   }
   fail(error: unknown): void {
-    if (!this.settled) ((this.settled = true), this.failed(error));
+    if (this.settled) return;
+    this.settled = true;
+    this.failed(error);
   }
 }
 

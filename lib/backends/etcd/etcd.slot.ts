@@ -104,7 +104,10 @@ export class LockSlot {
     for (const w of this.queue.splice(0)) w.fail(error);
     const cur = this.current;
     if (cur) for (const w of cur.waiters) w.fail(error);
-    if (cur) (cur.waiters.clear(), cur.wake.abort());
+    if (cur) {
+      cur.waiters.clear();
+      cur.wake.abort();
+    }
   }
 
   private start(group: Waiter[]): void {

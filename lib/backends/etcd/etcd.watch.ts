@@ -62,7 +62,9 @@ export function waitForDelete(
       watcher.on('delete', () => finish({ outcome: 'deleted' }));
       // Only the first creation leaves a gap: etcd3 resumes a reconnected watch where it stopped.
       watcher.on('connected', (res) => {
-        if (!created) ((created = true), closeGap(res.header.revision));
+        if (created) return;
+        created = true;
+        closeGap(res.header.revision);
       });
       watcher.on('disconnected', (error) =>
         finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }),

@@ -10,6 +10,7 @@ import {
 import type { PgListenClientLike } from './postgres.listener';
 
 export interface PgQueryResultLike {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg rows are untyped records
   rows: any[];
   rowCount: number | null;
 }
@@ -26,6 +27,7 @@ export interface PgPoolClientLike {
 export interface PgPoolLike {
   connect(): Promise<PgPoolClientLike>;
   readonly Client?: new (
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's ClientConfig, not imported
     config: any,
   ) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
   readonly options?: object;

@@ -1,4 +1,4 @@
-import { redisScript, RENEW } from '../redis-client';
+import { redisScript } from '../redis-client';
 
 /**
  * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
