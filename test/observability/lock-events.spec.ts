@@ -191,14 +191,19 @@ describe('inspect, forceRelease and list (memory backend)', () => {
       key: 'lock:order:9',
       held: true,
       mode: 'exclusive',
-      fencingToken: 1n,
+      fencingToken: handle.fencingToken,
     });
     expect(report.holders).toEqual([
       expect.objectContaining({ mode: 'exclusive', owner: handle.owner }),
     ]);
     expect(report.holders[0].remainingTtl).toBeGreaterThan(4_000);
     expect(report.local.holders).toEqual([
-      expect.objectContaining({ key: 'order:9', owner: handle.owner, fencingToken: 1n, holds: 1 }),
+      expect.objectContaining({
+        key: 'order:9',
+        owner: handle.owner,
+        fencingToken: handle.fencingToken,
+        holds: 1,
+      }),
     ]);
     expect(report.local.waiters).toBe(1);
     await handle.release();
