@@ -111,6 +111,7 @@ export {
 export type {
   ZooKeeperLockBackendOptions,
   ZooKeeperClientLike,
+  ZooKeeperClientInput,
   ZooKeeperLockStats,
   ZooKeeperSessionState,
   CuratorRecipe,

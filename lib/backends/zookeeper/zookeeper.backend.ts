@@ -10,7 +10,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
+import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
@@ -73,7 +73,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
   private session: ZooKeeperSession | undefined;
-  private readonly userClient: ZooKeeperLockBackendOptions['client'];
+  private readonly userClient: ZooKeeperClientLike | undefined;
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
   private readonly expectedTimeout: number | undefined;
   private readonly acl: readonly unknown[] | undefined;
@@ -332,10 +332,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     return this.session;
   }
 
-  private newSession(
-    client: NonNullable<ZooKeeperLockBackendOptions['client']>,
-    owned: boolean,
-  ): ZooKeeperSession {
+  private newSession(client: ZooKeeperClientLike, owned: boolean): ZooKeeperSession {
     this.stats.sessions++;
     // Before connect (the driver sends them in the handshake and after every reconnect).
     for (const a of this.authInfo)

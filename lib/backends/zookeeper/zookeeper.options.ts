@@ -1,6 +1,17 @@
 import { checkClient, checkDuration, checkOneOf, checkOptionsObject } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { ZooKeeperClientLike } from './zookeeper.client';
+
+/**
+ * What `client` / `clientFactory` accept: a node-zookeeper-client Client, typed by
+ * @types/node-zookeeper-client or not. Deliberately loose (the driver's overloaded `create` does not
+ * match a structural overload set); every method the backend calls is checked at run time.
+ */
+export interface ZooKeeperClientInput {
+  connect(): void;
+  close(): void;
+  getSessionTimeout(): number;
+}
 import {
   checkAcl,
   checkAuthInfo,
@@ -15,7 +26,7 @@ export interface ZooKeeperLockBackendOptions {
    * After its session expires the driver cannot be reused; give `clientFactory` too so the backend
    * can open a new session for later acquires.
    */
-  client?: ZooKeeperClientLike;
+  client?: ZooKeeperClientInput;
   /**
    * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`):
    * the same shape as every backend's clientFactory (a function returning a client the backend
@@ -24,7 +35,7 @@ export interface ZooKeeperLockBackendOptions {
    * asks for a new one. The backend connects it, uses it after `client`'s session expired (or from
    * the start when `client` is omitted), and closes it on close().
    */
-  clientFactory?: () => ZooKeeperClientLike;
+  clientFactory?: () => ZooKeeperClientInput;
   /** Parent of every lock directory. Default '/locks' (Curator users pass the same base path). */
   basePath?: string;
   /**
@@ -123,7 +134,11 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
       : checkDuration('sessionTimeout', o.sessionTimeout, 1);
   const acl = checkAcl(o.acl);
   const authInfo = checkAuthInfo(o.authInfo);
-  if (authInfo.length > 0 && client !== undefined && typeof client.addAuthInfo !== 'function') {
+  if (
+    authInfo.length > 0 &&
+    client !== undefined &&
+    typeof (client as ZooKeeperClientLike).addAuthInfo !== 'function'
+  ) {
     throw new InvalidLockOptionsError(
       'client',
       client,
@@ -131,8 +146,8 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     );
   }
   return {
-    client,
-    clientFactory,
+    client: client as ZooKeeperClientLike | undefined,
+    clientFactory: clientFactory as (() => ZooKeeperClientLike) | undefined,
     basePath: checkBasePath(o.basePath ?? '/locks'),
     curatorRecipe,
     sessionTimeout,
