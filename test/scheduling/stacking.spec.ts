@@ -105,9 +105,10 @@ describe('@LockedJob and @LeaderOnly stacked with @nestjs/schedule decorators', 
     expect(jobs.runs).toEqual({ cronAbove: 1, cronBelow: 1, interval: 1, timeout: 1 });
 
     // @LeaderOnly: the module campaigned at bootstrap; once leader, the method runs.
-    await app.get(LockService).campaign('stacking-leader').whenLeader();
+    const leadership = app.get(LockService).campaign('stacking-leader');
+    await leadership.whenLeader();
     expect(await jobs.leaderWork()).toBe('ran');
     await app.close();
-    expect(await jobs.leaderWork()).toBeUndefined(); // no longer leader after shutdown
+    expect(leadership.isLeader).toBe(false); // shutdown resigned the campaign
   });
 });
