@@ -75,7 +75,11 @@ describe('RedisLockBackend command budget', () => {
     await new Promise((r) => setTimeout(r, 2_100)); // let the watchdog tick (every 500-1000 ms)
     pipeline.mockRestore();
     expect(batches.length).toBeGreaterThanOrEqual(1);
-    expect(batches.every((n) => n === 300)).toBe(true);
+    // One pipeline per tick for all due locks (usually all 300); grants spread over a loaded
+    // machine may split a tick's locks in two pipelines, never one round trip per lock.
+    const renewed = batches.reduce((a, b) => a + b, 0);
+    expect(renewed).toBeGreaterThanOrEqual(300);
+    expect(renewed / batches.length).toBeGreaterThanOrEqual(150);
     expect(direct).not.toHaveBeenCalled();
     direct.mockRestore();
     expect(handles.every((h) => h.held)).toBe(true);
