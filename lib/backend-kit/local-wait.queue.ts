@@ -66,11 +66,6 @@ export class LocalWaitQueue {
     }
   }
 
-  /** true while any waiter of this process is queued for `key`. */
-  has(key: string): boolean {
-    return this.lines.has(key);
-  }
-
   /** Number of waiters queued (head included) across keys. */
   get waiting(): number {
     let n = 0;

@@ -1,10 +1,9 @@
 import { LocalWaitQueue } from '../backend-kit/local-wait.queue';
-import { pollAcquire, type PollAcquireOptions } from '../backend-kit/wait-loop';
+import { pollAcquire } from '../backend-kit/wait-loop';
 import type {
   BackendAcquireRequest,
   BackendAcquireResult,
   LockBackend,
-  ReleaseListener,
 } from '../interfaces/lock-backend.interface';
 
 /**
@@ -37,32 +36,17 @@ export class AcquireRunner {
     const wakeups = backend.wakeups;
     // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is not.
     const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
-    const options = { backend: label, notifier: wakeups, ...backend.waitPolicy };
-    if (request.wait > 0 && !line.has(request.key))
-      return this.fastPath(line, request, attempt, options, listen);
-    return line.run(request, (handoff) => pollAcquire(request, attempt, options, handoff), listen);
-  }
-
-  /**
-   * Nobody of this process waits for the key, so one attempt at once overtakes no one: most
-   * acquires are uncontended and then cost no line, no listener and no extra promise. Busy (or a
-   * failed attempt) joins the line as usual, whose head attempts again at once.
-   */
-  private async fastPath(
-    line: LocalWaitQueue,
-    request: BackendAcquireRequest,
-    attempt: () => Promise<BackendAcquireResult>,
-    options: PollAcquireOptions,
-    listen: ((key: string) => ReleaseListener) | undefined,
-  ): Promise<BackendAcquireResult> {
-    try {
-      const sentAt = performance.now();
-      const first = await attempt();
-      if (first.acquired) return { sentAt, ...first };
-    } catch {
-      // Retried by the line within the caller's budget; the line reports the failure at its end.
-    }
-    return line.run(request, (handoff) => pollAcquire(request, attempt, options, handoff), listen);
+    return line.run(
+      request,
+      (handoff) =>
+        pollAcquire(
+          request,
+          attempt,
+          { backend: label, notifier: wakeups, ...backend.waitPolicy },
+          handoff,
+        ),
+      listen,
+    );
   }
 
   /** Waiters queued in this process's lines for `backend` (heads included). */
