@@ -28,6 +28,18 @@ export class AcquireRunner {
       if (stats) stats.attempts++;
       return backend.acquire(request);
     }
+    // Semaphore grants: several of this process may hold at once, so they do not queue in the
+    // one-holder line; the backend's wake-ups and backoff drive their wait.
+    if (request.permits !== undefined) {
+      return pollAcquire(
+        request,
+        () => {
+          if (stats) stats.attempts++;
+          return backend.tryAcquire(request);
+        },
+        { backend: label, notifier: backend.wakeups, ...backend.waitPolicy },
+      );
+    }
     const line = this.line(backend, label);
     const attempt = () => {
       if (stats) stats.attempts++;

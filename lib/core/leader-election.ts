@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockHandle } from './lock-handle';
 
@@ -7,13 +8,27 @@ export interface CampaignOptions {
   ttl?: number;
   /** Registered backend name. Default 'default'. */
   backend?: string;
+  /**
+   * What this candidate announces while it leads (etcd: the value `etcdctl elect -l` prints;
+   * ZooKeeper: the LeaderLatch node's data, Curator's participant id). Default `<hostname>:<pid>`.
+   */
+  proposal?: string;
 }
+
+/** Internal acquire option (not a public LockOptions name): the campaign's proposal. */
+export const ELECTION_PROPOSAL = Symbol('election proposal');
 
 /** The part of the engine a campaign uses. */
 export interface CampaignEngine {
   acquire(
     key: string,
-    options: { ttl?: number; backend?: string; wait: number; signal: AbortSignal },
+    options: {
+      ttl?: number;
+      backend?: string;
+      wait: number;
+      signal: AbortSignal;
+      [ELECTION_PROPOSAL]?: string;
+    },
   ): Promise<LockHandle>;
   runInScope<T>(fn: () => T): T;
 }
@@ -95,6 +110,7 @@ export class Leadership {
           backend: this.options.backend,
           wait: ROUND_MS,
           signal: this.cancel.signal,
+          [ELECTION_PROPOSAL]: this.options.proposal ?? `${hostname()}:${process.pid}`,
         });
       } catch (error) {
         if (this.resigned) break;

@@ -11,7 +11,7 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
-import { Leadership, type CampaignOptions } from './leader-election';
+import { ELECTION_PROPOSAL, Leadership, type CampaignOptions } from './leader-election';
 import { acquireAll, type LockKeys } from './multi-lock';
 import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
@@ -164,14 +164,31 @@ export class LockEngine {
     });
   }
 
-  private acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
+  private async acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
     if (Array.isArray(key))
       throw new InvalidLockOptionsError(
         'permits',
         options.permits,
         'a single key (semaphores over several keys are not supported)',
       );
-    return acquireSeat(this, key as string, checkPermits(options.permits, key as string), options);
+    const k = key as string;
+    const permits = checkPermits(options.permits, k);
+    // permits: 1 is the exclusive lock of the key itself.
+    if (permits === 1) return this.acquire(k, { ...options, permits: undefined });
+    const backendName = options.backend ?? DEFAULT_BACKEND_NAME;
+    if (!this.backend(backendName).capabilities.semaphore)
+      return acquireSeat(this, k, permits, options);
+    if (options.mode === 'shared')
+      throw new InvalidLockOptionsError(
+        'mode',
+        'shared',
+        "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)",
+        k,
+      );
+    const result = await observeAcquire(this, k, options, (stats) =>
+      this.acquireOrNull(k, options, stats, permits),
+    );
+    return result.handle ?? Promise.reject(result.error);
   }
 
   /**
@@ -245,6 +262,7 @@ export class LockEngine {
     key: string,
     options?: LockOptions,
     stats?: { attempts: number; ahead: number },
+    permits?: number,
   ): Promise<{ handle?: LockHandle; error?: unknown }> {
     // Synchronously, before any await: only the acquire an owning call starts with is its own lock.
     const scope = this.scopes.claim();
@@ -270,7 +288,8 @@ export class LockEngine {
         key,
       );
     }
-    const id = ReentrancyScopes.id(o.backend, fullKey);
+    // A semaphore of a key and the lock of the same key are different things to re-enter.
+    const id = ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey);
     const existing = this.scopes.find(id);
     if (existing) {
       if (existing.mode === 'shared' && o.mode === 'exclusive') {
@@ -288,6 +307,7 @@ export class LockEngine {
     o.signal?.throwIfAborted();
 
     const owner = randomBytes(16).toString('hex');
+    const proposal = (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL];
     const controller = new AbortController();
     const detached = this.detached;
     // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
@@ -304,6 +324,8 @@ export class LockEngine {
       owner,
       mode: o.mode,
       ttl: o.ttl,
+      ...(permits ? { permits } : {}),
+      ...(proposal === undefined ? {} : { election: { proposal } }),
       wait: o.wait,
       signal: controller.signal,
       onLost,
@@ -323,7 +345,7 @@ export class LockEngine {
       );
       const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
         // The answer came after we gave up: give back a grant nobody will use.
-        const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl };
+        const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
         attempt
           .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
           .catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
@@ -339,7 +361,7 @@ export class LockEngine {
       }
       if (o.signal?.aborted) {
         await detached(() =>
-          backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl }),
+          backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits }),
         ).catch((e) => this.activity.releaseFailed(o.backend, key, 'cancelled', e));
         throw o.signal.reason;
       }
@@ -352,6 +374,7 @@ export class LockEngine {
         owner,
         mode: o.mode,
         ttl: o.ttl,
+        permits,
         fencingToken: result.fencingToken,
         backend,
         backendName: o.backend,

@@ -12,6 +12,8 @@ export interface LockLeaseOptions {
   readonly owner: string;
   readonly mode: LockMode;
   readonly ttl: number;
+  /** Native semaphore grants: the permits of the request (see BackendLock.permits). */
+  readonly permits?: number;
   readonly fencingToken: bigint;
   readonly backend: LockBackend;
   /** The name the backend is registered under. */
@@ -57,6 +59,7 @@ export class LockLease implements BackendLock {
   readonly owner: string;
   readonly mode: LockMode;
   ttl: number;
+  readonly permits?: number;
   readonly fencingToken: bigint;
   readonly backend: LockBackend;
   readonly backendName: string;
@@ -70,6 +73,7 @@ export class LockLease implements BackendLock {
     this.owner = o.owner;
     this.mode = o.mode;
     this.ttl = o.ttl;
+    if (o.permits !== undefined) this.permits = o.permits;
     this.fencingToken = o.fencingToken;
     this.backend = o.backend;
     this.backendName = o.backendName;
@@ -82,7 +86,8 @@ export class LockLease implements BackendLock {
 
   /** The BackendLock view the backend sees (its key is the full key). */
   get lock(): BackendLock {
-    return { key: this.fullKey, owner: this.owner, mode: this.mode, ttl: this.ttl };
+    const lock = { key: this.fullKey, owner: this.owner, mode: this.mode, ttl: this.ttl };
+    return this.permits === undefined ? lock : { ...lock, permits: this.permits };
   }
 
   get signal(): AbortSignal {

@@ -37,7 +37,9 @@ export interface MemoryLockBackendOptions {
  * fencing tokens come from ONE process-wide counter, so within a key every grant's token is larger
  * than every earlier grant's (across holders, expiry and backend instances) while the state kept
  * per key ends with its last holder: a key's entry is deleted when it is free, so a million
- * request ids leave nothing behind. Scope: one process; use a networked backend for several.
+ * request ids leave nothing behind. Semaphores (`permits`) keep their holders in a map of their own
+ * per key, granted while fewer than the request's own N hold. Scope: one process; use a networked
+ * backend for several.
  */
 export class MemoryLockBackend implements LockBackend {
   readonly name = 'memory';
@@ -46,8 +48,11 @@ export class MemoryLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: MAX_KEY_LENGTH,
+    semaphore: true,
   };
   private readonly entries = new Map<string, Entry>();
+  /** Semaphores (BackendLock.permits): holder owner -> expiry, per key; deleted when empty. */
+  private readonly semaphores = new Map<string, { seats: Map<string, number>; token: bigint }>();
   private readonly notifier = new ReleaseNotifier();
   readonly wakeups = this.notifier;
   private readonly now: () => number;
@@ -69,6 +74,12 @@ export class MemoryLockBackend implements LockBackend {
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     const now = this.now();
     return locks.map((lock) => {
+      if (lock.permits !== undefined) {
+        const seats = this.liveSeats(lock.key, now);
+        if (!seats?.has(lock.owner)) return false;
+        seats.set(lock.owner, now + lock.ttl);
+        return true;
+      }
       const entry = this.live(lock.key, now);
       if (lock.mode === 'exclusive') {
         if (entry?.writer?.owner !== lock.owner) return false;
@@ -82,6 +93,12 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
+    if (lock.permits !== undefined) {
+      const sem = this.semaphores.get(lock.key);
+      if (!sem?.seats.delete(lock.owner)) return;
+      if (sem.seats.size === 0) this.semaphores.delete(lock.key);
+      return this.notifier.notify(lock.key);
+    }
     const entry = this.entries.get(lock.key);
     if (!entry) return;
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
@@ -103,6 +120,7 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
+    if (request.permits !== undefined) return this.takeSeat(request, request.permits, now);
     const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
@@ -119,6 +137,38 @@ export class MemoryLockBackend implements LockBackend {
     this.entries.set(request.key, entry);
     entry.token = ++lastFencingToken;
     return { acquired: true, fencingToken: entry.token };
+  }
+
+  /** One seat of a semaphore: granted while fewer than the request's own `permits` hold the key. */
+  private takeSeat(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
+    const seats = this.liveSeats(request.key, now);
+    if (seats && seats.size >= permits)
+      return { acquired: false, retryAfter: Math.ceil(Math.min(...seats.values()) - now) };
+    const token = ++lastFencingToken;
+    const sem = this.semaphores.get(request.key) ?? { seats: new Map<string, number>(), token };
+    sem.seats.set(request.owner, now + request.ttl);
+    sem.token = token;
+    this.semaphores.set(request.key, sem);
+    return { acquired: true, fencingToken: token };
+  }
+
+  /** A semaphore's holders with expired ones purged (waking waiters when any expired). */
+  private liveSeats(key: string, now: number): Map<string, number> | undefined {
+    const sem = this.semaphores.get(key);
+    if (!sem) return undefined;
+    let freed = false;
+    for (const [owner, expiresAt] of sem.seats) {
+      if (expiresAt <= now) {
+        sem.seats.delete(owner);
+        freed = true;
+      }
+    }
+    if (freed) queueMicrotask(() => this.notifier.notify(key));
+    if (sem.seats.size === 0) {
+      this.semaphores.delete(key);
+      return undefined;
+    }
+    return sem.seats;
   }
 
   /** The key's entry with expired holders purged (waking waiters when any expired). */
@@ -162,14 +212,32 @@ export class MemoryLockBackend implements LockBackend {
         owner,
         remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
       });
+    const seats = this.liveSeats(key, now);
+    if (seats) {
+      for (const [owner, expiresAt] of seats)
+        holders.push({
+          mode: 'exclusive',
+          owner,
+          remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
+        });
+      return {
+        key,
+        held: true,
+        mode: 'exclusive',
+        holders,
+        fencingToken: this.semaphores.get(key)?.token,
+      };
+    }
     // Waiters live in the engine's line (LockService.inspect adds this process's), not here.
     return { key, held: holders.length > 0, mode: holders[0]?.mode, holders, fencingToken };
   }
 
   /** Frees the key whoever holds it; the holders' next renewals find it gone. Waiters wake. */
   async forceRelease(key: string): Promise<boolean> {
-    const held = this.live(key, this.now()) !== undefined;
+    const now = this.now();
+    const held = this.live(key, now) !== undefined || this.liveSeats(key, now) !== undefined;
     this.entries.delete(key);
+    this.semaphores.delete(key);
     this.notifier.notify(key);
     return held;
   }
@@ -181,6 +249,10 @@ export class MemoryLockBackend implements LockBackend {
     for (const key of [...this.entries.keys()]) {
       if (keys.length >= limit) break;
       if (key.startsWith(prefix) && this.live(key, now)) keys.push(key);
+    }
+    for (const key of [...this.semaphores.keys()]) {
+      if (keys.length >= limit) break;
+      if (key.startsWith(prefix) && this.liveSeats(key, now)) keys.push(key);
     }
     return keys;
   }
