@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { reported } from './observed-acquire';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockHandle } from './lock-handle';
 
@@ -122,7 +123,8 @@ export class Leadership {
       this.emit(true, term);
       await untilEither(term.signal, this.cancel.signal);
       this.current = undefined;
-      await term.release().catch(() => undefined);
+      // A failed release is already logged and emitted by the engine ('releaseFailed'); the ttl frees it.
+      await term.release().catch(reported);
       this.emit(false, undefined);
     }
   }
