@@ -41,7 +41,8 @@ export class LockEngine {
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();
-  private readonly backendNames: string[];
+  /** Registered backend names, in registration order. */
+  readonly backendNames: readonly string[];
   private closed = false;
   readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
   readonly activity = new LockActivity(this.events);

@@ -17,6 +17,8 @@ code{font:12px ui-monospace,monospace}
 <div class="status" id="status">connecting...</div>
 <h2>Held by this process</h2>
 <table id="held"><thead><tr><th>Key</th><th>Backend</th><th>Mode</th><th>Fencing token</th><th>Held for</th><th>Holds</th></tr></thead><tbody></tbody></table>
+<h2>Held on the backends (all processes)</h2>
+<table id="backends"><thead><tr><th>Backend</th><th>Held keys</th></tr></thead><tbody></tbody></table>
 <h2>Waiting</h2>
 <table id="waiting"><thead><tr><th>Key</th><th>Backend</th><th>Waiters</th></tr></thead><tbody></tbody></table>
 <h2>Recent events</h2>
@@ -39,6 +41,7 @@ code{font:12px ui-monospace,monospace}
     if (!last) return;
     var now = Date.now() - skew;
     rows('held', last.held, 6, function (l) { return ['<code>' + esc(l.key) + '</code>', esc(l.backend), esc(l.mode), esc(l.fencingToken), Math.max(0, Math.round((now - l.since) / 1000)) + ' s', esc(l.holds)]; });
+    rows('backends', last.backends || [], 2, function (b) { return [esc(b.backend), b.note ? '<span class="status">' + esc(b.note) + '</span>' : (b.keys.length ? b.keys.map(function (k) { return '<code>' + esc(k) + '</code>'; }).join(' ') + (b.more ? ' ...' : '') : '<span class="status">none</span>')]; });
     rows('waiting', last.waiting, 3, function (w) { return ['<code>' + esc(w.key) + '</code>', esc(w.backend), esc(w.waiters)]; });
     rows('events', last.recent, 4, function (e) { return [new Date(e.at).toLocaleTimeString(), '<span class="t-' + esc(e.type) + '">' + esc(e.type) + '</span>', '<code>' + esc(e.key || e.backend) + '</code>', details(e)]; });
   }

@@ -16,11 +16,29 @@ export interface LiveViewSnapshot {
   }[];
   readonly waiting: { key: string; backend: string; waiters: number }[];
   readonly recent: Record<string, unknown>[];
+  /**
+   * Held on each backend by every process, from the backend's list() (refreshed every
+   * LIVE_VIEW_LIST_INTERVAL ms while a page is open): keys, or why there are none to show.
+   */
+  readonly backends: BackendListing[];
+}
+
+export interface BackendListing {
+  readonly backend: string;
+  /** Held keys (without the key prefix), at most LIVE_VIEW_LIST_LIMIT. */
+  readonly keys: string[];
+  /** true when the backend had more than LIVE_VIEW_LIST_LIMIT held keys. */
+  readonly more: boolean;
+  /** Set when the backend cannot list (unsupported) or the last listing failed. */
+  readonly note?: string;
 }
 
 /** How many recent events the page keeps, and the least interval between two pushes (ms). */
 export const LIVE_VIEW_RECENT = 50;
 const PUSH_INTERVAL_MS = 100;
+/** How often an open page refreshes the backend-wide listing (one list() per backend), and its size. */
+export const LIVE_VIEW_LIST_INTERVAL = 2_000;
+export const LIVE_VIEW_LIST_LIMIT = 100;
 
 /**
  * Keeps the last events of the engine and pushes snapshots (held locks, waiters, recent events)
@@ -32,6 +50,8 @@ export class LiveViewState implements OnModuleDestroy {
   private readonly recent: Record<string, unknown>[] = [];
   private readonly pages = new Set<(s: LiveViewSnapshot) => void>();
   private timer: NodeJS.Timeout | undefined;
+  private listing: BackendListing[] = [];
+  private lister: NodeJS.Timeout | undefined;
   private readonly stop: () => void;
 
   constructor(@Inject(LockEngine) private readonly engine: LockEngine) {
@@ -52,7 +72,33 @@ export class LiveViewState implements OnModuleDestroy {
       })),
       waiting: this.engine.operator.waitingLocks(),
       recent: [...this.recent],
+      backends: this.listing,
     };
+  }
+
+  /**
+   * Lists what every process holds, on each backend that can list (one bounded list() call per
+   * backend); a backend that cannot, or fails, gets a note instead of keys. Never throws.
+   */
+  async refreshListing(): Promise<BackendListing[]> {
+    const operator = this.engine.operator;
+    this.listing = await Promise.all(
+      this.engine.backendNames.map(async (backend): Promise<BackendListing> => {
+        if (typeof this.engine.backend(backend).list !== 'function')
+          return { backend, keys: [], more: false, note: 'this backend cannot list its keys' };
+        try {
+          const keys = await operator.list('', backend, LIVE_VIEW_LIST_LIMIT + 1);
+          return {
+            backend,
+            keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT),
+            more: keys.length > LIVE_VIEW_LIST_LIMIT,
+          };
+        } catch (error) {
+          return { backend, keys: [], more: false, note: `listing failed: ${String(error)}` };
+        }
+      }),
+    );
+    return this.listing;
   }
 
   /** Snapshots for one page: the current one at once, then after every change. */
@@ -61,13 +107,37 @@ export class LiveViewState implements OnModuleDestroy {
       const push = (s: LiveViewSnapshot) => subscriber.next(s);
       this.pages.add(push);
       push(this.snapshot());
-      return () => this.pages.delete(push);
+      this.startListing();
+      return () => {
+        this.pages.delete(push);
+        if (this.pages.size === 0) this.stopListing();
+      };
     });
+  }
+
+  /** While a page is open: list the backends now and every LIVE_VIEW_LIST_INTERVAL ms, pushing each result. */
+  private startListing(): void {
+    if (this.lister) return;
+    const tick = () => {
+      void this.refreshListing().then(() => {
+        if (this.pages.size === 0) return;
+        const s = this.snapshot();
+        for (const push of this.pages) push(s);
+        if (this.lister) this.lister = setTimeout(tick, LIVE_VIEW_LIST_INTERVAL).unref();
+      });
+    };
+    this.lister = setTimeout(tick, 0).unref();
+  }
+
+  private stopListing(): void {
+    clearTimeout(this.lister);
+    this.lister = undefined;
   }
 
   onModuleDestroy(): void {
     this.stop();
     clearTimeout(this.timer);
+    this.stopListing();
     this.pages.clear();
   }
 

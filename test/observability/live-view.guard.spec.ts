@@ -9,6 +9,7 @@ import {
   LockService,
   MemoryLockBackend,
 } from '../../lib';
+import { LiveViewState } from '../../lib/live-view/live-view.state';
 
 @Injectable()
 class DenyAll implements CanActivate {
@@ -24,10 +25,10 @@ class AllowAll implements CanActivate {
   }
 }
 
-async function boot(guard: new () => CanActivate) {
+async function boot(guard: new () => CanActivate, backend = new MemoryLockBackend()) {
   const ref = await Test.createTestingModule({
     imports: [
-      DistributedLockModule.forRoot({ backend: new MemoryLockBackend(), logging: false }),
+      DistributedLockModule.forRoot({ backend, logging: false }),
       DistributedLockLiveViewModule.register({ path: 'ops/locks', guard }),
     ],
   }).compile();
@@ -66,6 +67,27 @@ describe('live view module', () => {
     const page = await request(app.getHttpServer()).get('/ops/locks').expect(200);
     expect(page.headers['content-type']).toContain('text/html');
     await handle.release();
+    await app.close();
+  });
+
+  it('shows what every process holds on the backend (list), not only this process', async () => {
+    const shared = new MemoryLockBackend();
+    const app = await boot(AllowAll, shared);
+    // Another application on the same backend stands in for another process.
+    const other = await boot(DenyAll, shared);
+    const theirs = await other.get(LockService).acquire('order:77');
+    const ours = await app.get(LockService).acquire('order:5');
+    const listing = await app.get(LiveViewState).refreshListing();
+    expect(listing).toEqual([
+      { backend: 'default', keys: expect.arrayContaining(['order:77', 'order:5']), more: false },
+    ]);
+    const state = await request(app.getHttpServer()).get('/ops/locks/state').expect(200);
+    expect(state.body.held.map((l: { key: string }) => l.key)).toEqual(['order:5']);
+    expect(state.body.backends[0].keys).toEqual(expect.arrayContaining(['order:77', 'order:5']));
+    await theirs.release();
+    expect((await app.get(LiveViewState).refreshListing())[0].keys).toEqual(['order:5']);
+    await ours.release();
+    await other.close();
     await app.close();
   });
 
