@@ -1,26 +1,38 @@
 /**
- * One campaigner for the multi-process election test. argv: redisPort ttl. Reports over IPC:
- * { type: 'leader', token } on every win, { type: 'follower' } on every loss, and answers
- * { type: 'status' } with { type: 'status', leader } (read synchronously: a paused leader that
- * resumes past its validity answers false).
+ * One campaigner for the multi-process election test. argv: backend name (a torture registry
+ * entry), its client config as JSON, ttl. Reports over IPC: { type: 'leader', token } on every
+ * win, { type: 'follower' } on every loss, and answers { type: 'status' } with
+ * { type: 'status', leader } (read synchronously: a paused or partitioned leader whose validity
+ * has ended answers false).
  */
-import Redis from 'ioredis';
-import { LockEngine, RedisLockBackend } from '../../lib';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { TORTURE_BACKENDS, type BackendName } from '../torture/torture.backends';
 
-const [port, ttl] = process.argv.slice(2);
-const client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
-const engine = new LockEngine({
-  backend: new RedisLockBackend({ client }),
-  keyPrefix: 'election-test:',
-  defaults: { ttl: Number(ttl) },
+const [name, configJson, ttl] = process.argv.slice(2);
+
+async function main(): Promise<void> {
+  const { backend } = await TORTURE_BACKENDS[name as BackendName]!.connect(
+    JSON.parse(configJson),
+    Number(ttl),
+  );
+  const engine = new LockEngine({
+    backend,
+    keyPrefix: 'election-test:',
+    defaults: { ttl: Number(ttl) },
+  });
+  const leadership = engine.leadership('fleet');
+  leadership.onChange((leader, term) =>
+    process.send?.(
+      leader ? { type: 'leader', token: String(term?.fencingToken) } : { type: 'follower' },
+    ),
+  );
+  process.on('message', (m: { type: string }) => {
+    if (m.type === 'status') process.send?.({ type: 'status', leader: leadership.isLeader });
+  });
+  process.send?.({ type: 'ready' });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${String(error)}\n`);
+  process.exit(1);
 });
-const leadership = engine.leadership('fleet');
-leadership.onChange((leader, term) =>
-  process.send?.(
-    leader ? { type: 'leader', token: String(term?.fencingToken) } : { type: 'follower' },
-  ),
-);
-process.on('message', (m: { type: string }) => {
-  if (m.type === 'status') process.send?.({ type: 'status', leader: leadership.isLeader });
-});
-process.send?.({ type: 'ready' });
