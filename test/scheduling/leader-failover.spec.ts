@@ -129,7 +129,7 @@ for (const { name, ttl } of CASES) {
       // SIGKILL: a crashed leader.
       const killedAt = performance.now();
       await kill(first.c);
-      let alive = fleet.filter((c) => c !== first.c);
+      const alive = fleet.filter((c) => c !== first.c);
       const second = await nextLeader(alive, killedAt);
       report('SIGKILL', second.at - killedAt);
       expect(await believers(alive)).toBeLessThanOrEqual(1);
