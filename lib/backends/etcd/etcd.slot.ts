@@ -113,7 +113,7 @@ export class LockSlot {
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
     if (group.length === 0) return this.pump();
-    const inc = new Incarnation(group[0].mode);
+    const inc = new Incarnation(group[0].mode, group[0].request.election?.proposal);
     for (const w of group) this.join(inc, w);
     this.current = inc;
     void this.run(inc);
@@ -301,7 +301,12 @@ export class LockSlot {
   }
 
   private contender(inc: Incarnation): Contender {
-    return { key: inc.key as Buffer, lockPrefix: this.lockPrefix, mode: inc.mode };
+    return {
+      key: inc.key as Buffer,
+      lockPrefix: this.lockPrefix,
+      mode: inc.mode,
+      value: inc.proposal,
+    };
   }
 
   private unavailable(what: string, cause: unknown): LockBackendUnavailableError {
