@@ -195,6 +195,8 @@ export class LockSlot {
   private afterLeave(inc: Incarnation): void {
     if (inc.state === 'ended' || inc.waiters.size > 0 || inc.holders.size > 0) return;
     inc.wake.abort();
+    // end() rejects with the first delete attempt's failure for release() to report; nobody
+    // releases here, deleteUntilGone keeps retrying, and waiters queued behind see the failure.
     if (inc.state === 'held') void this.end(inc, true).catch(() => undefined);
   }
 
@@ -228,6 +230,7 @@ export class LockSlot {
         i.waiters.clear();
       },
     });
+    // As in afterLeave: the deletion keeps retrying and its failure reaches the waiters behind it.
     if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
     for (const settle of inc.leaving.splice(0)) settle();
   }
