@@ -10,9 +10,11 @@ import type {
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
-import { deleteHolders, holdersOf, inspection, readContenders } from './etcd.inspect';
-import { etcdLockPrefix } from './etcd.keys';
-import { verifyContenders } from './etcd.ops';
+import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
+import { etcdLockPrefix, etcdSemaphorePrefix } from './etcd.keys';
+import { deleteContender, verifyContenders } from './etcd.ops';
+import { readSeats, seatHolders, seatInspection } from './etcd.seats';
+import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
 import { EtcdSession } from './etcd.session';
 import { LockSlot, type SlotContext } from './etcd.slot';
@@ -48,6 +50,8 @@ export class EtcdLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
+    semaphore: true,
+    election: true,
   };
   readonly sessionTtl: number;
   readonly prefix: string;
@@ -57,6 +61,7 @@ export class EtcdLockBackend implements LockBackend {
   private readonly callTimeout: number;
   private readonly slots = new Map<string, LockSlot>();
   private readonly ctx: SlotContext;
+  private readonly semaphores: EtcdSemaphores;
   private live: EtcdSession | undefined;
   private granting: Promise<EtcdSession> | undefined;
   private closed = false;
@@ -78,6 +83,13 @@ export class EtcdLockBackend implements LockBackend {
         if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
       },
     };
+    this.semaphores = new EtcdSemaphores({
+      backend: this.name,
+      prefix: o.prefix,
+      callTimeout: o.callTimeout,
+      recheckInterval: o.sessionTtl,
+      session: (key) => this.session(key),
+    });
   }
 
   /**
@@ -119,8 +131,16 @@ export class EtcdLockBackend implements LockBackend {
    */
   async inspect(key: string): Promise<LockInspection> {
     const client = await this.clientFor();
+    const deadline = Date.now() + this.callTimeout;
     const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
-    return inspection(key, await readContenders(client, lockPrefix, Date.now() + this.callTimeout));
+    const lock = inspection(key, await readContenders(client, lockPrefix, deadline));
+    if (lock.held) return lock;
+    const seats = await readSeats(
+      client,
+      Buffer.from(etcdSemaphorePrefix(key, this.prefix)),
+      deadline,
+    );
+    return seats.length > 0 ? seatInspection(key, seats) : lock;
   }
 
   /**
@@ -136,7 +156,26 @@ export class EtcdLockBackend implements LockBackend {
     const deleted = await deleteHolders(client, holders, deadline);
     const slot = this.slots.get(key);
     for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
-    return deleted > 0;
+    // A semaphore of the key: every seat that holds (each only as the incarnation read).
+    const seatPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
+    const seats = seatHolders(await readSeats(client, seatPrefix, deadline));
+    const freed = await Promise.all(
+      seats.map((h) => deleteContender(client, h.key, h.rev, deadline)),
+    );
+    const revs = new Set(seats.map((h) => h.rev));
+    for (const seat of this.semaphores.heldUnder(key))
+      if (revs.has(seat.rev)) this.semaphores.lost(seat, 'it was force-released by an operator');
+    return deleted > 0 || freed.some(Boolean);
+  }
+
+  /**
+   * Full keys under `prefix` held now (a lock, election or semaphore with any contender), at most
+   * `limit`: keys-only range reads of the prefix, skipping past each NAME's queue (bounded by
+   * `limit`, not by queue lengths).
+   */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    const client = await this.clientFor();
+    return listHeld(client, this.prefix, prefix, limit, Date.now() + this.callTimeout);
   }
 
   /** The lease id (decimal string) of the current live session, if any: what `etcdctl lease list` shows in hex. */
@@ -162,6 +201,14 @@ export class EtcdLockBackend implements LockBackend {
       return Promise.reject(
         new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key }),
       );
+    if (request.permits !== undefined) {
+      try {
+        etcdLockPrefix(request.key, this.prefix);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return this.semaphores.acquire(request, tryOnce);
+    }
     if (request.mode !== 'exclusive' && request.mode !== 'shared')
       return Promise.reject(
         new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
@@ -186,39 +233,38 @@ export class EtcdLockBackend implements LockBackend {
    */
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     const results = locks.map(() => false);
-    const items: {
-      i: number;
-      slot: LockSlot;
-      key: Buffer;
-      rev: bigint;
-      leaseId: string;
-      client: EtcdClientLike;
-    }[] = [];
+    const items: { i: number; key: Buffer; rev: bigint; leaseId: string; lose: () => void }[] = [];
+    let client: EtcdClientLike | undefined;
+    const lost = 'its etcd key was deleted or replaced behind its back';
     locks.forEach((lock, i) => {
+      // The local validity check runs before any request: a paused process finds out here, not from etcd.
+      if (lock.permits !== undefined) {
+        const seat = this.semaphores.heldBy(lock);
+        if (!seat?.session.alive) return;
+        client = seat.session.client;
+        const lose = () => this.semaphores.lost(seat, lost);
+        items.push({ i, key: seat.key, rev: seat.rev, leaseId: seat.session.id, lose });
+        return;
+      }
       const slot = this.slots.get(lock.key);
       const held = slot?.heldBy(lock.owner);
-      // The local validity check runs before any request: a paused process finds out here, not from etcd.
-      if (slot && held && held.session.alive)
-        items.push({
-          i,
-          slot,
-          key: held.key,
-          rev: held.rev,
-          leaseId: held.session.id,
-          client: held.session.client,
-        });
+      if (!slot || !held?.session.alive) return;
+      client = held.session.client;
+      const lose = () => slot.lost(lost, undefined, held.rev);
+      items.push({ i, key: held.key, rev: held.rev, leaseId: held.session.id, lose });
     });
-    if (items.length === 0) return results;
+    if (!client) return results;
     // Every session of this backend is on its one client.
-    const ok = await verifyContenders(items[0].client, items, Date.now() + this.callTimeout);
+    const ok = await verifyContenders(client, items, Date.now() + this.callTimeout);
     items.forEach((it, j) => {
       if (ok[j]) results[it.i] = true;
-      else it.slot.lost('its etcd key was deleted or replaced behind its back', undefined, it.rev);
+      else it.lose();
     });
     return results;
   }
 
   async release(lock: BackendLock): Promise<void> {
+    if (lock.permits !== undefined) return this.semaphores.release(lock);
     await this.slots.get(lock.key)?.release(lock.owner);
   }
 
@@ -230,9 +276,11 @@ export class EtcdLockBackend implements LockBackend {
     if (this.closed) return;
     this.closed = true;
     for (const slot of this.slots.values()) slot.close();
+    // A grant that failed left no session to close; its error went to the acquire that asked.
     const session = this.live ?? (await this.granting?.catch(() => undefined));
     await session?.close();
     if (this.factory) {
+      // A factory that failed left no client to close; its error went to the call that asked.
       const owned = this.client ?? (await this.creating?.catch(() => undefined));
       try {
         owned?.close?.();

@@ -106,11 +106,13 @@ export interface EtcdWatcherLike {
   on(event: 'disconnected', fn: (err: unknown) => void): this;
   on(event: 'error', fn: (err: unknown) => void): this;
   on(event: 'delete', fn: (kv: EtcdKeyValue) => void): this;
+  on(event: 'put', fn: (kv: EtcdKeyValue) => void): this;
   cancel(): Promise<void>;
 }
 
 export interface EtcdWatchBuilderLike {
   key(key: string | Buffer): EtcdWatchBuilderLike;
+  prefix(prefix: string | Buffer): EtcdWatchBuilderLike;
   startRevision(revision: string): EtcdWatchBuilderLike;
   only(...operations: 'delete'[]): EtcdWatchBuilderLike;
   /** Creates and attaches the watcher without waiting for the server (we wait on its events). */

@@ -52,5 +52,9 @@ export class Incarnation {
   /** Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is left behind. */
   readonly leaving: (() => void)[] = [];
   unsubscribe: () => void = () => undefined;
-  constructor(readonly mode: LockMode) {}
+  constructor(
+    readonly mode: LockMode,
+    /** An election campaign's proposal: the value of our key (concurrency.Election's layout). */
+    readonly proposal?: string,
+  ) {}
 }

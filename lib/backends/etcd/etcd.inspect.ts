@@ -1,6 +1,12 @@
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike, EtcdKeyValue } from './etcd.client';
-import { isContenderKey, prefixRangeEnd, SHARED_VALUE } from './etcd.keys';
+import {
+  decodeEtcdLockName,
+  encodeEtcdLockName,
+  isContenderKey,
+  prefixRangeEnd,
+  SHARED_VALUE,
+} from './etcd.keys';
 import { deleteContender } from './etcd.ops';
 
 /** One contender key of a lock, oldest first. */
@@ -84,4 +90,59 @@ export async function deleteHolders(
     holders.map((h) => deleteContender(client, h.key, h.rev, deadline)),
   );
   return deleted.filter(Boolean).length;
+}
+
+/** Keys read per page by listHeld. */
+const LIST_PAGE = 256;
+
+/** The full key a contender or seat key belongs to, or undefined for keys that are not ours. */
+function ownerName(rest: string): string | undefined {
+  const m = /^(.+?)(?:%sem\/[0-9a-f]+_[0-9a-f]+|\/[0-9a-f]+)$/.exec(rest);
+  // Our encoded NAMEs never hold '/' (a foreign etcdctl lock `a/b` is not our key `a/b`).
+  if (!m || m[1].includes('/')) return undefined;
+  return m[1];
+}
+
+/**
+ * Where the next page starts: past the rest of the range the last key read belongs to (its NAME's
+ * lock range `NAME/` or seat range `NAME%sem/`; both hold only that NAME's keys), else just past it.
+ */
+function pastRange(lastKey: Buffer, etcdPrefix: string): Buffer {
+  const rest = lastKey.toString().slice(etcdPrefix.length);
+  const name = ownerName(rest);
+  if (name === undefined) return Buffer.concat([lastKey, Buffer.from([0])]);
+  const sub = rest.startsWith(`${name}%sem/`) ? `${name}%sem/` : `${name}/`;
+  return prefixRangeEnd(Buffer.from(etcdPrefix + sub));
+}
+
+/**
+ * Full keys under `keyPrefix` that are held now (a lock or semaphore NAME with any contender:
+ * the oldest contender always holds), at most `limit`, in key order. Bounded: keys-only pages of
+ * LIST_PAGE, and after each page the read jumps past the rest of the last NAME's contenders, so
+ * a NAME with a long queue costs one page, not its queue's length.
+ */
+export async function listHeld(
+  client: EtcdClientLike,
+  etcdPrefix: string,
+  keyPrefix: string,
+  limit: number,
+  deadline: number,
+): Promise<string[]> {
+  const start = Buffer.from(etcdPrefix + encodeEtcdLockName(keyPrefix));
+  const end = prefixRangeEnd(start);
+  const found = new Set<string>();
+  let cursor: Buffer = start;
+  while (found.size < limit) {
+    const res = await client.kv.range(
+      { key: cursor, range_end: end, keys_only: true, limit: LIST_PAGE },
+      { deadline },
+    );
+    for (const kv of res.kvs) {
+      const name = ownerName(kv.key.toString().slice(etcdPrefix.length));
+      if (name !== undefined && found.size < limit) found.add(decodeEtcdLockName(name));
+    }
+    if (!res.more || res.kvs.length === 0) break;
+    cursor = pastRange(res.kvs[res.kvs.length - 1].key, etcdPrefix);
+  }
+  return [...found];
 }

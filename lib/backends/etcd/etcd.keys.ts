@@ -29,6 +29,23 @@ export function etcdLockPrefix(fullKey: string, prefix = ''): string {
   return `${prefix}${encodeEtcdLockName(fullKey)}/`;
 }
 
+/**
+ * `<prefix><NAME>%sem/`: the prefix of semaphore NAME's seat keys. Distinct from the lock's range
+ * `<prefix><NAME>/` (a lock and a semaphore of one key never see each other's contenders), and no
+ * lock of ours can own it: an encoded NAME never holds `/`, and holds `%` only as `%25` or `%2F`.
+ */
+export function etcdSemaphorePrefix(fullKey: string, prefix = ''): string {
+  return `${etcdLockPrefix(fullKey, prefix).slice(0, -1)}${SEMAPHORE_MARK}/`;
+}
+
+/** What separates NAME from a semaphore's seat keys (see etcdSemaphorePrefix). */
+export const SEMAPHORE_MARK = '%sem';
+
+/** Decodes a NAME (encodeEtcdLockName's inverse). */
+export function decodeEtcdLockName(name: string): string {
+  return name.replace(/%(25|2F)/g, (m) => (m === '%25' ? '%' : '/'));
+}
+
 /** A lease id (decimal string from etcd, may exceed 2^53) as etcd's Go client prints it: `%x`. */
 export function leaseHex(leaseId: string | bigint): string {
   return BigInt(leaseId).toString(16);

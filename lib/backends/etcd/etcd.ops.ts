@@ -34,6 +34,8 @@ export interface Contender {
   /** Prefix `NAME/` of the lock. */
   readonly lockPrefix: Buffer;
   readonly mode: LockMode;
+  /** Value of an election candidate's key (its proposal, as concurrency.Election); else by mode. */
+  readonly value?: string;
 }
 
 const opts = (deadline: number) => ({ deadline });
@@ -96,7 +98,7 @@ export async function createContender(
         {
           request_put: {
             key: c.key,
-            value: Buffer.from(c.mode === 'shared' ? SHARED_VALUE : ''),
+            value: Buffer.from(c.value ?? (c.mode === 'shared' ? SHARED_VALUE : '')),
             lease: leaseId,
           },
         },

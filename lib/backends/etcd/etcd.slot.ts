@@ -113,7 +113,7 @@ export class LockSlot {
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
     if (group.length === 0) return this.pump();
-    const inc = new Incarnation(group[0].mode);
+    const inc = new Incarnation(group[0].mode, group[0].request.election?.proposal);
     for (const w of group) this.join(inc, w);
     this.current = inc;
     void this.run(inc);
@@ -195,6 +195,8 @@ export class LockSlot {
   private afterLeave(inc: Incarnation): void {
     if (inc.state === 'ended' || inc.waiters.size > 0 || inc.holders.size > 0) return;
     inc.wake.abort();
+    // end() rejects with the first delete attempt's failure for release() to report; nobody
+    // releases here, deleteUntilGone keeps retrying, and waiters queued behind see the failure.
     if (inc.state === 'held') void this.end(inc, true).catch(() => undefined);
   }
 
@@ -228,6 +230,7 @@ export class LockSlot {
         i.waiters.clear();
       },
     });
+    // As in afterLeave: the deletion keeps retrying and its failure reaches the waiters behind it.
     if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
     for (const settle of inc.leaving.splice(0)) settle();
   }
@@ -301,7 +304,12 @@ export class LockSlot {
   }
 
   private contender(inc: Incarnation): Contender {
-    return { key: inc.key as Buffer, lockPrefix: this.lockPrefix, mode: inc.mode };
+    return {
+      key: inc.key as Buffer,
+      lockPrefix: this.lockPrefix,
+      mode: inc.mode,
+      value: inc.proposal,
+    };
   }
 
   private unavailable(what: string, cause: unknown): LockBackendUnavailableError {

@@ -40,6 +40,7 @@ export function waitForDelete(
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
       // Detaching never blocks us: if the stream is down it completes when the stream comes back.
+      // A failed cancel is safe to drop: etcd3 drops the watcher with its stream, nothing waits on it.
       const w = watcher;
       if (w)
         Promise.resolve()
