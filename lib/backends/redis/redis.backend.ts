@@ -260,7 +260,9 @@ export class RedisLockBackend implements LockBackend {
       channel,
       client.isCluster ? '0' : '1',
     ];
-    return (await runScript(client, ACQUIRE, 5, args)) as [number, string | number];
+    // The script answers the token (a string) when granted, else the holder's remaining ms (an integer).
+    const reply = await runScript(client, ACQUIRE, 5, args);
+    return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
   }
 
   private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
