@@ -143,6 +143,43 @@ describe('RedisLockBackend fair queue', () => {
     await (await staying).release();
   });
 
+  it('32 looping workers over 8 processes (4 each): strict rotation, no worker served more than once ahead of another', async () => {
+    // Regression of the least-served share of 0.80 at 32 workers: counted, not timed. With a FIFO
+    // queue and a worker rejoining at the tail after each release, any prefix of the grant sequence
+    // serves every worker floor or ceil of (grants / workers) times.
+    const procs = Array.from({ length: 8 }, () => processLike());
+    const WORKERS = 32;
+    const TOTAL = WORKERS * 12;
+    const grants = new Array<number>(WORKERS).fill(0);
+    let total = 0;
+    let inside = 0;
+    let overlap = false;
+    let worst = 0;
+    const worker = async (w: number) => {
+      while (total < TOTAL) {
+        await procs[w % 8].engine.withLock('rotation', async () => {
+          if (++inside > 1) overlap = true;
+          if (total < TOTAL) {
+            grants[w]++;
+            total++;
+            // Checked after every grant once each worker has joined (the first round's order is arrival).
+            if (total >= WORKERS)
+              worst = Math.max(worst, Math.max(...grants) - Math.min(...grants));
+          }
+          await new Promise((r) => setImmediate(r));
+          inside--;
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    process.stdout.write(
+      `[redis queue] 32 workers, ${TOTAL} grants: per worker ${grants.join(' ')}\n`,
+    );
+    expect(overlap).toBe(false);
+    expect(Math.min(...grants)).toBeGreaterThanOrEqual(TOTAL / WORKERS - 1);
+    expect(worst).toBeLessThanOrEqual(2);
+  });
+
   for (const n of [100, 200, 400]) {
     it(`${n} waiters: at most 1.1 acquire scripts per handoff (counted on the server)`, async () => {
       const procs = Array.from({ length: 4 }, () => processLike());

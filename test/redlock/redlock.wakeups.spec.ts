@@ -1,4 +1,3 @@
-import type { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
@@ -18,29 +17,30 @@ beforeAll(async () => {
 
 afterAll(async () => masters?.destroy());
 
-describe('RedlockBackend wake-ups and operator actions', () => {
-  it('8 waiting processes, 40 waiters: attempts per handoff stay O(1) (no herd)', async () => {
-    const backends: RedlockBackend[] = [];
-    const engines: LockEngine[] = [];
-    let attempts = 0;
-    for (let p = 0; p < 8; p++) {
-      const backend = await masters.backend();
-      const original = backend.tryAcquire.bind(backend);
-      backend.tryAcquire = (request) => {
-        attempts++;
-        return original(request);
-      };
-      backends.push(backend);
-      engines.push(
-        new LockEngine({ backend, keyPrefix: 'wk:', defaults: { ttl: 10_000, wait: 60_000 } }),
-      );
-    }
-    const holder = await engines[0].acquire('herd');
-    attempts = 0;
+/**
+ * `waiters` waiters spread over 8 processes (engines over their own clients) queue behind a holder;
+ * returns the tryAcquire attempts (each one a round on every master) per handoff after its release.
+ */
+async function attemptsPerHandoff(key: string, waiters: number): Promise<number> {
+  const engines: LockEngine[] = [];
+  let attempts = 0;
+  for (let p = 0; p < 8; p++) {
+    const backend = await masters.backend();
+    const original = backend.tryAcquire.bind(backend);
+    backend.tryAcquire = (request) => {
+      attempts++;
+      return original(request);
+    };
+    engines.push(
+      new LockEngine({ backend, keyPrefix: 'wk:', defaults: { ttl: 10_000, wait: 120_000 } }),
+    );
+  }
+  try {
+    const holder = await engines[0].acquire(key);
     let inside = 0;
     let overlap = false;
-    const waiters = Array.from({ length: 40 }, (_, i) =>
-      engines[i % 8].withLock('herd', async () => {
+    const done = Array.from({ length: waiters }, (_, i) =>
+      engines[i % 8].withLock(key, async () => {
         if (++inside > 1) overlap = true;
         await Promise.resolve();
         inside--;
@@ -48,20 +48,40 @@ describe('RedlockBackend wake-ups and operator actions', () => {
     );
     // Every process's head has registered on the masters before the first release.
     await eventually(
-      () => masters.servers.every((s) => Number(s.cli('ZCARD', '{wk:herd}:q')) === 8),
+      () => masters.servers.every((s) => Number(s.cli('ZCARD', `{wk:${key}}:q`)) === 8),
       20_000,
     );
     const before = attempts;
     await holder.release();
-    await Promise.all(waiters);
-    const perHandoff = (attempts - before) / 40;
+    await Promise.all(done);
+    const perHandoff = (attempts - before) / waiters;
     process.stdout.write(
-      `[redlock wake-ups] 8 processes x 5 waiters: ${before} attempts before the first release, ${attempts - before} after for 40 handoffs (${perHandoff.toFixed(2)} per handoff)\n`,
+      `[redlock wake-ups] 8 processes, ${waiters} waiters: ${before} attempts before the first release, ${attempts - before} after for ${waiters} handoffs (${perHandoff.toFixed(3)} per handoff)\n`,
     );
     expect(overlap).toBe(false);
-    // A herd costs about one attempt per waiting process (8) per handoff; one process woken costs ~2 (its attempt and the next local head's first), plus the engine's 1 s fallback re-attempts of long waits.
-    expect(perHandoff).toBeLessThan(4);
+    return perHandoff;
+  } finally {
     await Promise.all(engines.map((e) => e.close()));
+  }
+}
+
+describe('RedlockBackend wake-ups and operator actions', () => {
+  it('8 waiting processes, 40 waiters: attempts per handoff stay O(1) (no herd)', async () => {
+    const perHandoff = await attemptsPerHandoff('herd', 40);
+    // A herd costs about one attempt per waiting process (8) per handoff; one process woken costs ~1 (its head's attempt), plus the engine's 1 s fallback re-attempts of long waits.
+    expect(perHandoff).toBeLessThan(4);
+  });
+
+  it('100 and 200 waiters over 8 processes: a constant few attempts per handoff (no herd), whatever the number of waiters', async () => {
+    const per: number[] = [];
+    for (const n of [100, 200]) per.push(await attemptsPerHandoff(`herd${n}`, n));
+    process.stdout.write(
+      `[redlock wake-ups] attempts per handoff at 100 / 200 waiters: ${per.map((p) => p.toFixed(3)).join(' / ')}\n`,
+    );
+    // A herd costs at least one attempt per waiting process (8) per handoff, and more as waiters
+    // grow; measured here: ~2.8-3.0 at both sizes (the woken process's head, a re-attempt on the
+    // same release's message from another master after losing the race, the 1 s fallbacks).
+    for (const p of per) expect(p).toBeLessThan(4);
   });
 
   it('inspect reports the majority holder and the largest token; forceRelease frees it and the holder learns', async () => {

@@ -34,6 +34,7 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
   async close(): Promise<void> {
     this.closed = true;
     if (!this.owned || !this.made) return;
+    // A factory that failed made no client: nothing to close (its error reached that caller).
     const client = await this.made.catch(() => undefined);
     if (client) await quit(client);
   }

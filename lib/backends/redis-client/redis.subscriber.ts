@@ -54,6 +54,8 @@ export class RedisSubscriber {
     sub.on('ready', () => {
       if (this.connection !== sub || this.closed) return;
       if (!this.live) return; // the first 'ready': subscribe() below is already on its way
+      // A failed resubscribe leaves waiters on their re-checks (onReconnect below makes every one
+      // re-check now); the connection's next 'ready' subscribes again.
       this.subscribeAll(sub).catch(() => undefined);
       this.onReconnect();
     });

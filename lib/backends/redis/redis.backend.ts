@@ -71,6 +71,8 @@ export class RedisLockBackend implements LockBackend {
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
     this.processChannel = `${this.o.channel}:${randomId()}`;
+    // Giving back a grant nobody waits for is best effort: if it fails, the grant expires by its ttl
+    // and the queued waiters re-check at that moment (their retryAfter is the holder's PTTL).
     this.handoffs = new RedisHandoffs((lock) => void this.release(lock).catch(() => undefined));
     if (this.o.notifications) {
       this.subscriber = new RedisSubscriber(
@@ -108,6 +110,9 @@ export class RedisLockBackend implements LockBackend {
     // The first acquire that may wait starts the subscription (without waiting for it) and makes
     // a plain attempt; acquires that come while it is on its way wait for it, then queue.
     let phase: Phase = 'wait';
+    // A failed subscription is not an error of this acquire: until it is live, our attempts send no
+    // channel (the server then grants without announcing), and waiters re-check at the holder's
+    // ttl and every RECHECK_MS; the next acquire tries to subscribe again.
     if (this.subscriber && !this.subscriber.ready) {
       if (this.subscriber.opening) await this.subscriber.ensure().catch(() => undefined);
       else {
@@ -260,7 +265,9 @@ export class RedisLockBackend implements LockBackend {
       channel,
       client.isCluster ? '0' : '1',
     ];
-    return (await runScript(client, ACQUIRE, 5, args)) as [number, string | number];
+    // The script answers the token (a string) when granted, else the holder's remaining ms (an integer).
+    const reply = await runScript(client, ACQUIRE, 5, args);
+    return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
   }
 
   private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
@@ -330,6 +337,8 @@ export class RedisLockBackend implements LockBackend {
         request,
         Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
       );
+      // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
+      // ends at its deadline (the server skips it then).
       leaving.catch(() => undefined);
     }
   }
@@ -339,6 +348,7 @@ export class RedisLockBackend implements LockBackend {
     try {
       await this.waitForReplicas('grant', lock.key);
     } catch (error) {
+      // The replicas error is what the caller must see; a failed give-back expires by its ttl.
       await this.release(lock).catch(() => undefined);
       throw error;
     }

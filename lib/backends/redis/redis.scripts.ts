@@ -62,8 +62,10 @@ end
  * announced on the waiter's channel; with `probe` (standalone servers), a grant nobody received
  * (the waiter's process is gone) is undone and the next waiter served. `self` is the caller's own
  * owner (its grant is returned, not announced). Returns the token granted to `self`, or false.
+ * Needs fence() (FENCE) defined before it. Scripts define it after their uncontended exit: Lua
+ * creates a chunk's local functions as it reaches them, so the lean path pays for none of these.
  */
-const DISPATCH = `${NOW_MS}${FENCE}${READERS}
+const DISPATCH = `${NOW_MS}${READERS}
 local function dispatch(W, R, F, Q, D, retention, probe, self)
   if redis.call('EXISTS', W) == 1 then return false end
   local now = now_ms()
@@ -112,12 +114,21 @@ end
  * acquire KEYS=W,R,F,Q,D ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe
  * phase 'try': one attempt, never queues. 'wait': attempt, else queue (deadline now + waitMs).
  * 'recheck': a queued waiter looks again: granted by a handoff it missed? grantable now? else it
- * stays queued (or queues again if it was dropped). Returns {1, token} or {0, ms until the
- * holder's ttl ends (-1 unknown)}. Uncontended exclusive path: EXISTS R Q, SET NX PX, INCR F.
+ * stays queued (or queues again if it was dropped). Returns the token (a string) when granted, else
+ * the ms until the holder's ttl ends (an integer, -1 unknown): one value, not a table, since a
+ * table reply costs the client more to parse. Uncontended exclusive path: EXISTS R Q, SET NX PX,
+ * INCR F, run before the queue's functions are even defined.
  */
-export const ACQUIRE = redisScript(`${DISPATCH}
+export const ACQUIRE = redisScript(`${FENCE}
 local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, ttl, mode, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local lean_busy = false
+if phase ~= 'recheck' and mode == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
+  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return fence(F, retention) end
+  if phase ~= 'wait' then return redis.call('PTTL', W) end
+  lean_busy = true
+end
+${DISPATCH}
 local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local function pttl()
   local t = redis.call('PTTL', W)
@@ -146,10 +157,9 @@ local function join_readers()
   reader_expiry(R)
   return fence(F, retention)
 end
-if phase ~= 'recheck' and mode == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
-  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return {1, fence(F, retention)} end
-  if phase == 'wait' then enqueue() end
-  return {0, redis.call('PTTL', W)}
+if lean_busy then
+  enqueue()
+  return redis.call('PTTL', W)
 end
 if phase == 'recheck' then
   local mine
@@ -158,7 +168,7 @@ if phase == 'recheck' then
     local s = redis.call('ZSCORE', R, owner)
     mine = s and tonumber(s) > now_ms()
   end
-  if mine then return {1, redis.call('GET', F) or fence(F, retention)} end
+  if mine then return redis.call('GET', F) or fence(F, retention) end
 end
 if redis.call('EXISTS', Q) == 1 then
   -- A reader joins live readers at once unless a writer waits (readers queue only behind one).
@@ -172,27 +182,27 @@ if redis.call('EXISTS', Q) == 1 then
         break
       end
     end
-    if not writer_waits then return {1, join_readers()} end
+    if not writer_waits then return join_readers() end
   end
   if phase ~= 'try' then
     enqueue()
     local got = dispatch(W, R, F, Q, D, retention, probe, owner)
-    if got then return {1, got} end
-    return {0, pttl()}
+    if got then return got end
+    return pttl()
   end
   -- A one-shot attempt never overtakes the queue, but serves it if the holder expired.
   dispatch(W, R, F, Q, D, retention, probe, '')
-  if redis.call('EXISTS', Q) == 1 then return {0, pttl()} end
+  if redis.call('EXISTS', Q) == 1 then return pttl() end
 end
 if mode == 'exclusive' then
   if readers(R, now_ms()) == 0 and redis.call('SET', W, owner, 'NX', 'PX', ttl) then
-    return {1, fence(F, retention)}
+    return fence(F, retention)
   end
 elseif redis.call('EXISTS', W) == 0 then
-  return {1, join_readers()}
+  return join_readers()
 end
 if phase ~= 'try' then enqueue() end
-return {0, pttl()}
+return pttl()
 `);
 
 /**
@@ -201,7 +211,7 @@ return {0, pttl()}
  * that gave up). If anyone waits, hands the lock to the queue's head in the same step. No PUBLISH
  * when nobody waits. Returns 1 if a hold of ours was released, else 0.
  */
-export const RELEASE = redisScript(`${DISPATCH}
+export const RELEASE = redisScript(`
 local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner = ARGV[1]
 local released = 0
@@ -217,9 +227,9 @@ if ARGV[2] == 'exclusive' then
 elseif redis.call('ZREM', R, owner) == 1 then
   released = 1
 end
-if (released == 1 or ARGV[5] == '1') and redis.call('EXISTS', Q) == 1 then
-  dispatch(W, R, F, Q, D, ARGV[3], ARGV[4], '')
-end
+if (released == 0 and ARGV[5] ~= '1') or redis.call('EXISTS', Q) == 0 then return released end
+${FENCE}${DISPATCH}
+dispatch(W, R, F, Q, D, ARGV[3], ARGV[4], '')
 return released
 `);
 
@@ -228,7 +238,7 @@ return released
  * An operator frees the key whoever holds it; the queue's head is served as after a release. The
  * fence is kept, so the old holder's token stays below every later one. Returns 1 if a hold was removed.
  */
-export const FORCE_RELEASE = redisScript(`${DISPATCH}
+export const FORCE_RELEASE = redisScript(`${FENCE}${DISPATCH}
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], '')

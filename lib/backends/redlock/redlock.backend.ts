@@ -203,6 +203,7 @@ export class RedlockBackend implements LockBackend {
     this.masters?.subscriptions?.close();
     this.wakeups?.notifyAll();
     if (this.o.clientFactory && this.making) {
+      // A factory that failed made no clients: nothing to close (its error reached that caller).
       const m = await this.making.catch(() => undefined);
       if (m) await Promise.all(m.clients.map((c) => quit(c)));
     }
