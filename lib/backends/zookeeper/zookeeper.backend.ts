@@ -20,6 +20,9 @@ import {
   type ZooKeeperLockBackendOptions,
 } from './zookeeper.options';
 import {
+  KAZOO_LOCK_NAME,
+  KAZOO_READ_LOCK_NAME,
+  LATCH_NAME,
   lockDirectory,
   MUTEX_LOCK_NAME,
   nodePrefix,
@@ -27,6 +30,7 @@ import {
   READ_LOCK_NAME,
   WRITE_LOCK_NAME,
   type CuratorRecipe,
+  type LockNodeNames,
 } from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
 
@@ -59,6 +63,12 @@ const ABORTED = Symbol('aborted');
  * lock when our node is deleted, our session expires, or the connection stays down longer than
  * the session timeout (then we can no longer know). Fencing token = our node's czxid: zxids only
  * grow, even when the directory is deleted and recreated.
+ *
+ * Leader-election campaigns (capabilities.election) are Curator LeaderLatch participants: the
+ * node is `_c_<uuid>-latch-<seq>` in the campaign's directory with the proposal as its data
+ * (LeaderLatch's participant id); the lowest sequence leads, the others watch their predecessor.
+ * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory (kazoo's Lock and
+ * Election exclude ours and we exclude theirs; see lockNodeNames for kazoo seeing ours).
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -67,11 +77,13 @@ export class ZooKeeperLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
+    election: true,
   };
   /** Counters for monitoring and tests. */
   readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
+  readonly lockNodeNames: LockNodeNames;
   private session: ZooKeeperSession | undefined;
   private readonly userClient: ZooKeeperClientLike | undefined;
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
@@ -94,6 +106,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const o = checkOptions(options);
     this.basePath = o.basePath;
     this.curatorRecipe = o.curatorRecipe;
+    this.lockNodeNames = o.lockNodeNames;
     this.userClient = o.client;
     this.factory = o.clientFactory;
     this.expectedTimeout = o.sessionTimeout;
@@ -149,13 +162,9 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   private async contend(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     const dir = lockDirectory(this.basePath, request.key);
-    const lockName =
-      request.mode === 'shared'
-        ? READ_LOCK_NAME
-        : this.curatorRecipe === 'mutex'
-          ? MUTEX_LOCK_NAME
-          : WRITE_LOCK_NAME;
+    const lockName = this.nodeName(request);
     const prefix = nodePrefix(protectedId(request.owner), lockName);
+    const data = request.election ? Buffer.from(request.election.proposal, 'utf8') : undefined;
     for (;;) {
       const session = this.currentSession(request.key);
       if (!session.connected) {
@@ -191,6 +200,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         tryOnce,
         this.stats,
         this.acl,
+        data,
       );
       this.contenders.add(contender);
       const run = contender.run();
@@ -306,6 +316,15 @@ export class ZooKeeperLockBackend implements LockBackend {
     const session = this.session;
     this.session = undefined;
     await session?.close();
+  }
+
+  /** Our node's name for a request: a campaign's LeaderLatch `latch-`, else the lock layout's. */
+  private nodeName(request: BackendAttempt): string {
+    if (request.election) return LATCH_NAME;
+    if (this.lockNodeNames === 'kazoo')
+      return request.mode === 'shared' ? KAZOO_READ_LOCK_NAME : KAZOO_LOCK_NAME;
+    if (request.mode === 'shared') return READ_LOCK_NAME;
+    return this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
   }
 
   private currentSession(key: string): ZooKeeperSession {

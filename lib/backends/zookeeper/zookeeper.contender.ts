@@ -55,6 +55,8 @@ export class Contender {
     private readonly stats: ZooKeeperLockStats,
     /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
     private readonly acl?: readonly unknown[],
+    /** Our node's data (a campaign's proposal: Curator LeaderLatch's participant id), or none. */
+    private readonly data?: Buffer,
   ) {}
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -181,13 +183,20 @@ export class Contender {
         `${this.dir}/${this.prefix}`,
         CREATE_MODE_EPHEMERAL_SEQUENTIAL,
         this.acl,
+        this.data,
       );
     } catch (error) {
       const code = errorCode(error);
       if (code === ERR_NO_NODE) {
         await zk.mkdirp(c, this.dir, this.acl);
         return zk
-          .create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl)
+          .create(
+            c,
+            `${this.dir}/${this.prefix}`,
+            CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+            this.acl,
+            this.data,
+          )
           .catch((e) => this.createFailed(e));
       }
       return this.createFailed(error);

@@ -9,7 +9,6 @@ import {
   sequenceOf,
   sortChildren,
   decodeLockName,
-  encodeLockName,
   isReader,
   standing,
 } from './zookeeper.nodes';

@@ -18,7 +18,7 @@ import {
   type ZooKeeperAcl,
   type ZooKeeperAuthInfo,
 } from './zookeeper.acl';
-import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
+import { checkBasePath, type CuratorRecipe, type LockNodeNames } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
   /**
@@ -45,6 +45,14 @@ export interface ZooKeeperLockBackendOptions {
    */
   curatorRecipe?: CuratorRecipe;
   /**
+   * Whose node names our lock nodes carry (election campaigns are always Curator LeaderLatch
+   * `latch-` nodes). 'curator' (default): `lock-` / `__WRIT__` / `__READ__`, so Curator sees them;
+   * kazoo's Lock sees them only when built with `extra_lock_patterns=['-lock-']` (or `__WRIT__`).
+   * 'kazoo': `__lock__` / `__rlock__`, so kazoo's Lock, WriteLock, ReadLock and Election see them
+   * as they are (Curator then does not). Either way our own ordering counts every one of these names.
+   */
+  lockNodeNames?: LockNodeNames;
+  /**
    * The session timeout (ms) you asked the client for. When given, acquires fail with
    * InvalidLockOptionsError if the server negotiated a different one (it silently clamps).
    */
@@ -68,6 +76,7 @@ const KNOWN = [
   'clientFactory',
   'basePath',
   'curatorRecipe',
+  'lockNodeNames',
   'sessionTimeout',
   'acl',
   'authInfo',
@@ -94,6 +103,7 @@ export interface CheckedZooKeeperOptions {
   readonly clientFactory?: () => ZooKeeperClientLike;
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
+  readonly lockNodeNames: LockNodeNames;
   readonly sessionTimeout?: number;
   readonly acl?: readonly ZooKeeperAcl[];
   readonly authInfo: readonly ZooKeeperAuthInfo[];
@@ -128,6 +138,11 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     'mutex',
     'read-write',
   ]);
+  const lockNodeNames = checkOneOf<LockNodeNames>(
+    'lockNodeNames',
+    o.lockNodeNames ?? 'curator',
+    ['curator', 'kazoo'],
+  );
   const sessionTimeout =
     o.sessionTimeout === undefined
       ? undefined
@@ -150,6 +165,7 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     clientFactory: clientFactory as (() => ZooKeeperClientLike) | undefined,
     basePath: checkBasePath(o.basePath ?? '/locks'),
     curatorRecipe,
+    lockNodeNames,
     sessionTimeout,
     acl,
     authInfo,
