@@ -151,7 +151,7 @@ export function isReader(child: string): boolean {
 export function decodeLockName(name: string): string | undefined {
   if (!name.includes('%')) return /^\.+$/.test(name) ? undefined : name;
   const bytes: number[] = [];
-  for (let i = 0; i < name.length; ) {
+  for (let i = 0; i < name.length;) {
     if (name[i] === '%') {
       const hex = name.slice(i + 1, i + 3);
       if (!/^[0-9A-F]{2}$/.test(hex)) return undefined;

@@ -138,11 +138,10 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     'mutex',
     'read-write',
   ]);
-  const lockNodeNames = checkOneOf<LockNodeNames>(
-    'lockNodeNames',
-    o.lockNodeNames ?? 'curator',
-    ['curator', 'kazoo'],
-  );
+  const lockNodeNames = checkOneOf<LockNodeNames>('lockNodeNames', o.lockNodeNames ?? 'curator', [
+    'curator',
+    'kazoo',
+  ]);
   const sessionTimeout =
     o.sessionTimeout === undefined
       ? undefined
