@@ -30,7 +30,7 @@ import {
   READ_LOCK_NAME,
   WRITE_LOCK_NAME,
   type CuratorRecipe,
-  type LockNodeNames,
+  type NodeNames,
 } from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
 
@@ -67,8 +67,8 @@ const ABORTED = Symbol('aborted');
  * Leader-election campaigns (capabilities.election) are Curator LeaderLatch participants: the
  * node is `_c_<uuid>-latch-<seq>` in the campaign's directory with the proposal as its data
  * (LeaderLatch's participant id); the lowest sequence leads, the others watch their predecessor.
- * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory (kazoo's Lock and
- * Election exclude ours and we exclude theirs; see lockNodeNames for kazoo seeing ours).
+ * With nodeNames 'kazoo' they are kazoo Election contenders instead (`__lock__`, proposal as data).
+ * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory, whatever nodeNames says.
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -83,7 +83,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
-  readonly lockNodeNames: LockNodeNames;
+  readonly nodeNames: NodeNames;
   private session: ZooKeeperSession | undefined;
   private readonly userClient: ZooKeeperClientLike | undefined;
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
@@ -106,7 +106,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const o = checkOptions(options);
     this.basePath = o.basePath;
     this.curatorRecipe = o.curatorRecipe;
-    this.lockNodeNames = o.lockNodeNames;
+    this.nodeNames = o.nodeNames;
     this.userClient = o.client;
     this.factory = o.clientFactory;
     this.expectedTimeout = o.sessionTimeout;
@@ -318,11 +318,13 @@ export class ZooKeeperLockBackend implements LockBackend {
     await session?.close();
   }
 
-  /** Our node's name for a request: a campaign's LeaderLatch `latch-`, else the lock layout's. */
+  /** Our node's name for a request: Curator's (LeaderLatch `latch-` for campaigns) or kazoo's (Election is a `__lock__` Lock). */
   private nodeName(request: BackendAttempt): string {
+    if (this.nodeNames === 'kazoo')
+      return request.mode === 'shared' && !request.election
+        ? KAZOO_READ_LOCK_NAME
+        : KAZOO_LOCK_NAME;
     if (request.election) return LATCH_NAME;
-    if (this.lockNodeNames === 'kazoo')
-      return request.mode === 'shared' ? KAZOO_READ_LOCK_NAME : KAZOO_LOCK_NAME;
     if (request.mode === 'shared') return READ_LOCK_NAME;
     return this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
   }

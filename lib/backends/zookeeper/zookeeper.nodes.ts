@@ -39,11 +39,15 @@ export const MAX_BASE_PATH_LENGTH = 512;
 /** Which Curator recipe our exclusive mode speaks: InterProcessMutex ('lock-') or the write half of InterProcessReadWriteLock ('__WRIT__'). */
 export type CuratorRecipe = 'mutex' | 'read-write';
 /**
- * Whose node names our lock nodes (not election campaigns) carry: 'curator' (`lock-`, `__WRIT__`,
- * `__READ__`: Curator sees them; kazoo only with `extra_lock_patterns`) or 'kazoo' (`__lock__`,
- * `__rlock__`: kazoo's Lock, ReadLock, WriteLock and Election see them; Curator does not).
+ * Whose recipes our nodes speak. 'curator' (default): locks are InterProcessMutex `lock-` (or
+ * InterProcessReadWriteLock `__WRIT__` / `__READ__`) nodes and campaigns are LeaderLatch `latch-`
+ * nodes, so Curator sees them; kazoo sees our lock nodes only when its Lock is built with
+ * `extra_lock_patterns=['-lock-']`. 'kazoo': locks are kazoo Lock/WriteLock `__lock__` and ReadLock
+ * `__rlock__` nodes and campaigns are kazoo Election (`__lock__`) nodes with the proposal as data,
+ * so kazoo sees them as they are (Curator then does not). Either way our own ordering counts every
+ * one of these names as a contender.
  */
-export type LockNodeNames = 'curator' | 'kazoo';
+export type NodeNames = 'curator' | 'kazoo';
 
 const SAFE = /^[A-Za-z0-9_:.-]$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;

@@ -18,7 +18,7 @@ import {
   type ZooKeeperAcl,
   type ZooKeeperAuthInfo,
 } from './zookeeper.acl';
-import { checkBasePath, type CuratorRecipe, type LockNodeNames } from './zookeeper.nodes';
+import { checkBasePath, type CuratorRecipe, type NodeNames } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
   /**
@@ -45,13 +45,12 @@ export interface ZooKeeperLockBackendOptions {
    */
   curatorRecipe?: CuratorRecipe;
   /**
-   * Whose node names our lock nodes carry (election campaigns are always Curator LeaderLatch
-   * `latch-` nodes). 'curator' (default): `lock-` / `__WRIT__` / `__READ__`, so Curator sees them;
-   * kazoo's Lock sees them only when built with `extra_lock_patterns=['-lock-']` (or `__WRIT__`).
-   * 'kazoo': `__lock__` / `__rlock__`, so kazoo's Lock, WriteLock, ReadLock and Election see them
-   * as they are (Curator then does not). Either way our own ordering counts every one of these names.
+   * Whose recipes our nodes speak: 'curator' (default; InterProcessMutex / InterProcessReadWriteLock
+   * locks, LeaderLatch campaigns) or 'kazoo' (kazoo Lock / ReadLock / WriteLock locks, kazoo
+   * Election campaigns). No node name satisfies both libraries (each wants its own name right
+   * before the sequence); see docs/backends/zookeeper.md.
    */
-  lockNodeNames?: LockNodeNames;
+  nodeNames?: NodeNames;
   /**
    * The session timeout (ms) you asked the client for. When given, acquires fail with
    * InvalidLockOptionsError if the server negotiated a different one (it silently clamps).
@@ -76,7 +75,7 @@ const KNOWN = [
   'clientFactory',
   'basePath',
   'curatorRecipe',
-  'lockNodeNames',
+  'nodeNames',
   'sessionTimeout',
   'acl',
   'authInfo',
@@ -103,7 +102,7 @@ export interface CheckedZooKeeperOptions {
   readonly clientFactory?: () => ZooKeeperClientLike;
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
-  readonly lockNodeNames: LockNodeNames;
+  readonly nodeNames: NodeNames;
   readonly sessionTimeout?: number;
   readonly acl?: readonly ZooKeeperAcl[];
   readonly authInfo: readonly ZooKeeperAuthInfo[];
@@ -138,7 +137,7 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     'mutex',
     'read-write',
   ]);
-  const lockNodeNames = checkOneOf<LockNodeNames>('lockNodeNames', o.lockNodeNames ?? 'curator', [
+  const nodeNames = checkOneOf<NodeNames>('nodeNames', o.nodeNames ?? 'curator', [
     'curator',
     'kazoo',
   ]);
@@ -164,7 +163,7 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     clientFactory: clientFactory as (() => ZooKeeperClientLike) | undefined,
     basePath: checkBasePath(o.basePath ?? '/locks'),
     curatorRecipe,
-    lockNodeNames,
+    nodeNames,
     sessionTimeout,
     acl,
     authInfo,
