@@ -80,7 +80,12 @@ export class ZooKeeperLockBackend implements LockBackend {
     election: true,
   };
   /** Counters for monitoring and tests. */
-  readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
+  readonly stats: ZooKeeperLockStats = {
+    watchNotifications: 0,
+    sessions: 0,
+    cleanupFailures: 0,
+    ownWatchFailures: 0,
+  };
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
   readonly nodeNames: NodeNames;
@@ -144,6 +149,16 @@ export class ZooKeeperLockBackend implements LockBackend {
    */
   inspect(key: string): Promise<LockInspection> {
     return this.operations.inspect(key);
+  }
+
+  /**
+   * Held full keys under `prefix` (at most `limit`, in key order), from one getChildren of
+   * basePath and one pipelined getChildren per candidate directory (batches of 64). Fails when
+   * basePath's listing does not fit one ZooKeeper response (jute.maxbuffer); directories not named
+   * by our key encoding are skipped. See listHeld.
+   */
+  list(prefix: string, limit: number): Promise<string[]> {
+    return this.operations.list(prefix, limit);
   }
 
   /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
@@ -231,10 +246,17 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.contenders.delete(contender);
       if (!outcome) return { acquired: false };
       if (this.closed) {
-        await zk.release(session.client, outcome.path).catch(() => undefined);
-        throw new LockBackendUnavailableError(this.name, 'the backend was closed', {
-          key: request.key,
-        });
+        // Granted while closing: delete the node now. A failure is the error's cause (the node then
+        // stays until its session ends: at once for an owned client, which close() closes).
+        let cause: unknown;
+        await zk.release(session.client, outcome.path).catch((e: unknown) => (cause = e));
+        throw new LockBackendUnavailableError(
+          this.name,
+          cause === undefined
+            ? 'the backend was closed'
+            : 'the backend was closed, and deleting the node granted meanwhile failed',
+          { key: request.key, cause },
+        );
       }
       const holding: Holding = {
         id: holdingId(request.key, request.owner),
@@ -400,7 +422,21 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch {
       // a listener's error must not stop the cleanup
     }
-    if (deleteNode && !h.session.dead) this.track(zk.release(h.session.client, h.path));
+    if (deleteNode && !h.session.dead) this.track(this.deleteNode(h.session, h.path));
+  }
+
+  /**
+   * Deletes one of our nodes in the background: one attempt, then (while the backend is open)
+   * Curator's guaranteed delete until it is gone or its session ends, since a live session would
+   * otherwise keep the node, and so the lock, forever.
+   */
+  private async deleteNode(session: ZooKeeperSession, path: string): Promise<void> {
+    try {
+      await zk.release(session.client, path);
+    } catch (error) {
+      if (this.closed || session.dead) throw error;
+      await deleteUntilGone(session, path, () => this.closed);
+    }
   }
 
   private abandon(c: Contender, run?: Promise<unknown>): void {
@@ -408,16 +444,31 @@ export class ZooKeeperLockBackend implements LockBackend {
     c.abandon();
     if (run)
       this.track(
-        run.then((grant) =>
-          grant && !c.session.dead
-            ? zk.release(c.session.client, (grant as { path: string }).path)
-            : undefined,
+        run.then(
+          (grant) =>
+            grant && !c.session.dead
+              ? this.deleteNode(c.session, (grant as { path: string }).path)
+              : undefined,
+          (error: unknown) => {
+            // An expired session took the contender's node with it: nothing is left to clean up.
+            // Any other failure may have left the node behind: track() counts it.
+            if (!c.session.dead) throw error;
+          },
         ),
       );
   }
 
+  /**
+   * Keeps a background cleanup for close() to wait for. It has no caller to throw to: a failure is
+   * counted in stats.cleanupFailures / stats.lastCleanupError.
+   */
   private track(p: Promise<unknown>): void {
-    const tracked = p.catch(() => undefined).finally(() => this.cleanups.delete(tracked));
+    const tracked = p
+      .catch((error: unknown) => {
+        this.stats.cleanupFailures = (this.stats.cleanupFailures ?? 0) + 1;
+        this.stats.lastCleanupError = error;
+      })
+      .finally(() => this.cleanups.delete(tracked));
     this.cleanups.add(tracked);
   }
 

@@ -126,6 +126,8 @@ export const zk: {
   release: (c: ZooKeeperClientLike, path: string) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
+    // Any error on the directory is fine to drop: NOT_EMPTY/NO_NODE are the usual answers, and an
+    // empty directory left by a failure costs nothing (the next release there removes it).
     const parent = new Promise<void>((resolve) => c.remove(dir, -1, () => resolve()));
     return Promise.all([node, parent]).then(() => undefined);
   },
