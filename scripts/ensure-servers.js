@@ -2,7 +2,7 @@
 /**
  * Makes sure the server programs the tests start privately are installed: redis-server,
  * redis-sentinel, etcd + etcdctl, ZooKeeper and Curator jars, mariadbd, PostgreSQL's initdb/postgres,
- * a JDK (javac) for the Curator interop program, and chromium for the live view's browser test.
+ * a JDK (javac) for the Curator interop program, python3-kazoo for the kazoo interop tests, and chromium for the live view's browser test.
  * Missing ones are installed with apt-get when we are
  * root on Debian/Ubuntu; otherwise it fails naming the packages to install. Never starts or touches
  * the machine's own services.
@@ -22,6 +22,9 @@ const postgresBin = () => {
     return false;
   }
 };
+
+// Debian's python3-kazoo installs for Debian's own interpreter, which a pyenv/venv python3 on PATH may hide.
+const debianPython = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 
 const needs = [
   {
@@ -51,6 +54,12 @@ const needs = [
     what: 'java + javac',
     ok: () => onPath('java') && onPath('javac'),
     pkg: ['default-jdk-headless'],
+  },
+  {
+    what: 'python3-kazoo (the kazoo lock/election interop tests)',
+    ok: () =>
+      spawnSync(debianPython, ['-c', 'import kazoo.recipe.lock'], { stdio: 'ignore' }).status === 0,
+    pkg: ['python3-kazoo'],
   },
   {
     what: 'mariadbd',

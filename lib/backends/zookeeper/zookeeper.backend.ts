@@ -20,6 +20,9 @@ import {
   type ZooKeeperLockBackendOptions,
 } from './zookeeper.options';
 import {
+  KAZOO_LOCK_NAME,
+  KAZOO_READ_LOCK_NAME,
+  LATCH_NAME,
   lockDirectory,
   MUTEX_LOCK_NAME,
   nodePrefix,
@@ -27,6 +30,7 @@ import {
   READ_LOCK_NAME,
   WRITE_LOCK_NAME,
   type CuratorRecipe,
+  type NodeNames,
 } from './zookeeper.nodes';
 import { ZooKeeperSession, type SessionState } from './zookeeper.session';
 
@@ -59,6 +63,12 @@ const ABORTED = Symbol('aborted');
  * lock when our node is deleted, our session expires, or the connection stays down longer than
  * the session timeout (then we can no longer know). Fencing token = our node's czxid: zxids only
  * grow, even when the directory is deleted and recreated.
+ *
+ * Leader-election campaigns (capabilities.election) are Curator LeaderLatch participants: the
+ * node is `_c_<uuid>-latch-<seq>` in the campaign's directory with the proposal as its data
+ * (LeaderLatch's participant id); the lowest sequence leads, the others watch their predecessor.
+ * With nodeNames 'kazoo' they are kazoo Election contenders instead (`__lock__`, proposal as data).
+ * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory, whatever nodeNames says.
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -67,11 +77,18 @@ export class ZooKeeperLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
+    election: true,
   };
   /** Counters for monitoring and tests. */
-  readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
+  readonly stats: ZooKeeperLockStats = {
+    watchNotifications: 0,
+    sessions: 0,
+    cleanupFailures: 0,
+    ownWatchFailures: 0,
+  };
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
+  readonly nodeNames: NodeNames;
   private session: ZooKeeperSession | undefined;
   private readonly userClient: ZooKeeperClientLike | undefined;
   private readonly factory: ZooKeeperLockBackendOptions['clientFactory'];
@@ -94,6 +111,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const o = checkOptions(options);
     this.basePath = o.basePath;
     this.curatorRecipe = o.curatorRecipe;
+    this.nodeNames = o.nodeNames;
     this.userClient = o.client;
     this.factory = o.clientFactory;
     this.expectedTimeout = o.sessionTimeout;
@@ -133,6 +151,16 @@ export class ZooKeeperLockBackend implements LockBackend {
     return this.operations.inspect(key);
   }
 
+  /**
+   * Held full keys under `prefix` (at most `limit`, in key order), from one getChildren of
+   * basePath and one pipelined getChildren per candidate directory (batches of 64). Fails when
+   * basePath's listing does not fit one ZooKeeper response (jute.maxbuffer); directories not named
+   * by our key encoding are skipped. See listHeld.
+   */
+  list(prefix: string, limit: number): Promise<string[]> {
+    return this.operations.list(prefix, limit);
+  }
+
   /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
   forceRelease(key: string): Promise<boolean> {
     return this.operations.forceRelease(key);
@@ -149,13 +177,9 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   private async contend(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
     const dir = lockDirectory(this.basePath, request.key);
-    const lockName =
-      request.mode === 'shared'
-        ? READ_LOCK_NAME
-        : this.curatorRecipe === 'mutex'
-          ? MUTEX_LOCK_NAME
-          : WRITE_LOCK_NAME;
+    const lockName = this.nodeName(request);
     const prefix = nodePrefix(protectedId(request.owner), lockName);
+    const data = request.election ? Buffer.from(request.election.proposal, 'utf8') : undefined;
     for (;;) {
       const session = this.currentSession(request.key);
       if (!session.connected) {
@@ -191,6 +215,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         tryOnce,
         this.stats,
         this.acl,
+        data,
       );
       this.contenders.add(contender);
       const run = contender.run();
@@ -221,10 +246,17 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.contenders.delete(contender);
       if (!outcome) return { acquired: false };
       if (this.closed) {
-        await zk.release(session.client, outcome.path).catch(() => undefined);
-        throw new LockBackendUnavailableError(this.name, 'the backend was closed', {
-          key: request.key,
-        });
+        // Granted while closing: delete the node now. A failure is the error's cause (the node then
+        // stays until its session ends: at once for an owned client, which close() closes).
+        let cause: unknown;
+        await zk.release(session.client, outcome.path).catch((e: unknown) => (cause = e));
+        throw new LockBackendUnavailableError(
+          this.name,
+          cause === undefined
+            ? 'the backend was closed'
+            : 'the backend was closed, and deleting the node granted meanwhile failed',
+          { key: request.key, cause },
+        );
       }
       const holding: Holding = {
         id: holdingId(request.key, request.owner),
@@ -308,6 +340,17 @@ export class ZooKeeperLockBackend implements LockBackend {
     await session?.close();
   }
 
+  /** Our node's name for a request: Curator's (LeaderLatch `latch-` for campaigns) or kazoo's (Election is a `__lock__` Lock). */
+  private nodeName(request: BackendAttempt): string {
+    if (this.nodeNames === 'kazoo')
+      return request.mode === 'shared' && !request.election
+        ? KAZOO_READ_LOCK_NAME
+        : KAZOO_LOCK_NAME;
+    if (request.election) return LATCH_NAME;
+    if (request.mode === 'shared') return READ_LOCK_NAME;
+    return this.curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
+  }
+
   private currentSession(key: string): ZooKeeperSession {
     if (this.closed)
       throw new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
@@ -379,7 +422,21 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch {
       // a listener's error must not stop the cleanup
     }
-    if (deleteNode && !h.session.dead) this.track(zk.release(h.session.client, h.path));
+    if (deleteNode && !h.session.dead) this.track(this.deleteNode(h.session, h.path));
+  }
+
+  /**
+   * Deletes one of our nodes in the background: one attempt, then (while the backend is open)
+   * Curator's guaranteed delete until it is gone or its session ends, since a live session would
+   * otherwise keep the node, and so the lock, forever.
+   */
+  private async deleteNode(session: ZooKeeperSession, path: string): Promise<void> {
+    try {
+      await zk.release(session.client, path);
+    } catch (error) {
+      if (this.closed || session.dead) throw error;
+      await deleteUntilGone(session, path, () => this.closed);
+    }
   }
 
   private abandon(c: Contender, run?: Promise<unknown>): void {
@@ -387,16 +444,31 @@ export class ZooKeeperLockBackend implements LockBackend {
     c.abandon();
     if (run)
       this.track(
-        run.then((grant) =>
-          grant && !c.session.dead
-            ? zk.release(c.session.client, (grant as { path: string }).path)
-            : undefined,
+        run.then(
+          (grant) =>
+            grant && !c.session.dead
+              ? this.deleteNode(c.session, (grant as { path: string }).path)
+              : undefined,
+          (error: unknown) => {
+            // An expired session took the contender's node with it: nothing is left to clean up.
+            // Any other failure may have left the node behind: track() counts it.
+            if (!c.session.dead) throw error;
+          },
         ),
       );
   }
 
+  /**
+   * Keeps a background cleanup for close() to wait for. It has no caller to throw to: a failure is
+   * counted in stats.cleanupFailures / stats.lastCleanupError.
+   */
   private track(p: Promise<unknown>): void {
-    const tracked = p.catch(() => undefined).finally(() => this.cleanups.delete(tracked));
+    const tracked = p
+      .catch((error: unknown) => {
+        this.stats.cleanupFailures = (this.stats.cleanupFailures ?? 0) + 1;
+        this.stats.lastCleanupError = error;
+      })
+      .finally(() => this.cleanups.delete(tracked));
     this.cleanups.add(tracked);
   }
 

@@ -88,6 +88,7 @@ export const zk: {
     path: string,
     mode: number,
     acl?: readonly unknown[],
+    data?: Buffer,
   ): Promise<string>;
   remove(c: ZooKeeperClientLike, path: string): Promise<void>;
   release(c: ZooKeeperClientLike, path: string): Promise<void>;
@@ -100,11 +101,17 @@ export const zk: {
   children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
   mkdirp(c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]): Promise<void>;
 } = {
-  create: (c: ZooKeeperClientLike, path: string, mode: number, acl?: readonly unknown[]) =>
+  create: (
+    c: ZooKeeperClientLike,
+    path: string,
+    mode: number,
+    acl?: readonly unknown[],
+    data?: Buffer,
+  ) =>
     new Promise<string>((resolve, reject) => {
       const done: Callback<string> = (e, p) => (e ? reject(e) : resolve(p));
-      if (acl) c.create(path, null, acl, mode, done);
-      else c.create(path, null, mode, done);
+      if (acl) c.create(path, data ?? null, acl, mode, done);
+      else c.create(path, data ?? null, mode, done);
     }),
   remove: (c: ZooKeeperClientLike, path: string) =>
     new Promise<void>((resolve, reject) =>
@@ -119,6 +126,8 @@ export const zk: {
   release: (c: ZooKeeperClientLike, path: string) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
+    // Any error on the directory is fine to drop: NOT_EMPTY/NO_NODE are the usual answers, and an
+    // empty directory left by a failure costs nothing (the next release there removes it).
     const parent = new Promise<void>((resolve) => c.remove(dir, -1, () => resolve()));
     return Promise.all([node, parent]).then(() => undefined);
   },

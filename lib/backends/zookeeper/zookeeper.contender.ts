@@ -17,6 +17,14 @@ export interface ZooKeeperLockStats {
   watchNotifications: number;
   /** Sessions (clients) this backend has used. */
   sessions: number;
+  /**
+   * Background deletes of our nodes (after a loss, an abandoned wait, close) that failed for good,
+   * and the last such error: each such node stays until its session ends.
+   */
+  cleanupFailures?: number;
+  lastCleanupError?: unknown;
+  /** Re-arming the watch on our own node failed; renew()'s exists() then finds a deleted node instead. */
+  ownWatchFailures?: number;
 }
 
 export interface Grant {
@@ -55,6 +63,8 @@ export class Contender {
     private readonly stats: ZooKeeperLockStats,
     /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
     private readonly acl?: readonly unknown[],
+    /** Our node's data (a campaign's proposal: Curator LeaderLatch's participant id), or none. */
+    private readonly data?: Buffer,
   ) {}
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -134,7 +144,11 @@ export class Contender {
       if (this.path === event.path) {
         zk.watch(this.session.client, event.path, this.ownWatcher).then(
           (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
-          () => undefined,
+          // Counted, not thrown (a watcher has no caller): without the watch a deletion of our node
+          // is still found by the next renew()'s exists(), and session loss by the session state.
+          () => {
+            this.stats.ownWatchFailures = (this.stats.ownWatchFailures ?? 0) + 1;
+          },
         );
       }
       return;
@@ -173,7 +187,8 @@ export class Contender {
     try {
       // The directory is deleted when its last node goes, so create it first, in the same round trip:
       // the server runs a session's requests in order, so it exists when our node's create runs
-      // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below).
+      // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below;
+      // any other error fails our node's create as well, and that error is thrown).
       if (this.acl) c.create(this.dir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
       else c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
       return await zk.create(
@@ -181,13 +196,20 @@ export class Contender {
         `${this.dir}/${this.prefix}`,
         CREATE_MODE_EPHEMERAL_SEQUENTIAL,
         this.acl,
+        this.data,
       );
     } catch (error) {
       const code = errorCode(error);
       if (code === ERR_NO_NODE) {
         await zk.mkdirp(c, this.dir, this.acl);
         return zk
-          .create(c, `${this.dir}/${this.prefix}`, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl)
+          .create(
+            c,
+            `${this.dir}/${this.prefix}`,
+            CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+            this.acl,
+            this.data,
+          )
           .catch((e) => this.createFailed(e));
       }
       return this.createFailed(error);

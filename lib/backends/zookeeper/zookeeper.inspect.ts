@@ -1,6 +1,6 @@
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import { ERR_NO_NODE, errorCode, zk, type ZooKeeperClientLike } from './zookeeper.client';
-import { isReader, PROTECTED_PREFIX, sortChildren } from './zookeeper.nodes';
+import { decodeLockName, isReader, PROTECTED_PREFIX, sortChildren } from './zookeeper.nodes';
 import { toBigInt } from '../../backend-kit';
 
 /**
@@ -59,6 +59,57 @@ export async function deleteHolderNodes(c: ZooKeeperClientLike, dir: string): Pr
     ),
   );
   return removed.filter(Boolean).length;
+}
+
+/** Lock directories checked per round trip by listHeld (their getChildren are pipelined). */
+const LIST_BATCH = 64;
+/** A server-sequenced node name: a contender (ours, Curator's, kazoo's). */
+const SEQUENTIAL = /\d{10}$/;
+
+/**
+ * The full keys under `prefix` that are held now, at most `limit`, in key order. Every key is ONE
+ * child of basePath (a `/` in a key is encoded), so the prefix's parent path is always basePath:
+ * one getChildren of basePath names every lock directory (keys with a contender now, plus emptied
+ * directories another client has not removed yet), the prefix is matched on the decoded names,
+ * and the matching directories are checked in pipelined batches of 64 getChildren until `limit`
+ * held keys are found. A directory is held when it has a sequential child (a contender: the first
+ * one always holds), or, for Curator's semaphore layout, a node in its `leases` child.
+ *
+ * What it cannot answer: a basePath whose listing does not fit one ZooKeeper response (the
+ * server's jute.maxbuffer, 1 MiB by default: some 10^4 to 10^5 directories, by name length) fails,
+ * and the caller gets the error; directories whose names are not our encoding (made by another
+ * tool, or nested deeper than one level, like Curator paths `/locks/a/b`) are not listed. The
+ * answer is a snapshot: a key may be taken or freed right after its directory was read.
+ */
+export async function listHeld(
+  c: ZooKeeperClientLike,
+  basePath: string,
+  prefix: string,
+  limit: number,
+): Promise<string[]> {
+  const names = (await zk.children(c, basePath)) ?? [];
+  const candidates: { key: string; dir: string }[] = [];
+  for (const name of names) {
+    const key = decodeLockName(name);
+    if (key !== undefined && key.startsWith(prefix))
+      candidates.push({ key, dir: `${basePath}/${name}` });
+  }
+  candidates.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const held: string[] = [];
+  for (let i = 0; i < candidates.length && held.length < limit; i += LIST_BATCH) {
+    const batch = candidates.slice(i, i + LIST_BATCH);
+    const answers = await Promise.all(batch.map((x) => isHeldDirectory(c, x.dir)));
+    for (let j = 0; j < batch.length && held.length < limit; j++)
+      if (answers[j]) held.push(batch[j].key);
+  }
+  return held;
+}
+
+async function isHeldDirectory(c: ZooKeeperClientLike, dir: string): Promise<boolean> {
+  const kids = (await zk.children(c, dir)) ?? [];
+  if (kids.some((k) => SEQUENTIAL.test(k))) return true;
+  if (!kids.includes('leases')) return false;
+  return ((await zk.children(c, `${dir}/leases`)) ?? []).length > 0;
 }
 
 /** The UUID of `_c_<uuid>-...`, or '' for an unprotected node. */

@@ -8,6 +8,8 @@ import {
   protectedId,
   sequenceOf,
   sortChildren,
+  decodeLockName,
+  isReader,
   standing,
 } from './zookeeper.nodes';
 
@@ -129,5 +131,38 @@ describe('node names and ordering (Curator compatible)', () => {
     expect(standing(kids, kids[1], false)).toEqual({ held: true });
     expect(standing(kids, kids[3], false)).toEqual({ held: false, watch: kids[2] });
     expect(standing(kids, kids[5], false)).toEqual({ held: false, watch: kids[2] });
+  });
+
+  it("orders kazoo's, Curator LeaderLatch's and our nodes by the server's sequence alone", () => {
+    const kids = [
+      '_c_aaaaaaaa-0000-0000-0000-000000000000-lock-0000000004',
+      '0123456789abcdef0123456789abcdef__lock__0000000002',
+      '_c_bbbbbbbb-0000-0000-0000-000000000000-latch-0000000003',
+      'fedcba9876543210fedcba9876543210__rlock__0000000001',
+      '_c_cccccccc-0000-0000-0000-000000000000-__lock__0000000005',
+    ];
+    expect(sortChildren(kids).map(sequenceOf)).toEqual([
+      '0000000001',
+      '0000000002',
+      '0000000003',
+      '0000000004',
+      '0000000005',
+    ]);
+    // Without the kazoo/latch names these sorted by their whole name, after every Curator node.
+    expect(sortChildren(kids)[0]).toBe(kids[3]);
+    expect(isReader(kids[3])).toBe(true);
+    expect(isReader(kids[1])).toBe(false);
+    // kazoo's reader before a kazoo writer: a kazoo reader is shared with ours.
+    expect(standing(sortChildren(kids), kids[3], false)).toEqual({ held: true });
+    expect(standing(sortChildren(kids), kids[0], true)).toEqual({ held: false, watch: kids[2] });
+  });
+
+  it('decodes exactly the directory names encodeLockName makes', () => {
+    for (const key of ['a', 'election:fleet', 'a/b c', '%', '..', '.x', 'é✓𝄞', 'x%2Fy'])
+      expect(decodeLockName(encodeLockName(key))).toBe(key);
+    expect(decodeLockName('%zz')).toBeUndefined();
+    expect(decodeLockName('%2f')).toBeUndefined(); // lower-case hex is never ours
+    expect(decodeLockName('..')).toBeUndefined();
+    expect(decodeLockName('%FF')).toBeUndefined(); // not UTF-8
   });
 });

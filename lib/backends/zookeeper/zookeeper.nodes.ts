@@ -7,19 +7,47 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
  * - InterProcessMutex children are `_c_<uuid>-lock-<seq>`, InterProcessReadWriteLock children are
  *   `_c_<uuid>-__READ__<seq>` / `_c_<uuid>-__WRIT__<seq>` (`_c_<uuid>-` is Curator's "protected"
  *   prefix, which lets a client find its own node after a create whose answer was lost);
+ * - Curator LeaderLatch children (our election campaigns too) are `_c_<uuid>-latch-<seq>` with the
+ *   participant id (our proposal) as data;
+ * - kazoo's Lock / Election children are `<uuid hex>__lock__<seq>`, its ReadLock's `__rlock__`;
  * - children sort by the text after the last lock name (the 10-digit sequence), exactly as
- *   Curator's StandardLockInternalsDriver.fixForSorting does.
+ *   Curator's StandardLockInternalsDriver.fixForSorting does, over every name above, so Curator's,
+ *   kazoo's and our nodes in one directory are ordered by the server's sequence alone.
  */
 export const PROTECTED_PREFIX = '_c_';
 export const MUTEX_LOCK_NAME = 'lock-';
 export const READ_LOCK_NAME = '__READ__';
 export const WRITE_LOCK_NAME = '__WRIT__';
+/** Curator LeaderLatch's node name (LeaderLatch.LOCK_NAME). */
+export const LATCH_NAME = 'latch-';
+/** kazoo's Lock._NODE_NAME (Lock, WriteLock, and so Election) and ReadLock._NODE_NAME. */
+export const KAZOO_LOCK_NAME = '__lock__';
+export const KAZOO_READ_LOCK_NAME = '__rlock__';
+/** Every lock name we order by, longest first where one could end another. */
+const LOCK_NAMES = [
+  READ_LOCK_NAME,
+  WRITE_LOCK_NAME,
+  KAZOO_READ_LOCK_NAME,
+  KAZOO_LOCK_NAME,
+  LATCH_NAME,
+  MUTEX_LOCK_NAME,
+] as const;
 /** Our cap on one encoded node name. ZooKeeper's own bound is jute.maxbuffer (1 MiB) per request. */
 export const MAX_NODE_NAME_LENGTH = 1024;
 export const MAX_BASE_PATH_LENGTH = 512;
 
 /** Which Curator recipe our exclusive mode speaks: InterProcessMutex ('lock-') or the write half of InterProcessReadWriteLock ('__WRIT__'). */
 export type CuratorRecipe = 'mutex' | 'read-write';
+/**
+ * Whose recipes our nodes speak. 'curator' (default): locks are InterProcessMutex `lock-` (or
+ * InterProcessReadWriteLock `__WRIT__` / `__READ__`) nodes and campaigns are LeaderLatch `latch-`
+ * nodes, so Curator sees them; kazoo sees our lock nodes only when its Lock is built with
+ * `extra_lock_patterns=['-lock-']`. 'kazoo': locks are kazoo Lock/WriteLock `__lock__` and ReadLock
+ * `__rlock__` nodes and campaigns are kazoo Election (`__lock__`) nodes with the proposal as data,
+ * so kazoo sees them as they are (Curator then does not). Either way our own ordering counts every
+ * one of these names as a contender.
+ */
+export type NodeNames = 'curator' | 'kazoo';
 
 const SAFE = /^[A-Za-z0-9_:.-]$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -92,13 +120,18 @@ export function nodePrefix(id: string, lockName: string): string {
   return `${PROTECTED_PREFIX}${id}-${lockName}`;
 }
 
-/** Curator's fixForSorting over every lock name we know: the text after the last lock name. */
+/**
+ * Curator's fixForSorting over every lock name we know: the text after the lock name that ends
+ * last in the name (for every well-formed node, the server's 10-digit sequence). A child with no
+ * known name sorts by its whole name, as in Curator (after every sequence, so it never holds).
+ */
 export function sequenceOf(child: string): string {
-  for (const name of [READ_LOCK_NAME, WRITE_LOCK_NAME, MUTEX_LOCK_NAME]) {
+  let end = -1;
+  for (const name of LOCK_NAMES) {
     const i = child.lastIndexOf(name);
-    if (i >= 0) return child.slice(i + name.length);
+    if (i >= 0 && i + name.length > end) end = i + name.length;
   }
-  return child;
+  return end >= 0 ? child.slice(end) : child;
 }
 
 export function sortChildren(children: readonly string[]): string[] {
@@ -109,9 +142,36 @@ export function sortChildren(children: readonly string[]): string[] {
   });
 }
 
-/** Readers are `__READ__` nodes; every other contender (mutex `lock-`, `__WRIT__`) excludes them. */
+/** Readers are `__READ__` (Curator) and `__rlock__` (kazoo) nodes; every other contender excludes them. */
 export function isReader(child: string): boolean {
-  return child.includes(READ_LOCK_NAME);
+  return child.includes(READ_LOCK_NAME) || child.includes(KAZOO_READ_LOCK_NAME);
+}
+
+/**
+ * Inverse of encodeLockName for listing: the full key of a lock directory's name, or undefined
+ * when the name is not one encodeLockName produces (a '%' not followed by two hex digits, bytes
+ * that are not UTF-8): such a directory was made by another tool with its own naming.
+ */
+export function decodeLockName(name: string): string | undefined {
+  if (!name.includes('%')) return /^\.+$/.test(name) ? undefined : name;
+  const bytes: number[] = [];
+  for (let i = 0; i < name.length;) {
+    if (name[i] === '%') {
+      const hex = name.slice(i + 1, i + 3);
+      if (!/^[0-9A-F]{2}$/.test(hex)) return undefined;
+      bytes.push(parseInt(hex, 16));
+      i += 3;
+    } else {
+      bytes.push(...Buffer.from(name[i], 'utf8'));
+      i++;
+    }
+  }
+  const key = Buffer.from(bytes).toString('utf8');
+  try {
+    return encodeLockName(key) === name ? key : undefined;
+  } catch {
+    return undefined; // too long for our encoding: not one of ours
+  }
 }
 
 export type Standing =

@@ -1,7 +1,7 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { LockInspection } from '../../interfaces/lock-backend.interface';
 import { zk, type ZooKeeperClientLike } from './zookeeper.client';
-import { deleteHolderNodes, inspectDirectory } from './zookeeper.inspect';
+import { deleteHolderNodes, inspectDirectory, listHeld } from './zookeeper.inspect';
 import { lockDirectory } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
@@ -50,6 +50,20 @@ export class ZooKeeperOperations {
         lockDirectory(this.basePath(), key),
       )) > 0
     );
+  }
+
+  /** Held full keys under `prefix`: see listHeld for what one listing can and cannot answer. */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    const client = await this.connectedClient(prefix);
+    try {
+      return await listHeld(client, this.basePath(), prefix, limit);
+    } catch (error) {
+      throw new LockBackendUnavailableError(
+        this.backend,
+        `listing the lock directories under ${this.basePath()} failed`,
+        { key: prefix, cause: error },
+      );
+    }
   }
 
   private async connectedClient(key: string): Promise<ZooKeeperClientLike> {

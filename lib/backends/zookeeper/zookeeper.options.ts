@@ -18,7 +18,7 @@ import {
   type ZooKeeperAcl,
   type ZooKeeperAuthInfo,
 } from './zookeeper.acl';
-import { checkBasePath, type CuratorRecipe } from './zookeeper.nodes';
+import { checkBasePath, type CuratorRecipe, type NodeNames } from './zookeeper.nodes';
 
 export interface ZooKeeperLockBackendOptions {
   /**
@@ -45,6 +45,13 @@ export interface ZooKeeperLockBackendOptions {
    */
   curatorRecipe?: CuratorRecipe;
   /**
+   * Whose recipes our nodes speak: 'curator' (default; InterProcessMutex / InterProcessReadWriteLock
+   * locks, LeaderLatch campaigns) or 'kazoo' (kazoo Lock / ReadLock / WriteLock locks, kazoo
+   * Election campaigns). No node name satisfies both libraries (each wants its own name right
+   * before the sequence); see docs/backends/zookeeper.md.
+   */
+  nodeNames?: NodeNames;
+  /**
    * The session timeout (ms) you asked the client for. When given, acquires fail with
    * InvalidLockOptionsError if the server negotiated a different one (it silently clamps).
    */
@@ -68,6 +75,7 @@ const KNOWN = [
   'clientFactory',
   'basePath',
   'curatorRecipe',
+  'nodeNames',
   'sessionTimeout',
   'acl',
   'authInfo',
@@ -94,6 +102,7 @@ export interface CheckedZooKeeperOptions {
   readonly clientFactory?: () => ZooKeeperClientLike;
   readonly basePath: string;
   readonly curatorRecipe: CuratorRecipe;
+  readonly nodeNames: NodeNames;
   readonly sessionTimeout?: number;
   readonly acl?: readonly ZooKeeperAcl[];
   readonly authInfo: readonly ZooKeeperAuthInfo[];
@@ -128,6 +137,10 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     'mutex',
     'read-write',
   ]);
+  const nodeNames = checkOneOf<NodeNames>('nodeNames', o.nodeNames ?? 'curator', [
+    'curator',
+    'kazoo',
+  ]);
   const sessionTimeout =
     o.sessionTimeout === undefined
       ? undefined
@@ -150,6 +163,7 @@ export function checkOptions(options: unknown): CheckedZooKeeperOptions {
     clientFactory: clientFactory as (() => ZooKeeperClientLike) | undefined,
     basePath: checkBasePath(o.basePath ?? '/locks'),
     curatorRecipe,
+    nodeNames,
     sessionTimeout,
     acl,
     authInfo,
