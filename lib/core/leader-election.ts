@@ -123,9 +123,11 @@ export class Leadership {
       this.emit(true, term);
       await untilEither(term.signal, this.cancel.signal);
       this.current = undefined;
+      // Listeners learn of the loss at once, not after the release: on a cut connection the
+      // release can take until the backend gives the connection up.
+      this.emit(false, undefined);
       // A failed release is already logged and emitted by the engine ('releaseFailed'); the ttl frees it.
       await term.release().catch(reported);
-      this.emit(false, undefined);
     }
   }
 
@@ -133,8 +135,12 @@ export class Leadership {
     for (const listener of [...this.listeners]) {
       try {
         listener(leader, term);
-      } catch {
-        // A listener's failure must not stop the campaign; it is the listener's to report.
+      } catch (error) {
+        // A listener's failure must not stop the campaign; it is reported, not swallowed.
+        process.emitWarning(
+          `a leadership listener of "${this.name}" threw: ${String(error)}`,
+          'DistributedLockWarning',
+        );
       }
     }
   }
