@@ -13,6 +13,7 @@ import type {
 import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
+import { SemaphoreContender, type ZooKeeperContender } from './zookeeper.semaphore';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import {
   checkOptions,
@@ -67,6 +68,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
+    semaphore: true,
   };
   /** Counters for monitoring and tests. */
   readonly stats: ZooKeeperLockStats = { watchNotifications: 0, sessions: 0 };
@@ -79,7 +81,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly acl: readonly unknown[] | undefined;
   private readonly authInfo: readonly ZooKeeperAuthInfo[];
   private readonly holdings = new Map<string, Holding>();
-  private readonly contenders = new Set<Contender>();
+  private readonly contenders = new Set<ZooKeeperContender>();
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
@@ -182,16 +184,27 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
       }
       this.checkNegotiated(session, request.key);
-      const contender = new Contender(
-        session,
-        dir,
-        prefix,
-        request.owner,
-        request.mode === 'exclusive',
-        tryOnce,
-        this.stats,
-        this.acl,
-      );
+      const contender: ZooKeeperContender =
+        request.permits !== undefined
+          ? new SemaphoreContender(
+              session,
+              dir,
+              request.owner,
+              request.permits,
+              tryOnce,
+              this.stats,
+              this.acl,
+            )
+          : new Contender(
+              session,
+              dir,
+              prefix,
+              request.owner,
+              request.mode === 'exclusive',
+              tryOnce,
+              this.stats,
+              this.acl,
+            );
       this.contenders.add(contender);
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
@@ -382,7 +395,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (deleteNode && !h.session.dead) this.track(zk.release(h.session.client, h.path));
   }
 
-  private abandon(c: Contender, run?: Promise<unknown>): void {
+  private abandon(c: ZooKeeperContender, run?: Promise<unknown>): void {
     this.contenders.delete(c);
     c.abandon();
     if (run)

@@ -1,0 +1,310 @@
+import { hostname } from 'node:os';
+import { toBigInt } from '../../backend-kit';
+import {
+  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+  ERR_CONNECTION_LOSS,
+  ERR_NO_NODE,
+  EVENT_NODE_DELETED,
+  errorCode,
+  zk,
+  type ZooKeeperClientLike,
+  type ZooKeeperError,
+  type ZooKeeperEvent,
+} from './zookeeper.client';
+import {
+  Contender,
+  deleteUntilGone,
+  type Grant,
+  type ZooKeeperLockStats,
+} from './zookeeper.contender';
+import { MUTEX_LOCK_NAME, nodePrefix, protectedId } from './zookeeper.nodes';
+import type { ZooKeeperSession } from './zookeeper.session';
+
+/**
+ * Apache Curator's InterProcessSemaphoreV2 layout, so a Java service's semaphore and ours share one
+ * pool: under the semaphore path `<basePath>/<encoded key>`, `locks` is an InterProcessMutex that
+ * guards acquisition and `leases` holds one EPHEMERAL_SEQUENTIAL `_c_<uuid>-lease-<seq>` node per
+ * lease, whose data is the participant's (ours: `<hostname>:<pid>`; Curator's default: its IP).
+ */
+export const SEMAPHORE_LOCKS = 'locks';
+export const SEMAPHORE_LEASES = 'leases';
+export const LEASE_NAME = 'lease-';
+
+/** The participant data of our lease nodes, as Curator's setNodeData: who holds the lease. */
+const PARTICIPANT = Buffer.from(`${hostname()}:${process.pid}`, 'utf8');
+
+/** node-zookeeper-client's getChildren with a watcher (the contract's client type omits it). */
+type ChildWatcher = {
+  getChildren(
+    path: string,
+    watcher: (event: ZooKeeperEvent) => void,
+    callback: (error: ZooKeeperError | null | undefined, children: string[]) => void,
+  ): void;
+};
+
+/** getChildren with a watch; null when the directory is missing (then no watch is left behind). */
+export function watchChildren(
+  c: ZooKeeperClientLike,
+  path: string,
+  watcher: (event: ZooKeeperEvent) => void,
+): Promise<string[] | null> {
+  return new Promise((resolve, reject) =>
+    (c as unknown as ChildWatcher).getChildren(path, watcher, (e, list) =>
+      e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list),
+    ),
+  );
+}
+
+/** What the backend drives: a lock Contender or a SemaphoreContender. */
+export type ZooKeeperContender = Pick<
+  Contender,
+  | 'run'
+  | 'kick'
+  | 'abandon'
+  | 'session'
+  | 'owner'
+  | 'dir'
+  | 'serverCall'
+  | 'onOwnDeleted'
+  | 'ownDeleted'
+>;
+
+/**
+ * One semaphore acquire on one session, Curator's InterProcessSemaphoreV2.internalAcquire1Lease:
+ * take the `locks` mutex (a Contender: queued, one predecessor watch each), then, holding it,
+ * create our lease node, list `leases` with a watch and hold when the count is at most OUR permits
+ * (each participant counts against its own N, Curator's rule). Otherwise wait, still holding the
+ * mutex, for `leases` to change (a lease returned, by Curator or by us) and count again; finally
+ * give the mutex back. Safety does not even need the mutex: a lease counts every node created
+ * before its listing, so of N+1 simultaneous holders the last to list would have seen N+1. The
+ * mutex makes waiters queue (FIFO, no herd) and keeps Curator's waiters' turn.
+ *
+ * Same surface as Contender, so the backend drives both alike (abandon, kick, own-node loss); the
+ * grant is the lease node, its fencing token the node's czxid (the sequence restarts when an empty
+ * `leases` is deleted and recreated; zxids never go back).
+ */
+export class SemaphoreContender {
+  path: string | undefined;
+  abandoned = false;
+  granted = false;
+  onOwnDeleted: (() => void) | undefined;
+  ownDeleted = false;
+  private mutex: Contender | undefined;
+  private readonly leases: string;
+  private readonly prefix: string;
+  private createLost = false;
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private generation = 0;
+  private calling = false;
+
+  constructor(
+    readonly session: ZooKeeperSession,
+    /** The semaphore path `<basePath>/<encoded key>` (the backend matches releases by it). */
+    readonly dir: string,
+    readonly owner: string,
+    private readonly permits: number,
+    private readonly tryOnce: boolean,
+    private readonly stats: ZooKeeperLockStats,
+    private readonly acl?: readonly unknown[],
+  ) {
+    this.leases = `${dir}/${SEMAPHORE_LEASES}`;
+    this.prefix = nodePrefix(protectedId(owner), LEASE_NAME);
+  }
+
+  /** Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  async run(): Promise<Grant | null> {
+    const c = this.session.client;
+    if (this.tryOnce) {
+      // Full already: busy without creating a node (a read; adding ours could only exceed N).
+      const now = await this.call(() => zk.children(c, this.leases));
+      if (now && now.length >= this.permits) return null;
+    }
+    if (this.abandoned) return null;
+    const mutex = new Contender(
+      this.session,
+      `${this.dir}/${SEMAPHORE_LOCKS}`,
+      nodePrefix(protectedId(this.owner), MUTEX_LOCK_NAME),
+      this.owner,
+      true,
+      this.tryOnce,
+      this.stats,
+      this.acl,
+    );
+    this.mutex = mutex;
+    const locked = await mutex.run();
+    if (!locked) return null;
+    try {
+      return await this.lease();
+    } finally {
+      await this.unlock(locked.path);
+    }
+  }
+
+  /** true while a request is outstanding (ours or the mutex's), as opposed to waiting for a watch. */
+  get serverCall(): boolean {
+    return this.calling || (this.mutex?.serverCall ?? false);
+  }
+
+  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
+  kick(): void {
+    this.mutex?.kick();
+    this.woken = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  abandon(): void {
+    this.abandoned = true;
+    this.mutex?.abandon();
+    this.kick();
+  }
+
+  /** Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change. */
+  private async lease(): Promise<Grant | null> {
+    const c = this.session.client;
+    let czxid: bigint | undefined;
+    for (;;) {
+      if (this.abandoned) return this.giveUp();
+      try {
+        if (!this.path) {
+          this.path = await this.call(() => this.create());
+          czxid = undefined;
+          if (this.abandoned) return this.giveUp();
+        }
+        this.woken = false;
+        const path = this.path;
+        const generation = ++this.generation;
+        // Pipelined: our node's watch (and czxid) and the watched listing, one round trip.
+        const [stat, children] = await this.call(() =>
+          Promise.all([
+            czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined,
+            watchChildren(c, this.leases, () => {
+              if (generation === this.generation) this.kick();
+            }),
+          ]),
+        );
+        if (this.abandoned) return this.giveUp();
+        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
+        const ours = path.slice(this.leases.length + 1);
+        if (stat === null || !children?.includes(ours)) {
+          // Our lease vanished (an operator, a forced release): create it again, as Curator retries.
+          this.path = undefined;
+          continue;
+        }
+        if (children.length <= this.permits) {
+          this.granted = true;
+          return { path, czxid: czxid as bigint };
+        }
+        if (this.tryOnce) return this.giveUp();
+        await this.sleep();
+      } catch (error) {
+        if (errorCode(error) === ERR_CONNECTION_LOSS && !this.session.dead && !this.abandoned)
+          continue; // the driver reconnects and queues the next request on the same session
+        throw error;
+      }
+    }
+  }
+
+  private readonly ownWatcher = (event: ZooKeeperEvent): void => {
+    if (event.path !== this.path) return;
+    if (event.type !== EVENT_NODE_DELETED) {
+      // Someone set our node's data: re-arm (watches are one-shot).
+      zk.watch(this.session.client, event.path, this.ownWatcher).then(
+        (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
+        () => undefined,
+      );
+      return;
+    }
+    if (!this.granted) return this.kick();
+    if (this.ownDeleted) return;
+    this.ownDeleted = true;
+    this.onOwnDeleted?.();
+  };
+
+  private async create(): Promise<string> {
+    const c = this.session.client;
+    if (this.createLost) {
+      // The last create's answer was lost: it may have happened. Our protected prefix finds it.
+      const children = await zk.children(c, this.leases);
+      this.createLost = false;
+      const mine = children?.find((child) => child.startsWith(this.prefix));
+      if (mine) return `${this.leases}/${mine}`;
+    }
+    try {
+      return await this.createLease();
+    } catch (error) {
+      if (errorCode(error) === ERR_NO_NODE) {
+        // `leases` is created on first use and deleted when its last lease goes (Curator: containers).
+        await zk.mkdirp(c, this.leases, this.acl);
+        return this.createLease().catch((e) => this.createFailed(e));
+      }
+      return this.createFailed(error);
+    }
+  }
+
+  private createLease(): Promise<string> {
+    const c = this.session.client;
+    const path = `${this.leases}/${this.prefix}`;
+    return new Promise((resolve, reject) => {
+      const done = (e: ZooKeeperError | null | undefined, p: string) =>
+        e ? reject(e) : resolve(p);
+      if (this.acl) c.create(path, PARTICIPANT, this.acl, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
+      else c.create(path, PARTICIPANT, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
+    });
+  }
+
+  private createFailed(error: unknown): never {
+    if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
+    throw error;
+  }
+
+  /** Returns our lease (not granted: deadline, cancel, tryOnce over the count). */
+  private async giveUp(): Promise<null> {
+    const c = this.session.client;
+    for (let attempt = 0; attempt < 5 && !this.session.dead; attempt++) {
+      try {
+        if (!this.path && this.createLost) {
+          const children = await zk.children(c, this.leases);
+          const mine = children?.find((child) => child.startsWith(this.prefix));
+          if (mine) this.path = `${this.leases}/${mine}`;
+          this.createLost = false;
+        }
+        if (this.path) await zk.release(c, this.path);
+        break;
+      } catch (error) {
+        if (errorCode(error) !== ERR_CONNECTION_LOSS) break;
+      }
+    }
+    this.path = undefined;
+    return null;
+  }
+
+  /**
+   * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long as
+   * our session lives, so it keeps trying in the background (Curator's guaranteed delete).
+   */
+  private async unlock(path: string): Promise<void> {
+    if (this.session.dead) return;
+    try {
+      await zk.release(this.session.client, path);
+    } catch {
+      void deleteUntilGone(this.session, path, () => false);
+    }
+  }
+
+  private sleep(): Promise<void> {
+    if (this.woken || this.abandoned) return Promise.resolve();
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    this.calling = true;
+    try {
+      return await op();
+    } finally {
+      this.calling = false;
+    }
+  }
+}
