@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { toBigInt } from '../../backend-kit';
 import {
   CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+  CREATE_MODE_PERSISTENT,
   ERR_CONNECTION_LOSS,
   ERR_NO_NODE,
   EVENT_NODE_DELETED,
@@ -115,29 +116,43 @@ export class SemaphoreContender {
   /** Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or server errors. */
   async run(): Promise<Grant | null> {
     const c = this.session.client;
-    if (this.tryOnce) {
-      // Full already: busy without creating a node (a read; adding ours could only exceed N).
-      const now = await this.call(() => zk.children(c, this.leases));
-      if (now && now.length >= this.permits) return null;
-    }
-    if (this.abandoned) return null;
-    const mutex = new Contender(
-      this.session,
-      `${this.dir}/${SEMAPHORE_LOCKS}`,
-      nodePrefix(protectedId(this.owner), MUTEX_LOCK_NAME),
-      this.owner,
-      true,
-      this.tryOnce,
-      this.stats,
-      this.acl,
-    );
-    this.mutex = mutex;
-    const locked = await mutex.run();
-    if (!locked) return null;
-    try {
-      return await this.lease();
-    } finally {
-      await this.unlock(locked.path);
+    for (;;) {
+      if (this.tryOnce) {
+        // Full already: busy without creating a node (a read; adding ours could only exceed N).
+        const now = await this.call(() => zk.children(c, this.leases));
+        if (now && now.length >= this.permits) return null;
+      }
+      if (this.abandoned) return null;
+      const mutex = new Contender(
+        this.session,
+        `${this.dir}/${SEMAPHORE_LOCKS}`,
+        nodePrefix(protectedId(this.owner), MUTEX_LOCK_NAME),
+        this.owner,
+        true,
+        this.tryOnce,
+        this.stats,
+        this.acl,
+      );
+      this.mutex = mutex;
+      const locked = await mutex.run();
+      if (!locked) return null;
+      let path: string | null;
+      try {
+        path = await this.lease();
+      } finally {
+        // Not awaited: nothing of ours needs to wait for it (this session's requests stay in order).
+        this.unlock(locked.path);
+      }
+      if (!path) return null;
+      // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the token).
+      const stat = await this.call(() => zk.watch(c, path, this.ownWatcher));
+      if (this.abandoned) return this.giveUp();
+      if (stat) {
+        this.granted = true;
+        return { path, czxid: toBigInt(stat.czxid, 'zookeeper') };
+      }
+      this.path = undefined; // deleted between our count and now: start over
+      if (this.tryOnce) return null;
     }
   }
 
@@ -162,41 +177,39 @@ export class SemaphoreContender {
   }
 
   /** Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change. */
-  private async lease(): Promise<Grant | null> {
+  private async lease(): Promise<string | null> {
     const c = this.session.client;
-    let czxid: bigint | undefined;
     for (;;) {
       if (this.abandoned) return this.giveUp();
       try {
-        if (!this.path) {
-          this.path = await this.call(() => this.create());
-          czxid = undefined;
-          if (this.abandoned) return this.giveUp();
-        }
+        const fresh = !this.path;
+        // After a lost create answer, find our node first (by its protected prefix).
+        if (!this.path && this.createLost) this.path = await this.call(() => this.create());
         this.woken = false;
-        const path = this.path;
         const generation = ++this.generation;
-        // Pipelined: our node's watch (and czxid) and the watched listing, one round trip.
-        const [stat, children] = await this.call(() =>
-          Promise.all([
-            czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined,
+        // Pipelined: our create goes out before the watched listing, and the server runs a
+        // session's requests in order, so the listing includes our node: one round trip.
+        const creating = this.path ? undefined : this.create();
+        const [made, listed] = await this.call(() =>
+          Promise.allSettled([
+            creating,
             watchChildren(c, this.leases, () => {
               if (generation === this.generation) this.kick();
             }),
           ]),
         );
+        if (made.status === 'rejected') throw made.reason;
+        if (made.value) this.path = made.value;
         if (this.abandoned) return this.giveUp();
-        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
-        const ours = path.slice(this.leases.length + 1);
-        if (stat === null || !children?.includes(ours)) {
-          // Our lease vanished (an operator, a forced release): create it again, as Curator retries.
-          this.path = undefined;
+        if (listed.status === 'rejected') throw listed.reason;
+        const path = this.path as string;
+        if (!listed.value?.includes(path.slice(this.leases.length + 1))) {
+          // Vanished (an operator, a forced release): create it again, as Curator retries. A node
+          // created just now is missing only when its create was retried after the listing: list again.
+          if (!fresh) this.path = undefined;
           continue;
         }
-        if (children.length <= this.permits) {
-          this.granted = true;
-          return { path, czxid: czxid as bigint };
-        }
+        if (listed.value.length <= this.permits) return path;
         if (this.tryOnce) return this.giveUp();
         await this.sleep();
       } catch (error) {
@@ -236,7 +249,7 @@ export class SemaphoreContender {
       return await this.createLease();
     } catch (error) {
       if (errorCode(error) === ERR_NO_NODE) {
-        // `leases` is created on first use and deleted when its last lease goes (Curator: containers).
+        // The semaphore path itself is missing (an operator deleted it): create the parents.
         await zk.mkdirp(c, this.leases, this.acl);
         return this.createLease().catch((e) => this.createFailed(e));
       }
@@ -244,9 +257,15 @@ export class SemaphoreContender {
     }
   }
 
+  /**
+   * `leases` is deleted with its last lease, so it is created first in the same round trip (the
+   * server runs a session's requests in order; NODE_EXISTS, the usual answer, is ignored).
+   */
   private createLease(): Promise<string> {
     const c = this.session.client;
     const path = `${this.leases}/${this.prefix}`;
+    if (this.acl) c.create(this.leases, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+    else c.create(this.leases, null, CREATE_MODE_PERSISTENT, () => undefined);
     return new Promise((resolve, reject) => {
       const done = (e: ZooKeeperError | null | undefined, p: string) =>
         e ? reject(e) : resolve(p);
@@ -285,13 +304,11 @@ export class SemaphoreContender {
    * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long as
    * our session lives, so it keeps trying in the background (Curator's guaranteed delete).
    */
-  private async unlock(path: string): Promise<void> {
+  private unlock(path: string): void {
     if (this.session.dead) return;
-    try {
-      await zk.release(this.session.client, path);
-    } catch {
-      void deleteUntilGone(this.session, path, () => false);
-    }
+    zk.release(this.session.client, path).catch(() =>
+      deleteUntilGone(this.session, path, () => false),
+    );
   }
 
   private sleep(): Promise<void> {
