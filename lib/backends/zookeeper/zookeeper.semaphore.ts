@@ -98,6 +98,7 @@ export class SemaphoreContender {
   private woken = false;
   private generation = 0;
   private calling = false;
+  private answered = false;
 
   constructor(
     readonly session: ZooKeeperSession,
@@ -156,8 +157,14 @@ export class SemaphoreContender {
     }
   }
 
-  /** true while a request is outstanding (ours or the mutex's), as opposed to waiting for a watch. */
+  /**
+   * true while a request is outstanding and the server has answered none of this acquire's yet:
+   * what tells "ZooKeeper did not answer" from "busy" at a deadline. An acquire makes several
+   * requests in a row (mutex, lease, count), so one in flight at the deadline after earlier answers
+   * means a slow server or a full semaphore, not an unreachable one.
+   */
   get serverCall(): boolean {
+    if (this.answered || this.mutex?.path !== undefined) return false;
     return this.calling || (this.mutex?.serverCall ?? false);
   }
 
@@ -319,7 +326,9 @@ export class SemaphoreContender {
   private async call<T>(op: () => Promise<T>): Promise<T> {
     this.calling = true;
     try {
-      return await op();
+      const answer = await op();
+      this.answered = true;
+      return answer;
     } finally {
       this.calling = false;
     }
