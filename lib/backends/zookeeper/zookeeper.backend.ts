@@ -13,7 +13,8 @@ import type {
 import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
-import { SemaphoreContender, type ZooKeeperContender } from './zookeeper.semaphore';
+import { SemaphoreContender } from './zookeeper.semaphore';
+import type { ZooKeeperContender } from './zookeeper.semaphore-nodes';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import {
   checkOptions,
@@ -60,6 +61,9 @@ const ABORTED = Symbol('aborted');
  * lock when our node is deleted, our session expires, or the connection stays down longer than
  * the session timeout (then we can no longer know). Fencing token = our node's czxid: zxids only
  * grow, even when the directory is deleted and recreated.
+ *
+ * Semaphores (`permits`) are Curator's InterProcessSemaphoreV2: a `locks` mutex guards acquisition,
+ * one `leases` node per holder, granted while at most the request's own N exist (SemaphoreContender).
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -296,6 +300,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (h.session.dead) return; // the session's ephemeral nodes went with it
     try {
       await zk.release(h.session.client, h.path);
+      // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not awaited).
+      if (lock.permits !== undefined) h.session.client.remove(dir, -1, () => undefined);
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
       // deleting it in the background, after each reconnect, until it is gone or the session ends.

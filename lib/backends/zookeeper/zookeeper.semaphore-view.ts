@@ -9,7 +9,7 @@ import {
   type ZooKeeperStat,
 } from './zookeeper.client';
 import { PROTECTED_PREFIX } from './zookeeper.nodes';
-import { LEASE_NAME, SEMAPHORE_LEASES, SEMAPHORE_LOCKS } from './zookeeper.semaphore';
+import { LEASE_NAME, SEMAPHORE_LEASES, SEMAPHORE_LOCKS } from './zookeeper.semaphore-nodes';
 
 /**
  * Operator views of a semaphore path (Curator's InterProcessSemaphoreV2 layout). A lock directory

@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { toBigInt } from '../../backend-kit';
 import {
   CREATE_MODE_EPHEMERAL_SEQUENTIAL,
@@ -8,7 +7,6 @@ import {
   EVENT_NODE_DELETED,
   errorCode,
   zk,
-  type ZooKeeperClientLike,
   type ZooKeeperError,
   type ZooKeeperEvent,
 } from './zookeeper.client';
@@ -20,55 +18,13 @@ import {
 } from './zookeeper.contender';
 import { MUTEX_LOCK_NAME, nodePrefix, protectedId } from './zookeeper.nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
-
-/**
- * Apache Curator's InterProcessSemaphoreV2 layout, so a Java service's semaphore and ours share one
- * pool: under the semaphore path `<basePath>/<encoded key>`, `locks` is an InterProcessMutex that
- * guards acquisition and `leases` holds one EPHEMERAL_SEQUENTIAL `_c_<uuid>-lease-<seq>` node per
- * lease, whose data is the participant's (ours: `<hostname>:<pid>`; Curator's default: its IP).
- */
-export const SEMAPHORE_LOCKS = 'locks';
-export const SEMAPHORE_LEASES = 'leases';
-export const LEASE_NAME = 'lease-';
-
-/** The participant data of our lease nodes, as Curator's setNodeData: who holds the lease. */
-const PARTICIPANT = Buffer.from(`${hostname()}:${process.pid}`, 'utf8');
-
-/** node-zookeeper-client's getChildren with a watcher (the contract's client type omits it). */
-type ChildWatcher = {
-  getChildren(
-    path: string,
-    watcher: (event: ZooKeeperEvent) => void,
-    callback: (error: ZooKeeperError | null | undefined, children: string[]) => void,
-  ): void;
-};
-
-/** getChildren with a watch; null when the directory is missing (then no watch is left behind). */
-export function watchChildren(
-  c: ZooKeeperClientLike,
-  path: string,
-  watcher: (event: ZooKeeperEvent) => void,
-): Promise<string[] | null> {
-  return new Promise((resolve, reject) =>
-    (c as unknown as ChildWatcher).getChildren(path, watcher, (e, list) =>
-      e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list),
-    ),
-  );
-}
-
-/** What the backend drives: a lock Contender or a SemaphoreContender. */
-export type ZooKeeperContender = Pick<
-  Contender,
-  | 'run'
-  | 'kick'
-  | 'abandon'
-  | 'session'
-  | 'owner'
-  | 'dir'
-  | 'serverCall'
-  | 'onOwnDeleted'
-  | 'ownDeleted'
->;
+import {
+  LEASE_NAME,
+  PARTICIPANT,
+  SEMAPHORE_LEASES,
+  SEMAPHORE_LOCKS,
+  watchChildren,
+} from './zookeeper.semaphore-nodes';
 
 /**
  * One semaphore acquire on one session, Curator's InterProcessSemaphoreV2.internalAcquire1Lease:
