@@ -13,6 +13,8 @@ import type {
 import { errorCode, ERR_SESSION_EXPIRED, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender, deleteUntilGone, type ZooKeeperLockStats } from './zookeeper.contender';
+import { SemaphoreContender } from './zookeeper.semaphore';
+import type { ZooKeeperContender } from './zookeeper.semaphore-nodes';
 import { driverAcl, type ZooKeeperAuthInfo } from './zookeeper.acl';
 import {
   checkOptions,
@@ -69,6 +71,8 @@ const ABORTED = Symbol('aborted');
  * (LeaderLatch's participant id); the lowest sequence leads, the others watch their predecessor.
  * With nodeNames 'kazoo' they are kazoo Election contenders instead (`__lock__`, proposal as data).
  * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory, whatever nodeNames says.
+ * Semaphores (`permits`) are Curator's InterProcessSemaphoreV2: a `locks` mutex guards acquisition,
+ * one `leases` node per holder, granted while at most the request's own N exist (SemaphoreContender).
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -78,6 +82,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     sessionBased: true,
     maxKeyLength: 512,
     election: true,
+    semaphore: true,
   };
   /** Counters for monitoring and tests. */
   readonly stats: ZooKeeperLockStats = {
@@ -96,7 +101,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly acl: readonly unknown[] | undefined;
   private readonly authInfo: readonly ZooKeeperAuthInfo[];
   private readonly holdings = new Map<string, Holding>();
-  private readonly contenders = new Set<Contender>();
+  private readonly contenders = new Set<ZooKeeperContender>();
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
@@ -206,17 +211,28 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
       }
       this.checkNegotiated(session, request.key);
-      const contender = new Contender(
-        session,
-        dir,
-        prefix,
-        request.owner,
-        request.mode === 'exclusive',
-        tryOnce,
-        this.stats,
-        this.acl,
-        data,
-      );
+      const contender: ZooKeeperContender =
+        request.permits !== undefined
+          ? new SemaphoreContender(
+              session,
+              dir,
+              request.owner,
+              request.permits,
+              tryOnce,
+              this.stats,
+              this.acl,
+            )
+          : new Contender(
+              session,
+              dir,
+              prefix,
+              request.owner,
+              request.mode === 'exclusive',
+              tryOnce,
+              this.stats,
+              this.acl,
+              data,
+            );
       this.contenders.add(contender);
       const run = contender.run();
       let outcome: Awaited<typeof run> | typeof ABORTED;
@@ -315,6 +331,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (h.session.dead) return; // the session's ephemeral nodes went with it
     try {
       await zk.release(h.session.client, h.path);
+      // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not awaited).
+      if (lock.permits !== undefined) h.session.client.remove(dir, -1, () => undefined);
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
       // deleting it in the background, after each reconnect, until it is gone or the session ends.
@@ -439,7 +457,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     }
   }
 
-  private abandon(c: Contender, run?: Promise<unknown>): void {
+  private abandon(c: ZooKeeperContender, run?: Promise<unknown>): void {
     this.contenders.delete(c);
     c.abandon();
     if (run)

@@ -2,6 +2,7 @@ import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backe
 import { ERR_NO_NODE, errorCode, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { decodeLockName, isReader, PROTECTED_PREFIX, sortChildren } from './zookeeper.nodes';
 import { toBigInt } from '../../backend-kit';
+import { deleteLeaseNodes, inspectSemaphore, isSemaphoreLayout } from './zookeeper.semaphore-view';
 
 /**
  * Operator views of one lock directory (Curator's layout), from one listing: the holders are what
@@ -27,6 +28,7 @@ export async function inspectDirectory(
   key: string,
 ): Promise<LockInspection> {
   const { sorted, holders } = await holderNodes(c, dir);
+  if (isSemaphoreLayout(sorted)) return inspectSemaphore(c, dir, key);
   if (holders.length === 0) return { key, held: false, holders: [], waiters: 0 };
   const mode = isReader(holders[0]) ? 'shared' : 'exclusive';
   // The youngest holder's czxid (pipelined with nothing else: one round trip).
@@ -45,9 +47,10 @@ export async function inspectDirectory(
   };
 }
 
-/** Deletes the holder nodes of `dir`; resolves how many this call deleted. */
+/** Deletes the holder nodes of `dir` (a semaphore's: every lease); resolves how many this call deleted. */
 export async function deleteHolderNodes(c: ZooKeeperClientLike, dir: string): Promise<number> {
-  const { holders } = await holderNodes(c, dir);
+  const { sorted, holders } = await holderNodes(c, dir);
+  if (isSemaphoreLayout(sorted)) return deleteLeaseNodes(c, dir);
   const removed = await Promise.all(
     holders.map(
       (node) =>

@@ -1,0 +1,292 @@
+import { toBigInt } from '../../backend-kit';
+import {
+  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+  CREATE_MODE_PERSISTENT,
+  ERR_CONNECTION_LOSS,
+  ERR_NO_NODE,
+  EVENT_NODE_DELETED,
+  errorCode,
+  zk,
+  type ZooKeeperError,
+  type ZooKeeperEvent,
+} from './zookeeper.client';
+import {
+  Contender,
+  deleteUntilGone,
+  type Grant,
+  type ZooKeeperLockStats,
+} from './zookeeper.contender';
+import { MUTEX_LOCK_NAME, nodePrefix, protectedId } from './zookeeper.nodes';
+import type { ZooKeeperSession } from './zookeeper.session';
+import {
+  LEASE_NAME,
+  PARTICIPANT,
+  SEMAPHORE_LEASES,
+  SEMAPHORE_LOCKS,
+  watchChildren,
+} from './zookeeper.semaphore-nodes';
+
+/**
+ * One semaphore acquire on one session, Curator's InterProcessSemaphoreV2.internalAcquire1Lease:
+ * take the `locks` mutex (a Contender: queued, one predecessor watch each), then, holding it,
+ * create our lease node, list `leases` with a watch and hold when the count is at most OUR permits
+ * (each participant counts against its own N, Curator's rule). Otherwise wait, still holding the
+ * mutex, for `leases` to change (a lease returned, by Curator or by us) and count again; finally
+ * give the mutex back. Safety does not even need the mutex: a lease counts every node created
+ * before its listing, so of N+1 simultaneous holders the last to list would have seen N+1. The
+ * mutex makes waiters queue (FIFO, no herd) and keeps Curator's waiters' turn.
+ *
+ * Same surface as Contender, so the backend drives both alike (abandon, kick, own-node loss); the
+ * grant is the lease node, its fencing token the node's czxid (the sequence restarts when an empty
+ * `leases` is deleted and recreated; zxids never go back).
+ */
+export class SemaphoreContender {
+  path: string | undefined;
+  abandoned = false;
+  granted = false;
+  onOwnDeleted: (() => void) | undefined;
+  ownDeleted = false;
+  private mutex: Contender | undefined;
+  private readonly leases: string;
+  private readonly prefix: string;
+  private createLost = false;
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private generation = 0;
+  private calling = false;
+  private answered = false;
+
+  constructor(
+    readonly session: ZooKeeperSession,
+    /** The semaphore path `<basePath>/<encoded key>` (the backend matches releases by it). */
+    readonly dir: string,
+    readonly owner: string,
+    private readonly permits: number,
+    private readonly tryOnce: boolean,
+    private readonly stats: ZooKeeperLockStats,
+    private readonly acl?: readonly unknown[],
+  ) {
+    this.leases = `${dir}/${SEMAPHORE_LEASES}`;
+    this.prefix = nodePrefix(protectedId(owner), LEASE_NAME);
+  }
+
+  /** Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  async run(): Promise<Grant | null> {
+    const c = this.session.client;
+    for (;;) {
+      if (this.tryOnce) {
+        // Full already: busy without creating a node (a read; adding ours could only exceed N).
+        const now = await this.call(() => zk.children(c, this.leases));
+        if (now && now.length >= this.permits) return null;
+      }
+      if (this.abandoned) return null;
+      const mutex = new Contender(
+        this.session,
+        `${this.dir}/${SEMAPHORE_LOCKS}`,
+        nodePrefix(protectedId(this.owner), MUTEX_LOCK_NAME),
+        this.owner,
+        true,
+        this.tryOnce,
+        this.stats,
+        this.acl,
+      );
+      this.mutex = mutex;
+      const locked = await mutex.run();
+      if (!locked) return null;
+      let path: string | null;
+      try {
+        path = await this.lease();
+      } finally {
+        // Not awaited: nothing of ours needs to wait for it (this session's requests stay in order).
+        this.unlock(locked.path);
+      }
+      if (!path) return null;
+      // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the token).
+      const stat = await this.call(() => zk.watch(c, path, this.ownWatcher));
+      if (this.abandoned) return this.giveUp();
+      if (stat) {
+        this.granted = true;
+        return { path, czxid: toBigInt(stat.czxid, 'zookeeper') };
+      }
+      this.path = undefined; // deleted between our count and now: start over
+      if (this.tryOnce) return null;
+    }
+  }
+
+  /**
+   * true while a request is outstanding and the server has answered none of this acquire's yet:
+   * what tells "ZooKeeper did not answer" from "busy" at a deadline. An acquire makes several
+   * requests in a row (mutex, lease, count), so one in flight at the deadline after earlier answers
+   * means a slow server or a full semaphore, not an unreachable one.
+   */
+  get serverCall(): boolean {
+    if (this.answered || this.mutex?.path !== undefined) return false;
+    return this.calling || (this.mutex?.serverCall ?? false);
+  }
+
+  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
+  kick(): void {
+    this.mutex?.kick();
+    this.woken = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  abandon(): void {
+    this.abandoned = true;
+    this.mutex?.abandon();
+    this.kick();
+  }
+
+  /** Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change. */
+  private async lease(): Promise<string | null> {
+    const c = this.session.client;
+    for (;;) {
+      if (this.abandoned) return this.giveUp();
+      try {
+        const fresh = !this.path;
+        // After a lost create answer, find our node first (by its protected prefix).
+        if (!this.path && this.createLost) this.path = await this.call(() => this.create());
+        this.woken = false;
+        const generation = ++this.generation;
+        // Pipelined: our create goes out before the watched listing, and the server runs a
+        // session's requests in order, so the listing includes our node: one round trip.
+        const creating = this.path ? undefined : this.create();
+        const [made, listed] = await this.call(() =>
+          Promise.allSettled([
+            creating,
+            watchChildren(c, this.leases, () => {
+              if (generation === this.generation) this.kick();
+            }),
+          ]),
+        );
+        if (made.status === 'rejected') throw made.reason;
+        if (made.value) this.path = made.value;
+        if (this.abandoned) return this.giveUp();
+        if (listed.status === 'rejected') throw listed.reason;
+        const path = this.path as string;
+        if (!listed.value?.includes(path.slice(this.leases.length + 1))) {
+          // Vanished (an operator, a forced release): create it again, as Curator retries. A node
+          // created just now is missing only when its create was retried after the listing: list again.
+          if (!fresh) this.path = undefined;
+          continue;
+        }
+        if (listed.value.length <= this.permits) return path;
+        if (this.tryOnce) return this.giveUp();
+        await this.sleep();
+      } catch (error) {
+        if (errorCode(error) === ERR_CONNECTION_LOSS && !this.session.dead && !this.abandoned)
+          continue; // the driver reconnects and queues the next request on the same session
+        throw error;
+      }
+    }
+  }
+
+  private readonly ownWatcher = (event: ZooKeeperEvent): void => {
+    if (event.path !== this.path) return;
+    if (event.type !== EVENT_NODE_DELETED) {
+      // Someone set our node's data: re-arm (watches are one-shot).
+      zk.watch(this.session.client, event.path, this.ownWatcher).then(
+        (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
+        () => undefined,
+      );
+      return;
+    }
+    if (!this.granted) return this.kick();
+    if (this.ownDeleted) return;
+    this.ownDeleted = true;
+    this.onOwnDeleted?.();
+  };
+
+  private async create(): Promise<string> {
+    const c = this.session.client;
+    if (this.createLost) {
+      // The last create's answer was lost: it may have happened. Our protected prefix finds it.
+      const children = await zk.children(c, this.leases);
+      this.createLost = false;
+      const mine = children?.find((child) => child.startsWith(this.prefix));
+      if (mine) return `${this.leases}/${mine}`;
+    }
+    try {
+      return await this.createLease();
+    } catch (error) {
+      if (errorCode(error) === ERR_NO_NODE) {
+        // The semaphore path itself is missing (an operator deleted it): create the parents.
+        await zk.mkdirp(c, this.leases, this.acl);
+        return this.createLease().catch((e) => this.createFailed(e));
+      }
+      return this.createFailed(error);
+    }
+  }
+
+  /**
+   * `leases` is deleted with its last lease, so it is created first in the same round trip (the
+   * server runs a session's requests in order; NODE_EXISTS, the usual answer, is ignored).
+   */
+  private createLease(): Promise<string> {
+    const c = this.session.client;
+    const path = `${this.leases}/${this.prefix}`;
+    if (this.acl) c.create(this.leases, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+    else c.create(this.leases, null, CREATE_MODE_PERSISTENT, () => undefined);
+    return new Promise((resolve, reject) => {
+      const done = (e: ZooKeeperError | null | undefined, p: string) =>
+        e ? reject(e) : resolve(p);
+      if (this.acl) c.create(path, PARTICIPANT, this.acl, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
+      else c.create(path, PARTICIPANT, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
+    });
+  }
+
+  private createFailed(error: unknown): never {
+    if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
+    throw error;
+  }
+
+  /** Returns our lease (not granted: deadline, cancel, tryOnce over the count). */
+  private async giveUp(): Promise<null> {
+    const c = this.session.client;
+    for (let attempt = 0; attempt < 5 && !this.session.dead; attempt++) {
+      try {
+        if (!this.path && this.createLost) {
+          const children = await zk.children(c, this.leases);
+          const mine = children?.find((child) => child.startsWith(this.prefix));
+          if (mine) this.path = `${this.leases}/${mine}`;
+          this.createLost = false;
+        }
+        if (this.path) await zk.release(c, this.path);
+        break;
+      } catch (error) {
+        if (errorCode(error) !== ERR_CONNECTION_LOSS) break;
+      }
+    }
+    this.path = undefined;
+    return null;
+  }
+
+  /**
+   * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long as
+   * our session lives, so it keeps trying in the background (Curator's guaranteed delete).
+   */
+  private unlock(path: string): void {
+    if (this.session.dead) return;
+    zk.release(this.session.client, path).catch(() =>
+      deleteUntilGone(this.session, path, () => false),
+    );
+  }
+
+  private sleep(): Promise<void> {
+    if (this.woken || this.abandoned) return Promise.resolve();
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  private async call<T>(op: () => Promise<T>): Promise<T> {
+    this.calling = true;
+    try {
+      const answer = await op();
+      this.answered = true;
+      return answer;
+    } finally {
+      this.calling = false;
+    }
+  }
+}
