@@ -19,6 +19,7 @@ import {
   type RedisClientLike,
 } from '../redis-client';
 import { RedisHandoffs } from './redis.handoffs';
+import { RedisSemaphore } from './redis.semaphore';
 import {
   resolveRedisOptions,
   type RedisLockBackendOptions,
@@ -61,6 +62,7 @@ export class RedisLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
+    semaphore: true,
   };
   private readonly o: ResolvedRedisOptions;
   private readonly subscriber: RedisSubscriber | undefined;
@@ -84,12 +86,27 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
+  /** Native semaphores (permits), sharing this backend's client, channel and handoff table. */
+  private get semaphore(): RedisSemaphore {
+    return (this.seats ??= new RedisSemaphore({
+      source: this.o.source,
+      subscriber: this.subscriber,
+      handoffs: this.handoffs,
+      channel: this.processChannel,
+      fenceRetention: this.o.fenceRetention,
+      replicated: (what, key) =>
+        this.o.replicas ? this.waitForReplicas(what, key) : Promise.resolve(),
+    }));
+  }
+  private seats: RedisSemaphore | undefined;
+
   /** The client, once known (a `clientFactory` client after the first call). */
   get client(): RedisClientLike | undefined {
     return this.o.source.current;
   }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    if (request.permits !== undefined) return this.semaphore.tryAcquire(request);
     const sentAt = performance.now();
     const reply = await this.attempt(request, 'try', 0);
     if (reply[0] !== 1) return busy(reply);
@@ -98,6 +115,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    if (request.permits !== undefined) return this.semaphore.acquire(request);
     const deadline = performance.now() + request.wait;
     let handed = '';
     let wake: (() => void) | undefined;
@@ -183,6 +201,8 @@ export class RedisLockBackend implements LockBackend {
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
+    if (locks.some((l) => l.permits !== undefined))
+      return this.semaphore.renewMixed(locks, (plain) => this.renew(plain));
     const calls = locks.map((l) => {
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode];
@@ -202,11 +222,14 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
+    if (lock.permits !== undefined) return this.semaphore.release(lock);
     await this.releaseScript(lock, '0');
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
   async inspect(key: string): Promise<LockInspection> {
+    const seats = await this.semaphore.inspect(key);
+    if (seats) return seats;
     const k = lockKeys(key);
     const client = await this.o.source.get();
     const view = parseInspect(
@@ -217,6 +240,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
   async forceRelease(key: string): Promise<boolean> {
+    const seats = await this.semaphore.forceRelease(key);
     const k = lockKeys(key);
     const client = await this.o.source.get();
     const args = [
@@ -228,7 +252,7 @@ export class RedisLockBackend implements LockBackend {
       this.o.fenceRetention,
       client.isCluster ? '0' : '1',
     ];
-    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
+    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1 || seats;
   }
 
   async close(): Promise<void> {
