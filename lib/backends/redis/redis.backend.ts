@@ -19,6 +19,7 @@ import {
   type RedisClientLike,
 } from '../redis-client';
 import { RedisHandoffs } from './redis.handoffs';
+import { acquireAllInOneScript } from './redis.multi-key';
 import { RedisSemaphore } from './redis.semaphore';
 import {
   resolveRedisOptions,
@@ -197,6 +198,12 @@ export class RedisLockBackend implements LockBackend {
     await this.leave(request, deadline);
     if (failure !== undefined) throw asUnavailable(failure, this.name, request.key);
     return last;
+  }
+
+  /** Every key of a multi-key grant in one script when they share a server (redis.multi-key.ts). */
+  async tryAcquireAll(requests: readonly BackendAttempt[]): Promise<BackendAcquireResult[] | null> {
+    if (this.o.replicas) return null;
+    return acquireAllInOneScript(await this.o.source.get(), requests, this.o.fenceRetention);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
