@@ -198,7 +198,8 @@ export interface LockBackend {
    * behind. Resolves null when it cannot take THESE keys in one step (Redis Cluster: keys in
    * several hash slots); the engine then takes them one at a time in canonical order, as it does
    * for backends without this method and whenever the one-step attempt finds a key busy and the
-   * caller may wait. Never queues, never waits.
+   * caller may wait. Never queues, never waits. The requests' onLost is a no-op (the leases do not
+   * exist yet): a session-based backend should not implement this.
    */
   tryAcquireAll?(requests: readonly BackendAttempt[]): Promise<BackendAcquireResult[] | null>;
 

@@ -55,6 +55,8 @@ type Phase = 'try' | 'wait' | 'recheck';
  * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
  * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
+ * Semaphores (`permits`) use the same queue-and-handoff design over a seat set (redis.semaphore.ts);
+ * a key array is taken in one script when its keys share a server (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {
   readonly name = 'redis';

@@ -171,14 +171,11 @@ export class RedisSemaphore {
       k.queue,
     ])) as [string[], string | null, number];
     if (flat.length === 0 && Number(queued) === 0) return undefined;
-    const holders = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      holders.push({
-        mode: 'exclusive' as const,
-        owner: flat[i],
-        remainingTtl: Math.max(0, Math.ceil(Number(flat[i + 1]))),
-      });
-    }
+    const holders = Array.from({ length: flat.length / 2 }, (_, i) => ({
+      mode: 'exclusive' as const,
+      owner: flat[2 * i],
+      remainingTtl: Math.max(0, Math.ceil(Number(flat[2 * i + 1]))),
+    }));
     return {
       key,
       held: holders.length > 0,
