@@ -8,7 +8,7 @@ import { runContended } from './contended.scenario';
 import { runDecorator } from './decorator.scenario';
 import { runWatchdog } from './watchdog.scenario';
 import { runScaling } from './scaling.scenario';
-import { runSemaphore } from './semaphore.scenario';
+import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphore.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
@@ -109,7 +109,9 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), name);
-  writeFileSync(join(dir, `${name}.md`), renderReport(results, charts));
+  const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
+  const report = renderReport(results, charts) + (semaphore ? semaphoreSection(semaphore) : '');
+  writeFileSync(join(dir, `${name}.md`), report);
   ctx.log(
     `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,
   );

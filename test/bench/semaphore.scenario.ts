@@ -203,3 +203,28 @@ if (process.argv.includes('--semaphore-worker') && process.send) {
     );
   });
 }
+
+/** The Markdown section of a run's report. */
+export function semaphoreSection(r: SemaphoreResult): string {
+  const line = (label: string, rows: SemaphoreRow[]) =>
+    rows.map(
+      (x) =>
+        `| ${label} | ${x.impl} | ${x.perSec.toFixed(0)} | ${x.latency.median.toFixed(2)} | ${x.latency.p99.toFixed(1)} | ${x.latency.n} |`,
+    );
+  return [
+    '',
+    `## Semaphore (Redis, permits ${r.permits}; ${r.rounds} rounds of ${r.windowMs} ms, alternating)`,
+    '',
+    'Uncontended: one client, acquire + release (latency = the cycle). Contended: ' +
+      `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait).`,
+    '',
+    '| row | contender | acquisitions/s | median ms | p99 ms | samples |',
+    '| :-- | :-- | --: | --: | --: | --: |',
+    ...line('uncontended', r.uncontended),
+    ...line('contended', r.contended),
+    '',
+    `Ours ÷ redis-semaphore: uncontended ${r.ratios.uncontended.toFixed(2)}×, contended ` +
+      `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×.`,
+    '',
+  ].join('\n');
+}
