@@ -12,7 +12,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
 import { ELECTION_PROPOSAL, Leadership, type CampaignOptions } from './leader-election';
-import { acquireAll, type LockKeys } from './multi-lock';
+import { acquireAll, PREGRANTED, type LockKeys, type PreGrant } from './multi-lock';
 import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
 import { LockLease } from './lock-lease';
@@ -292,6 +292,10 @@ export class LockEngine {
     // A semaphore of a key and the lock of the same key are different things to re-enter.
     const id = ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey);
     const existing = this.scopes.find(id);
+    // A grant made for a multi-key acquire (multi-lock.ts) that this context already holds: give it back.
+    const pre = (options as { [PREGRANTED]?: PreGrant } | undefined)?.[PREGRANTED];
+    if (existing && pre)
+      await backend.release({ key: fullKey, owner: pre.owner, mode: o.mode, ttl: o.ttl });
     if (existing) {
       if (existing.mode === 'shared' && o.mode === 'exclusive') {
         throw new InvalidLockOptionsError(
@@ -307,7 +311,7 @@ export class LockEngine {
     }
     o.signal?.throwIfAborted();
 
-    const owner = randomBytes(16).toString('hex');
+    const owner = pre?.owner ?? randomBytes(16).toString('hex');
     const proposal = (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL];
     const controller = new AbortController();
     const detached = this.detached;
@@ -336,9 +340,9 @@ export class LockEngine {
     try {
       // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
       // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
-      const attempt = detached(() =>
-        this.runner.run(backend, this.label(o.backend), request, stats),
-      );
+      const attempt = pre
+        ? Promise.resolve(pre.result)
+        : detached(() => this.runner.run(backend, this.label(o.backend), request, stats));
       // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
       const budget = Math.min(
         MAX_DURATION_MS,

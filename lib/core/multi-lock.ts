@@ -1,5 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import type { LockMode } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireResult,
+  LockBackend,
+  LockMode,
+} from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { LockHandle, type HandleLease, type LeaseOps } from './lock-handle';
 import type { LeaseState } from './lock-lease';
@@ -11,8 +16,24 @@ export type LockKeys = string | readonly string[];
 
 /** The part of the engine a multi-key acquire uses. */
 export interface MultiLockEngine {
+  readonly keyPrefix: string;
   acquire(key: string, options?: LockOptions): Promise<LockHandle>;
-  resolveOptions(options: LockOptions | undefined, key?: string): { ttl: number; wait: number };
+  resolveOptions(
+    options: LockOptions | undefined,
+    key?: string,
+  ): { ttl: number; wait: number; backend: string; mode: LockMode };
+  backend(name?: string): LockBackend;
+  current(key?: string, backend?: string): LockHandle | undefined;
+}
+
+/**
+ * Option (a symbol: never user input) on the per-key acquire of a multi-key grant the backend made
+ * in one step (tryAcquireAll): the engine wraps that grant in a lease instead of attempting.
+ */
+export const PREGRANTED = Symbol('multi-key grant');
+export interface PreGrant {
+  readonly owner: string;
+  readonly result: BackendAcquireResult;
 }
 
 /** A later key gets at least this much of the shared deadline, or one try (wait 0). */
@@ -46,6 +67,8 @@ export async function acquireAll(
   if (ordered.length === 1) return engine.acquire(ordered[0], options);
   const { ttl, wait } = engine.resolveOptions(options, ordered.join(', '));
   const deadline = performance.now() + wait;
+  const atOnce = await acquireAtOnce(engine, ordered, options);
+  if (atOnce) return new LockHandle(new CompositeLease(atOnce, ttl), COMPOSITE_OPS);
   const taken: LockHandle[] = [];
   try {
     for (const key of ordered) {
@@ -58,6 +81,51 @@ export async function acquireAll(
     throw error;
   }
   return new LockHandle(new CompositeLease(taken, ttl), COMPOSITE_OPS);
+}
+
+/**
+ * The one-step path: a backend with tryAcquireAll grants every key at once (Redis: one script).
+ * Taken only when no key is already held by this context (re-entry is per key); when the backend
+ * cannot batch these keys, or a key is busy, the caller falls back to the canonical-order path
+ * (which waits, under the same deadline). Each grant then becomes an ordinary per-key lease
+ * (watchdog, owner-checked release, loss signal); if wrapping fails, every grant is given back.
+ */
+async function acquireAtOnce(
+  engine: MultiLockEngine,
+  keys: readonly string[],
+  options: LockOptions | undefined,
+): Promise<LockHandle[] | undefined> {
+  const o = engine.resolveOptions(options, keys.join(', '));
+  const backend = engine.backend(o.backend);
+  if (!backend.tryAcquireAll || keys.some((k) => engine.current(k, o.backend))) return undefined;
+  options?.signal?.throwIfAborted();
+  const signal = new AbortController().signal;
+  const requests = keys.map((k) => ({
+    key: engine.keyPrefix + k,
+    owner: randomBytes(16).toString('hex'),
+    mode: o.mode,
+    ttl: o.ttl,
+    signal,
+    onLost: () => undefined,
+  }));
+  const results = await backend.tryAcquireAll(requests);
+  if (!results || !results.every((r) => r.acquired)) return undefined;
+  const taken: LockHandle[] = [];
+  try {
+    for (const [i, key] of keys.entries()) {
+      const pre: PreGrant = { owner: requests[i].owner, result: results[i] };
+      taken.push(
+        await engine.acquire(key, { ...options, wait: 0, [PREGRANTED]: pre } as LockOptions),
+      );
+    }
+    return taken;
+  } catch (error) {
+    await Promise.all([
+      ...taken.map((h) => h.release().catch(() => undefined)),
+      ...requests.slice(taken.length).map((r) => backend.release(r).catch(() => undefined)),
+    ]);
+    throw error;
+  }
 }
 
 /**

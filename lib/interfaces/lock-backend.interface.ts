@@ -191,6 +191,19 @@ export interface LockBackend {
   acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
 
   /**
+   * Optional multi-key grant in ONE step (a key array: LockService.acquire(['a', 'b'])): all the
+   * requests (distinct keys, one mode, one owner each) are granted together, or none is. Resolves
+   * one result per request, in order: every one acquired (each with its own fencing token, as
+   * tryAcquire would give it), or none acquired (busy ones with retryAfter) with nothing left
+   * behind. Resolves null when it cannot take THESE keys in one step (Redis Cluster: keys in
+   * several hash slots); the engine then takes them one at a time in canonical order, as it does
+   * for backends without this method and whenever the one-step attempt finds a key busy and the
+   * caller may wait. Never queues, never waits. The requests' onLost is a no-op (the leases do not
+   * exist yet): a session-based backend should not implement this.
+   */
+  tryAcquireAll?(requests: readonly BackendAttempt[]): Promise<BackendAcquireResult[] | null>;
+
+  /**
    * Renew many held locks at once (the watchdog batches every due lock of this backend into one
    * call). Resolves one boolean per lock, in order: true = still ours and extended by its ttl,
    * false = gone or owned by someone else. Rejects when the backend cannot be reached.

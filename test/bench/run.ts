@@ -8,6 +8,7 @@ import { runContended } from './contended.scenario';
 import { runDecorator } from './decorator.scenario';
 import { runWatchdog } from './watchdog.scenario';
 import { runScaling } from './scaling.scenario';
+import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphore.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
@@ -16,12 +17,19 @@ import { WorkerPool } from './bench.workers';
 const WORKER_PROCESSES = 8;
 
 /**
- * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling]
+ * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore]
  * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the scenarios (ours and
  * the competitors alternating, in this one process, against the same servers), writes
  * test/bench/results/<name>.json and .md and the charts under docs/bench/. Nothing asserts a time.
  */
-const SCENARIOS = ['uncontended', 'contended', 'decorator', 'watchdog', 'scaling'] as const;
+const SCENARIOS = [
+  'uncontended',
+  'contended',
+  'decorator',
+  'watchdog',
+  'scaling',
+  'semaphore',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 async function main(): Promise<void> {
@@ -88,6 +96,7 @@ async function main(): Promise<void> {
       if (scenario === 'decorator') results.decorator = await runDecorator(ctx);
       if (scenario === 'watchdog') results.watchdog = await runWatchdog(ctx);
       if (scenario === 'scaling') results.scaling = await runScaling(ctx);
+      if (scenario === 'semaphore') Object.assign(results, { semaphore: await runSemaphore(ctx) });
     }
   } finally {
     await (await pool?.catch(() => undefined))?.stop();
@@ -100,7 +109,9 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), name);
-  writeFileSync(join(dir, `${name}.md`), renderReport(results, charts));
+  const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
+  const report = renderReport(results, charts) + (semaphore ? semaphoreSection(semaphore) : '');
+  writeFileSync(join(dir, `${name}.md`), report);
   ctx.log(
     `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,
   );

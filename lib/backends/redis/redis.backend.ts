@@ -19,6 +19,8 @@ import {
   type RedisClientLike,
 } from '../redis-client';
 import { RedisHandoffs } from './redis.handoffs';
+import { acquireAllInOneScript } from './redis.multi-key';
+import { RedisSemaphore } from './redis.semaphore';
 import {
   resolveRedisOptions,
   type RedisLockBackendOptions,
@@ -53,6 +55,8 @@ type Phase = 'try' | 'wait' | 'recheck';
  * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
  * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
+ * Semaphores (`permits`) use the same queue-and-handoff design over a seat set (redis.semaphore.ts);
+ * a key array is taken in one script when its keys share a server (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {
   readonly name = 'redis';
@@ -61,6 +65,7 @@ export class RedisLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
+    semaphore: true,
   };
   private readonly o: ResolvedRedisOptions;
   private readonly subscriber: RedisSubscriber | undefined;
@@ -86,12 +91,27 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
+  /** Native semaphores (permits), sharing this backend's client, channel and handoff table. */
+  private get semaphore(): RedisSemaphore {
+    return (this.seats ??= new RedisSemaphore({
+      source: this.o.source,
+      subscriber: this.subscriber,
+      handoffs: this.handoffs,
+      channel: this.processChannel,
+      fenceRetention: this.o.fenceRetention,
+      replicated: (what, key) =>
+        this.o.replicas ? this.waitForReplicas(what, key) : Promise.resolve(),
+    }));
+  }
+  private seats: RedisSemaphore | undefined;
+
   /** The client, once known (a `clientFactory` client after the first call). */
   get client(): RedisClientLike | undefined {
     return this.o.source.current;
   }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    if (request.permits !== undefined) return this.semaphore.tryAcquire(request);
     const sentAt = performance.now();
     const reply = await this.attempt(request, 'try', 0);
     if (reply[0] !== 1) return busy(reply);
@@ -100,6 +120,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    if (request.permits !== undefined) return this.semaphore.acquire(request);
     const deadline = performance.now() + request.wait;
     let handed = '';
     let wake: (() => void) | undefined;
@@ -186,8 +207,16 @@ export class RedisLockBackend implements LockBackend {
     return last;
   }
 
+  /** Every key of a multi-key grant in one script when they share a server (redis.multi-key.ts). */
+  async tryAcquireAll(requests: readonly BackendAttempt[]): Promise<BackendAcquireResult[] | null> {
+    if (this.o.replicas) return null;
+    return acquireAllInOneScript(await this.o.source.get(), requests, this.o.fenceRetention);
+  }
+
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
+    if (locks.some((l) => l.permits !== undefined))
+      return this.semaphore.renewMixed(locks, (plain) => this.renew(plain));
     const calls = locks.map((l) => {
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode];
@@ -207,11 +236,14 @@ export class RedisLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
+    if (lock.permits !== undefined) return this.semaphore.release(lock);
     await this.releaseScript(lock, '0');
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
   async inspect(key: string): Promise<LockInspection> {
+    const seats = await this.semaphore.inspect(key);
+    if (seats) return seats;
     const k = lockKeys(key);
     const client = await this.o.source.get();
     const view = parseInspect(
@@ -222,6 +254,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
   async forceRelease(key: string): Promise<boolean> {
+    const seats = await this.semaphore.forceRelease(key);
     const k = lockKeys(key);
     const client = await this.o.source.get();
     const args = [
@@ -233,7 +266,7 @@ export class RedisLockBackend implements LockBackend {
       this.o.fenceRetention,
       client.isCluster ? '0' : '1',
     ];
-    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
+    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1 || seats;
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,207 @@
+import { lockKeys, redisScript } from '../redis-client';
+
+/**
+ * Lua scripts of the Redis backend's native semaphores (`permits: N`). Keys, all in the slot of
+ * the lock's hash tag `{K}` (so Redis Cluster runs them unchanged):
+ *   {K}:s   seats: sorted set owner -> expiry (server ms), PEXPIREAT its latest expiry
+ *   {K}:f   fence: the lock's own counter (a key's lock and semaphore grants share one order)
+ *   {K}:sq  waiters in arrival order: sorted set owner -> arrival (server µs)
+ *   {K}:sw  waiter details: hash owner -> "deadline|permits|ttl|channel"; after a handoff
+ *           "=token" until the holder confirms it (recheck) or releases
+ *
+ * Invariants: a request is granted only while fewer than ITS OWN permits hold a live seat
+ * (Curator's rule); a newcomer never overtakes a queued waiter; whenever seats are freed while
+ * waiters are queued (release, leave, expiry found by an attempt, forceRelease) the same script
+ * grants the head waiters, one per free seat, each with its own token, and PUBLISHes
+ * "owner|token" on that waiter's process channel, so one freed seat wakes exactly one waiter.
+ */
+export interface SemaphoreKeys {
+  readonly seats: string;
+  readonly fence: string;
+  readonly queue: string;
+  readonly details: string;
+}
+
+export function semaphoreKeys(fullKey: string): SemaphoreKeys {
+  const tag = lockKeys(fullKey).writer;
+  return { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
+}
+
+const COMMON = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function fence(F, retention)
+  local f = redis.call('INCR', F)
+  if f == 1 then
+    local t = redis.call('TIME')
+    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
+  end
+  return string.format('%.0f', f)
+end
+local function live(S, now)
+  redis.call('ZREMRANGEBYSCORE', S, '-inf', now)
+  return redis.call('ZCARD', S)
+end
+local function seat(S, owner, expiry)
+  redis.call('ZADD', S, expiry, owner)
+  local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', S, tonumber(last[2]))
+end
+-- dispatch: grant queued waiters in arrival order while the head finds a free seat (by its own
+-- permits); drop waiters past their deadline; with probe (standalone), a grant whose PUBLISH
+-- reached nobody is undone. Returns the token granted to self, or false.
+local function dispatch(S, F, Q, D, retention, probe, self)
+  local now = now_ms()
+  local held = live(S, now)
+  local mine = false
+  while true do
+    local head = redis.call('ZRANGE', Q, 0, 0)[1]
+    if not head then break end
+    local info = redis.call('HGET', D, head)
+    local deadline, permits, ttl, channel
+    if info then deadline, permits, ttl, channel = string.match(info, '^(%d+)|(%d+)|(%d+)|(.*)$') end
+    if not deadline or tonumber(deadline) <= now then
+      redis.call('ZREM', Q, head)
+      redis.call('HDEL', D, head)
+    else
+      if held >= tonumber(permits) then break end
+      redis.call('ZREM', Q, head)
+      seat(S, head, now + tonumber(ttl))
+      local token = fence(F, retention)
+      local got = 1
+      if head == self then
+        mine = token
+        redis.call('HDEL', D, head)
+      else
+        redis.call('HSET', D, head, '=' .. token)
+        if channel ~= '' then got = redis.call('PUBLISH', channel, head .. '|' .. token) end
+        if got == 0 and probe == '1' then
+          redis.call('ZREM', S, head)
+          redis.call('HDEL', D, head)
+        end
+      end
+      if got > 0 or probe ~= '1' then held = held + 1 end
+    end
+  end
+  return mine
+end
+`;
+
+/**
+ * acquire KEYS=S,F,Q,D ARGV=owner,ttl,permits,fenceRetention,phase,waitMs,channel,probe
+ * phase 'try': one attempt, never queues; 'wait': attempt, else queue (deadline now + waitMs);
+ * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
+ * Returns {1, token} or {0, ms until the earliest seat expires (-1 unknown)}. Uncontended path:
+ * EXISTS Q, ZREMRANGEBYSCORE + ZCARD S, ZADD S, INCR F.
+ */
+export const SEM_ACQUIRE = redisScript(`${COMMON}
+local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, ttl, permits, retention, phase = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local now = now_ms()
+local function busy()
+  local first = redis.call('ZRANGE', S, 0, 0, 'WITHSCORES')
+  if first[1] then return {0, tonumber(first[2]) - now} end
+  return {0, -1}
+end
+local function enqueue()
+  if not redis.call('ZSCORE', Q, owner) then
+    local t = redis.call('TIME')
+    redis.call('ZADD', Q, tonumber(t[1]) * 1000000 + tonumber(t[2]), owner)
+  end
+  redis.call('HSET', D, owner, string.format('%.0f', now + waitms) .. '|' .. permits .. '|' .. ttl .. '|' .. channel)
+  local keep = waitms + ttl + 1000
+  for _, k in ipairs({Q, D}) do
+    if redis.call('PTTL', k) < keep then redis.call('PEXPIRE', k, keep) end
+  end
+end
+if phase == 'recheck' then
+  local s = redis.call('ZSCORE', S, owner)
+  if s and tonumber(s) > now then
+    local info = redis.call('HGET', D, owner)
+    redis.call('HDEL', D, owner)
+    if info and string.sub(info, 1, 1) == '=' then return {1, string.sub(info, 2)} end
+    return {1, redis.call('GET', F) or fence(F, retention)}
+  end
+end
+if redis.call('EXISTS', Q) == 1 then
+  if phase ~= 'try' then
+    enqueue()
+    local got = dispatch(S, F, Q, D, retention, probe, owner)
+    if got then return {1, got} end
+    return busy()
+  end
+  -- A one-shot attempt never overtakes the queue, but serves it if seats expired.
+  dispatch(S, F, Q, D, retention, probe, '')
+  if redis.call('EXISTS', Q) == 1 then return busy() end
+end
+if live(S, now) < permits then
+  seat(S, owner, now + ttl)
+  return {1, fence(F, retention)}
+end
+if phase ~= 'try' then enqueue() end
+return busy()
+`);
+
+/**
+ * renew KEYS=S ARGV=owner,ttl
+ * Owner-checked: extends our live seat to now + ttl. Returns 1, or 0 when the seat is gone.
+ */
+export const SEM_RENEW = redisScript(`${COMMON}
+local now = now_ms()
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then return 0 end
+if tonumber(s) <= now then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 0
+end
+seat(KEYS[1], ARGV[1], now + tonumber(ARGV[2]))
+return 1
+`);
+
+/**
+ * release KEYS=S,F,Q,D ARGV=owner,fenceRetention,probe,leaving
+ * Owner-checked: frees our seat; with leaving='1' also our queue entry (a waiter that gave up).
+ * Then grants the freed seat(s) to the queue's head waiter(s). Returns 1 if a seat of ours was freed.
+ */
+export const SEM_RELEASE = redisScript(`${COMMON}
+local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local released = redis.call('ZREM', S, ARGV[1])
+redis.call('HDEL', D, ARGV[1])
+if ARGV[4] == '1' then redis.call('ZREM', Q, ARGV[1]) end
+if (released == 1 or ARGV[4] == '1') and redis.call('EXISTS', Q) == 1 then
+  dispatch(S, F, Q, D, ARGV[2], ARGV[3], '')
+end
+return released
+`);
+
+/**
+ * inspect KEYS=S,F,Q ARGV=-
+ * Returns {flat owner/ms-left pairs of live seats, last token or false, queued waiters}.
+ */
+export const SEM_INSPECT = redisScript(`${COMMON}
+local now = now_ms()
+local flat = {}
+local seats = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #seats, 2 do
+  flat[#flat + 1] = seats[i]
+  flat[#flat + 1] = tostring(tonumber(seats[i + 1]) - now)
+end
+return {flat, redis.call('GET', KEYS[2]) or false, redis.call('ZCARD', KEYS[3])}
+`);
+
+/**
+ * forceRelease KEYS=S,F,Q,D ARGV=fenceRetention,probe
+ * Frees every seat whoever holds it (the fence is kept) and serves the queue. Returns the seats freed.
+ */
+export const SEM_FORCE_RELEASE = redisScript(`${COMMON}
+local n = live(KEYS[1], now_ms())
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], '')
+end
+return n
+`);

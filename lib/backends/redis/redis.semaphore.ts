@@ -1,0 +1,300 @@
+import { asUnavailable, safeValidity } from '../../backend-kit';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+  BackendLock,
+  LockInspection,
+} from '../../interfaces/lock-backend.interface';
+import {
+  runScript,
+  runScriptBatch,
+  type RedisClientLike,
+  type RedisClientSource,
+  type RedisSubscriber,
+} from '../redis-client';
+import type { RedisHandoffs } from './redis.handoffs';
+import {
+  SEM_ACQUIRE,
+  SEM_FORCE_RELEASE,
+  SEM_INSPECT,
+  SEM_RELEASE,
+  SEM_RENEW,
+  semaphoreKeys,
+} from './redis.semaphore-scripts';
+
+/** A queued waiter re-checks on the server at least this often (a lost message, an expired seat). */
+const RECHECK_MS = 5_000;
+/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 50;
+
+type Phase = 'try' | 'wait' | 'recheck';
+
+/** What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff table). */
+export interface RedisSemaphoreDeps {
+  readonly source: RedisClientSource;
+  readonly subscriber: RedisSubscriber | undefined;
+  readonly handoffs: RedisHandoffs;
+  /** This backend's process channel (handoffs to its waiters arrive there). */
+  readonly channel: string;
+  readonly fenceRetention: number;
+  /** WAIT for the configured replicas after a grant or renewal (no-op without `replicas`). */
+  readonly replicated: (what: string, key: string) => Promise<void>;
+}
+
+/**
+ * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted
+ * set `{K}:s` of owner -> expiry (server ms) beside the lock's keys, in its hash slot. An attempt
+ * is one script: purge expired seats, grant when fewer than the request's own N hold and nobody
+ * is queued ahead, else queue (arrival order, with a deadline). Release and forceRelease grant the
+ * freed seats to the head waiters in the same script and PUBLISH each grant on the waiter's
+ * process channel, through the lock's handoff table: one freed seat wakes one waiter, who takes
+ * the grant from the message. Every grant gets its own INCR of the key's fence, so tokens grow
+ * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick.
+ */
+export class RedisSemaphore {
+  constructor(private readonly d: RedisSemaphoreDeps) {}
+
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    const sentAt = performance.now();
+    const reply = await this.attempt(request, 'try', 0);
+    if (reply[0] !== 1) return busy(reply);
+    return this.granted(request, String(reply[1]), sentAt);
+  }
+
+  /** A queued wait; resolves `{ acquired: false }` once the request's signal aborts. */
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const deadline = performance.now() + request.wait;
+    let handed = '';
+    let wake: (() => void) | undefined;
+    const unregister = this.d.handoffs.expect(request.owner, (token) => {
+      if (token) handed = token;
+      wake?.();
+    });
+    // Subscribe before queueing, so a handoff is never announced before we listen.
+    await this.d.subscriber?.ensure().catch(() => undefined);
+    let phase: Phase = 'wait';
+    let failure: unknown;
+    let backoff = 10;
+    let sentAt = performance.now();
+    let last: { acquired: false; retryAfter?: number } = { acquired: false };
+    try {
+      for (;;) {
+        if (request.signal.aborted) break;
+        if (handed) {
+          const token = handed;
+          handed = '';
+          const result = await this.handedOver(request, token, sentAt);
+          if (result) return result;
+          phase = 'recheck';
+        }
+        let sleep: number;
+        try {
+          sentAt = performance.now();
+          const reply = await this.attempt(
+            request,
+            phase,
+            Math.max(1, Math.ceil(deadline - sentAt)),
+          );
+          failure = undefined;
+          backoff = 10;
+          if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
+          last = busy(reply);
+          phase = 'recheck';
+          const expiry = last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1;
+          sleep = Math.min(RECHECK_MS, expiry);
+        } catch (error) {
+          failure = error;
+          if (phase === 'wait') phase = 'recheck';
+          sleep = Math.random() * backoff;
+          backoff = Math.min(backoff * 2, 500);
+        }
+        if (request.signal.aborted) break;
+        if (handed) continue;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            request.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, sleep);
+          request.signal.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+      }
+    } finally {
+      unregister();
+    }
+    await this.leave(request, deadline);
+    if (failure !== undefined) throw asUnavailable(failure, 'redis', request.key);
+    return last;
+  }
+
+  /** Owner-checked renewals of many seats: one pipelined round trip (concurrent calls on Cluster). */
+  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    if (locks.length === 0) return [];
+    const calls = locks.map((l) => [semaphoreKeys(l.key).seats, l.owner, l.ttl]);
+    const client = await this.d.source.get();
+    const replies = client.isCluster
+      ? await Promise.all(calls.map((args) => runScript(client, SEM_RENEW, 1, args)))
+      : await runScriptBatch(client, SEM_RENEW, 1, calls);
+    const results = replies.map((r) => Number(r) === 1);
+    if (results.some(Boolean)) await this.d.replicated('renewal', locks[0].key);
+    return results;
+  }
+
+  /** Renews a batch that mixes locks and seats: seats here, the rest through `renewLocks`. */
+  async renewMixed(
+    locks: readonly BackendLock[],
+    renewLocks: (locks: readonly BackendLock[]) => Promise<boolean[]>,
+  ): Promise<boolean[]> {
+    const seats = locks.filter((l) => l.permits !== undefined);
+    const plain = locks.filter((l) => l.permits === undefined);
+    const [a, b] = await Promise.all([this.renew(seats), renewLocks(plain)]);
+    let i = 0;
+    let j = 0;
+    return locks.map((l) => (l.permits !== undefined ? a[i++] : b[j++]));
+  }
+
+  async release(lock: BackendLock): Promise<void> {
+    await this.releaseScript(lock, '0');
+  }
+
+  /** The semaphore view of `key`, or undefined when no seat is held and nobody waits for one. */
+  async inspect(key: string): Promise<LockInspection | undefined> {
+    const k = semaphoreKeys(key);
+    const client = await this.d.source.get();
+    const [flat, fence, queued] = (await runScript(client, SEM_INSPECT, 3, [
+      k.seats,
+      k.fence,
+      k.queue,
+    ])) as [string[], string | null, number];
+    if (flat.length === 0 && Number(queued) === 0) return undefined;
+    const holders = Array.from({ length: flat.length / 2 }, (_, i) => ({
+      mode: 'exclusive' as const,
+      owner: flat[2 * i],
+      remainingTtl: Math.max(0, Math.ceil(Number(flat[2 * i + 1]))),
+    }));
+    return {
+      key,
+      held: holders.length > 0,
+      mode: holders.length > 0 ? 'exclusive' : undefined,
+      holders,
+      fencingToken: fence ? BigInt(fence) : undefined,
+      waiters: Number(queued),
+    };
+  }
+
+  /** Frees every seat of `key` and serves its queue; resolves true when a seat was held. */
+  async forceRelease(key: string): Promise<boolean> {
+    const k = semaphoreKeys(key);
+    const client = await this.d.source.get();
+    const args = [k.seats, k.fence, k.queue, k.details, this.d.fenceRetention, probe(client)];
+    return Number(await runScript(client, SEM_FORCE_RELEASE, 4, args)) > 0;
+  }
+
+  private async attempt(
+    request: BackendAttempt,
+    phase: Phase,
+    waitMs: number,
+  ): Promise<[number, string | number]> {
+    const k = semaphoreKeys(request.key);
+    const channel = this.d.subscriber?.ready ? this.d.channel : '';
+    const client = this.d.source.current ?? (await this.d.source.get());
+    const args = [
+      k.seats,
+      k.fence,
+      k.queue,
+      k.details,
+      request.owner,
+      request.ttl,
+      request.permits ?? 1,
+      this.d.fenceRetention,
+      phase,
+      waitMs,
+      channel,
+      probe(client),
+    ];
+    return (await runScript(client, SEM_ACQUIRE, 4, args)) as [number, string | number];
+  }
+
+  private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
+    const k = semaphoreKeys(lock.key);
+    const client = this.d.source.current ?? (await this.d.source.get());
+    const args = [
+      k.seats,
+      k.fence,
+      k.queue,
+      k.details,
+      lock.owner,
+      this.d.fenceRetention,
+      probe(client),
+      leaving,
+    ];
+    return Number(await runScript(client, SEM_RELEASE, 4, args));
+  }
+
+  /** A grant that arrived by message: dated from our last request, or re-dated by one renewal. */
+  private async handedOver(
+    request: BackendAttempt,
+    token: string,
+    sentAt: number,
+  ): Promise<BackendAcquireResult | undefined> {
+    if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
+      const renewedAt = performance.now();
+      const [ok] = await this.renew([request]);
+      if (!ok) return undefined;
+      sentAt = renewedAt;
+    }
+    return this.granted(request, token, sentAt);
+  }
+
+  private async granted(
+    request: BackendAttempt,
+    token: string,
+    sentAt: number,
+  ): Promise<BackendAcquireResult> {
+    try {
+      await this.d.replicated('grant', request.key);
+    } catch (error) {
+      await this.release(request).catch(() => undefined);
+      throw error;
+    }
+    return { acquired: true, fencingToken: BigInt(token), sentAt };
+  }
+
+  /** A waiter gave up: leave the queue (and give back a seat that raced with it), briefly awaited. */
+  private async leave(request: BackendAttempt, deadline: number): Promise<void> {
+    const leaving = this.releaseScript(request, '1');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'late'>(
+      (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
+    );
+    const outcome = await Promise.race([
+      leaving.then(
+        () => 'left' as const,
+        () => 'failed' as const,
+      ),
+      timedOut,
+    ]);
+    clearTimeout(timer);
+    if (outcome !== 'left') {
+      this.d.handoffs.abandon(
+        request,
+        Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
+      );
+      leaving.catch(() => undefined);
+    }
+  }
+}
+
+/** Standalone primaries undo a handoff nobody received (PUBLISH reaches every subscriber there). */
+function probe(client: RedisClientLike): '0' | '1' {
+  return client.isCluster ? '0' : '1';
+}
+
+function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
+  const pttl = Number(reply[1]);
+  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+}

@@ -1,0 +1,230 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { Semaphore } from 'redis-semaphore';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
+import type { BenchContext } from './bench.context';
+import { sleep, summarize, type Summary } from './bench.stats';
+
+/**
+ * Semaphore rows (`--scenarios=semaphore`, Redis only): ours (native seats, `permits: 3`) against
+ * redis-semaphore 5.8's `Semaphore` (limit 3, its defaults: lockTimeout 10 s, polls every 10 ms
+ * for up to 10 s), on the same private server, alternating windows.
+ * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency);
+ * - contended: 8 worker processes (this file, forked), one client each, all on one semaphore of 3:
+ *   acquire (waiting), hold 1 ms, release, pause 2 ms (acquisitions/s, wait of each acquire).
+ * Nothing asserts a time.
+ */
+export const PERMITS = 3;
+const PROCESSES = 8;
+const HOLD_MS = 1;
+const PAUSE_MS = 2;
+type Impl = 'ours' | 'redis-semaphore';
+const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
+
+export interface SemaphoreRow {
+  impl: Impl;
+  perSec: number;
+  latency: Summary;
+}
+export interface SemaphoreResult {
+  permits: number;
+  processes: number;
+  windowMs: number;
+  rounds: number;
+  uncontended: SemaphoreRow[];
+  contended: SemaphoreRow[];
+  /** ours ÷ redis-semaphore acquisitions/s; their p99 ÷ ours. */
+  ratios: { uncontended: number; contendedRate: number; contendedP99: number };
+}
+
+interface Client {
+  take(key: string): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+function connect(impl: Impl, port: number): Client {
+  const client = redisClient(port);
+  if (impl === 'redis-semaphore') {
+    return {
+      async take(key) {
+        const sem = new Semaphore(client, `rs:${key}`, PERMITS, { lockTimeout: BENCH_TTL_MS });
+        await sem.acquire();
+        return () => sem.release();
+      },
+      close: async () => void client.disconnect(),
+    };
+  }
+  const engine = new LockEngine({
+    backend: new RedisLockBackend({ client }),
+    keyPrefix: 'bench:',
+    defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
+  });
+  return {
+    async take(key) {
+      const h = await engine.acquire(key, { permits: PERMITS });
+      return () => h.release();
+    },
+    async close() {
+      await engine.close();
+      client.disconnect();
+    },
+  };
+}
+
+/** One client's loop until `until` (performance.now); returns each acquire's (or cycle's) ms. */
+async function loop(c: Client, key: string, until: number, hold: number, pause: number) {
+  const samples: number[] = [];
+  while (performance.now() < until) {
+    const t = performance.now();
+    const release = await c.take(key);
+    if (hold === 0) {
+      await release();
+      samples.push(performance.now() - t);
+      continue;
+    }
+    samples.push(performance.now() - t);
+    await sleep(hold);
+    await release();
+    await sleep(pause);
+  }
+  return samples;
+}
+
+interface Job {
+  impl: Impl;
+  port: number;
+  key: string;
+  durationMs: number;
+  warmUpMs: number;
+}
+
+/** Worker side: connect, warm up on another key, then run the measured window. */
+async function workerJob(j: Job): Promise<number[]> {
+  const c = connect(j.impl, j.port);
+  try {
+    await loop(c, `${j.key}:warm`, performance.now() + j.warmUpMs, HOLD_MS, PAUSE_MS);
+    return await loop(c, j.key, performance.now() + j.durationMs, HOLD_MS, PAUSE_MS);
+  } finally {
+    await c.close();
+  }
+}
+
+function startWorkers(): ChildProcess[] {
+  return Array.from({ length: PROCESSES }, () =>
+    fork(__filename, ['--semaphore-worker'], {
+      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+}
+
+function runOn(child: ChildProcess, job: Job): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { samples?: number[]; error?: string }) => {
+      child.off('exit', onExit);
+      if (m.error) reject(new Error(m.error));
+      else resolve(m.samples ?? []);
+    };
+    const onExit = (code: number | null) => reject(new Error(`worker exited (${code})`));
+    child.once('message', onMessage);
+    child.once('exit', onExit);
+    child.send(job);
+  });
+}
+
+function row(impl: Impl, samples: number[], windowMs: number, rounds: number): SemaphoreRow {
+  return {
+    impl,
+    perSec: samples.length / ((windowMs * rounds) / 1000),
+    latency: summarize(samples),
+  };
+}
+
+export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> {
+  await ctx.servers.need('redis');
+  const port = ctx.servers.redis!.port;
+  const rounds = ctx.quick ? 2 : 3;
+  const windowMs = ctx.quick ? 1_000 : 4_000;
+  const warmUpMs = ctx.quick ? 300 : 1_000;
+  const un = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
+  const co = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
+  const workers = startWorkers();
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? IMPLS : [...IMPLS].reverse();
+      for (const impl of order) {
+        const c = connect(impl, port);
+        await loop(c, `u${round}:warm`, performance.now() + warmUpMs, 0, 0);
+        const s = await loop(c, `u${round}:${impl}`, performance.now() + windowMs, 0, 0);
+        await c.close();
+        un.get(impl)!.push(...s);
+        ctx.log(
+          `semaphore uncontended ${impl} round ${round}: ${(s.length / (windowMs / 1000)).toFixed(0)}/s`,
+        );
+      }
+      for (const impl of order) {
+        const job = { impl, port, key: `c${round}:${impl}`, durationMs: windowMs, warmUpMs };
+        const all = (await Promise.all(workers.map((w) => runOn(w, job)))).flat();
+        co.get(impl)!.push(...all);
+        const p99 = summarize(all).p99;
+        ctx.log(
+          `semaphore contended ${impl} round ${round}: ${(all.length / (windowMs / 1000)).toFixed(0)}/s, p99 wait ${p99.toFixed(1)} ms`,
+        );
+      }
+    }
+  } finally {
+    for (const w of workers) w.kill();
+  }
+  const uncontended = IMPLS.map((i) => row(i, un.get(i)!, windowMs, rounds));
+  const contended = IMPLS.map((i) => row(i, co.get(i)!, windowMs, rounds));
+  const result: SemaphoreResult = {
+    permits: PERMITS,
+    processes: PROCESSES,
+    windowMs,
+    rounds,
+    uncontended,
+    contended,
+    ratios: {
+      uncontended: uncontended[0].perSec / uncontended[1].perSec,
+      contendedRate: contended[0].perSec / contended[1].perSec,
+      contendedP99: contended[1].latency.p99 / contended[0].latency.p99,
+    },
+  };
+  ctx.log(`semaphore ratios (ours vs redis-semaphore): ${JSON.stringify(result.ratios)}`);
+  return result;
+}
+
+if (process.argv.includes('--semaphore-worker') && process.send) {
+  process.on('message', (job: Job) => {
+    workerJob(job).then(
+      (samples) => process.send!({ samples }),
+      (error: unknown) => process.send!({ error: String(error) }),
+    );
+  });
+}
+
+/** The Markdown section of a run's report. */
+export function semaphoreSection(r: SemaphoreResult): string {
+  const line = (label: string, rows: SemaphoreRow[]) =>
+    rows.map(
+      (x) =>
+        `| ${label} | ${x.impl} | ${x.perSec.toFixed(0)} | ${x.latency.median.toFixed(2)} | ${x.latency.p99.toFixed(1)} | ${x.latency.n} |`,
+    );
+  return [
+    '',
+    `## Semaphore (Redis, permits ${r.permits}; ${r.rounds} rounds of ${r.windowMs} ms, alternating)`,
+    '',
+    'Uncontended: one client, acquire + release (latency = the cycle). Contended: ' +
+      `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait).`,
+    '',
+    '| row | contender | acquisitions/s | median ms | p99 ms | samples |',
+    '| :-- | :-- | --: | --: | --: | --: |',
+    ...line('uncontended', r.uncontended),
+    ...line('contended', r.contended),
+    '',
+    `Ours ÷ redis-semaphore: uncontended ${r.ratios.uncontended.toFixed(2)}×, contended ` +
+      `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×.`,
+    '',
+  ].join('\n');
+}

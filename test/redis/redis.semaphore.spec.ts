@@ -1,0 +1,235 @@
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import {
+  SEM_ACQUIRE,
+  SEM_RELEASE,
+  semaphoreKeys,
+} from '../../lib/backends/redis/redis.semaphore-scripts';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
+import { RedisServer } from '../support/redis-server';
+import { eventually } from '../support/server-process';
+
+/**
+ * Native Redis semaphores (`permits: N`) on a real redis-server: at most N holders across
+ * processes (a backend with its own connections stands for a process) with every seat used, FIFO
+ * waiters woken one per freed seat (scripts counted per sha and on the server), an expired seat
+ * reclaimed, owner-checked release and renewal, Curator's rule for holders that disagree on N,
+ * growing tokens, and inspect/forceRelease over the seat layout.
+ */
+const PREFIX = 's:';
+let server: RedisServer;
+let admin: Redis;
+let clients: Redis[] = [];
+let engines: LockEngine[] = [];
+
+function processLike(): { engine: LockEngine; client: Redis; backend: RedisLockBackend } {
+  const client = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  clients.push(client);
+  const backend = new RedisLockBackend({ client });
+  const engine = new LockEngine({
+    backend,
+    keyPrefix: PREFIX,
+    defaults: { ttl: 30_000, wait: 60_000 },
+  });
+  engines.push(engine);
+  return { engine, client, backend };
+}
+
+const queued = (key: string) => admin.zcard(semaphoreKeys(PREFIX + key).queue);
+const seats = (key: string) => admin.zcard(semaphoreKeys(PREFIX + key).seats);
+const owner = () => randomBytes(16).toString('hex');
+const never = new AbortController().signal;
+const attempt = (key: string, permits: number, ttl = 30_000) => ({
+  key: PREFIX + key,
+  owner: owner(),
+  mode: 'exclusive' as const,
+  ttl,
+  permits,
+  signal: never,
+  onLost: () => undefined,
+});
+
+/** Counts each process's scripts by sha. */
+function countScripts(procs: { client: Redis }[]): { bySha: Map<string, number>; stop(): void } {
+  const bySha = new Map<string, number>();
+  const spies = procs.map((p) => {
+    const original = p.client.evalsha.bind(p.client);
+    return jest.spyOn(p.client, 'evalsha').mockImplementation(((sha: string, ...rest: never[]) => {
+      bySha.set(sha, (bySha.get(sha) ?? 0) + 1);
+      return (original as (...a: unknown[]) => Promise<unknown>)(sha, ...rest);
+    }) as never);
+  });
+  return { bySha, stop: () => spies.forEach((s) => s.mockRestore()) };
+}
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  admin = new Redis({ port: server.port, host: '127.0.0.1' });
+});
+
+afterEach(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  engines = [];
+  clients.forEach((c) => c.disconnect());
+  clients = [];
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  await server.destroy();
+});
+
+describe('RedisLockBackend native semaphore', () => {
+  it('at most N hold across 4 processes under load, all N seats used, tokens all distinct', async () => {
+    const procs = Array.from({ length: 4 }, () => processLike());
+    let inside = 0;
+    let most = 0;
+    const tokens: bigint[] = [];
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, w) => {
+        for (let i = 0; i < 5; i++) {
+          await procs[w % 4].engine.withLock(
+            'load',
+            async (h) => {
+              tokens.push(h.fencingToken);
+              most = Math.max(most, ++inside);
+              await new Promise((r) => setTimeout(r, 5));
+              inside--;
+            },
+            { permits: 3 },
+          );
+        }
+      }),
+    );
+    expect(tokens).toHaveLength(80);
+    expect(new Set(tokens).size).toBe(80);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBe(3);
+    expect(await seats('load')).toBe(0);
+    expect(await queued('load')).toBe(0);
+  });
+
+  it('waiters are served in arrival order, one per freed seat, with one acquire script each', async () => {
+    const procs = Array.from({ length: 4 }, () => processLike());
+    const held = [
+      await procs[0].engine.acquire('fifo', { permits: 2 }),
+      await procs[0].engine.acquire('fifo', { permits: 2 }),
+    ];
+    const counted = countScripts(procs);
+    await admin.config('RESETSTAT');
+    const order: number[] = [];
+    const handles: Promise<{ release(): Promise<void>; fencingToken: bigint }>[] = [];
+    for (let i = 0; i < 8; i++) {
+      handles.push(
+        procs[(i % 3) + 1].engine.acquire('fifo', { permits: 2 }).then((h) => {
+          order.push(i);
+          return h;
+        }),
+      );
+      await eventually(async () => (await queued('fifo')) === i + 1);
+    }
+    // One release frees one seat: exactly one waiter (the first) is granted.
+    await held[0].release();
+    await eventually(() => order.length === 1);
+    expect(await queued('fifo')).toBe(7);
+    expect(order).toEqual([0]);
+    await held[1].release();
+    await eventually(() => order.length === 2);
+    for (let i = 0; i < 6; i++) await (await handles[i]).release();
+    await Promise.all(handles.slice(6).map(async (h) => (await h).release()));
+    counted.stop();
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const tokens = await Promise.all(handles.map(async (h) => (await h).fencingToken));
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
+    // Each waiter ran ONE acquire script (its queued attempt); its grant came by message.
+    expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(8);
+    expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
+    const info = await admin.info('commandstats');
+    const onServer = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(
+      (s, m) => s + Number(m[2]),
+      0,
+    );
+    // Everything the server ran went through the counted clients (no hidden script calls).
+    expect(onServer).toBe([...counted.bySha.values()].reduce((x, y) => x + y, 0));
+  });
+
+  it('a seat whose holder went silent expires and goes to a waiter with a larger token', async () => {
+    const a = processLike();
+    const b = processLike();
+    const silent = await a.backend.tryAcquire(attempt('expire', 2, 300));
+    const other = await a.backend.tryAcquire(attempt('expire', 2, 30_000));
+    expect(silent.acquired && other.acquired).toBe(true);
+    const started = performance.now();
+    const next = await b.engine.acquire('expire', { permits: 2, wait: 10_000 });
+    expect(performance.now() - started).toBeGreaterThan(150);
+    expect(next.fencingToken > (silent as { fencingToken: bigint }).fencingToken).toBe(true);
+    expect(next.fencingToken > (other as { fencingToken: bigint }).fencingToken).toBe(true);
+    expect(await seats('expire')).toBe(2);
+    await next.release();
+  });
+
+  it('release and renew act only for the owner', async () => {
+    const { backend } = processLike();
+    const mine = attempt('owner', 2);
+    expect((await backend.tryAcquire(mine)).acquired).toBe(true);
+    const stranger = { ...mine, owner: owner() };
+    await backend.release(stranger);
+    expect(await backend.renew([stranger, mine])).toEqual([false, true]);
+    expect(await seats('owner')).toBe(1);
+    await backend.release(mine);
+    expect(await seats('owner')).toBe(0);
+    expect(await backend.renew([mine])).toEqual([false]);
+  });
+
+  it("Curator's rule: a request counts the holders against its own N", async () => {
+    const { backend } = processLike();
+    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
+    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
+    expect((await backend.tryAcquire(attempt('rule', 2))).acquired).toBe(false);
+    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
+    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(false);
+    expect((await backend.tryAcquire(attempt('rule', 4))).acquired).toBe(true);
+  });
+
+  it('inspect shows seats and waiters; forceRelease frees every seat and their holders learn', async () => {
+    const a = processLike();
+    const b = processLike();
+    const h1 = await a.engine.acquire('ops', { permits: 2, ttl: 900 });
+    const h2 = await a.engine.acquire('ops', { permits: 2, ttl: 900 });
+    const waiting = b.engine.acquire('ops', { permits: 2 });
+    await eventually(async () => (await queued('ops')) === 1);
+    const view = await a.backend.inspect(`${PREFIX}ops`);
+    expect(view).toMatchObject({ held: true, mode: 'exclusive', waiters: 1 });
+    expect(view.holders.map((h) => h.owner).sort()).toEqual([h1.owner, h2.owner].sort());
+    expect(view.fencingToken).toBe(h2.fencingToken);
+    expect(await a.backend.forceRelease(`${PREFIX}ops`)).toBe(true);
+    // The queued waiter is served at once; the old holders' next renewals find their seats gone.
+    const w = await waiting;
+    expect(w.fencingToken > h2.fencingToken).toBe(true);
+    await eventually(() => h1.signal.aborted && h2.signal.aborted, 10_000);
+    expect(h1.signal.reason).toBeInstanceOf(LockLostError);
+    await Promise.all([h1.release(), h2.release(), w.release()]);
+    expect((await a.backend.inspect(`${PREFIX}ops`)).held).toBe(false);
+  });
+
+  it('a waiter that gives up leaves the queue, and the freed seat goes to the next one', async () => {
+    const [a, b, c] = [processLike(), processLike(), processLike()];
+    const holder = await a.engine.acquire('leave', { permits: 2 });
+    const holder2 = await a.engine.acquire('leave', { permits: 2 });
+    const controller = new AbortController();
+    const giving = b.engine.acquire('leave', { permits: 2, signal: controller.signal });
+    await eventually(async () => (await queued('leave')) === 1);
+    const staying = c.engine.acquire('leave', { permits: 2 });
+    await eventually(async () => (await queued('leave')) === 2);
+    controller.abort(new Error('no longer needed'));
+    await expect(giving).rejects.toThrow('no longer needed');
+    expect(await queued('leave')).toBe(1);
+    await holder.release();
+    const s = await staying;
+    expect(await seats('leave')).toBe(2);
+    await Promise.all([s.release(), holder2.release()]);
+  });
+});
