@@ -233,10 +233,12 @@ function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector 
       if (typeof Client !== 'function' || !pool.options)
         return (await pool.connect()) as unknown as PgListenClientLike;
       const client = new Client(pool.options);
+      // Until the listener attaches its own handler (which reconnects), a socket error must not crash the process.
       client.on('error', () => undefined);
       try {
         await client.connect();
       } catch (error) {
+        // The connect error below is the one to report; ending a client that never connected can only fail again.
         await client.end().catch(() => undefined);
         throw error;
       }
