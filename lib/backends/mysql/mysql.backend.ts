@@ -11,7 +11,14 @@ import type {
   LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
-import { checkSqlKey, decide, type HolderRow } from '../sql/sql-lock.rules';
+import {
+  checkSqlKey,
+  decide,
+  storedMode,
+  type HolderRow,
+  type StoredMode,
+} from '../sql/sql-lock.rules';
+import { keyRange } from '../sql/sql-listing';
 import { SqlClientSource } from '../sql/sql-client';
 import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
@@ -57,6 +64,7 @@ export class MySqlLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
+    semaphore: true,
   };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
@@ -100,7 +108,7 @@ export class MySqlLockBackend implements LockBackend {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
     await this.doorbell.ready();
-    return this.attempt(request.key, request.owner, request.mode, request.ttl);
+    return this.attempt(request.key, request.owner, request.mode, request.ttl, request.permits);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -171,7 +179,7 @@ export class MySqlLockBackend implements LockBackend {
     );
     const read = rows as {
       owner: string;
-      mode: LockMode;
+      mode: StoredMode;
       left_us: number | string | null;
       fence: unknown;
     }[];
@@ -197,6 +205,19 @@ export class MySqlLockBackend implements LockBackend {
     });
     if (removed) this.notifier.notify(key);
     return removed;
+  }
+
+  /**
+   * Held keys under `prefix`, at most `limit`: one range scan of the primary key (lock_key, owner)
+   * from the prefix's bytes to their successor, stopping after `limit` distinct live keys.
+   * Sent as a text-protocol query (not prepared): LIMIT's value would otherwise need its own shape.
+   */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    const { from, to } = keyRange(Buffer.from(prefix, 'utf8'));
+    const [rows] = await this.withConnection((conn) =>
+      conn.query(this.sql.list, [from, to, to, Math.max(0, Math.floor(limit))]),
+    );
+    return (rows as { lock_key: Buffer }[]).map((r) => Buffer.from(r.lock_key).toString('utf8'));
   }
 
   async close(): Promise<void> {
@@ -229,6 +250,7 @@ export class MySqlLockBackend implements LockBackend {
     owner: string,
     mode: LockMode,
     ttl: number,
+    permits: number | undefined,
   ): Promise<BackendAcquireResult> {
     const key = bytes(fullKey);
     return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
@@ -238,9 +260,9 @@ export class MySqlLockBackend implements LockBackend {
       await conn.execute(this.sql.lockKey, [key]);
       const [rows] = await conn.execute(this.sql.holders, [key]);
       const holders = (
-        rows as { owner: string; mode: LockMode; left_us: number | string | null }[]
+        rows as { owner: string; mode: StoredMode; left_us: number | string | null }[]
       ).map((r): HolderRow => ({ owner: r.owner, mode: r.mode, leftUs: Number(r.left_us ?? 0) }));
-      const decision = decide(holders, mode);
+      const decision = decide(holders, mode, permits);
       if (decision.blocked) {
         await conn.query('ROLLBACK');
         return { acquired: false, retryAfter: decision.retryAfter };
@@ -251,11 +273,20 @@ export class MySqlLockBackend implements LockBackend {
       // The row's expiry is dated by the server when this statement runs: date our validity from just
       // before sending it, never from before the waits for a pooled connection or the key's mutex row.
       const sentAt = performance.now();
-      await conn.execute(this.sql.insert, [key, owner, mode, ttl * 1000, fencingToken.toString()]);
+      const stored = storedMode(mode, permits);
+      await conn.execute(this.sql.insert, [
+        key,
+        owner,
+        stored,
+        ttl * 1000,
+        fencingToken.toString(),
+      ]);
       await conn.query('COMMIT');
       // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
       // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
-      void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
+      // Semaphore seats are not armed: one process's doorbell could not tell the waiters of the
+      // other seat holders' releases, so their waiters poll (the 'unarmed' backoff) instead.
+      if (permits === undefined) void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       return { acquired: true, fencingToken, sentAt };
     });
   }

@@ -156,6 +156,8 @@ export class MySqlDoorbell implements WakeupSource {
       if (Number(row?.got) !== 1) return 'timeout';
       return row.used === null ? 'unarmed' : 'rung';
     } catch {
+      // Not swallowed: the outcome says 'unarmed', so the waiter polls with backoff, and its next
+      // acquire attempt (which alone decides) reports an outage to the caller.
       conn?.destroy();
       conn = undefined;
       return 'unarmed';
@@ -180,6 +182,8 @@ export class MySqlDoorbell implements WakeupSource {
       try {
         await op(this.bell);
       } catch {
+        // The bell connection failed: drop it (the server lets go of its doorbells, waking the
+        // waiters, who re-attempt); grants stay unarmed until ready() checks a new one out.
         this.broken();
       }
     });

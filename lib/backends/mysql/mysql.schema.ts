@@ -7,7 +7,9 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * prepared statement. Times are DATETIME(3) in UTC from the server's UTC_TIMESTAMP(3): immune to
  * the session time zone, DST and the application's clock.
  *
- * <table>        one row per holder: an exclusive holder, or one of several shared holders.
+ * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
+ *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
+ *                semaphores of this version need no migration).
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
@@ -22,6 +24,7 @@ export interface MySqlStatements {
   readonly dropKey: string;
   readonly inspect: string;
   readonly forceRelease: string;
+  readonly list: string;
   readonly sweepHolders: string;
   readonly sweepKeys: string;
   /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
@@ -58,7 +61,7 @@ export function mysqlStatements(table: string): MySqlStatements {
       `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   VARBINARY(2048) NOT NULL COMMENT 'full lock key as UTF-8 bytes: binary, so no case folding or trailing-space padding',
   owner      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT '128-bit owner token, hex',
-  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive or shared',
+  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a seat)',
   expires_at DATETIME(3) NOT NULL COMMENT 'UTC, database server clock',
   fence      BIGINT UNSIGNED NOT NULL COMMENT 'fencing token of this grant',
   PRIMARY KEY (lock_key, owner)
@@ -88,6 +91,8 @@ export function mysqlStatements(table: string): MySqlStatements {
     // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner.
     inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ?`,
     forceRelease: `DELETE FROM ${t} WHERE lock_key = ?`,
+    // Held keys in [from, to) (to NULL: no upper bound), a range of the primary key, LIMIT bounded.
+    list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) ORDER BY lock_key LIMIT ?`,
     // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,

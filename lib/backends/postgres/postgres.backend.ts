@@ -11,7 +11,8 @@ import type {
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
-import { checkSqlKey, decide } from '../sql/sql-lock.rules';
+import { checkSqlKey, decide, storedMode, type StoredMode } from '../sql/sql-lock.rules';
+import { textKeyRange } from '../sql/sql-listing';
 import { SqlClientSource } from '../sql/sql-client';
 import { toInspection } from '../sql/sql-inspection';
 import { SchemaOnce } from '../sql/sql-schema';
@@ -54,6 +55,7 @@ export class PostgresLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
+    semaphore: true,
   };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
@@ -92,7 +94,7 @@ export class PostgresLockBackend implements LockBackend {
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    return this.attempt(request.key, request.owner, request.mode, request.ttl);
+    return this.attempt(request.key, request.owner, request.mode, request.ttl, request.permits);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -116,7 +118,7 @@ export class PostgresLockBackend implements LockBackend {
   /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
   async inspect(key: string): Promise<LockInspection> {
     const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
-    const read = rows as { owner: string; mode: LockMode; left_us: string; fence: string }[];
+    const read = rows as { owner: string; mode: StoredMode; left_us: string; fence: string }[];
     return toInspection(
       key,
       read.map((r) => ({ ...r, leftUs: Number(r.left_us) })),
@@ -134,6 +136,15 @@ export class PostgresLockBackend implements LockBackend {
     return rows.length > 0;
   }
 
+  /** Held keys under `prefix`, at most `limit`: one range scan of the COLLATE "C" key index. */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    const { from, to } = textKeyRange(prefix);
+    const { rows } = await this.run((c) =>
+      c.query(this.sql.list, [from, to, Math.max(0, Math.floor(limit))]),
+    );
+    return (rows as { lock_key: string }[]).map((r) => r.lock_key);
+  }
+
   async close(): Promise<void> {
     this.sweeper.stop();
     await this.listener?.close();
@@ -147,6 +158,7 @@ export class PostgresLockBackend implements LockBackend {
     owner: string,
     mode: LockMode,
     ttl: number,
+    permits: number | undefined,
   ): Promise<BackendAcquireResult> {
     return this.run(async (c) => {
       // A failure anywhere below destroys the connection (run), which rolls the transaction back.
@@ -154,12 +166,12 @@ export class PostgresLockBackend implements LockBackend {
       await c.query(this.sql.mutex, [this.classId, key]);
       // A new statement after the mutex: its snapshot sees every grant committed before we got it.
       const { rows } = await c.query(this.sql.holders, [key]);
-      const holders = rows.map((r: { owner: string; mode: LockMode; left_us: string }) => ({
+      const holders = rows.map((r: { owner: string; mode: StoredMode; left_us: string }) => ({
         owner: r.owner,
         mode: r.mode,
         leftUs: Number(r.left_us),
       }));
-      const decision = decide(holders, mode);
+      const decision = decide(holders, mode, permits);
       if (decision.blocked) {
         await c.query('ROLLBACK');
         return { acquired: false, retryAfter: decision.retryAfter };
@@ -167,7 +179,7 @@ export class PostgresLockBackend implements LockBackend {
       // The server dates the row's expiry when this statement runs: date our validity from just before
       // sending it, never from before the waits for a pooled client or the key's advisory lock.
       const sentAt = performance.now();
-      const granted = await c.query(this.sql.grant, [key, owner, mode, ttl]);
+      const granted = await c.query(this.sql.grant, [key, owner, storedMode(mode, permits), ttl]);
       await c.query('COMMIT');
       return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence, this.name), sentAt };
     });
@@ -221,10 +233,12 @@ function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector 
       if (typeof Client !== 'function' || !pool.options)
         return (await pool.connect()) as unknown as PgListenClientLike;
       const client = new Client(pool.options);
+      // Until the listener attaches its own handler (which reconnects), a socket error must not crash the process.
       client.on('error', () => undefined);
       try {
         await client.connect();
       } catch (error) {
+        // The connect error below is the one to report; ending a client that never connected can only fail again.
         await client.end().catch(() => undefined);
         throw error;
       }

@@ -101,6 +101,7 @@ export class PgReleaseListener implements WakeupSource {
       this.delay = 100;
       this.notifier.notifyAll();
     } catch {
+      // Not swallowed: broken() reconnects with backoff, and waiters poll (listening is false).
       this.broken(client);
     }
   }
@@ -125,6 +126,7 @@ export class PgReleaseListener implements WakeupSource {
     // Keep an error listener: a late socket error on a dropped client must not crash the process.
     client.removeAllListeners('error');
     client.on('error', () => undefined);
+    // The connection is already being given up (broken or closing): a failure to end it changes nothing.
     await this.connector.close(client).catch(() => undefined);
   }
 }

@@ -7,7 +7,8 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * identifier, see checkTableName) is spliced into SQL; every value is a $n parameter. Times are
  * timestamptz from the server's clock_timestamp(), never the application's clock.
  *
- * <table>        one row per holder: an exclusive holder, or one of several shared holders.
+ * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
+ *                of a semaphore (mode 'semaphore').
  * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
  * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
  * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a lock.
@@ -23,6 +24,7 @@ export interface PostgresStatements {
   readonly release: string;
   readonly inspect: string;
   readonly forceRelease: string;
+  readonly list: string;
   readonly sweep: string;
 }
 
@@ -34,12 +36,24 @@ export function postgresStatements(table: string): PostgresStatements {
       `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   text        NOT NULL,  -- full lock key (exact, byte-wise equality)
   owner      text        NOT NULL,  -- 128-bit owner token, hex
-  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore')),
   expires_at timestamptz NOT NULL,  -- database server clock
   fence      bigint      NOT NULL,  -- fencing token of this grant
   PRIMARY KEY (lock_key, owner)
 )`,
       `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
+      // Upgrade of a table made before semaphores (its CHECK allowed exclusive and shared only):
+      // replaces the check once; a table that already allows 'semaphore' is left untouched (no
+      // ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
+      `DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${t}'::regclass AND conname = '${table}_mode_check'
+             AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
+    ALTER TABLE ${t} DROP CONSTRAINT "${table}_mode_check",
+      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
+  END IF;
+END $$`,
+      // list(prefix): a byte-wise (code point) range, whatever the database's collation.
+      `CREATE INDEX IF NOT EXISTS "${table}_key_c" ON ${t} (lock_key COLLATE "C")`,
     ],
     channel: `${table}_released`,
     // One round trip (simple protocol, no values). The timeouts bound the harm of a client that
@@ -78,6 +92,12 @@ export function postgresStatements(table: string): PostgresStatements {
     forceRelease:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
       `SELECT pg_notify($2, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
+    // Held keys in [$1, $2) by code point ($2 NULL: no upper bound), at most $3: a range of the
+    // COLLATE "C" index, whatever the column's collation.
+    list:
+      `SELECT DISTINCT lock_key COLLATE "C" AS lock_key FROM ${t} WHERE lock_key COLLATE "C" >= $1 ` +
+      `AND ($2::text IS NULL OR lock_key COLLATE "C" < $2) AND expires_at > clock_timestamp() ` +
+      `ORDER BY 1 LIMIT $3`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
     // condition is re-checked on the current row version if a renewal or an acquire got there first.
     sweep:

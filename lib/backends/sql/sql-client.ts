@@ -71,6 +71,7 @@ export class SqlClientSource<P> {
     const created = this.created;
     this.created = undefined;
     if (!created) return;
+    // A factory that failed made no pool to end; its error already went to the call that used it.
     const pool = await created.catch(() => undefined);
     if (pool !== undefined) await this.end(pool);
   }
