@@ -12,8 +12,8 @@ import type {
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
 import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
 import { etcdLockPrefix, etcdSemaphorePrefix } from './etcd.keys';
-import { deleteContender, verifyContenders } from './etcd.ops';
-import { readSeats, seatHolders, seatInspection } from './etcd.seats';
+import { deleteSeatHolders, readSeats, seatInspection } from './etcd.seats';
+import { renewHeld } from './etcd.renew';
 import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
 import { EtcdSession } from './etcd.session';
@@ -156,16 +156,12 @@ export class EtcdLockBackend implements LockBackend {
     const deleted = await deleteHolders(client, holders, deadline);
     const slot = this.slots.get(key);
     for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
-    // A semaphore of the key: every seat that holds (each only as the incarnation read).
+    // A semaphore of the key: every seat that holds.
     const seatPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
-    const seats = seatHolders(await readSeats(client, seatPrefix, deadline));
-    const freed = await Promise.all(
-      seats.map((h) => deleteContender(client, h.key, h.rev, deadline)),
-    );
-    const revs = new Set(seats.map((h) => h.rev));
+    const freed = await deleteSeatHolders(client, seatPrefix, deadline);
     for (const seat of this.semaphores.heldUnder(key))
-      if (revs.has(seat.rev)) this.semaphores.lost(seat, 'it was force-released by an operator');
-    return deleted > 0 || freed.some(Boolean);
+      if (freed.has(seat.rev)) this.semaphores.lost(seat, 'it was force-released by an operator');
+    return deleted > 0 || freed.size > 0;
   }
 
   /**
@@ -231,36 +227,8 @@ export class EtcdLockBackend implements LockBackend {
    * Locks live as long as the session; renewal verifies, in one transaction for the whole batch,
    * that each key still exists as the incarnation we created. A missing key is a lost lock.
    */
-  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    const results = locks.map(() => false);
-    const items: { i: number; key: Buffer; rev: bigint; leaseId: string; lose: () => void }[] = [];
-    let client: EtcdClientLike | undefined;
-    const lost = 'its etcd key was deleted or replaced behind its back';
-    locks.forEach((lock, i) => {
-      // The local validity check runs before any request: a paused process finds out here, not from etcd.
-      if (lock.permits !== undefined) {
-        const seat = this.semaphores.heldBy(lock);
-        if (!seat?.session.alive) return;
-        client = seat.session.client;
-        const lose = () => this.semaphores.lost(seat, lost);
-        items.push({ i, key: seat.key, rev: seat.rev, leaseId: seat.session.id, lose });
-        return;
-      }
-      const slot = this.slots.get(lock.key);
-      const held = slot?.heldBy(lock.owner);
-      if (!slot || !held?.session.alive) return;
-      client = held.session.client;
-      const lose = () => slot.lost(lost, undefined, held.rev);
-      items.push({ i, key: held.key, rev: held.rev, leaseId: held.session.id, lose });
-    });
-    if (!client) return results;
-    // Every session of this backend is on its one client.
-    const ok = await verifyContenders(client, items, Date.now() + this.callTimeout);
-    items.forEach((it, j) => {
-      if (ok[j]) results[it.i] = true;
-      else it.lose();
-    });
-    return results;
+  renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    return renewHeld(locks, this.slots, this.semaphores, this.callTimeout);
   }
 
   async release(lock: BackendLock): Promise<void> {

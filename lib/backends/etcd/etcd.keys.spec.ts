@@ -1,7 +1,9 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import {
+  decodeEtcdLockName,
   encodeEtcdLockName,
   etcdLockPrefix,
+  etcdSemaphorePrefix,
   isContenderKey,
   leaseHex,
   prefixRangeEnd,
@@ -53,5 +55,17 @@ describe('etcd key layout', () => {
     expect(isContenderKey(Buffer.from('a/'), prefix)).toBe(false);
     expect(isContenderKey(Buffer.from('a/7B65'), prefix)).toBe(false);
     expect(isContenderKey(Buffer.from('ab/1'), prefix)).toBe(false);
+  });
+
+  it('puts a semaphore in its own range NAME%sem/, which no encoded lock NAME can own', () => {
+    expect(etcdSemaphorePrefix('lock:pool', 'p/')).toBe('p/lock:pool%sem/');
+    for (const name of ['lock:pool%sem', 'lock:pool/%sem', 'a%', 'a/b%2F'])
+      expect(etcdLockPrefix(name).startsWith('lock:pool%sem/')).toBe(false);
+    expect(etcdLockPrefix('lock:pool%sem')).toBe('lock:pool%25sem/');
+  });
+
+  it('decodes what it encodes, for names with % and / in any order', () => {
+    for (const name of ['a', 'a/b', '%2F', '%25/%', 'x%y/z%2F'])
+      expect(decodeEtcdLockName(encodeEtcdLockName(name))).toBe(name);
   });
 });

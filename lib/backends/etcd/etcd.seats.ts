@@ -1,6 +1,7 @@
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike, EtcdKeyValue, EtcdWatcherLike } from './etcd.client';
 import { prefixRangeEnd } from './etcd.keys';
+import { deleteContender } from './etcd.ops';
 
 /**
  * The etcd round trips of a native semaphore (seat keys under `<NAME>%sem/`, see
@@ -249,4 +250,17 @@ export function seatInspection(fullKey: string, seats: readonly SeatView[]): Loc
     fencingToken: holders.reduce((max, h) => (h.rev > max ? h.rev : max), 0n),
     waiters: seats.length - holders.length,
   };
+}
+
+/** Deletes every seat that holds (each only as the incarnation read); resolves the revisions freed. */
+export async function deleteSeatHolders(
+  client: EtcdClientLike,
+  semPrefix: Buffer,
+  deadline: number,
+): Promise<Set<bigint>> {
+  const holders = seatHolders(await readSeats(client, semPrefix, deadline));
+  const freed = await Promise.all(
+    holders.map((h) => deleteContender(client, h.key, h.rev, deadline)),
+  );
+  return new Set(holders.filter((_, i) => freed[i]).map((h) => h.rev));
 }

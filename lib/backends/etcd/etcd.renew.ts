@@ -1,0 +1,47 @@
+import type { BackendLock } from '../../interfaces/lock-backend.interface';
+import type { EtcdClientLike } from './etcd.client';
+import { verifyContenders } from './etcd.ops';
+import type { EtcdSemaphores } from './etcd.semaphore';
+import type { LockSlot } from './etcd.slot';
+
+/**
+ * The watchdog's batch renewal: locks (and seats) live as long as the session, so renewing one
+ * verifies, in one transaction for the whole batch, that its key still exists as the incarnation
+ * we created (create revision and lease). A missing key is a lost lock, reported to its holders.
+ */
+export async function renewHeld(
+  locks: readonly BackendLock[],
+  slots: ReadonlyMap<string, LockSlot>,
+  semaphores: EtcdSemaphores,
+  callTimeout: number,
+): Promise<boolean[]> {
+  const results = locks.map(() => false);
+  const items: { i: number; key: Buffer; rev: bigint; leaseId: string; lose: () => void }[] = [];
+  let client: EtcdClientLike | undefined;
+  const lost = 'its etcd key was deleted or replaced behind its back';
+  locks.forEach((lock, i) => {
+    // The local validity check runs before any request: a paused process finds out here, not from etcd.
+    if (lock.permits !== undefined) {
+      const seat = semaphores.heldBy(lock);
+      if (!seat?.session.alive) return;
+      client = seat.session.client;
+      const lose = () => semaphores.lost(seat, lost);
+      items.push({ i, key: seat.key, rev: seat.rev, leaseId: seat.session.id, lose });
+      return;
+    }
+    const slot = slots.get(lock.key);
+    const held = slot?.heldBy(lock.owner);
+    if (!slot || !held?.session.alive) return;
+    client = held.session.client;
+    const lose = () => slot.lost(lost, undefined, held.rev);
+    items.push({ i, key: held.key, rev: held.rev, leaseId: held.session.id, lose });
+  });
+  if (!client) return results;
+  // Every session of this backend is on its one client.
+  const ok = await verifyContenders(client, items, Date.now() + callTimeout);
+  items.forEach((it, j) => {
+    if (ok[j]) results[it.i] = true;
+    else it.lose();
+  });
+  return results;
+}
