@@ -212,27 +212,25 @@ describe('torture checker: semaphores and multi-key grants', () => {
   function seat(run: Run, slot: number, n: number, token: number, permits: number): string {
     const op = `${slot}.1.${n}`;
     const key = `sem${permits}`;
-    run
-      .events(slot)
-      .push(
-        {
-          ev: 'invoke',
-          t: run.tick(),
-          op,
-          mode: 'exclusive',
-          workload: 'semaphore',
-          keys: [key],
-          permits,
-        },
-        {
-          ev: 'ok',
-          t: run.tick(),
-          op,
-          token: String(token),
-          mode: 'exclusive',
-          tokens: { [key]: String(token) },
-        },
-      );
+    run.events(slot).push(
+      {
+        ev: 'invoke',
+        t: run.tick(),
+        op,
+        mode: 'exclusive',
+        workload: 'semaphore',
+        keys: [key],
+        permits,
+      },
+      {
+        ev: 'ok',
+        t: run.tick(),
+        op,
+        token: String(token),
+        mode: 'exclusive',
+        tokens: { [key]: String(token) },
+      },
+    );
     run.store.handle({ op: 'sbegin', key, token: String(token), attempt: op });
     return op;
   }
@@ -252,19 +250,17 @@ describe('torture checker: semaphores and multi-key grants', () => {
     const op = `${slot}.1.${n}`;
     const keys = Object.keys(tokens);
     const tokenText = Object.fromEntries(keys.map((k) => [k, String(tokens[k])]));
-    run
-      .events(slot)
-      .push(
-        { ev: 'invoke', t: run.tick(), op, mode: 'exclusive', workload: 'multi', keys },
-        {
-          ev: 'ok',
-          t: run.tick(),
-          op,
-          token: tokenText[keys[0]],
-          mode: 'exclusive',
-          tokens: tokenText,
-        },
-      );
+    run.events(slot).push(
+      { ev: 'invoke', t: run.tick(), op, mode: 'exclusive', workload: 'multi', keys },
+      {
+        ev: 'ok',
+        t: run.tick(),
+        op,
+        token: tokenText[keys[0]],
+        mode: 'exclusive',
+        tokens: tokenText,
+      },
+    );
     const reads = keys.map((key) => {
       const a = run.store.handle({ op: 'read', key, token: tokenText[key], attempt: op });
       return { key, value: a.value as number, shadow: a.shadow as number };
@@ -335,26 +331,24 @@ describe('torture checker: semaphores and multi-key grants', () => {
       [0, a, 1],
       [1, b, 1],
     ] as const) {
-      run
-        .events(slot)
-        .push(
-          {
-            ev: 'invoke',
-            t: run.tick(),
-            op,
-            mode: 'exclusive',
-            workload: 'multi',
-            keys: ['k1', `x${slot}`],
-          },
-          {
-            ev: 'ok',
-            t: run.tick(),
-            op,
-            token: String(t),
-            mode: 'exclusive',
-            tokens: { k1: String(t), [`x${slot}`]: '1' },
-          },
-        );
+      run.events(slot).push(
+        {
+          ev: 'invoke',
+          t: run.tick(),
+          op,
+          mode: 'exclusive',
+          workload: 'multi',
+          keys: ['k1', `x${slot}`],
+        },
+        {
+          ev: 'ok',
+          t: run.tick(),
+          op,
+          token: String(t),
+          mode: 'exclusive',
+          tokens: { k1: String(t), [`x${slot}`]: '1' },
+        },
+      );
     }
     const ra = run.store.handle({ op: 'read', key: 'k1', token: '1', attempt: a });
     const rb = run.store.handle({ op: 'read', key: 'k1', token: '1', attempt: b });

@@ -1,16 +1,22 @@
 import { cleanUp, runTorture, type TortureReport } from './torture.runner';
 import { formatSummary } from './torture.summary';
-import { FAULTS, type TortureOptions } from './torture.options';
+import { FAULTS, type Fault, type TortureOptions } from './torture.options';
+import { WORKLOADS } from './history.types';
 import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.backends';
 
 /**
- * The short CI torture: every landed backend, 8 worker processes, every fault kind at least once
- * (the nemesis always completes one round), a fixed seed, about 20 s of faults and quiet. Asserts safety at the fenced resource (no lost update, no
+ * The short CI torture: every landed backend, 8 worker processes, each fault kind it is given at
+ * least once (the nemesis always completes one round), a fixed seed, about 20 s of faults and
+ * quiet. Writers mix plain locks, semaphore seats and multi-key locks; every backend run has the
+ * delay/jitter nemesis, the careless-writer memory run the clock nemesis too (every fault). Asserts safety at the fenced resource (no lost update, no
  * overlapping holds, no token backwards, no write after the writer's own signal) and that the run
  * did something (faults injected, writes accepted). Liveness and crashes are printed, not asserted:
  * see the "Torture harness" section of README.md for what they currently show.
  */
 const landed = BACKEND_NAMES.filter((b) => TORTURE_BACKENDS[b]);
+
+/** Every fault but the clock (its first round alone would add up to 6 x ttl per backend). */
+const CI_FAULTS: Fault[] = FAULTS.filter((f) => f !== 'clock');
 
 function options(backend: BackendName, mode: 'exclusive' | 'shared', seed: number): TortureOptions {
   const ttl = TORTURE_BACKENDS[backend]?.ttl?.default ?? 500;
@@ -18,7 +24,8 @@ function options(backend: BackendName, mode: 'exclusive' | 'shared', seed: numbe
     backend,
     workers: 8,
     durationMs: 10_000 + 2 * ttl,
-    faults: [...FAULTS],
+    faults: CI_FAULTS,
+    workloads: [...WORKLOADS],
     seed,
     mode,
     ttl,
@@ -34,7 +41,8 @@ function expectSafe(report: TortureReport): void {
     lostUpdates: r.lostUpdates,
     overlaps: r.overlaps,
     readerWriterOverlaps: r.readerWriterOverlaps,
-  }).toEqual({ lostUpdates: 0, overlaps: 0, readerWriterOverlaps: 0 });
+    semaphoreOverflows: r.semaphoreOverflows,
+  }).toEqual({ lostUpdates: 0, overlaps: 0, readerWriterOverlaps: 0, semaphoreOverflows: 0 });
   if (report.options.signalCheck) expect(r.writesAfterLost).toBe(0);
   if (TORTURE_BACKENDS[report.options.backend]?.fencing !== 'best-effort')
     expect(r.tokensBackwards).toBe(0);
@@ -49,14 +57,24 @@ describe('torture (short, fixed seeds)', () => {
   it.each(landed)(
     '%s: exclusive, every fault, 8 workers',
     async (backend) => {
-      expectSafe(await runTorture(options(backend, 'exclusive', 11)));
+      const report = await runTorture(options(backend, 'exclusive', 11));
+      expectSafe(report);
+      // The paths of this round ran: semaphore seats, multi-key grants, the delay nemesis.
+      expect(report.result.ops.semaphoreSections).toBeGreaterThan(0);
+      expect(report.result.ops.grantedBy.multi).toBeGreaterThan(0);
+      expect(report.faults.delay).toBeGreaterThan(0);
     },
     180_000,
   );
 
   it('memory: careless writers (no signal check), the fence alone keeps the store right', async () => {
-    const report = await runTorture({ ...options('memory', 'exclusive', 13), signalCheck: false });
+    const report = await runTorture({
+      ...options('memory', 'exclusive', 13),
+      faults: [...FAULTS],
+      signalCheck: false,
+    });
     expectSafe(report);
+    expect(report.faults.clock).toBeGreaterThan(0);
   }, 180_000);
 
   it('memory: shared mode mixing readers and writers', async () => {
