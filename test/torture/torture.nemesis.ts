@@ -108,7 +108,18 @@ export class Nemesis {
         this.log(fault, server.name, 'start', `SIGKILL, down for ${ms} ms`);
         await server.kill();
         await this.sleep(ms, true);
-        await server.start();
+        // A server slow to come back on a loaded machine (its harness gives up after a while) is
+        // killed and started again, a few times, before the run fails.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await server.start();
+            break;
+          } catch (error) {
+            if (attempt >= 3) throw error;
+            this.log(fault, server.name, 'start', `start ${attempt} failed: ${String(error)}`);
+            await server.kill().catch(() => undefined);
+          }
+        }
         this.log(fault, server.name, 'end', 'started');
         return;
       }

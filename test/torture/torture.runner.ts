@@ -277,6 +277,12 @@ function readHistory(file: string): HistoryEvent[] {
   return events;
 }
 
+/**
+ * How long a worker may take to start (load the driver, build the Nest app, connect). Generous: on
+ * a shared 2-core machine under a load of 90, eight of them took over a minute.
+ */
+const READY_MS = 300_000;
+
 function spawnWorker(
   slot: Slot,
   config: WorkerConfig,
@@ -293,8 +299,9 @@ function spawnWorker(
   closeSync(fd);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`worker ${slot.slot} not ready after 60 s (see ${dir})`)),
-      60_000,
+      () =>
+        reject(new Error(`worker ${slot.slot} not ready after ${READY_MS / 1000} s (see ${dir})`)),
+      READY_MS,
     );
     child.once('message', () => {
       clearTimeout(timer);

@@ -10,6 +10,8 @@ JOBS=()
 for seed in 1 2 3; do
   for b in zookeeper etcd postgres mysql redlock redis memory; do JOBS+=("$b:$seed"); done
 done
+# Or only the runs named on the command line after the first three arguments (backend:seed ...).
+if [ $# -gt 3 ]; then JOBS=("${@:4}"); fi
 running=0
 for job in "${JOBS[@]}"; do
   b=${job%%:*}; seed=${job##*:}
@@ -18,7 +20,8 @@ for job in "${JOBS[@]}"; do
   (
     npm run -s torture -- --backend "$b" --seed "$seed" --duration "$DURATION" --workers "$WORKERS" \
       --report "$OUT/$b-$seed.json" > "$OUT/$b-$seed.log" 2>&1
-    echo "$(date -u +%T) end $b seed $seed exit $? (load: $(cut -d' ' -f1-3 /proc/loadavg))" >> "$OUT/schedule.log"
+    code=$?
+    echo "$(date -u +%T) end $b seed $seed exit $code (load: $(cut -d' ' -f1-3 /proc/loadavg))" >> "$OUT/schedule.log"
   ) &
   sleep "$GAP"
 done
