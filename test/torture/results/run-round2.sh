@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Round 2 torture table: every backend x seeds 1..3, 10 minutes each, at most 5 runs at once, starts
-# spaced 30 s apart (worker start-up is the heavy part on a shared 2-core machine).
+# spaced 20 s apart (worker start-up is the heavy part on a shared 2-core machine).
 # Usage: test/torture/results/run-round2.sh <out-dir> [duration=10m] [workers=6]
 set -u
-OUT=${1:?out dir}; DURATION=${2:-10m}; WORKERS=${3:-6}; MAX=5; GAP=30
+OUT=${1:?out dir}; DURATION=${2:-10m}; WORKERS=${3:-6}; MAX=5; GAP=20
 mkdir -p "$OUT"
 cd "$(dirname "$0")/../../.."
 JOBS=()
