@@ -12,8 +12,8 @@ export function tortureTable(reports: TortureReport[], commit = ''): string {
     (a, b) => a.options.backend.localeCompare(b.options.backend) || a.options.seed - b.options.seed,
   );
   const head =
-    '| backend | seed | grants: plain / semaphore / multi-key | semaphore sections (most holders) | faults: kill / pause / restart / partition / delay / clock | lost updates | overlaps | tokens backwards | seats over permits | writes after lost | live | crashes | commit |';
-  const lines = [head, `|${'---|'.repeat(13)}`];
+    '| backend | seed | grants: plain / semaphore / multi-key | semaphore sections (most holders) | faults: kill / pause / restart / partition / delay / clock | writes accepted / refused by the fence | locks lost | lost updates | overlaps | tokens backwards | seats over permits | writes after lost | live | crashes | commit |';
+  const lines = [head, `|${'---|'.repeat(15)}`];
   for (const r of rows) {
     const x = r.result;
     const f = r.faults;
@@ -26,7 +26,7 @@ export function tortureTable(reports: TortureReport[], commit = ''): string {
         ? `${x.tokensBackwards} (best-effort)`
         : String(x.tokensBackwards);
     lines.push(
-      `| ${r.options.backend} | ${r.options.seed} | ${x.ops.grantedBy.plain} / ${x.ops.grantedBy.semaphore} / ${x.ops.grantedBy.multi} | ${x.ops.semaphoreSections} (${most}) | ${f.kill} / ${f.pause} / ${f.restart} / ${f.partition} / ${f.delay} / ${f.clock} | ${x.lostUpdates} | ${x.overlaps + x.readerWriterOverlaps} | ${tokens} | ${x.semaphoreOverflows} | ${x.writesAfterLost} | ${x.live ? 'yes' : `no (stuck ${x.stuckWorkers.join(',') || '-'})`} | ${r.crashes.length} | ${commit} |`,
+      `| ${r.options.backend} | ${r.options.seed} | ${x.ops.grantedBy.plain} / ${x.ops.grantedBy.semaphore} / ${x.ops.grantedBy.multi} | ${x.ops.semaphoreSections} (${most}) | ${f.kill} / ${f.pause} / ${f.restart} / ${f.partition} / ${f.delay} / ${f.clock} | ${x.ops.writesAccepted} / ${x.ops.writesRejected} | ${x.ops.lost} | ${x.lostUpdates} | ${x.overlaps + x.readerWriterOverlaps} | ${tokens} | ${x.semaphoreOverflows} | ${x.writesAfterLost} | ${x.live ? 'yes' : `no (stuck ${x.stuckWorkers.join(',') || '-'})`} | ${r.crashes.length} | ${commit} |`,
     );
   }
   return lines.join('\n');
