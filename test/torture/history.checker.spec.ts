@@ -321,7 +321,12 @@ describe('torture checker: semaphores and multi-key grants', () => {
     multi(clean, 0, 1, { counter: 1, k1: 1 });
     clean.section(1, 1, 2); // the plain lock on counter, after the multi-key grant
     multi(clean, 0, 2, { k1: 2, k2: 1 });
-    expect(check(clean)).toMatchObject({ safe: true, lostUpdates: 0, overlaps: 0 });
+    expect(check(clean)).toMatchObject({
+      safe: true,
+      lostUpdates: 0,
+      overlaps: 0,
+      finalValues: { counter: 2, k1: 2, k2: 1 },
+    });
 
     // A broken backend gives a plain holder of k1's... no: gives k1 to two multi-key grants at once.
     const run = new Run();

@@ -55,7 +55,10 @@ export interface CheckResult {
     /** Semaphore sections counted (their holder's signal was intact at the end). */
     semaphoreSections: number;
   };
+  /** The DEFAULT_KEY counter's final value. */
   finalValue: number;
+  /** Every counter's final value, by key (their sum is the accepted writes of a clean run). */
+  finalValues: Record<string, number>;
   lostUpdates: number;
   chainBreaks: number;
   overlaps: number;
@@ -323,6 +326,12 @@ export function checkHistories(input: CheckInput): CheckResult {
   return {
     ops,
     finalValue: input.value,
+    finalValues: Object.fromEntries(
+      Object.entries(input.values ?? { [DEFAULT_KEY]: { value: input.value } }).map(([k, v]) => [
+        k,
+        v.value,
+      ]),
+    ),
     lostUpdates,
     chainBreaks,
     overlaps,
