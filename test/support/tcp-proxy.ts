@@ -10,7 +10,10 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  *   or never). blackhole('replies') holds only the servers' answers: requests still arrive and are
  *   applied, their responses wait (a lost response, once the connection drops).
  *   Held bytes wait in the proxy's memory (fine for lock traffic), so `held` can be observed.
- * - delay: add ms of latency to every chunk, both directions (order preserved).
+ * - delay: add ms of latency to every chunk, both directions; jitter: add up to that many ms more,
+ *   drawn per chunk from `random` (seed it for a reproducible draw). Order within a connection is
+ *   kept (a TCP stream never reorders), so jitter reorders chunks ACROSS connections: of one client's
+ *   pool, and, with different delays per proxy, between clients.
  * - resetAll(): reset (RST) every connection at once, like a partition long enough for TCP to give
  *   up; new connections are accepted.
  * - drop(): close every connection and refuse new ones until heal() (the server seems gone).
@@ -29,11 +32,17 @@ interface Direction {
   to: Socket;
   queue: { chunk: Buffer | null; due: number }[];
   timer: NodeJS.Timeout | undefined;
+  /** The latest due time queued: a later chunk is never due before it. */
+  lastDue: number;
 }
 
 export class TcpProxy {
   /** Extra latency in ms per chunk (both directions). */
   delay = 0;
+  /** Up to this many ms more per chunk, uniform from `random` (reorders across connections). */
+  jitter = 0;
+  /** Source of the jitter draw, in [0, 1). */
+  random: () => number = Math.random;
   private holding: 'none' | 'both' | 'replies' = 'none';
   private refusing = false;
   private next = 0;
@@ -145,14 +154,19 @@ export class TcpProxy {
   }
 
   private direction(from: Socket, to: Socket, reply: boolean): Direction {
-    const d: Direction = { reply, from, to, queue: [], timer: undefined };
+    const d: Direction = { reply, from, to, queue: [], timer: undefined, lastDue: 0 };
     this.directions.add(d);
+    const due = () => {
+      const extra = this.jitter > 0 ? this.random() * this.jitter : 0;
+      d.lastDue = Math.max(d.lastDue, Date.now() + this.delay + extra);
+      return d.lastDue;
+    };
     from.on('data', (chunk: Buffer) => {
-      d.queue.push({ chunk, due: Date.now() + this.delay });
+      d.queue.push({ chunk, due: due() });
       this.flush(d);
     });
     from.on('end', () => {
-      d.queue.push({ chunk: null, due: Date.now() + this.delay });
+      d.queue.push({ chunk: null, due: due() });
       this.flush(d);
     });
     return d;

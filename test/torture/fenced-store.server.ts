@@ -1,6 +1,14 @@
 import type { Server } from 'node:net';
 import { serveJsonLines, type JsonMessage } from './json-lines.channel';
-import { now, type StoreOp, type StoreRecord } from './history.types';
+import { DEFAULT_KEY, now, type StoreOp, type StoreRecord } from './history.types';
+
+/** One fenced counter (one per lock key). */
+interface Counter {
+  value: number;
+  shadow: number;
+  highest: bigint;
+  highestWriter: bigint;
+}
 
 /**
  * The protected resource: one counter, owned by the harness, outside the lock service. It fences
@@ -12,16 +20,39 @@ import { now, type StoreOp, type StoreRecord } from './history.types';
  *
  * Alongside, a shadow counter applies every write attempt without a token check: what the same
  * workers would have done to an unfenced resource (lock + signal check, no fence).
+ *
+ * Every lock key has its own counter (plain and multi-key grants). A semaphore key is a seat
+ * table: holders bracket their section with sbegin/send, always accepted and recorded (N holders
+ * at once are legitimate, so no token order can fence them; the checker counts the seats).
  */
 export class FencedStore {
-  value = 0;
-  shadow = 0;
+  readonly counters = new Map<string, Counter>();
   readonly records: StoreRecord[] = [];
   /** Worker slot that last entered a critical section (the nemesis's favourite target). */
   lastEntrant: number | undefined;
-  private highest = -1n;
-  private highestWriter = -1n;
   private server: Server | undefined;
+
+  /** The DEFAULT_KEY counter's final value (fenced) and its unfenced shadow. */
+  get value(): number {
+    return this.counter(DEFAULT_KEY).value;
+  }
+
+  get shadow(): number {
+    return this.counter(DEFAULT_KEY).shadow;
+  }
+
+  /** Every counter's final values, by key. */
+  values(): Record<string, { value: number; shadow: number }> {
+    const out: Record<string, { value: number; shadow: number }> = {};
+    for (const [key, c] of this.counters) out[key] = { value: c.value, shadow: c.shadow };
+    return out;
+  }
+
+  private counter(key: string): Counter {
+    let c = this.counters.get(key);
+    if (!c) this.counters.set(key, (c = { value: 0, shadow: 0, highest: -1n, highestWriter: -1n }));
+    return c;
+  }
 
   /** `clock`: ms on the histories' clock (injectable for the checker's tests). */
   constructor(private readonly clock: () => number = now) {}
@@ -40,26 +71,32 @@ export class FencedStore {
     const op = request.op as StoreOp;
     const token = BigInt(request.token as string);
     const attempt = String(request.attempt);
+    const key = typeof request.key === 'string' ? request.key : DEFAULT_KEY;
     let accepted: boolean;
-    let value = this.value;
+    if (op === 'sbegin' || op === 'send') {
+      this.record(op, attempt, key, token, true, 0);
+      return { accepted: true };
+    }
+    const c = this.counter(key);
+    let value = c.value;
     switch (op) {
       case 'read':
-        accepted = token >= this.highest;
-        if (accepted) this.highest = this.highestWriter = token;
-        this.record(op, attempt, token, accepted, value);
-        return { accepted, value, shadow: this.shadow };
+        accepted = token >= c.highest;
+        if (accepted) c.highest = c.highestWriter = token;
+        this.record(op, attempt, key, token, accepted, value);
+        return { accepted, value, shadow: c.shadow };
       case 'write':
-        accepted = token >= this.highest;
+        accepted = token >= c.highest;
         value = Number(request.value);
-        if (accepted) this.value = value;
-        this.shadow = Number(request.shadow);
-        this.record(op, attempt, token, accepted, value);
+        if (accepted) c.value = value;
+        c.shadow = Number(request.shadow);
+        this.record(op, attempt, key, token, accepted, value);
         return { accepted };
       case 'rbegin':
       case 'rend':
-        accepted = token >= this.highestWriter;
-        if (accepted && token > this.highest) this.highest = token;
-        this.record(op, attempt, token, accepted, value);
+        accepted = token >= c.highestWriter;
+        if (accepted && token > c.highest) c.highest = token;
+        this.record(op, attempt, key, token, accepted, value);
         return { accepted, value };
       default:
         throw new Error(`unknown store op ${String(op)}`);
@@ -69,17 +106,19 @@ export class FencedStore {
   private record(
     op: StoreOp,
     attempt: string,
+    key: string,
     token: bigint,
     accepted: boolean,
     value: number,
   ): void {
-    if (accepted && (op === 'read' || op === 'rbegin'))
+    if (accepted && (op === 'read' || op === 'rbegin' || op === 'sbegin'))
       this.lastEntrant = Number(attempt.split('.')[0]);
     this.records.push({
       seq: this.records.length,
       t: this.clock(),
       op,
       attempt,
+      ...(key === DEFAULT_KEY ? {} : { key }),
       token: token.toString(),
       accepted,
       value,

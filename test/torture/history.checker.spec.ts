@@ -205,3 +205,189 @@ describe('torture checker', () => {
     expect(r.safe).toBe(true);
   });
 });
+
+/** Rules of this round: semaphore seats, multi-key grants per key, tokens per key. */
+describe('torture checker: semaphores and multi-key grants', () => {
+  /** A semaphore holder: invoke/ok, begin at the store, `valid` (signal intact), end. */
+  function seat(run: Run, slot: number, n: number, token: number, permits: number): string {
+    const op = `${slot}.1.${n}`;
+    const key = `sem${permits}`;
+    run.events(slot).push(
+      {
+        ev: 'invoke',
+        t: run.tick(),
+        op,
+        mode: 'exclusive',
+        workload: 'semaphore',
+        keys: [key],
+        permits,
+      },
+      {
+        ev: 'ok',
+        t: run.tick(),
+        op,
+        token: String(token),
+        mode: 'exclusive',
+        tokens: { [key]: String(token) },
+      },
+    );
+    run.store.handle({ op: 'sbegin', key, token: String(token), attempt: op });
+    return op;
+  }
+
+  function endSeat(run: Run, op: string, permits: number, valid = true): void {
+    const slot = Number(op.split('.')[0]);
+    run.tick(5);
+    run
+      .events(slot)
+      .push(valid ? { ev: 'valid', t: run.tick(), op } : { ev: 'skip-write', t: run.tick(), op });
+    run.store.handle({ op: 'send', key: `sem${permits}`, token: '0', attempt: op });
+    run.events(slot).push({ ev: 'release', t: run.tick(), op });
+  }
+
+  /** A multi-key writer: read every key's counter with its own token, then write every key. */
+  function multi(run: Run, slot: number, n: number, tokens: Record<string, number>): void {
+    const op = `${slot}.1.${n}`;
+    const keys = Object.keys(tokens);
+    const tokenText = Object.fromEntries(keys.map((k) => [k, String(tokens[k])]));
+    run.events(slot).push(
+      { ev: 'invoke', t: run.tick(), op, mode: 'exclusive', workload: 'multi', keys },
+      {
+        ev: 'ok',
+        t: run.tick(),
+        op,
+        token: tokenText[keys[0]],
+        mode: 'exclusive',
+        tokens: tokenText,
+      },
+    );
+    const reads = keys.map((key) => {
+      const a = run.store.handle({ op: 'read', key, token: tokenText[key], attempt: op });
+      return { key, value: a.value as number, shadow: a.shadow as number };
+    });
+    for (const r of reads) {
+      run.events(slot).push({ ev: 'write-invoke', t: run.tick(), op, value: r.value + 1 });
+      run.store.handle({
+        op: 'write',
+        key: r.key,
+        token: tokenText[r.key],
+        attempt: op,
+        value: r.value + 1,
+        shadow: r.shadow + 1,
+      });
+    }
+    run.events(slot).push({ ev: 'release', t: run.tick(), op });
+  }
+
+  const check = (run: Run) => run.check({ values: run.store.values() });
+
+  it('passes N holders of a semaphore at once, and counts the most', () => {
+    const run = new Run();
+    const a = seat(run, 0, 1, 1, 2);
+    const b = seat(run, 1, 1, 2, 2);
+    endSeat(run, a, 2);
+    const c = seat(run, 2, 1, 3, 2); // a left before c came: still at most 2
+    endSeat(run, b, 2);
+    endSeat(run, c, 2);
+    const r = check(run);
+    expect(r).toMatchObject({ safe: true, semaphoreOverflows: 0, maxHolders: { sem2: 2 } });
+    expect(r.ops.semaphoreSections).toBe(3);
+    expect(r.ops.grantedBy).toEqual({ plain: 0, semaphore: 3, multi: 0 });
+  });
+
+  it('reports N + 1 holders of a semaphore inside their validity at one instant', () => {
+    const run = new Run();
+    const ops = [seat(run, 0, 1, 1, 2), seat(run, 1, 1, 2, 2), seat(run, 2, 1, 3, 2)];
+    for (const op of ops) endSeat(run, op, 2);
+    const r = check(run);
+    expect(r.semaphoreOverflows).toBe(1);
+    expect(r.safe).toBe(false);
+    expect(r.findings.join('\n')).toMatch(/semaphore overflow: sem2: op 2\.1\.1 \(permits 2\)/);
+  });
+
+  it('does not count a holder whose signal had aborted (it held nothing past its validity)', () => {
+    const run = new Run();
+    const a = seat(run, 0, 1, 1, 2);
+    const b = seat(run, 1, 1, 2, 2);
+    const c = seat(run, 2, 1, 3, 2);
+    endSeat(run, a, 2, false); // a's validity ran out before b and c: no `valid`
+    endSeat(run, b, 2);
+    endSeat(run, c, 2);
+    expect(check(run)).toMatchObject({ safe: true, semaphoreOverflows: 0 });
+  });
+
+  it('checks a multi-key grant on each key against every other grant of that key', () => {
+    const clean = new Run();
+    multi(clean, 0, 1, { counter: 1, k1: 1 });
+    clean.section(1, 1, 2); // the plain lock on counter, after the multi-key grant
+    multi(clean, 0, 2, { k1: 2, k2: 1 });
+    expect(check(clean)).toMatchObject({
+      safe: true,
+      lostUpdates: 0,
+      overlaps: 0,
+      finalValues: { counter: 2, k1: 2, k2: 1 },
+    });
+
+    // A broken backend gives a plain holder of k1's... no: gives k1 to two multi-key grants at once.
+    const run = new Run();
+    const a = '0.1.1';
+    const b = '1.1.1';
+    for (const [slot, op, t] of [
+      [0, a, 1],
+      [1, b, 1],
+    ] as const) {
+      run.events(slot).push(
+        {
+          ev: 'invoke',
+          t: run.tick(),
+          op,
+          mode: 'exclusive',
+          workload: 'multi',
+          keys: ['k1', `x${slot}`],
+        },
+        {
+          ev: 'ok',
+          t: run.tick(),
+          op,
+          token: String(t),
+          mode: 'exclusive',
+          tokens: { k1: String(t), [`x${slot}`]: '1' },
+        },
+      );
+    }
+    const ra = run.store.handle({ op: 'read', key: 'k1', token: '1', attempt: a });
+    const rb = run.store.handle({ op: 'read', key: 'k1', token: '1', attempt: b });
+    run.store.handle({
+      op: 'write',
+      key: 'k1',
+      token: '1',
+      attempt: a,
+      value: (ra.value as number) + 1,
+      shadow: 1,
+    });
+    run.store.handle({
+      op: 'write',
+      key: 'k1',
+      token: '1',
+      attempt: b,
+      value: (rb.value as number) + 1,
+      shadow: 2,
+    });
+    const r = check(run);
+    expect(r.overlaps).toBeGreaterThan(0);
+    expect(r.lostUpdates).toBeGreaterThan(0);
+    expect(r.safe).toBe(false);
+    expect(r.findings.join('\n')).toMatch(/overlap: k1: writer 0\.1\.1/);
+  });
+
+  it('orders tokens per key: a later grant of k1 with a smaller k1 token is a violation, other keys are not compared', () => {
+    const run = new Run();
+    multi(run, 0, 1, { k1: 7, k2: 1 });
+    multi(run, 1, 1, { k2: 2, k3: 1 }); // k3's token 1 is below k1's 7: different keys, fine
+    expect(check(run)).toMatchObject({ safe: true, tokensBackwards: 0 });
+    multi(run, 2, 1, { k1: 3 }); // invoked after k1 was granted 7: backwards on k1
+    const r = check(run);
+    expect(r.tokensBackwards).toBe(1);
+    expect(r.findings.join('\n')).toMatch(/token backwards: k1: op 2\.1\.1 got 3 after op 0\.1\.1/);
+  });
+});

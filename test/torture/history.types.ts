@@ -5,23 +5,51 @@
  */
 export type Role = 'writer' | 'reader';
 export type Via = 'withLock' | 'acquire' | 'locked';
+/** What one grant was: a plain lock on one key, a semaphore (permits N), several keys at once. */
+export type Workload = 'plain' | 'semaphore' | 'multi';
+export const WORKLOADS: readonly Workload[] = ['plain', 'semaphore', 'multi'];
+/** The store key of the plain single-key lock (and the only key of histories without keys). */
+export const DEFAULT_KEY = 'counter';
 
 export type HistoryEvent =
   | { ev: 'ready'; t: number; slot: number; inc: number; role: Role; via: Via; pid: number }
-  | { ev: 'invoke'; t: number; op: string; mode: 'exclusive' | 'shared' }
-  | { ev: 'ok'; t: number; op: string; token: string; mode: 'exclusive' | 'shared' }
+  | {
+      ev: 'invoke';
+      t: number;
+      op: string;
+      mode: 'exclusive' | 'shared';
+      /** Absent: a plain lock on DEFAULT_KEY. */
+      workload?: Workload;
+      /** The keys asked for, in the order the worker passed them (multi: random order). */
+      keys?: string[];
+      /** Semaphore grants: the permits every holder of that key uses. */
+      permits?: number;
+    }
+  | {
+      ev: 'ok';
+      t: number;
+      op: string;
+      /** The handle's fencingToken (multi-key: the first key's in canonical order). */
+      token: string;
+      mode: 'exclusive' | 'shared';
+      /** Every key's token (multi-key grants; otherwise the one key's, or absent for DEFAULT_KEY). */
+      tokens?: Record<string, string>;
+    }
   | { ev: 'fail'; t: number; op: string; error: string; message: string }
   | { ev: 'lost'; t: number; op: string; reason: string }
   | { ev: 'read'; t: number; op: string; accepted: boolean; value: number }
   | { ev: 'write-invoke'; t: number; op: string; value: number }
   | { ev: 'write'; t: number; op: string; accepted: boolean }
   | { ev: 'skip-write'; t: number; op: string }
+  /** Semaphore holders: the signal had not aborted here, right before the section's end at the store. */
+  | { ev: 'valid'; t: number; op: string }
   | { ev: 'rend'; t: number; op: string; accepted: boolean }
   | { ev: 'store-error'; t: number; op: string; message: string }
   | { ev: 'release'; t: number; op: string }
   | { ev: 'stop'; t: number };
 
-export type StoreOp = 'read' | 'write' | 'rbegin' | 'rend';
+/** read/write: fenced counter access; rbegin/rend: a reader's section; sbegin/send: a semaphore seat's section. */
+export type StoreOp = 'read' | 'write' | 'rbegin' | 'rend' | 'sbegin' | 'send';
 
 /** One operation as the fenced store saw it, in the store's own order (seq). */
 export interface StoreRecord {
@@ -30,6 +58,8 @@ export interface StoreRecord {
   op: StoreOp;
   /** Worker op id `<slot>.<incarnation>.<n>`: one lock grant's critical section. */
   attempt: string;
+  /** The resource (one counter per lock key, one seat table per semaphore key); absent = DEFAULT_KEY. */
+  key?: string;
   token: string;
   accepted: boolean;
   /** read/rbegin: the value returned; write: the value written (or refused). */
@@ -39,12 +69,17 @@ export interface StoreRecord {
 /** A fault the nemesis injected, for the report's timeline. */
 export interface NemesisEvent {
   t: number;
-  fault: 'kill' | 'pause' | 'restart' | 'partition';
+  fault: 'kill' | 'pause' | 'restart' | 'partition' | 'delay' | 'clock';
   target: string;
   phase: 'start' | 'end';
   detail?: string;
 }
 
+/**
+ * The real clock, captured when this module loads: a worker under the clock nemesis replaces
+ * performance.now and Date.now for the library, but its history stays on the machine's clock.
+ */
+const realPerformanceNow = performance.now.bind(performance);
 export function now(): number {
-  return performance.timeOrigin + performance.now();
+  return performance.timeOrigin + realPerformanceNow();
 }

@@ -21,6 +21,7 @@ function lockOf(m: JsonMessage): BackendLock {
     owner: String(m.owner),
     mode: m.mode as LockMode,
     ttl: Number(m.ttl),
+    ...(m.permits === undefined ? {} : { permits: Number(m.permits) }),
   };
 }
 

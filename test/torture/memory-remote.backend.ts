@@ -20,6 +20,8 @@ export class MemoryRemoteBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
+    // The hosted MemoryLockBackend grants semaphores natively; permits travel with every call.
+    semaphore: true,
   };
   private readonly client: JsonLinesClient;
 
@@ -35,8 +37,16 @@ export class MemoryRemoteBackend implements LockBackend {
    * validity is dated by this process's clock from the request that won it.
    */
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    const { key, owner, mode, ttl } = request;
-    const m = await this.client.call({ type: 'acquire', key, owner, mode, ttl, wait: 0 }).answer;
+    const { key, owner, mode, ttl, permits } = request;
+    const m = await this.client.call({
+      type: 'acquire',
+      key,
+      owner,
+      mode,
+      ttl,
+      wait: 0,
+      ...(permits === undefined ? {} : { permits }),
+    }).answer;
     return m.acquired
       ? { acquired: true, fencingToken: BigInt(m.fencingToken as string) }
       : { acquired: false, retryAfter: m.retryAfter as number | undefined };

@@ -83,6 +83,24 @@ describe('TcpProxy', () => {
     expect(performance.now() - sent).toBeGreaterThanOrEqual(290);
   });
 
+  it('jitter reorders chunks across connections and keeps each connection in order', async () => {
+    const a = await client();
+    const b = await client();
+    echoed = '';
+    proxy.jitter = 200;
+    // The draws, in order: A1 waits 198 ms more, A2 and B none (and the echoes none).
+    const draws = [0.99];
+    proxy.random = () => draws.shift() ?? 0;
+    a.socket.write('A1');
+    await eventually(() => proxy.held === 2);
+    a.socket.write('A2'); // due at once by its own draw, but never before A1 on the same stream
+    await eventually(() => proxy.held === 4);
+    b.socket.write('B'); // sent last, on another connection: arrives first
+    await eventually(() => echoed.length === 5);
+    expect(echoed).toBe('BA1A2');
+    await eventually(() => a.received() === 'A1A2' && b.received() === 'B');
+  });
+
   it('resetAll cuts every connection, and new ones work again', async () => {
     const a = await client();
     const b = await client();

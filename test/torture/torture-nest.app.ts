@@ -17,8 +17,14 @@ import type { Section, WorkerConfig } from './torture.worker';
  * Returns one function per grant for the worker's flavour (withLock, acquire/release, @Locked).
  */
 export interface WorkerRunner {
-  (op: string): Promise<void>;
+  (op: string, grant?: GrantSpec): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What one operation asks for: the plain lock on cfg.key (absent), a semaphore, or several keys. */
+export interface GrantSpec {
+  key: string | string[];
+  permits?: number;
 }
 
 export async function createRunner(
@@ -54,25 +60,20 @@ export async function createRunner(
   await app.init();
   const locks = app.get(LockService);
   const job = app.get(CounterJob);
-  let run: (op: string) => Promise<void>;
-  switch (cfg.via) {
-    case 'withLock':
-      run = (op) => locks.withLock(cfg.key, (h) => section(h, op), options);
-      break;
-    case 'acquire':
-      run = async (op) => {
-        const handle = await locks.acquire(cfg.key, options);
-        try {
-          await section(handle, op);
-        } finally {
-          await handle.release();
-        }
-      };
-      break;
-    case 'locked':
-      run = (op) => job.run(op);
-      break;
-  }
+  // Semaphores and multi-key locks go through LockService (a @Locked key is fixed per method).
+  const viaService = cfg.via === 'locked' ? 'withLock' : cfg.via;
+  const run = async (op: string, grant?: GrantSpec): Promise<void> => {
+    const key = grant?.key ?? cfg.key;
+    const opts = grant?.permits === undefined ? options : { ...options, permits: grant.permits };
+    if (grant === undefined && cfg.via === 'locked') return job.run(op);
+    if (viaService === 'withLock') return locks.withLock(key, (h) => section(h, op), opts);
+    const handle = await locks.acquire(key, opts);
+    try {
+      await section(handle, op);
+    } finally {
+      await handle.release();
+    }
+  };
   // app.close() runs LockService's shutdown hook: held locks are released, timers stopped.
   return Object.assign(run, { close: () => app.close() });
 }

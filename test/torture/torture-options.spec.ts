@@ -80,4 +80,25 @@ describe('torture options', () => {
     expect(parseDuration('d', '10m')).toBe(600_000);
     expect(parseDuration('d', '250')).toBe(250);
   });
+
+  it('parses workloads and clock rates, defaulting to every workload and rates inside the drift model', () => {
+    expect(parseTortureArgs(base)).toMatchObject({
+      workloads: ['plain', 'semaphore', 'multi'],
+      clockRates: [0.99, 1.05],
+      faults: ['kill', 'pause', 'restart', 'partition', 'delay', 'clock'],
+    });
+    expect(
+      parseTortureArgs([...base, '--workload', 'semaphore,multi', '--clock-rate', '0.9..1.1']),
+    ).toMatchObject({ workloads: ['semaphore', 'multi'], clockRates: [0.9, 1.1] });
+    expect(parseTortureArgs([...base, '--clock-rate', '0.95'])).toMatchObject({
+      clockRates: [0.95, 0.95],
+    });
+    expect(() => parseTortureArgs([...base, '--workload', 'plain,queue'])).toThrow(
+      /--workload: unknown workload "queue"; allowed: plain, semaphore, multi/,
+    );
+    for (const bad of ['1.1..0.9', '0.1', 'fast'])
+      expect(() => parseTortureArgs([...base, '--clock-rate', bad])).toThrow(
+        new RegExp(`--clock-rate: got "${bad.replace(/\./g, '\\.')}"`),
+      );
+  });
 });

@@ -10,7 +10,12 @@ import { SeededRandom } from './seeded.random';
  * - pause: SIGSTOP a worker for 1.5-3 x ttl (its lock expires while it sleeps), then SIGCONT;
  * - restart: SIGKILL a backend server (or cluster member) and start it again after up to a ttl;
  * - partition: hold all traffic between one worker and the servers for 1-4 x ttl, then either
- *   let it through or reset the connections.
+ *   let it through or reset the connections;
+ * - delay: add latency with jitter to one worker's proxies (half the time: every worker's, each
+ *   with its own draw) for 2-5 x ttl: chunks stay in order per connection and are reordered across
+ *   connections and clients; delay up to ttl / 5, jitter up to ttl / 5 more;
+ * - clock: run one worker's clocks (performance.now, Date.now, timers) at a seeded rate within
+ *   `clockRates` for 2-6 x ttl, then at 1 again (clock-rate.ts).
  * Targets are the current holder (as the fenced store last saw it) 70 % of the time: a fault on a
  * worker that holds nothing proves little.
  */
@@ -20,6 +25,8 @@ export interface NemesisWorker {
   /** SIGKILL this incarnation and start the next; resolves when the new one is ready. */
   replace(): Promise<void>;
   readonly proxies: TcpProxy[];
+  /** Sets the rate of this worker's clocks (1: real time); no-op when the worker is not running. */
+  setClockRate(rate: number): void;
 }
 
 export interface NemesisTargets {
@@ -31,7 +38,14 @@ export interface NemesisTargets {
 
 export class Nemesis {
   readonly events: NemesisEvent[] = [];
-  readonly counts: Record<Fault, number> = { kill: 0, pause: 0, restart: 0, partition: 0 };
+  readonly counts: Record<Fault, number> = {
+    kill: 0,
+    pause: 0,
+    restart: 0,
+    partition: 0,
+    delay: 0,
+    clock: 0,
+  };
   private readonly rng: SeededRandom;
   private stopped = false;
   private wake: (() => void) | undefined;
@@ -41,6 +55,7 @@ export class Nemesis {
     private readonly faults: Fault[],
     private readonly ttl: number,
     private readonly targets: NemesisTargets,
+    private readonly clockRates: [number, number] = [0.99, 1.05],
   ) {
     this.rng = new SeededRandom(seed);
   }
@@ -93,7 +108,18 @@ export class Nemesis {
         this.log(fault, server.name, 'start', `SIGKILL, down for ${ms} ms`);
         await server.kill();
         await this.sleep(ms, true);
-        await server.start();
+        // A server slow to come back on a loaded machine (its harness gives up after a while) is
+        // killed and started again, a few times, before the run fails.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await server.start();
+            break;
+          } catch (error) {
+            if (attempt >= 3) throw error;
+            this.log(fault, server.name, 'start', `start ${attempt} failed: ${String(error)}`);
+            await server.kill().catch(() => undefined);
+          }
+        }
         this.log(fault, server.name, 'end', 'started');
         return;
       }
@@ -114,6 +140,45 @@ export class Nemesis {
           p.heal();
         }
         this.log(fault, `worker ${w.slot}`, 'end');
+        return;
+      }
+      case 'delay': {
+        const all = this.rng.next() < 0.5;
+        const targets = all ? this.targets.workers : [this.worker()];
+        const ms = this.rng.int(2 * this.ttl, 5 * this.ttl);
+        const detail: string[] = [];
+        for (const w of targets) {
+          const delay = this.rng.int(1, Math.max(1, Math.round(this.ttl / 5)));
+          const jitter = this.rng.int(0, Math.max(1, Math.round(this.ttl / 5)));
+          const draw = new SeededRandom(this.rng.int(0, 2 ** 31 - 1));
+          for (const p of w.proxies) {
+            p.delay = delay;
+            p.jitter = jitter;
+            p.random = () => draw.next();
+          }
+          detail.push(`${w.slot}: ${delay}+${jitter} ms`);
+        }
+        const target = all ? 'every worker' : `worker ${targets[0].slot}`;
+        this.log(fault, target, 'start', `latency ${detail.join(', ')} for ${ms} ms`);
+        await this.sleep(ms, true);
+        for (const w of targets)
+          for (const p of w.proxies) {
+            p.delay = 0;
+            p.jitter = 0;
+          }
+        this.log(fault, target, 'end');
+        return;
+      }
+      case 'clock': {
+        const w = this.worker();
+        const [min, max] = this.clockRates;
+        const rate = Math.round((min + this.rng.next() * (max - min)) * 10_000) / 10_000;
+        const ms = this.rng.int(2 * this.ttl, 6 * this.ttl);
+        this.log(fault, `worker ${w.slot}`, 'start', `clock rate ${rate} for ${ms} ms`);
+        w.setClockRate(rate);
+        await this.sleep(ms, true);
+        w.setClockRate(1);
+        this.log(fault, `worker ${w.slot}`, 'end', 'clock rate 1');
         return;
       }
     }

@@ -1,10 +1,17 @@
 import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.backends';
+import { WORKLOADS, type Workload } from './history.types';
 
 /**
  * Command-line options of `npm run torture`, validated in one place. Bad input is a UsageError that
  * names the flag, the value and what is allowed; nothing starts before the options are valid.
  */
-export const FAULTS = ['kill', 'pause', 'restart', 'partition'] as const;
+export const FAULTS = ['kill', 'pause', 'restart', 'partition', 'delay', 'clock'] as const;
+/**
+ * Default clock rates of the clock nemesis: inside the library's drift model (validity.ts counts on
+ * ttl - (1 % of ttl + 2 ms), so a holder's clock may run down to 0.99 x real time; fast clocks only
+ * make a holder give up early).
+ */
+export const DEFAULT_CLOCK_RATES: [number, number] = [0.99, 1.05];
 export type Fault = (typeof FAULTS)[number];
 
 export interface TortureOptions {
@@ -20,6 +27,10 @@ export interface TortureOptions {
   signalCheck: boolean;
   /** Where the JSON report goes; default <run dir>/report.json. */
   report?: string;
+  /** What writers do per operation (seeded draw); default every workload. */
+  workloads?: Workload[];
+  /** [min, max] rate of a worker's clock under the clock nemesis; default DEFAULT_CLOCK_RATES. */
+  clockRates?: [number, number];
 }
 
 export class UsageError extends Error {
@@ -27,7 +38,8 @@ export class UsageError extends Error {
 }
 
 export const USAGE = `usage: npm run torture -- --backend <${BACKEND_NAMES.join('|')}> [--workers 8] [--duration 60s]
-       [--faults kill,pause,restart,partition|none] [--seed N] [--mode exclusive|shared]
+       [--faults kill,pause,restart,partition,delay,clock|none] [--seed N] [--mode exclusive|shared]
+       [--workload plain,semaphore,multi] [--clock-rate 0.99..1.05]
        [--ttl 500ms (etcd 2s, zookeeper 1.5s)] [--wait 2s] [--signal-check on|off] [--report path.json]`;
 
 /** "60s", "1.5m", "500ms", "2000" (ms) -> ms. */
@@ -74,6 +86,8 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
     'wait',
     'signal-check',
     'report',
+    'workload',
+    'clock-rate',
   ]);
   for (const flag of raw.keys())
     if (!known.has(flag)) throw new UsageError(`unknown option --${flag}\n${USAGE}`);
@@ -104,6 +118,15 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
   const signalCheck = raw.get('signal-check') ?? 'on';
   if (signalCheck !== 'on' && signalCheck !== 'off')
     throw new UsageError(`--signal-check: got "${signalCheck}"; allowed: on, off`);
+  const workloadText = raw.get('workload') ?? WORKLOADS.join(',');
+  const workloads = workloadText.split(',').map((w) => w.trim());
+  for (const w of workloads) {
+    if (!(WORKLOADS as readonly string[]).includes(w))
+      throw new UsageError(
+        `--workload: unknown workload "${w}"; allowed: ${WORKLOADS.join(', ')} (comma-separated)`,
+      );
+  }
+  const clockRates = parseRates(raw.get('clock-rate'));
   const limits = TORTURE_BACKENDS[backend as BackendName]?.ttl ?? { default: 500, min: 100 };
   const ttl = raw.has('ttl') ? parseDuration('ttl', raw.get('ttl') as string) : limits.default;
   if (ttl < limits.min || (limits.step !== undefined && ttl % limits.step !== 0)) {
@@ -122,6 +145,8 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
     wait: parseDuration('wait', raw.get('wait') ?? '2s'),
     signalCheck: signalCheck === 'on',
     report: raw.get('report'),
+    workloads: [...new Set(workloads as Workload[])],
+    clockRates,
   };
   const minimum = minimumDuration(options);
   if (options.durationMs < minimum) {
@@ -130,6 +155,19 @@ export function parseTortureArgs(argv: readonly string[]): TortureOptions {
     );
   }
   return options;
+}
+
+/** "0.99..1.05" (or one rate "0.9") -> [min, max], each in 0.5..2. */
+function parseRates(text: string | undefined): [number, number] {
+  if (text === undefined) return DEFAULT_CLOCK_RATES;
+  const m = /^(\d+(?:\.\d+)?)(?:\.\.(\d+(?:\.\d+)?))?$/.exec(text.trim());
+  const min = m ? Number(m[1]) : NaN;
+  const max = m ? Number(m[2] ?? m[1]) : NaN;
+  if (!(min >= 0.5 && max <= 2 && min <= max))
+    throw new UsageError(
+      `--clock-rate: got "${text}"; allowed: a rate or a range min..max within 0.5..2, e.g. 0.99..1.05`,
+    );
+  return [min, max];
 }
 
 /** Quiet tail after the nemesis stops: the liveness window plus a worker restart. */

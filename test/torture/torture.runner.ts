@@ -59,6 +59,12 @@ class Slot implements NemesisWorker {
     private readonly logOf: (slot: number, inc: number) => string,
   ) {}
 
+  setClockRate(rate: number): void {
+    const c = this.child;
+    if (c && c.exitCode === null && c.signalCode === null && c.connected)
+      c.send({ type: 'clock', rate }, () => undefined);
+  }
+
   signal(sig: NodeJS.Signals): void {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null)
       this.child.kill(sig);
@@ -166,6 +172,8 @@ export async function runTorture(
           yieldMax: 30,
           thinkMax: 20,
           signalCheck: options.signalCheck,
+          workloads: options.workloads ?? ['plain'],
+          clock: options.faults.includes('clock'),
         },
         dir,
         build,
@@ -186,11 +194,13 @@ export async function runTorture(
 
     const runStart = now();
     const nemesisUntil = runStart + options.durationMs - quietMs(options);
-    const nemesis = new Nemesis(options.seed, options.faults, options.ttl, {
-      workers: slots,
-      servers: servers.restartable,
-      holder: () => store.lastEntrant,
-    });
+    const nemesis = new Nemesis(
+      options.seed,
+      options.faults,
+      options.ttl,
+      { workers: slots, servers: servers.restartable, holder: () => store.lastEntrant },
+      options.clockRates,
+    );
     const timer = setTimeout(() => nemesis.stop(), Math.max(0, nemesisUntil - now()));
     await nemesis.run(nemesisUntil);
     clearTimeout(timer);
@@ -215,6 +225,7 @@ export async function runTorture(
       records: store.records,
       value: store.value,
       shadow: store.shadow,
+      values: store.values(),
       healAt,
       ttl: options.ttl,
       wait: options.wait,
@@ -266,6 +277,12 @@ function readHistory(file: string): HistoryEvent[] {
   return events;
 }
 
+/**
+ * How long a worker may take to start (load the driver, build the Nest app, connect). Generous: on
+ * a shared 2-core machine under a load of 90, eight of them took over a minute.
+ */
+const READY_MS = 300_000;
+
 function spawnWorker(
   slot: Slot,
   config: WorkerConfig,
@@ -282,8 +299,9 @@ function spawnWorker(
   closeSync(fd);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`worker ${slot.slot} not ready after 60 s (see ${dir})`)),
-      60_000,
+      () =>
+        reject(new Error(`worker ${slot.slot} not ready after ${READY_MS / 1000} s (see ${dir})`)),
+      READY_MS,
     );
     child.once('message', () => {
       clearTimeout(timer);

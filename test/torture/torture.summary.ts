@@ -9,19 +9,24 @@ export function formatSummary(report: TortureReport): string {
       .join(', ') || 'none';
   const verdict = (n: number) => (n === 0 ? 'ok' : 'VIOLATION');
   const lines = [
-    `== torture ${o.backend} (${o.mode}) seed ${o.seed}: ${o.workers} workers, ${Math.round(report.elapsedMs / 1000)} s, ttl ${o.ttl} ms, wait ${o.wait} ms`,
+    `== torture ${o.backend} (${o.mode}; ${(o.workloads ?? ['plain']).join(', ')}) seed ${o.seed}: ${o.workers} workers, ${Math.round(report.elapsedMs / 1000)} s, ttl ${o.ttl} ms, wait ${o.wait} ms`,
     `set-up            build ${report.timings.buildMs} ms, servers ${report.timings.serversMs} ms, ${o.workers} workers ${report.timings.workersMs} ms, stop ${report.timings.stopMs} ms`,
     `faults injected    ${Object.entries(report.faults)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
     ...report.notes.map((n) => `note               ${n}`),
-    `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted, failed: ${failed}`,
+    `operations         ${r.ops.invoked} invoked, ${r.ops.granted} granted (plain ${r.ops.grantedBy.plain}, semaphore ${r.ops.grantedBy.semaphore}, multi-key ${r.ops.grantedBy.multi}), failed: ${failed}`,
     `locks lost         ${r.ops.lost} (${r.ops.lostOnArrival} within 2 ms of the grant: paused or cut off while acquiring, or a bug; writes skipped after own signal: ${r.ops.writesSkippedAfterLost})`,
     `fenced resource    ${r.ops.writesAccepted} writes accepted, ${r.ops.writesRejected} rejected, ${r.ops.readsRejected} reads rejected, final value ${r.finalValue}` +
       (o.mode === 'shared' ? `, ${r.ops.readerSections} reader sections` : ''),
     `lost updates       ${r.lostUpdates}  ${verdict(r.lostUpdates)}`,
     `overlaps           ${r.overlaps} writer/writer, ${r.readerWriterOverlaps} reader/writer  ${verdict(r.overlaps + r.readerWriterOverlaps)}`,
     `tokens backwards   ${r.tokensBackwards}  ${r.tokensBackwards === 0 ? 'ok' : o.backend === 'redlock' ? '(best-effort fencing: reported, not a violation)' : 'VIOLATION'}`,
+    `semaphores         ${r.ops.semaphoreSections} sections; most holders at once: ${
+      Object.entries(r.maxHolders)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }; over permits ${r.semaphoreOverflows}  ${verdict(r.semaphoreOverflows)}`,
     `writes after lost  ${r.writesAfterLost}  ${o.signalCheck ? verdict(r.writesAfterLost) : '(signal check off: expected)'}`,
     `liveness           ${r.stuckWorkers.length === 0 ? 'every worker progressed' : `stuck workers: ${r.stuckWorkers.join(', ')}`} after the heal; ${r.acceptedWritesAfterHeal} writes accepted after it  ${r.live ? 'ok' : 'VIOLATION'}`,
     `worker crashes     ${report.crashes.length}${report.crashes.length ? `  (first: worker ${report.crashes[0].slot}, exit ${report.crashes[0].exit}: ${firstError(report.crashes[0].log)})` : ''}`,
