@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
@@ -15,7 +14,9 @@ import { ELECTION_PROPOSAL, Leadership, type CampaignOptions } from './leader-el
 import { acquireAll, type LockKeys } from './multi-lock';
 import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
+import { LazyAbortController } from './lazy-abort';
 import { LockLease } from './lock-lease';
+import { newOwnerToken } from './owner-token';
 import { validateEngineOptions, type LockEngineOptions } from './engine-options';
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
@@ -306,15 +307,24 @@ export class LockEngine {
     }
     o.signal?.throwIfAborted();
 
-    const owner = randomBytes(16).toString('hex');
+    const owner = newOwnerToken();
     const proposal = (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL];
-    const controller = new AbortController();
+    const controller = new LazyAbortController();
     const detached = this.detached;
-    // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
-    const deadline =
-      o.wait > 0
-        ? detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait))
-        : undefined;
+    const startedAt = performance.now();
+    // The deadline timer starts only when the request really waits (queued, busy at its first
+    // attempt, or handed to a backend's native wait), counting from startedAt: a grant at the first
+    // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
+    // flight is bounded by the call budget below (wait + grace) either way.
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    let armed = false;
+    const onWait = () => {
+      if (armed) return;
+      armed = true;
+      const left = o.wait - (performance.now() - startedAt);
+      if (left <= 0) controller.abort(WAIT_DEADLINE);
+      else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
+    };
     const onCancel = () => controller.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
@@ -327,16 +337,17 @@ export class LockEngine {
       ...(permits ? { permits } : {}),
       ...(proposal === undefined ? {} : { election: { proposal } }),
       wait: o.wait,
-      signal: controller.signal,
+      get signal() {
+        return controller.signal;
+      },
       onLost,
     };
-    const startedAt = performance.now();
     this.activity.enter(o.backend, key, stats);
     try {
       // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
       // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
       const attempt = detached(() =>
-        this.runner.run(backend, this.label(o.backend), request, stats),
+        this.runner.run(backend, this.label(o.backend), request, stats, onWait),
       );
       // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
       const budget = Math.min(
@@ -391,7 +402,7 @@ export class LockEngine {
       if (scope) this.scopes.remember(scope, id, lease);
       return { handle: new LockHandle(lease, this.ops) };
     } finally {
-      clearTimeout(deadline);
+      if (deadline !== undefined) clearTimeout(deadline);
       this.activity.leave(o.backend, key);
       o.signal?.removeEventListener('abort', onCancel);
     }

@@ -51,7 +51,8 @@ export class LockLease implements BackendLock {
   /** A release before this time leaves the lock to expire then instead (minHold). */
   readonly holdUntil: number;
   renewing = false;
-  readonly controller = new AbortController();
+  /** Made on first use: most locks are released without anyone reading their signal. */
+  private controller?: AbortController;
   private releasing?: Promise<void>;
 
   readonly key: string;
@@ -91,7 +92,7 @@ export class LockLease implements BackendLock {
   }
 
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return (this.controller ??= new AbortController()).signal;
   }
 
   /** Marks the lease confirmed at `startedAt` (when the renewal/extend request was sent). */
@@ -121,7 +122,8 @@ export class LockLease implements BackendLock {
     // Listeners run outside the context of whoever noticed the loss (a watchdog tick, another
     // request reading a handle, a backend session callback), so they cannot re-enter its locks.
     const error = new LockLostError(this.key, reason, cause);
-    this.detached(() => this.controller.abort(error));
+    const controller = (this.controller ??= new AbortController());
+    this.detached(() => controller.abort(error));
   }
 
   get lostError(): LockLostError | undefined {
