@@ -59,7 +59,10 @@ function rejectUnknown(option: string, value: Record<string, unknown>, allowed: 
 }
 
 /** Per defaults object (per engine): the resolution of "no options", computed once. */
-const noOptions = new WeakMap<ResolvedDefaults, Map<readonly string[] | undefined, ResolvedLockOptions>>();
+const noOptions = new WeakMap<
+  ResolvedDefaults,
+  Map<readonly string[] | undefined, ResolvedLockOptions>
+>();
 
 /** Validates module-level defaults; every missing one takes the package default. */
 export function resolveDefaults(
