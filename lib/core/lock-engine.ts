@@ -155,10 +155,7 @@ export class LockEngine {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(
-          runHeld(this, handle, options?.backend, () => fn(handle)),
-          handle.signal,
-        );
+        return await handle.raceLost(runHeld(this, handle, options?.backend, () => fn(handle)));
       } finally {
         await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
@@ -502,11 +499,5 @@ export class LockEngine {
   }
 }
 
-/** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
-export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return raceAbort(work, signal, () => {
-    throw signal.reason;
-  });
-}
-
+export { raceLost } from './lock-handle';
 export { DistributedLockError };

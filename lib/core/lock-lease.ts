@@ -53,6 +53,8 @@ export class LockLease implements BackendLock {
   renewing = false;
   /** Made on first use: most locks are released without anyone reading their signal. */
   private controller?: AbortController;
+  /** Internal loss callbacks (see onLoss): cheaper than a listener on the signal. */
+  private lossWatchers?: Set<() => void>;
   private releasing?: Promise<void>;
 
   readonly key: string;
@@ -123,7 +125,26 @@ export class LockLease implements BackendLock {
     // request reading a handle, a backend session callback), so they cannot re-enter its locks.
     const error = new LockLostError(this.key, reason, cause);
     const controller = (this.controller ??= new AbortController());
-    this.detached(() => controller.abort(error));
+    const watchers = this.lossWatchers;
+    this.lossWatchers = undefined;
+    this.detached(() => {
+      controller.abort(error);
+      if (watchers) for (const watch of watchers) watch();
+    });
+  }
+
+  /**
+   * Calls `watch` once when the lease is lost (after its signal aborted; at once, in a microtask,
+   * if it already was); returns the function that stops watching. What the engine uses to fail a
+   * locked call at once: no AbortController and no event listener per call.
+   */
+  onLoss(watch: () => void): () => void {
+    if (this.state === 'lost') {
+      queueMicrotask(watch);
+      return noop;
+    }
+    (this.lossWatchers ??= new Set()).add(watch);
+    return () => this.lossWatchers?.delete(watch);
   }
 
   get lostError(): LockLostError | undefined {
@@ -181,5 +202,7 @@ export class LockLease implements BackendLock {
     timer.unref?.();
   }
 }
+
+const noop = (): void => undefined;
 
 export { safeValidity };
