@@ -135,6 +135,8 @@ export function raceAbort<T, A>(
 ): Promise<T | A> {
   return new Promise<T | A>((resolve, reject) => {
     const abort = () => {
+      // The caller gave up on `work` and got onAbort's answer; whoever started `work` reports its
+      // failures (the engine's call wrapper); here it only must not become an unhandled rejection.
       work.catch(() => undefined);
       try {
         resolve(onAbort());

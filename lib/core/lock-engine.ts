@@ -1,7 +1,7 @@
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
-import { asUnavailable, raceAbort, WAIT_DEADLINE } from '../backend-kit/wait-loop';
+import { asUnavailable, WAIT_DEADLINE } from '../backend-kit/wait-loop';
 import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -244,8 +244,14 @@ export class LockEngine {
     await Promise.all(
       leases.map((l) =>
         l
-          .release((op, what) => this.call(op, this.label(l.backendName), what))
-          .catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e)),
+          .release((op, what) =>
+            this.call(op, this.label(l.backendName), what).catch((e: unknown) => {
+              // Reported here: the lost lease's best-effort release swallows the rejection.
+              this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e);
+              throw e;
+            }),
+          )
+          .catch(reported),
       ),
     );
     for (const w of this.watchdogs.values()) w.stop();

@@ -167,6 +167,8 @@ export class LockLease implements BackendLock {
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
+      // Its failure is not lost: every caller's `call` reports it (releaseFailed, through
+      // LockActivity.releaseReporter) before this catch; the lock is already lost and reported as such.
       this.releasing = call(
         this.detached(() => this.backend.release(this.lock)),
         'release',
@@ -197,6 +199,8 @@ export class LockLease implements BackendLock {
       return;
     }
     const timer = setTimeout(() => {
+      // Never throw from a timer; `call` (the engine's, with LockActivity.releaseReporter) has
+      // already emitted releaseFailed when this rejects.
       call(this.backend.release(this.lock), 'release').catch(() => undefined);
     }, ms);
     timer.unref?.();
