@@ -119,11 +119,11 @@ export class ReentrancyScopes {
   /**
    * In the root's context: fn with no scope. run(undefined), not exit(): on Node 20 exit() disables
    * the storage for fn's duration, turning the process-wide promise hooks off and on again on every
-   * call. Nothing to clear (no scope, or the storage was never used): fn as it is, so an engine used
-   * only through acquire/release never enables the storage and its promise hooks at all.
+   * call. (Skipping run() when getStore() is already undefined is NOT equivalent: the reentrancy
+   * spec "request B's loss listener never runs in request A's scope" fails that way.)
    */
   private outside<T>(fn: () => T): T {
-    return this.storage.getStore() === undefined ? fn() : this.storage.run(undefined, fn);
+    return this.storage.run(undefined, fn);
   }
 
   private nearestOpen(): ReentrancyScope | undefined {

@@ -7,17 +7,14 @@ export interface OtelApiLike {
     getTracer(name: string, version?: string): OtelTracer;
     setSpan(context: unknown, span: OtelSpan): unknown;
     /** The global provider: the API's ProxyTracerProvider, whose delegate is the registered SDK's. */
-    getTracerProvider?(): { getDelegate?(): OtelTracerProvider };
+    getTracerProvider?(): { getDelegate?(): unknown };
   };
   context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
   metrics: { getMeter(name: string, version?: string): OtelMeter };
   SpanStatusCode: { ERROR: number };
-  ROOT_CONTEXT?: unknown;
+  ProxyTracerProvider?: new () => { getDelegate?(): unknown };
   /** The API's no-op meter (what getMeter returns while no MeterProvider is registered). */
   createNoopMeter?(): unknown;
-}
-interface OtelTracerProvider {
-  getTracer(name: string, version?: string): OtelTracer;
 }
 interface OtelSpan {
   setAttribute(key: string, value: string | number | boolean): unknown;
@@ -27,7 +24,7 @@ interface OtelSpan {
   isRecording(): boolean;
 }
 interface OtelTracer {
-  startSpan(name: string, options?: { attributes?: Attributes }, context?: unknown): OtelSpan;
+  startSpan(name: string, options?: { attributes?: Attributes }): OtelSpan;
 }
 type Attributes = Record<string, string | number | boolean>;
 interface OtelInstrument {
@@ -267,23 +264,17 @@ export function instrumentEngine(
  * never record: then the engine skips its span wrapping entirely (no span info, no no-op span, no
  * closures per acquire). Checked per acquire by identity with the no-op delegate seen at start-up,
  * so an SDK registered later (e.g. NodeSDK.start() after the module was built) is picked up at
- * once. The no-op delegate is recognised by its spans: never valid trace ids, even as a root span
- * (an SDK's sampled-out span still has a real trace id). Unknown providers: always live.
+ * once. The no-op delegate is what a fresh ProxyTracerProvider without delegate answers (the API's
+ * singleton); no probe span is made. Unknown providers: always live.
  */
 function tracerLive(api: OtelApiLike): () => boolean {
   const provider = api.trace.getTracerProvider?.();
-  if (typeof provider?.getDelegate !== 'function' || api.ROOT_CONTEXT === undefined)
+  if (typeof provider?.getDelegate !== 'function' || typeof api.ProxyTracerProvider !== 'function')
     return () => true;
-  const initial = provider.getDelegate();
-  const probe = initial
-    .getTracer(SCOPE)
-    .startSpan('probe', undefined, api.ROOT_CONTEXT) as OtelSpan & {
-    spanContext?(): { traceId?: string };
-  };
-  const traceId = probe.spanContext?.().traceId;
-  probe.end();
-  if (traceId === undefined || !/^0+$/.test(traceId)) return () => true;
-  return () => provider.getDelegate!() !== initial;
+  // A fresh proxy with no delegate answers the API's no-op provider (a singleton).
+  const noop = new api.ProxyTracerProvider().getDelegate?.();
+  if (noop === undefined) return () => true;
+  return () => provider.getDelegate!() !== noop;
 }
 
 function keyAttribute(
