@@ -57,7 +57,9 @@ async function main(): Promise<void> {
     console.log(
       `  ${name.padEnd(7)} ${median(results[name]).toFixed(2).padStart(7)}   ${results[name].map((x) => x.toFixed(1)).join(' ')}`,
     );
-  console.log(`  added   ${(median(results.locked) - median(results.plain)).toFixed(2).padStart(7)}`);
+  console.log(
+    `  added   ${(median(results.locked) - median(results.plain)).toFixed(2).padStart(7)}`,
+  );
   await app.close();
 }
 
