@@ -30,27 +30,46 @@ export class LocalWaitQueue {
   /**
    * Runs `poll` (the backend's pollAcquire for this request) when the request reaches the head of
    * its key's line; `poll` gets the handoff listener when the previous head left with a grant.
-   * `listen` (the backend's wake-ups, when they need no preparation) enables handoffs.
+   * `listen` (the backend's wake-ups, when they need no preparation) enables handoffs. `onQueue`
+   * is called when the request has to queue behind others of this process (its wait begins).
+   *
+   * A request that finds its key's line empty becomes its head synchronously, before any await:
+   * no turn promise, no abort listener, and its first attempt starts at once. Arrivals after it,
+   * even in the same tick, find the line non-empty and queue behind it, so arrival order holds
+   * (an earlier "attempt before joining" shortcut broke exactly that: two attempts in flight,
+   * answered out of order). The uncontended cycle costs no promise machinery of the line.
    */
   async run(
     request: BackendAcquireRequest,
     poll: (handoff?: ReleaseListener) => Promise<BackendAcquireResult>,
     listen?: (key: string) => ReleaseListener,
+    onQueue?: () => void,
   ): Promise<BackendAcquireResult> {
     if (request.wait === 0) return poll();
-    const { entry, leave } = await this.line(request.key, request.signal);
+    const key = request.key;
+    const line = this.lines.get(key);
+    let entry: Entry;
+    // A head from the start reads no signal (nothing can have aborted it synchronously since the
+    // engine checked the caller's); the engine makes the request's signal only when someone reads it.
+    const queued = line !== undefined;
+    if (line === undefined) {
+      entry = { wake: noop };
+      this.lines.set(key, [entry]);
+    } else {
+      onQueue?.();
+      entry = await this.queue(line, key, request.signal);
+    }
     let result: BackendAcquireResult | undefined;
     try {
-      if (request.signal.aborted) {
+      if (queued && request.signal.aborted) {
         entry.handoff?.dispose();
-        if (this.failure !== undefined)
-          throw asUnavailable(this.failure, this.backend, request.key);
+        if (this.failure !== undefined) throw asUnavailable(this.failure, this.backend, key);
         return { acquired: false };
       }
       result = await poll(entry.handoff);
       return result;
     } finally {
-      leave(result?.acquired === true ? listen : undefined);
+      this.leave(key, entry, result?.acquired === true ? listen : undefined);
     }
   }
 
@@ -73,30 +92,12 @@ export class LocalWaitQueue {
     return n;
   }
 
-  /** Joins `key`'s line; resolves once first in it (or when `signal` aborts) with the function that leaves it. */
-  private async line(
-    key: string,
-    signal: AbortSignal,
-  ): Promise<{ entry: Entry; leave: (handoff?: (key: string) => ReleaseListener) => void }> {
-    let line = this.lines.get(key);
-    if (!line) this.lines.set(key, (line = []));
+  /** Queues behind `line`'s head; resolves once first in it, or when `signal` aborts (still queued). */
+  private async queue(line: Entry[], key: string, signal: AbortSignal): Promise<Entry> {
     let wake!: () => void;
     const turn = new Promise<void>((resolve) => (wake = resolve));
     const entry: Entry = { wake };
     line.push(entry);
-    if (line[0] === entry) wake();
-    const leave = (handoff?: (key: string) => ReleaseListener) => {
-      const current = this.lines.get(key);
-      const at = current ? current.indexOf(entry) : -1;
-      if (!current || at < 0) return;
-      current.splice(at, 1);
-      if (current.length === 0) this.lines.delete(key);
-      else if (at === 0) {
-        // Synchronously, before our grant reaches its holder: the next head cannot miss its release.
-        if (handoff) current[0].handoff = handoff(key);
-        current[0].wake();
-      }
-    };
     if (!signal.aborted) {
       await new Promise<void>((resolve) => {
         const onAbort = () => resolve();
@@ -107,9 +108,25 @@ export class LocalWaitQueue {
         });
       });
     }
-    return { entry, leave };
+    return entry;
+  }
+
+  /** Leaves `key`'s line; a head leaving wakes the next (handing it `handoff`'s listener). */
+  private leave(key: string, entry: Entry, handoff?: (key: string) => ReleaseListener): void {
+    const current = this.lines.get(key);
+    const at = current ? current.indexOf(entry) : -1;
+    if (!current || at < 0) return;
+    current.splice(at, 1);
+    if (current.length === 0) this.lines.delete(key);
+    else if (at === 0) {
+      // Synchronously, before our grant reaches its holder: the next head cannot miss its release.
+      if (handoff) current[0].handoff = handoff(key);
+      current[0].wake();
+    }
   }
 }
+
+const noop = (): void => undefined;
 
 interface Entry {
   readonly wake: () => void;

@@ -25,6 +25,12 @@ export interface PollAcquireOptions {
   readonly maxDelay?: number;
   /** With a notifier: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
   readonly fallbackDelay?: number;
+  /**
+   * Called once the request is about to wait (its first attempt answered busy or failed, or it
+   * starts on a handoff), before the loop reads `request.signal`: the engine starts the wait's
+   * deadline timer here, so an acquire granted at its first attempt never creates one.
+   */
+  readonly onWait?: () => void;
 }
 
 /**
@@ -46,7 +52,10 @@ export async function pollAcquire(
   const fallback = options.fallbackDelay ?? 1_000;
   // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
   // its release (or the fallback) before the first attempt instead of attempting in vain.
-  if (handoff) await handoff.wait(fallback, request.signal);
+  if (handoff) {
+    options.onWait?.();
+    await handoff.wait(fallback, request.signal);
+  }
   let delay = minDelay;
   let prepared = false;
   for (;;) {
@@ -63,6 +72,7 @@ export async function pollAcquire(
     } catch (error) {
       failure = error;
     }
+    if (request.wait > 0) options.onWait?.();
     if (request.wait === 0 || request.signal.aborted) {
       listener?.dispose();
       if (failure !== undefined) throw asUnavailable(failure, options.backend, request.key);
@@ -125,6 +135,8 @@ export function raceAbort<T, A>(
 ): Promise<T | A> {
   return new Promise<T | A>((resolve, reject) => {
     const abort = () => {
+      // The caller gave up on `work` and got onAbort's answer; whoever started `work` reports its
+      // failures (the engine's call wrapper); here it only must not become an unhandled rejection.
       work.catch(() => undefined);
       try {
         resolve(onAbort());

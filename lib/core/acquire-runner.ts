@@ -17,14 +17,20 @@ import type {
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
-  /** `stats.attempts` counts backend attempts (a native queued wait counts as one). */
+  /**
+   * `stats.attempts` counts backend attempts (a native queued wait counts as one). `onWait` is
+   * called once the request really waits (queued, busy, or handed to a native wait): the engine
+   * starts the wait's deadline timer then, so a grant at the first attempt costs no timer.
+   */
   run(
     backend: LockBackend,
     label: string,
     request: BackendAcquireRequest,
     stats?: { attempts: number },
+    onWait?: () => void,
   ): Promise<BackendAcquireResult> {
     if (request.wait > 0 && typeof backend.acquire === 'function') {
+      onWait?.();
       if (stats) stats.attempts++;
       return backend.acquire(request);
     }
@@ -37,7 +43,7 @@ export class AcquireRunner {
           if (stats) stats.attempts++;
           return backend.tryAcquire(request);
         },
-        { backend: label, notifier: backend.wakeups, ...backend.waitPolicy },
+        { backend: label, notifier: backend.wakeups, ...backend.waitPolicy, onWait },
       );
     }
     const line = this.line(backend, label);
@@ -54,10 +60,11 @@ export class AcquireRunner {
         pollAcquire(
           request,
           attempt,
-          { backend: label, notifier: wakeups, ...backend.waitPolicy },
+          { backend: label, notifier: wakeups, ...backend.waitPolicy, onWait },
           handoff,
         ),
       listen,
+      onWait,
     );
   }
 

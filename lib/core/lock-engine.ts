@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
-import { asUnavailable, raceAbort, WAIT_DEADLINE } from '../backend-kit/wait-loop';
+import { asUnavailable, WAIT_DEADLINE } from '../backend-kit/wait-loop';
 import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -15,7 +14,9 @@ import { ELECTION_PROPOSAL, Leadership, type CampaignOptions } from './leader-el
 import { acquireAll, PREGRANTED, type LockKeys, type PreGrant } from './multi-lock';
 import { acquireSeat, checkPermits } from './semaphore';
 import { LockHandle, type LeaseOps } from './lock-handle';
+import { LazyAbortController } from './lazy-abort';
 import { LockLease } from './lock-lease';
+import { newOwnerToken } from './owner-token';
 import { validateEngineOptions, type LockEngineOptions } from './engine-options';
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
@@ -155,10 +156,7 @@ export class LockEngine {
     return this.scopes.run(async () => {
       const handle = await this.acquire(key, options);
       try {
-        return await raceLost(
-          runHeld(this, handle, options?.backend, () => fn(handle)),
-          handle.signal,
-        );
+        return await handle.raceLost(runHeld(this, handle, options?.backend, () => fn(handle)));
       } finally {
         await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
@@ -247,8 +245,14 @@ export class LockEngine {
     await Promise.all(
       leases.map((l) =>
         l
-          .release((op, what) => this.call(op, this.label(l.backendName), what))
-          .catch((e) => this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e)),
+          .release((op, what) =>
+            this.call(op, this.label(l.backendName), what).catch((e: unknown) => {
+              // Reported here: the lost lease's best-effort release swallows the rejection.
+              this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e);
+              throw e;
+            }),
+          )
+          .catch(reported),
       ),
     );
     for (const w of this.watchdogs.values()) w.stop();
@@ -311,15 +315,24 @@ export class LockEngine {
     }
     o.signal?.throwIfAborted();
 
-    const owner = pre?.owner ?? randomBytes(16).toString('hex');
+    const owner = pre?.owner ?? newOwnerToken();
     const proposal = (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL];
-    const controller = new AbortController();
+    const controller = new LazyAbortController();
     const detached = this.detached;
-    // wait: 0 is one attempt: no deadline timer (it would only abort the attempt in flight).
-    const deadline =
-      o.wait > 0
-        ? detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), o.wait))
-        : undefined;
+    const startedAt = performance.now();
+    // The deadline timer starts only when the request really waits (queued, busy at its first
+    // attempt, or handed to a backend's native wait), counting from startedAt: a grant at the first
+    // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
+    // flight is bounded by the call budget below (wait + grace) either way.
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    let armed = false;
+    const onWait = () => {
+      if (armed) return;
+      armed = true;
+      const left = o.wait - (performance.now() - startedAt);
+      if (left <= 0) controller.abort(WAIT_DEADLINE);
+      else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
+    };
     const onCancel = () => controller.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
@@ -332,17 +345,18 @@ export class LockEngine {
       ...(permits ? { permits } : {}),
       ...(proposal === undefined ? {} : { election: { proposal } }),
       wait: o.wait,
-      signal: controller.signal,
+      get signal() {
+        return controller.signal;
+      },
       onLost,
     };
-    const startedAt = performance.now();
     this.activity.enter(o.backend, key, stats);
     try {
       // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
       // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
       const attempt = pre
         ? Promise.resolve(pre.result)
-        : detached(() => this.runner.run(backend, this.label(o.backend), request, stats));
+        : detached(() => this.runner.run(backend, this.label(o.backend), request, stats, onWait));
       // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
       const budget = Math.min(
         MAX_DURATION_MS,
@@ -396,7 +410,7 @@ export class LockEngine {
       if (scope) this.scopes.remember(scope, id, lease);
       return { handle: new LockHandle(lease, this.ops) };
     } finally {
-      clearTimeout(deadline);
+      if (deadline !== undefined) clearTimeout(deadline);
       this.activity.leave(o.backend, key);
       o.signal?.removeEventListener('abort', onCancel);
     }
@@ -496,11 +510,5 @@ export class LockEngine {
   }
 }
 
-/** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
-export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return raceAbort(work, signal, () => {
-    throw signal.reason;
-  });
-}
-
+export { raceLost } from './lock-handle';
 export { DistributedLockError };

@@ -182,7 +182,7 @@ export type LockTracer = <T>(
  */
 export class LockEventBus {
   private listeners: { listener: LockEventListener; types?: ReadonlySet<LockEventType> }[] = [];
-  private tracers: LockTracer[] = [];
+  private tracers: { tracer: LockTracer; enabled?: () => boolean }[] = [];
   private hotListeners = 0;
 
   get active(): boolean {
@@ -194,8 +194,10 @@ export class LockEventBus {
     return this.hotListeners > 0;
   }
 
+  /** Some tracer is live now (a tracer over OpenTelemetry without an SDK is not: see trace()). */
   get tracing(): boolean {
-    return this.tracers.length > 0;
+    for (const t of this.tracers) if (t.enabled === undefined || t.enabled()) return true;
+    return false;
   }
 
   /** Subscribes to every event, or only to `types`; returns the unsubscribe function. */
@@ -211,11 +213,16 @@ export class LockEventBus {
     };
   }
 
-  /** Adds a tracer (outermost first); returns its removal. */
-  trace(tracer: LockTracer): () => void {
-    this.tracers = [...this.tracers, tracer];
+  /**
+   * Adds a tracer (outermost first); returns its removal. `enabled` (cheap, asked on every acquire)
+   * says whether it would record anything now: while no tracer is enabled, acquires take the plain
+   * path (no span info, no wrapping), as if none were added.
+   */
+  trace(tracer: LockTracer, enabled?: () => boolean): () => void {
+    const entry = { tracer, enabled };
+    this.tracers = [...this.tracers, entry];
     return () => {
-      this.tracers = this.tracers.filter((t) => t !== tracer);
+      this.tracers = this.tracers.filter((t) => t !== entry);
     };
   }
 
@@ -239,8 +246,9 @@ export class LockEventBus {
     const tracers = this.tracers;
     let run = fn;
     for (let i = tracers.length - 1; i >= 0; i--) {
+      const { tracer, enabled } = tracers[i];
+      if (enabled !== undefined && !enabled()) continue;
       const inner = run;
-      const tracer = tracers[i];
       run = () => tracer(info, inner, outcome);
     }
     return run();

@@ -4,6 +4,14 @@ import type { LockMode } from '../interfaces/lock-backend.interface';
 import { checkDuration } from './lock-options';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LeaseState } from './lock-lease';
+import { raceAbort } from '../backend-kit/wait-loop';
+
+/** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
+export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return raceAbort(work, signal, () => {
+    throw signal.reason;
+  });
+}
 
 /** What a handle reads of its grant: one LockLease, or a multi-key CompositeLease. */
 export interface HandleLease {
@@ -20,6 +28,8 @@ export interface HandleLease {
   readonly lostError: LockLostError | undefined;
   readonly ttl: number;
   checkExpiry(): void;
+  /** Calls `watch` once when the lease is lost; returns the function that stops watching. */
+  onLoss?(watch: () => void): () => void;
 }
 
 export interface LeaseOps<L extends HandleLease = HandleLease> {
@@ -88,6 +98,29 @@ export class LockHandle {
   throwIfLost(): void {
     this.lease.checkExpiry();
     if (this.lease.state === 'lost') throw this.lease.lostError as LockLostError;
+  }
+
+  /**
+   * @internal Settles like `work`, or rejects with the LockLostError as soon as the lock is lost
+   * (withLock and @Locked). Over a lease that reports losses itself, no AbortSignal is made.
+   */
+  raceLost<T>(work: Promise<T>): Promise<T> {
+    const lease = this.lease;
+    if (typeof lease.onLoss !== 'function') return raceLost(work, this.signal);
+    this.throwIfLost();
+    return new Promise<T>((resolve, reject) => {
+      const stop = lease.onLoss!(() => reject(lease.lostError));
+      work.then(
+        (value) => {
+          stop();
+          resolve(value);
+        },
+        (error) => {
+          stop();
+          reject(error);
+        },
+      );
+    });
   }
 
   /**

@@ -51,7 +51,10 @@ export class LockLease implements BackendLock {
   /** A release before this time leaves the lock to expire then instead (minHold). */
   readonly holdUntil: number;
   renewing = false;
-  readonly controller = new AbortController();
+  /** Made on first use: most locks are released without anyone reading their signal. */
+  private controller?: AbortController;
+  /** Internal loss callbacks (see onLoss): cheaper than a listener on the signal. */
+  private lossWatchers?: Set<() => void>;
   private releasing?: Promise<void>;
 
   readonly key: string;
@@ -91,7 +94,7 @@ export class LockLease implements BackendLock {
   }
 
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return (this.controller ??= new AbortController()).signal;
   }
 
   /** Marks the lease confirmed at `startedAt` (when the renewal/extend request was sent). */
@@ -121,7 +124,27 @@ export class LockLease implements BackendLock {
     // Listeners run outside the context of whoever noticed the loss (a watchdog tick, another
     // request reading a handle, a backend session callback), so they cannot re-enter its locks.
     const error = new LockLostError(this.key, reason, cause);
-    this.detached(() => this.controller.abort(error));
+    const controller = (this.controller ??= new AbortController());
+    const watchers = this.lossWatchers;
+    this.lossWatchers = undefined;
+    this.detached(() => {
+      controller.abort(error);
+      if (watchers) for (const watch of watchers) watch();
+    });
+  }
+
+  /**
+   * Calls `watch` once when the lease is lost (after its signal aborted; at once, in a microtask,
+   * if it already was); returns the function that stops watching. What the engine uses to fail a
+   * locked call at once: no AbortController and no event listener per call.
+   */
+  onLoss(watch: () => void): () => void {
+    if (this.state === 'lost') {
+      queueMicrotask(watch);
+      return noop;
+    }
+    (this.lossWatchers ??= new Set()).add(watch);
+    return () => this.lossWatchers?.delete(watch);
   }
 
   get lostError(): LockLostError | undefined {
@@ -144,6 +167,8 @@ export class LockLease implements BackendLock {
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
+      // Its failure is not lost: every caller's `call` reports it (releaseFailed, through
+      // LockActivity.releaseReporter) before this catch; the lock is already lost and reported as such.
       this.releasing = call(
         this.detached(() => this.backend.release(this.lock)),
         'release',
@@ -174,10 +199,14 @@ export class LockLease implements BackendLock {
       return;
     }
     const timer = setTimeout(() => {
+      // Never throw from a timer; `call` (the engine's, with LockActivity.releaseReporter) has
+      // already emitted releaseFailed when this rejects.
       call(this.backend.release(this.lock), 'release').catch(() => undefined);
     }, ms);
     timer.unref?.();
   }
 }
+
+const noop = (): void => undefined;
 
 export { safeValidity };

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockBackend, LockInspection } from '../interfaces/lock-backend.interface';
@@ -8,6 +7,7 @@ import type { HeldLockInfo, LockActivity, WaitingLockInfo } from './lock-activit
 export { LockActivity } from './lock-activity';
 import type { LockEventBus } from './lock-events';
 import type { LockLease } from './lock-lease';
+import { newOwnerToken } from './owner-token';
 
 /** LockService.inspect(key): the backend's answer plus this process's own view of the key. */
 export interface LockInspectionReport extends LockInspection {
@@ -166,7 +166,7 @@ export class LockOperator {
   private async acquireProbe(backend: LockBackend, name: string, key: string): Promise<void> {
     const lock = {
       key,
-      owner: randomBytes(16).toString('hex'),
+      owner: newOwnerToken(),
       mode: 'exclusive' as const,
       ttl: Math.max(backend.capabilities.minTtl ?? 0, 5_000),
     };

@@ -53,8 +53,16 @@ const CALL_KEYS = new Set([
 ]);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
-  checkKnownOptions(option, value, [...allowed]);
+  // Per call: a Set lookup per key; the list for the error message is built only on failure.
+  for (const name of Object.keys(value))
+    if (!allowed.has(name)) checkKnownOptions(option, value, [...allowed]);
 }
+
+/** Per defaults object (per engine): the resolution of "no options", computed once. */
+const noOptions = new WeakMap<
+  ResolvedDefaults,
+  Map<readonly string[] | undefined, ResolvedLockOptions>
+>();
 
 /** Validates module-level defaults; every missing one takes the package default. */
 export function resolveDefaults(
@@ -85,6 +93,10 @@ export function resolveLockOptions(
   backendNames: readonly string[] | undefined,
   key?: string,
 ): ResolvedLockOptions {
+  if (input === undefined) {
+    const cached = noOptions.get(defaults)?.get(backendNames);
+    if (cached) return cached;
+  }
   const o = checkObject('options', input) as LockOptions & Record<string, unknown>;
   rejectUnknown('options', o, CALL_KEYS);
   const backend = o.backend === undefined ? DEFAULT_BACKEND_NAME : o.backend;
@@ -116,6 +128,11 @@ export function resolveLockOptions(
   const { minHold, maxHold } = resolved;
   if (minHold !== undefined && maxHold !== undefined && minHold > maxHold) {
     throw new InvalidLockOptionsError('minHold', minHold, `at most maxHold (${maxHold} ms)`, key);
+  }
+  if (input === undefined) {
+    let byNames = noOptions.get(defaults);
+    if (!byNames) noOptions.set(defaults, (byNames = new Map()));
+    byNames.set(backendNames, Object.freeze(resolved));
   }
   return resolved;
 }

@@ -35,7 +35,7 @@ export interface ReentrancyScope {
  *   runs them outside every caller's context (see `detached`).
  */
 export class ReentrancyScopes {
-  private readonly storage = new AsyncLocalStorage<ReentrancyScope>();
+  private readonly storage = new AsyncLocalStorage<ReentrancyScope | undefined>();
   /** The context of the engine's construction: no caller's scope, whatever ran since. */
   private readonly root = new AsyncResource('nestjs-distributed-lock');
 
@@ -113,7 +113,17 @@ export class ReentrancyScopes {
    * so a callback of the library never runs "as" some request and never re-enters its locks.
    */
   detached<T>(fn: () => T): T {
-    return this.root.runInAsyncScope(() => this.storage.exit(fn));
+    return this.root.runInAsyncScope(this.outside, this, fn) as T;
+  }
+
+  /**
+   * In the root's context: fn with no scope. run(undefined), not exit(): on Node 20 exit() disables
+   * the storage for fn's duration, turning the process-wide promise hooks off and on again on every
+   * call. (Skipping run() when getStore() is already undefined is NOT equivalent: the reentrancy
+   * spec "request B's loss listener never runs in request A's scope" fails that way.)
+   */
+  private outside<T>(fn: () => T): T {
+    return this.storage.run(undefined, fn);
   }
 
   private nearestOpen(): ReentrancyScope | undefined {

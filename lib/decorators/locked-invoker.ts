@@ -1,5 +1,5 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
-import { raceLost, type LockEngine } from '../core/lock-engine';
+import type { LockEngine } from '../core/lock-engine';
 import type { LockHandle } from '../core/lock-handle';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { DistributedLockError } from '../errors/distributed-lock.error';
@@ -34,20 +34,23 @@ export function invokeLocked(
     return Promise.reject(error); // the method is async: it rejects, never throws
   }
   return engine.runInScope(async () => {
-    const handle = await acquireFor(engine, args, method);
+    const key = resolveKey(engine, args, method);
+    const handle = await acquireFor(engine, key, method);
     if (!handle) return undefined;
+    const grantedAt = performance.now();
     let result: unknown;
     try {
       const run = () => original.apply(instance, withHandle(args, method, handle));
-      result = await raceLost(
+      result = await handle.raceLost(
         runHeld(engine, handle, method.options.backend, run, method.key.template),
-        handle.signal,
       );
     } catch (error) {
+      recordHold(handle, key, grantedAt);
       await handle.release().catch(reported);
       throw error;
     }
-    if (isObservable(result)) return holdUntilDone(result, handle);
+    if (isObservable(result)) return holdUntilDone(result, timed(handle, key, grantedAt));
+    recordHold(handle, key, grantedAt);
     await handle.release().catch(reported);
     return result;
   });
@@ -72,7 +75,9 @@ function lockedObservable(
     }
     engine
       .runInScope(async () => {
-        handle = await acquireFor(engine, args, method);
+        const key = resolveKey(engine, args, method);
+        const granted = await acquireFor(engine, key, method);
+        handle = granted && timed(granted, key, performance.now());
         if (!handle) return subscriber.complete();
         if (closed) return void (await handle.release());
         const h = handle;
@@ -107,23 +112,31 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
   });
 }
 
+/** The engine options of a @Locked method, made once per method and engine (not per call). */
+const acquireOptions = new WeakMap<LockedMethod, { engine: LockEngine; options: LockOptions }>();
+
+function optionsFor(engine: LockEngine, method: LockedMethod): LockOptions {
+  const cached = acquireOptions.get(method);
+  if (cached?.engine === engine) return cached.options;
+  const { onBusy = engine.defaults.onBusy, retryAfter: _retryAfter, ...rest } = method.options;
+  const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }) };
+  (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
+  acquireOptions.set(method, { engine, options: Object.freeze(options) });
+  return options;
+}
+
 async function acquireFor(
   engine: LockEngine,
-  args: unknown[],
+  key: string | string[],
   method: LockedMethod,
 ): Promise<LockHandle | null> {
-  const key = resolveKey(engine, args, method);
-  const { onBusy = engine.defaults.onBusy, retryAfter, ...rest } = method.options;
+  const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
+  const base = optionsFor(engine, method);
   // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
   const signal = withRequestSignal(undefined);
-  const options: LockOptions = {
-    ...rest,
-    ...(onBusy === 'wait' ? {} : { wait: 0 }),
-    ...(signal ? { signal } : {}),
-  };
-  (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
   try {
-    return timed(await engine.acquire(key, options), key);
+    // A spread copies the KEY_TEMPLATE symbol too.
+    return await engine.acquire(key, signal ? { ...base, signal } : base);
   } catch (error) {
     if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
       const backend = method.options.backend ?? 'default';
@@ -144,14 +157,23 @@ async function acquireFor(
   }
 }
 
+/** Feeds the key's hold time (while still held) to the Retry-After estimate. */
+function recordHold(handle: LockHandle, key: string | readonly string[], grantedAt: number): void {
+  if (!handle.held) return;
+  const ms = performance.now() - grantedAt;
+  if (typeof key === 'string') holdTimes.record(key, ms);
+  else for (const k of key) holdTimes.record(k, ms);
+}
+
 /** Feeds the key's hold time to the Retry-After estimate when the handle is released. */
-export function timed(handle: LockHandle, key: string | readonly string[]): LockHandle {
-  const grantedAt = performance.now();
+export function timed(
+  handle: LockHandle,
+  key: string | readonly string[],
+  grantedAt = performance.now(),
+): LockHandle {
   const release = handle.release.bind(handle);
   handle.release = async () => {
-    if (handle.held)
-      for (const k of typeof key === 'string' ? [key] : key)
-        holdTimes.record(k, performance.now() - grantedAt);
+    recordHold(handle, key, grantedAt);
     return release();
   };
   return handle;

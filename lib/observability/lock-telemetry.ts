@@ -6,10 +6,15 @@ export interface OtelApiLike {
   trace: {
     getTracer(name: string, version?: string): OtelTracer;
     setSpan(context: unknown, span: OtelSpan): unknown;
+    /** The global provider: the API's ProxyTracerProvider, whose delegate is the registered SDK's. */
+    getTracerProvider?(): { getDelegate?(): unknown };
   };
   context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
   metrics: { getMeter(name: string, version?: string): OtelMeter };
   SpanStatusCode: { ERROR: number };
+  ProxyTracerProvider?: new () => { getDelegate?(): unknown };
+  /** The API's no-op meter (what getMeter returns while no MeterProvider is registered). */
+  createNoopMeter?(): unknown;
 }
 interface OtelSpan {
   setAttribute(key: string, value: string | number | boolean): unknown;
@@ -170,8 +175,18 @@ export function instrumentEngine(
         },
       ),
     );
-  });
+  }, tracerLive(api));
 
+  // Metrics: the API has no proxy for meters, so instruments made from the no-op meter stay no-ops
+  // even if an SDK registers later. With the no-op meter, listening would only build events (and
+  // make every acquire and release emit them) for instruments that drop them.
+  if (meter === api.createNoopMeter?.()) {
+    return () => {
+      stopTracing();
+      held.removeCallback(observeHeld);
+      waiters.removeCallback(observeWaiters);
+    };
+  }
   const stopListening = engine.events.on((e: LockEvent) => {
     switch (e.type) {
       case 'acquired': {
@@ -241,6 +256,25 @@ export function instrumentEngine(
     held.removeCallback(observeHeld);
     waiters.removeCallback(observeWaiters);
   };
+}
+
+/**
+ * Whether the global tracer provider would record a span now. With @opentelemetry/api and no SDK
+ * registered, the global ProxyTracerProvider delegates to the API's no-op provider, whose spans
+ * never record: then the engine skips its span wrapping entirely (no span info, no no-op span, no
+ * closures per acquire). Checked per acquire by identity with the no-op delegate seen at start-up,
+ * so an SDK registered later (e.g. NodeSDK.start() after the module was built) is picked up at
+ * once. The no-op delegate is what a fresh ProxyTracerProvider without delegate answers (the API's
+ * singleton); no probe span is made. Unknown providers: always live.
+ */
+function tracerLive(api: OtelApiLike): () => boolean {
+  const provider = api.trace.getTracerProvider?.();
+  if (typeof provider?.getDelegate !== 'function' || typeof api.ProxyTracerProvider !== 'function')
+    return () => true;
+  // A fresh proxy with no delegate answers the API's no-op provider (a singleton).
+  const noop = new api.ProxyTracerProvider().getDelegate?.();
+  if (noop === undefined) return () => true;
+  return () => provider.getDelegate!() !== noop;
 }
 
 function keyAttribute(
