@@ -10,27 +10,8 @@ import {
   type ZooKeeperEvent,
 } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
+import { OwnNode, type Grant, type ZooKeeperLockStats } from './zookeeper.own-node';
 import type { ZooKeeperSession } from './zookeeper.session';
-
-export interface ZooKeeperLockStats {
-  /** Predecessor-watch notifications received (a release should wake exactly one waiting writer). */
-  watchNotifications: number;
-  /** Sessions (clients) this backend has used. */
-  sessions: number;
-  /**
-   * Background deletes of our nodes (after a loss, an abandoned wait, close) that failed for good,
-   * and the last such error: each such node stays until its session ends.
-   */
-  cleanupFailures?: number;
-  lastCleanupError?: unknown;
-  /** Re-arming the watch on our own node failed; renew()'s exists() then finds a deleted node instead. */
-  ownWatchFailures?: number;
-}
-
-export interface Grant {
-  readonly path: string;
-  readonly czxid: bigint;
-}
 
 /**
  * One acquire attempt on one session: Curator's LockInternals.attemptLock loop. Create our
@@ -39,33 +20,25 @@ export interface Grant {
  * when it goes. Our own node is watched too: its deletion behind our back is a lost lock.
  * A contender that is abandoned (deadline, cancel, close) deletes its node before it ends.
  */
-export class Contender {
-  path: string | undefined;
-  abandoned = false;
+export class Contender extends OwnNode {
   /** true while a request is outstanding (as opposed to waiting for a watch): tells "slow server" from "busy lock". */
   serverCall = false;
-  granted = false;
-  /** Set by the backend after the grant; called once if our node is deleted. */
-  onOwnDeleted: (() => void) | undefined;
-  ownDeleted = false;
-  private createLost = false;
-  private wake: (() => void) | undefined;
-  private woken = false;
-  private generation = 0;
 
   constructor(
-    readonly session: ZooKeeperSession,
+    session: ZooKeeperSession,
     readonly dir: string,
-    readonly prefix: string,
+    prefix: string,
     readonly owner: string,
     private readonly exclusive: boolean,
     private readonly tryOnce: boolean,
-    private readonly stats: ZooKeeperLockStats,
+    stats: ZooKeeperLockStats,
     /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
     private readonly acl?: readonly unknown[],
     /** Our node's data (a campaign's proposal: Curator LeaderLatch's participant id), or none. */
     private readonly data?: Buffer,
-  ) {}
+  ) {
+    super(session, stats, dir, prefix);
+  }
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
   async run(): Promise<Grant | null> {
@@ -125,47 +98,6 @@ export class Contender {
     }
   }
 
-  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
-  kick(): void {
-    this.woken = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-
-  abandon(): void {
-    this.abandoned = true;
-    this.kick();
-  }
-
-  private readonly ownWatcher = (event: ZooKeeperEvent): void => {
-    if (event.type !== EVENT_NODE_DELETED) {
-      // Someone touched our node's data: re-arm (watches are one-shot).
-      if (this.path === event.path) {
-        zk.watch(this.session.client, event.path, this.ownWatcher).then(
-          (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
-          // Counted, not thrown (a watcher has no caller): without the watch a deletion of our node
-          // is still found by the next renew()'s exists(), and session loss by the session state.
-          () => {
-            this.stats.ownWatchFailures = (this.stats.ownWatchFailures ?? 0) + 1;
-          },
-        );
-      }
-      return;
-    }
-    if (this.path !== event.path) return;
-    if (this.granted) {
-      if (this.ownDeleted) return;
-      this.ownDeleted = true;
-      this.onOwnDeleted?.();
-    } else this.kick();
-  };
-
-  private sleep(): Promise<void> {
-    if (this.woken || this.abandoned) return Promise.resolve();
-    return new Promise((resolve) => (this.wake = resolve));
-  }
-
   private async call<T>(op: () => Promise<T>): Promise<T> {
     this.serverCall = true;
     try {
@@ -179,10 +111,8 @@ export class Contender {
     const c = this.session.client;
     if (this.createLost) {
       // The last create's answer was lost: it may have happened. Our protected prefix finds it.
-      const children = await zk.children(c, this.dir);
-      this.createLost = false;
-      const mine = children?.find((child) => child.startsWith(this.prefix));
-      if (mine) return `${this.dir}/${mine}`;
+      const found = await this.findLostCreate();
+      if (found) return found;
     }
     try {
       // The directory is deleted when its last node goes, so create it first, in the same round trip:
@@ -214,34 +144,6 @@ export class Contender {
       }
       return this.createFailed(error);
     }
-  }
-
-  private createFailed(error: unknown): never {
-    if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
-    throw error;
-  }
-
-  /** Deletes our node (found by prefix if its create's answer was lost); never leaves an orphan in a live session. */
-  private async giveUp(): Promise<null> {
-    const c = this.session.client;
-    // A request in flight when the connection dropped fails with CONNECTION_LOSS: try again (the
-    // driver queues it until it reconnects). A dead session took its ephemeral nodes with it.
-    for (let attempt = 0; attempt < 5 && !this.session.dead; attempt++) {
-      try {
-        if (!this.path && this.createLost) {
-          const children = await zk.children(c, this.dir);
-          const mine = children?.find((child) => child.startsWith(this.prefix));
-          if (mine) this.path = `${this.dir}/${mine}`;
-          this.createLost = false;
-        }
-        if (this.path) await zk.release(c, this.path);
-        break;
-      } catch (error) {
-        if (errorCode(error) !== ERR_CONNECTION_LOSS) break;
-      }
-    }
-    this.path = undefined;
-    return null;
   }
 }
 

@@ -121,6 +121,22 @@ export function nodePrefix(id: string, lockName: string): string {
 }
 
 /**
+ * Our node's lock name for a request: Curator's (LeaderLatch `latch-` for campaigns, the mutex or
+ * the read/write lock's halves) or kazoo's (an Election is a `__lock__` Lock).
+ */
+export function lockNameFor(
+  nodeNames: NodeNames,
+  curatorRecipe: CuratorRecipe,
+  request: { readonly mode: 'exclusive' | 'shared'; readonly election?: unknown },
+): string {
+  if (nodeNames === 'kazoo')
+    return request.mode === 'shared' && !request.election ? KAZOO_READ_LOCK_NAME : KAZOO_LOCK_NAME;
+  if (request.election) return LATCH_NAME;
+  if (request.mode === 'shared') return READ_LOCK_NAME;
+  return curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
+}
+
+/**
  * Curator's fixForSorting over every lock name we know: the text after the lock name that ends
  * last in the name (for every well-formed node, the server's 10-digit sequence). A child with no
  * known name sorts by its whole name, as in Curator (after every sequence, so it never holds).

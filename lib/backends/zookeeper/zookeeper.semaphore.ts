@@ -4,19 +4,13 @@ import {
   CREATE_MODE_PERSISTENT,
   ERR_CONNECTION_LOSS,
   ERR_NO_NODE,
-  EVENT_NODE_DELETED,
   errorCode,
   zk,
   type ZooKeeperError,
-  type ZooKeeperEvent,
 } from './zookeeper.client';
-import {
-  Contender,
-  deleteUntilGone,
-  type Grant,
-  type ZooKeeperLockStats,
-} from './zookeeper.contender';
+import { Contender, deleteUntilGone } from './zookeeper.contender';
 import { MUTEX_LOCK_NAME, nodePrefix, protectedId } from './zookeeper.nodes';
+import { OwnNode, type Grant, type ZooKeeperLockStats } from './zookeeper.own-node';
 import type { ZooKeeperSession } from './zookeeper.session';
 import {
   LEASE_NAME,
@@ -40,34 +34,25 @@ import {
  * grant is the lease node, its fencing token the node's czxid (the sequence restarts when an empty
  * `leases` is deleted and recreated; zxids never go back).
  */
-export class SemaphoreContender {
-  path: string | undefined;
-  abandoned = false;
-  granted = false;
-  onOwnDeleted: (() => void) | undefined;
-  ownDeleted = false;
+export class SemaphoreContender extends OwnNode {
   private mutex: Contender | undefined;
   private readonly leases: string;
-  private readonly prefix: string;
-  private createLost = false;
-  private wake: (() => void) | undefined;
-  private woken = false;
-  private generation = 0;
   private calling = false;
   private answered = false;
 
   constructor(
-    readonly session: ZooKeeperSession,
+    session: ZooKeeperSession,
     /** The semaphore path `<basePath>/<encoded key>` (the backend matches releases by it). */
     readonly dir: string,
     readonly owner: string,
     private readonly permits: number,
     private readonly tryOnce: boolean,
-    private readonly stats: ZooKeeperLockStats,
+    stats: ZooKeeperLockStats,
     private readonly acl?: readonly unknown[],
   ) {
-    this.leases = `${dir}/${SEMAPHORE_LEASES}`;
-    this.prefix = nodePrefix(protectedId(owner), LEASE_NAME);
+    const leases = `${dir}/${SEMAPHORE_LEASES}`;
+    super(session, stats, leases, nodePrefix(protectedId(owner), LEASE_NAME));
+    this.leases = leases;
   }
 
   /** Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -124,19 +109,15 @@ export class SemaphoreContender {
     return this.calling || (this.mutex?.serverCall ?? false);
   }
 
-  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
-  kick(): void {
+  /** Wakes the loop (and the `locks` mutex's) to re-evaluate (watch fired, reconnect, abandon). */
+  override kick(): void {
     this.mutex?.kick();
-    this.woken = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+    super.kick();
   }
 
-  abandon(): void {
-    this.abandoned = true;
+  override abandon(): void {
     this.mutex?.abandon();
-    this.kick();
+    super.abandon();
   }
 
   /** Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change. */
@@ -183,30 +164,12 @@ export class SemaphoreContender {
     }
   }
 
-  private readonly ownWatcher = (event: ZooKeeperEvent): void => {
-    if (event.path !== this.path) return;
-    if (event.type !== EVENT_NODE_DELETED) {
-      // Someone set our node's data: re-arm (watches are one-shot).
-      zk.watch(this.session.client, event.path, this.ownWatcher).then(
-        (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
-        () => undefined,
-      );
-      return;
-    }
-    if (!this.granted) return this.kick();
-    if (this.ownDeleted) return;
-    this.ownDeleted = true;
-    this.onOwnDeleted?.();
-  };
-
   private async create(): Promise<string> {
     const c = this.session.client;
     if (this.createLost) {
       // The last create's answer was lost: it may have happened. Our protected prefix finds it.
-      const children = await zk.children(c, this.leases);
-      this.createLost = false;
-      const mine = children?.find((child) => child.startsWith(this.prefix));
-      if (mine) return `${this.leases}/${mine}`;
+      const found = await this.findLostCreate();
+      if (found) return found;
     }
     try {
       return await this.createLease();
@@ -237,32 +200,6 @@ export class SemaphoreContender {
     });
   }
 
-  private createFailed(error: unknown): never {
-    if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
-    throw error;
-  }
-
-  /** Returns our lease (not granted: deadline, cancel, tryOnce over the count). */
-  private async giveUp(): Promise<null> {
-    const c = this.session.client;
-    for (let attempt = 0; attempt < 5 && !this.session.dead; attempt++) {
-      try {
-        if (!this.path && this.createLost) {
-          const children = await zk.children(c, this.leases);
-          const mine = children?.find((child) => child.startsWith(this.prefix));
-          if (mine) this.path = `${this.leases}/${mine}`;
-          this.createLost = false;
-        }
-        if (this.path) await zk.release(c, this.path);
-        break;
-      } catch (error) {
-        if (errorCode(error) !== ERR_CONNECTION_LOSS) break;
-      }
-    }
-    this.path = undefined;
-    return null;
-  }
-
   /**
    * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long as
    * our session lives, so it keeps trying in the background (Curator's guaranteed delete).
@@ -272,11 +209,6 @@ export class SemaphoreContender {
     zk.release(this.session.client, path).catch(() =>
       deleteUntilGone(this.session, path, () => false),
     );
-  }
-
-  private sleep(): Promise<void> {
-    if (this.woken || this.abandoned) return Promise.resolve();
-    return new Promise((resolve) => (this.wake = resolve));
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {

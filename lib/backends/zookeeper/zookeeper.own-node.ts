@@ -1,0 +1,136 @@
+import {
+  ERR_CONNECTION_LOSS,
+  EVENT_NODE_DELETED,
+  errorCode,
+  zk,
+  type ZooKeeperEvent,
+} from './zookeeper.client';
+import type { ZooKeeperSession } from './zookeeper.session';
+
+export interface ZooKeeperLockStats {
+  /** Predecessor-watch notifications received (a release should wake exactly one waiting writer). */
+  watchNotifications: number;
+  /** Sessions (clients) this backend has used. */
+  sessions: number;
+  /**
+   * Background deletes of our nodes (after a loss, an abandoned wait, close) that failed for good,
+   * and the last such error: each such node stays until its session ends.
+   */
+  cleanupFailures?: number;
+  lastCleanupError?: unknown;
+  /** Re-arming the watch on our own node failed; renew()'s exists() then finds a deleted node instead. */
+  ownWatchFailures?: number;
+}
+
+export interface Grant {
+  readonly path: string;
+  readonly czxid: bigint;
+}
+
+/**
+ * What a lock Contender and a SemaphoreContender share: the one EPHEMERAL_SEQUENTIAL node an
+ * acquire creates under `nodeDir`, named by our protected prefix (Curator's `_c_<uuid>-`) so that a
+ * create whose answer was lost can be found again; the watch on it (its deletion after the grant
+ * is a lost lock); the wake-up of the acquire loop; and giving the node back when the acquire ends
+ * without a grant, so no orphan stays in a live session.
+ */
+export abstract class OwnNode {
+  /** Our node, once created (or found again after a lost create answer). */
+  path: string | undefined;
+  abandoned = false;
+  granted = false;
+  /** Set by the backend after the grant; called once if our node is deleted. */
+  onOwnDeleted: (() => void) | undefined;
+  ownDeleted = false;
+  /** The last create's answer was lost (CONNECTION_LOSS): the node may exist under our prefix. */
+  protected createLost = false;
+  /** Set by kick(): a wake-up that came while the loop was not asleep yet is not missed. */
+  protected woken = false;
+  /** Counts watch rounds, so a watch set in an earlier round does not wake a later one. */
+  protected generation = 0;
+  private wake: (() => void) | undefined;
+
+  protected constructor(
+    readonly session: ZooKeeperSession,
+    protected readonly stats: ZooKeeperLockStats,
+    /** The directory our node is created in. */
+    private readonly nodeDir: string,
+    /** Our node's name before the server's sequence: `_c_<uuid>-<lock name>`. */
+    readonly prefix: string,
+  ) {}
+
+  /** true while a request is outstanding at a deadline: tells "slow server" from "busy lock". */
+  abstract readonly serverCall: boolean;
+
+  /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  abstract run(): Promise<Grant | null>;
+
+  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
+  kick(): void {
+    this.woken = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  abandon(): void {
+    this.abandoned = true;
+    this.kick();
+  }
+
+  protected sleep(): Promise<void> {
+    if (this.woken || this.abandoned) return Promise.resolve();
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  /** Watches our own node: before the grant a change re-evaluates; after it, a deletion is a lost lock. */
+  protected readonly ownWatcher = (event: ZooKeeperEvent): void => {
+    if (this.path !== event.path) return;
+    if (event.type !== EVENT_NODE_DELETED) {
+      // Someone set our node's data: re-arm (watches are one-shot).
+      zk.watch(this.session.client, event.path, this.ownWatcher).then(
+        (s) => (s ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path: event.path })),
+        // Counted, not thrown (a watcher has no caller): without the watch a deletion of our node
+        // is still found by the next renew()'s exists(), and session loss by the session state.
+        () => {
+          this.stats.ownWatchFailures = (this.stats.ownWatchFailures ?? 0) + 1;
+        },
+      );
+      return;
+    }
+    if (!this.granted) return this.kick();
+    if (this.ownDeleted) return;
+    this.ownDeleted = true;
+    this.onOwnDeleted?.();
+  };
+
+  /** After a lost create answer: our node, found by its protected prefix, or undefined if the create never happened. */
+  protected async findLostCreate(): Promise<string | undefined> {
+    const children = await zk.children(this.session.client, this.nodeDir);
+    this.createLost = false;
+    const mine = children?.find((child) => child.startsWith(this.prefix));
+    return mine === undefined ? undefined : `${this.nodeDir}/${mine}`;
+  }
+
+  protected createFailed(error: unknown): never {
+    if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
+    throw error;
+  }
+
+  /** Deletes our node (found by prefix if its create's answer was lost); never leaves an orphan in a live session. */
+  protected async giveUp(): Promise<null> {
+    // A request in flight when the connection dropped fails with CONNECTION_LOSS: try again (the
+    // driver queues it until it reconnects). A dead session took its ephemeral nodes with it.
+    for (let attempt = 0; attempt < 5 && !this.session.dead; attempt++) {
+      try {
+        if (!this.path && this.createLost) this.path = await this.findLostCreate();
+        if (this.path) await zk.release(this.session.client, this.path);
+        break;
+      } catch (error) {
+        if (errorCode(error) !== ERR_CONNECTION_LOSS) break;
+      }
+    }
+    this.path = undefined;
+    return null;
+  }
+}
