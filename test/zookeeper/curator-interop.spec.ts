@@ -1,10 +1,6 @@
-import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
-import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { eventually, removeDir } from '../support/server-process';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { eventually } from '../support/server-process';
 import { compileCuratorTool, CuratorTool } from './curator-tool';
+import { interopFixture } from './interop-fixture';
 
 /**
  * Interop with Apache Curator (Debian's libcurator-recipes-java 5.4), both directions: a small
@@ -14,45 +10,13 @@ import { compileCuratorTool, CuratorTool } from './curator-tool';
  */
 jest.setTimeout(90_000);
 
-let server: ZooKeeperServer;
 let curator: CuratorTool;
-let classes: string;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
-let n = 0;
-
-function engine(recipe: 'mutex' | 'read-write'): LockEngine {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-    curatorRecipe: recipe,
-  });
-  const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000 } });
-  engines.push(e);
-  return e;
-}
-
-const children = (path: string) =>
-  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-/** A fresh key per test: `lock:<name>` for us, `/locks/lock:<name>` for Curator. */
-const fresh = (name: string) => {
-  const key = `${name}-${++n}`;
-  return { key, path: lockDirectory('/locks', `lock:${key}`) };
-};
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  classes = compileCuratorTool();
-  curator = await CuratorTool.start(classes, server.connectionString);
-  admin = await connectedZkClient(server.connectionString);
+const fx = interopFixture({
+  compile: compileCuratorTool,
+  start: async (cs, classes) => (curator = await CuratorTool.start(classes, cs)),
 });
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await curator?.stop();
-  admin?.close();
-  await server?.destroy();
-  if (classes) removeDir(classes);
-});
+const { children, fresh } = fx;
+const engine = (curatorRecipe: 'mutex' | 'read-write') => fx.engine({ curatorRecipe });
 
 describe('Curator interop (InterProcessMutex)', () => {
   it('uses the same path and node names as Curator: /locks/<key>/_c_<uuid>-lock-<10 digits>', async () => {
@@ -103,10 +67,10 @@ describe('Curator interop (InterProcessMutex)', () => {
   it('mutual exclusion under contention: a Curator writer and ours never are inside at once', async () => {
     const ours = engine('mutex');
     const { key, path } = fresh('hammer');
-    const probe = `/probe-${n}`;
+    const probe = `/probe-${key}`;
     const createProbe = () =>
       new Promise<boolean>((resolve, reject) =>
-        admin.create(probe, null, 1 /* EPHEMERAL */, (e) =>
+        fx.admin.create(probe, null, 1 /* EPHEMERAL */, (e) =>
           !e
             ? resolve(true)
             : e.getCode?.() === -110 /* NODE_EXISTS */
@@ -116,7 +80,7 @@ describe('Curator interop (InterProcessMutex)', () => {
       );
     const deleteProbe = () =>
       new Promise<void>((resolve, reject) =>
-        admin.remove(probe, -1, (e) => (e ? reject(e) : resolve())),
+        fx.admin.remove(probe, -1, (e) => (e ? reject(e) : resolve())),
       );
     await curator.lock('h1', 'mutex', path);
     const rounds = 40;

@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
-import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { eventually, removeDir } from '../support/server-process';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { eventually } from '../support/server-process';
 import { compileCuratorLatchTool, CuratorLatchTool } from './curator-latch-tool';
+import { interopFixture } from './interop-fixture';
 
 /**
  * Leader election interop with Apache Curator's LeaderLatch (Debian's libcurator-recipes-java),
@@ -15,52 +11,13 @@ import { compileCuratorLatchTool, CuratorLatchTool } from './curator-latch-tool'
  */
 jest.setTimeout(90_000);
 
-let server: ZooKeeperServer;
 let curator: CuratorLatchTool;
-let classes: string;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
-const backends: ZooKeeperLockBackend[] = [];
-let n = 0;
-
-function engine(): LockEngine {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-  });
-  backends.push(backend);
-  const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000 } });
-  engines.push(e);
-  return e;
-}
-
-const children = (path: string) =>
-  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-const data = (path: string) =>
-  new Promise<string>((resolve, reject) =>
-    admin.getData(path, undefined as never, (e, d) =>
-      e ? reject(e) : resolve(d ? d.toString('utf8') : ''),
-    ),
-  );
-/** A fresh campaign name and its LeaderLatch path. */
-const fresh = (name: string) => {
-  const election = `${name}-${++n}`;
-  return { election, path: lockDirectory('/locks', `lock:election:${election}`) };
-};
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  classes = compileCuratorLatchTool();
-  curator = await CuratorLatchTool.start(classes, server.connectionString);
-  admin = await connectedZkClient(server.connectionString);
+const fx = interopFixture({
+  compile: compileCuratorLatchTool,
+  start: async (cs, classes) => (curator = await CuratorLatchTool.start(classes, cs)),
 });
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await curator?.stop();
-  admin?.close();
-  await server?.destroy();
-  if (classes) removeDir(classes);
-});
+const { backends, children, data, engine } = fx;
+const fresh = fx.freshElection;
 
 describe('Curator LeaderLatch interop', () => {
   it('declares the election capability and lays a campaign out as a LeaderLatch participant', async () => {

@@ -1,14 +1,11 @@
 import { hostname } from 'node:os';
-import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
-import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually, removeDir } from '../support/server-process';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { eventually } from '../support/server-process';
 import { compileCuratorSemaphoreTool, CuratorSemaphoreTool } from './curator-semaphore-tool';
+import { interopFixture } from './interop-fixture';
 
 /**
  * Interop with Apache Curator's InterProcessSemaphoreV2 (Debian's libcurator-recipes-java 5.4),
@@ -21,57 +18,22 @@ jest.setTimeout(120_000);
 const LEASE = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-\d{10}$/;
 const PARTICIPANT = `${hostname()}:${process.pid}`;
 
-let server: ZooKeeperServer;
 let curator: CuratorSemaphoreTool;
-let classes: string;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
-let n = 0;
-
-function engine(): LockEngine {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-  });
-  const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000 } });
-  engines.push(e);
-  return e;
-}
-
-const children = (path: string) =>
-  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-const dataOf = (path: string) =>
-  new Promise<string>((resolve, reject) =>
-    admin.getData(
-      path,
-      () => undefined,
-      (e, data) => (e ? reject(e) : resolve(data ? data.toString('utf8') : '')),
-    ),
-  );
+const fx = interopFixture({
+  compile: compileCuratorSemaphoreTool,
+  start: async (cs, classes) => (curator = await CuratorSemaphoreTool.start(classes, cs)),
+});
+const { children, data: dataOf } = fx;
+const engine = () => fx.engine();
 const remove = (path: string) =>
   new Promise<void>((resolve, reject) =>
-    admin.remove(path, -1, (e) => (e ? reject(e) : resolve())),
+    fx.admin.remove(path, -1, (e) => (e ? reject(e) : resolve())),
   );
 /** A fresh semaphore per test: key `lock:<name>` for us, path `/locks/lock:<name>` for Curator. */
 const fresh = (name: string) => {
-  const key = `${name}-${++n}`;
-  const path = lockDirectory('/locks', `lock:${key}`);
+  const { key, path } = fx.fresh(name);
   return { key, path, leases: `${path}/leases`, locks: `${path}/locks` };
 };
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  classes = compileCuratorSemaphoreTool();
-  curator = await CuratorSemaphoreTool.start(classes, server.connectionString);
-  admin = await connectedZkClient(server.connectionString);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await curator?.stop();
-  admin?.close();
-  await server?.destroy();
-  if (classes) removeDir(classes);
-});
 
 describe('Curator interop (InterProcessSemaphoreV2)', () => {
   it('one pool of 3: Curator holds 2, ours gets the third; a fourth on either side waits until a lease is returned', async () => {
@@ -166,7 +128,7 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     const [e1, e2] = [engine(), engine()];
     const s = fresh('load');
     const permits = 3;
-    const probe = `/probe-sem-${n}`;
+    const probe = `/probe-sem-${s.key}`;
     const javaIds = ['l1', 'l2', 'l3'];
     for (const id of javaIds) await curator.semaphore(id, s.path, permits);
     const rounds = 6;
@@ -175,10 +137,10 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     let mixed = 0; // rounds in which a Curator holder was inside with ours: one pool really shared
     const createProbe = () =>
       new Promise<string>((resolve, reject) =>
-        admin.mkdirp(probe, (e0) =>
+        fx.admin.mkdirp(probe, (e0) =>
           e0
             ? reject(e0)
-            : admin.create(`${probe}/ours-`, null, 3 /* EPHEMERAL_SEQUENTIAL */, (e, p) =>
+            : fx.admin.create(`${probe}/ours-`, null, 3 /* EPHEMERAL_SEQUENTIAL */, (e, p) =>
                 e ? reject(e) : resolve(p),
               ),
         ),

@@ -1,9 +1,6 @@
-import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
-import { lockDirectory, type NodeNames } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { LockEngine } from '../../lib/core/lock-engine';
+import type { NodeNames } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { eventually } from '../support/server-process';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { interopFixture } from './interop-fixture';
 import { KazooTool } from './kazoo-tool';
 
 /**
@@ -16,45 +13,12 @@ import { KazooTool } from './kazoo-tool';
  */
 jest.setTimeout(90_000);
 
-let server: ZooKeeperServer;
 let kazoo: KazooTool;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
-let n = 0;
-
-function engine(nodeNames: NodeNames = 'curator'): LockEngine {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-    nodeNames,
-  });
-  const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000 } });
-  engines.push(e);
-  return e;
-}
-
-const children = (path: string) =>
-  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
-const fresh = (name: string) => {
-  const key = `${name}-${++n}`;
-  return { key, path: lockDirectory('/locks', `lock:${key}`) };
-};
-const freshElection = (name: string) => {
-  const election = `${name}-${++n}`;
-  return { election, path: lockDirectory('/locks', `lock:election:${election}`) };
-};
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  kazoo = await KazooTool.start(server.connectionString);
-  admin = await connectedZkClient(server.connectionString);
+const fx = interopFixture({
+  start: async (cs) => (kazoo = await KazooTool.start(cs)),
 });
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await kazoo?.stop();
-  admin?.close();
-  await server?.destroy();
-});
+const { children, fresh, freshElection } = fx;
+const engine = (nodeNames: NodeNames = 'curator') => fx.engine({ nodeNames });
 
 describe('kazoo Lock interop', () => {
   it("kazoo holds: ours is refused and queues behind kazoo's node; kazoo releases: ours gets it", async () => {
