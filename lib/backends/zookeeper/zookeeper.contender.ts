@@ -1,9 +1,6 @@
 import { sleepFor, toBigInt } from '../../backend-kit';
 import {
-  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
-  CREATE_MODE_PERSISTENT,
   ERR_CONNECTION_LOSS,
-  ERR_NO_NODE,
   EVENT_NODE_DELETED,
   errorCode,
   zk,
@@ -32,12 +29,11 @@ export class Contender extends OwnNode {
     private readonly exclusive: boolean,
     private readonly tryOnce: boolean,
     stats: ZooKeeperLockStats,
-    /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
-    private readonly acl?: readonly unknown[],
+    acl?: readonly unknown[],
     /** Our node's data (a campaign's proposal: Curator LeaderLatch's participant id), or none. */
-    private readonly data?: Buffer,
+    data?: Buffer,
   ) {
-    super(session, stats, dir, prefix);
+    super(session, stats, dir, prefix, acl, data);
   }
 
   /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
@@ -104,45 +100,6 @@ export class Contender extends OwnNode {
       return await op();
     } finally {
       this.serverCall = false;
-    }
-  }
-
-  private async create(): Promise<string> {
-    const c = this.session.client;
-    if (this.createLost) {
-      // The last create's answer was lost: it may have happened. Our protected prefix finds it.
-      const found = await this.findLostCreate();
-      if (found) return found;
-    }
-    try {
-      // The directory is deleted when its last node goes, so create it first, in the same round trip:
-      // the server runs a session's requests in order, so it exists when our node's create runs
-      // (NODE_EXISTS, the usual answer, is ignored; NO_NODE means the base path is missing: mkdirp below;
-      // any other error fails our node's create as well, and that error is thrown).
-      if (this.acl) c.create(this.dir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
-      else c.create(this.dir, null, CREATE_MODE_PERSISTENT, () => undefined);
-      return await zk.create(
-        c,
-        `${this.dir}/${this.prefix}`,
-        CREATE_MODE_EPHEMERAL_SEQUENTIAL,
-        this.acl,
-        this.data,
-      );
-    } catch (error) {
-      const code = errorCode(error);
-      if (code === ERR_NO_NODE) {
-        await zk.mkdirp(c, this.dir, this.acl);
-        return zk
-          .create(
-            c,
-            `${this.dir}/${this.prefix}`,
-            CREATE_MODE_EPHEMERAL_SEQUENTIAL,
-            this.acl,
-            this.data,
-          )
-          .catch((e) => this.createFailed(e));
-      }
-      return this.createFailed(error);
     }
   }
 }

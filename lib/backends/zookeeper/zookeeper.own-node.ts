@@ -1,5 +1,8 @@
 import {
+  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
+  CREATE_MODE_PERSISTENT,
   ERR_CONNECTION_LOSS,
+  ERR_NO_NODE,
   EVENT_NODE_DELETED,
   errorCode,
   zk,
@@ -57,6 +60,10 @@ export abstract class OwnNode {
     private readonly nodeDir: string,
     /** Our node's name before the server's sequence: `_c_<uuid>-<lock name>`. */
     readonly prefix: string,
+    /** ACL of the nodes we create (driver form), or undefined for the driver's open default. */
+    protected readonly acl: readonly unknown[] | undefined,
+    /** Our node's data (a campaign's proposal, a lease's participant), or none. */
+    private readonly data: Buffer | undefined,
   ) {}
 
   /** true while a request is outstanding at a deadline: tells "slow server" from "busy lock". */
@@ -112,7 +119,39 @@ export abstract class OwnNode {
     return mine === undefined ? undefined : `${this.nodeDir}/${mine}`;
   }
 
-  protected createFailed(error: unknown): never {
+  /**
+   * Creates our node, or after a lost create answer first looks for it by our protected prefix.
+   * Its directory is deleted when its last node goes, so the directory is created first, in the
+   * same round trip: the server runs a session's requests in order, so it exists when our node's
+   * create runs (NODE_EXISTS, the usual answer, is ignored; NO_NODE means a parent is missing:
+   * mkdirp, then once more; any other error fails our node's create as well, and that is thrown).
+   * Both creates go out before the first await: a caller may pipeline a request behind them.
+   */
+  protected async create(): Promise<string> {
+    const c = this.session.client;
+    if (this.createLost) {
+      // The last create's answer was lost: it may have happened. Our protected prefix finds it.
+      const found = await this.findLostCreate();
+      if (found) return found;
+    }
+    const createNode = () => {
+      if (this.acl) c.create(this.nodeDir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+      else c.create(this.nodeDir, null, CREATE_MODE_PERSISTENT, () => undefined);
+      const path = `${this.nodeDir}/${this.prefix}`;
+      return zk.create(c, path, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl, this.data);
+    };
+    try {
+      return await createNode();
+    } catch (error) {
+      if (errorCode(error) === ERR_NO_NODE) {
+        await zk.mkdirp(c, this.nodeDir, this.acl);
+        return createNode().catch((e) => this.createFailed(e));
+      }
+      return this.createFailed(error);
+    }
+  }
+
+  private createFailed(error: unknown): never {
     if (errorCode(error) === ERR_CONNECTION_LOSS) this.createLost = true;
     throw error;
   }

@@ -1,13 +1,5 @@
 import { toBigInt } from '../../backend-kit';
-import {
-  CREATE_MODE_EPHEMERAL_SEQUENTIAL,
-  CREATE_MODE_PERSISTENT,
-  ERR_CONNECTION_LOSS,
-  ERR_NO_NODE,
-  errorCode,
-  zk,
-  type ZooKeeperError,
-} from './zookeeper.client';
+import { ERR_CONNECTION_LOSS, errorCode, zk } from './zookeeper.client';
 import { Contender, deleteUntilGone } from './zookeeper.contender';
 import { MUTEX_LOCK_NAME, nodePrefix, protectedId } from './zookeeper.nodes';
 import { OwnNode, type Grant, type ZooKeeperLockStats } from './zookeeper.own-node';
@@ -48,10 +40,11 @@ export class SemaphoreContender extends OwnNode {
     private readonly permits: number,
     private readonly tryOnce: boolean,
     stats: ZooKeeperLockStats,
-    private readonly acl?: readonly unknown[],
+    acl?: readonly unknown[],
   ) {
+    // Our lease node: `leases/_c_<uuid>-lease-<seq>`, the participant as its data (Curator's setNodeData).
     const leases = `${dir}/${SEMAPHORE_LEASES}`;
-    super(session, stats, leases, nodePrefix(protectedId(owner), LEASE_NAME));
+    super(session, stats, leases, nodePrefix(protectedId(owner), LEASE_NAME), acl, PARTICIPANT);
     this.leases = leases;
   }
 
@@ -162,42 +155,6 @@ export class SemaphoreContender extends OwnNode {
         throw error;
       }
     }
-  }
-
-  private async create(): Promise<string> {
-    const c = this.session.client;
-    if (this.createLost) {
-      // The last create's answer was lost: it may have happened. Our protected prefix finds it.
-      const found = await this.findLostCreate();
-      if (found) return found;
-    }
-    try {
-      return await this.createLease();
-    } catch (error) {
-      if (errorCode(error) === ERR_NO_NODE) {
-        // The semaphore path itself is missing (an operator deleted it): create the parents.
-        await zk.mkdirp(c, this.leases, this.acl);
-        return this.createLease().catch((e) => this.createFailed(e));
-      }
-      return this.createFailed(error);
-    }
-  }
-
-  /**
-   * `leases` is deleted with its last lease, so it is created first in the same round trip (the
-   * server runs a session's requests in order; NODE_EXISTS, the usual answer, is ignored).
-   */
-  private createLease(): Promise<string> {
-    const c = this.session.client;
-    const path = `${this.leases}/${this.prefix}`;
-    if (this.acl) c.create(this.leases, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
-    else c.create(this.leases, null, CREATE_MODE_PERSISTENT, () => undefined);
-    return new Promise((resolve, reject) => {
-      const done = (e: ZooKeeperError | null | undefined, p: string) =>
-        e ? reject(e) : resolve(p);
-      if (this.acl) c.create(path, PARTICIPANT, this.acl, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
-      else c.create(path, PARTICIPANT, CREATE_MODE_EPHEMERAL_SEQUENTIAL, done);
-    });
   }
 
   /**
