@@ -1,6 +1,6 @@
 import { eventually } from '../support/server-process';
 import { compileCuratorTool, CuratorTool } from './curator-tool';
-import { interopFixture } from './interop-fixture';
+import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**
  * Interop with Apache Curator (Debian's libcurator-recipes-java 5.4), both directions: a small
@@ -11,7 +11,7 @@ import { interopFixture } from './interop-fixture';
 jest.setTimeout(90_000);
 
 let curator: CuratorTool;
-const fx = interopFixture({
+const fx = zooKeeperFixture({
   compile: compileCuratorTool,
   start: async (cs, classes) => (curator = await CuratorTool.start(classes, cs)),
 });

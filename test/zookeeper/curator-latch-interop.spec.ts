@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { eventually } from '../support/server-process';
 import { compileCuratorLatchTool, CuratorLatchTool } from './curator-latch-tool';
-import { interopFixture } from './interop-fixture';
+import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**
  * Leader election interop with Apache Curator's LeaderLatch (Debian's libcurator-recipes-java),
@@ -12,7 +12,7 @@ import { interopFixture } from './interop-fixture';
 jest.setTimeout(90_000);
 
 let curator: CuratorLatchTool;
-const fx = interopFixture({
+const fx = zooKeeperFixture({
   compile: compileCuratorLatchTool,
   start: async (cs, classes) => (curator = await CuratorLatchTool.start(classes, cs)),
 });

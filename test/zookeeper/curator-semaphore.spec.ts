@@ -5,7 +5,7 @@ import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { eventually } from '../support/server-process';
 import { compileCuratorSemaphoreTool, CuratorSemaphoreTool } from './curator-semaphore-tool';
-import { interopFixture } from './interop-fixture';
+import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**
  * Interop with Apache Curator's InterProcessSemaphoreV2 (Debian's libcurator-recipes-java 5.4),
@@ -19,7 +19,7 @@ const LEASE = /^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-
 const PARTICIPANT = `${hostname()}:${process.pid}`;
 
 let curator: CuratorSemaphoreTool;
-const fx = interopFixture({
+const fx = zooKeeperFixture({
   compile: compileCuratorSemaphoreTool,
   start: async (cs, classes) => (curator = await CuratorSemaphoreTool.start(classes, cs)),
 });

@@ -1,6 +1,6 @@
 import type { NodeNames } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { eventually } from '../support/server-process';
-import { interopFixture } from './interop-fixture';
+import { zooKeeperFixture } from './zookeeper-fixture';
 import { KazooTool } from './kazoo-tool';
 
 /**
@@ -14,7 +14,7 @@ import { KazooTool } from './kazoo-tool';
 jest.setTimeout(90_000);
 
 let kazoo: KazooTool;
-const fx = interopFixture({
+const fx = zooKeeperFixture({
   start: async (cs) => (kazoo = await KazooTool.start(cs)),
 });
 const { children, fresh, freshElection } = fx;

@@ -62,8 +62,9 @@ afterAll(async () => {
   await server?.destroy();
 });
 
-it('SIGKILL of the holder process: the lock frees after the session timeout, with a larger fencing token', async () => {
-  const { key } = fresh('sigkill');
+/** A fresh key held by a holder process (session SHORT_SESSION_MS), and an engine of ours to take it over. */
+async function heldByAnotherProcess(name: string) {
+  const { key } = fresh(name);
   const { holder, token } = await HolderProcess.start(
     server.connectionString,
     key,
@@ -71,6 +72,11 @@ it('SIGKILL of the holder process: the lock frees after the session timeout, wit
   );
   holders.push(holder);
   const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
+  return { key, holder, token, ours };
+}
+
+it('SIGKILL of the holder process: the lock frees after the session timeout, with a larger fencing token', async () => {
+  const { key, holder, token, ours } = await heldByAnotherProcess('sigkill');
   expect(await ours.tryAcquire(key)).toBeNull();
   const started = performance.now();
   await holder.kill();
@@ -83,14 +89,7 @@ it('SIGKILL of the holder process: the lock frees after the session timeout, wit
 });
 
 it('SIGSTOP of the holder: its session expires, the next owner gets a larger token, and after SIGCONT the holder learns it lost the lock', async () => {
-  const { key } = fresh('sigstop');
-  const { holder, token } = await HolderProcess.start(
-    server.connectionString,
-    key,
-    SHORT_SESSION_MS,
-  );
-  holders.push(holder);
-  const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
+  const { key, holder, token, ours } = await heldByAnotherProcess('sigstop');
   holder.signal('SIGSTOP');
   const h = await ours.acquire(key, { wait: 20_000 });
   expect(h.fencingToken > token).toBe(true);

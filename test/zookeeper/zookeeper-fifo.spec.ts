@@ -1,48 +1,20 @@
-import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
-import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { eventually } from '../support/server-process';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**
  * Queue discipline: contenders are granted in the order their nodes were created (the server's
  * sequence), and a release wakes exactly the one waiter that watches the released node: no herd.
  * Notifications are counted by each backend (stats.watchNotifications).
  */
-let server: ZooKeeperServer;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
-let n = 0;
-
-function process(): { engine: LockEngine; backend: ZooKeeperLockBackend } {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-  });
-  const engine = new LockEngine({ backend, defaults: { ttl: 10_000, wait: 20_000 } });
-  engines.push(engine);
-  return { engine, backend };
-}
-
-const children = (path: string) =>
-  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+const fx = zooKeeperFixture();
+const { children } = fx;
+const process = () => fx.open({}, { ttl: 10_000, wait: 20_000 });
 const fresh = (name: string) => {
-  const key = `${name}-${++n}`;
-  return { key, dir: lockDirectory('/locks', `lock:${key}`) };
+  const { key, path } = fx.fresh(name);
+  return { key, dir: path };
 };
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  admin = await connectedZkClient(server.connectionString);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  admin?.close();
-  await server?.destroy();
-});
 
 it('waiters are granted in arrival order, across processes and within one process', async () => {
   const { key, dir } = fresh('fifo');
@@ -77,7 +49,9 @@ it('a release wakes exactly one waiting writer (watch notifications counted)', a
     waiters.reduce((sum, w) => sum + w.backend.stats.watchNotifications, 0);
   /** A round trip on every waiter's connection: ZooKeeper delivers a watch event before the answer to any later request. */
   const settle = () =>
-    Promise.all(waiters.map((w) => w.engine.tryAcquire(`settle-${++n}`).then((h) => h?.release())));
+    Promise.all(
+      waiters.map((w) => w.engine.tryAcquire(fx.fresh('settle').key).then((h) => h?.release())),
+    );
   let h: LockHandle = await holder.engine.acquire(key);
   const granted: Promise<LockHandle>[] = [];
   for (let i = 0; i < waiters.length; i++) {
@@ -110,7 +84,9 @@ it('readers queued behind a writer all wake on its release and hold together; a 
   expect(held.every((h) => h.held)).toBe(true);
   let lateGranted = false;
   void lateWriter.then(() => (lateGranted = true));
-  expect(await writer.engine.tryAcquire(`probe-${++n}`).then((h) => h?.release())).toBeUndefined(); // a round trip
+  expect(
+    await writer.engine.tryAcquire(fx.fresh('probe').key).then((h) => h?.release()),
+  ).toBeUndefined(); // a round trip
   expect(lateGranted).toBe(false);
   await Promise.all(held.map((h) => h.release()));
   await (await lateWriter).release();

@@ -2,11 +2,15 @@ import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.bac
 import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import type { ZooKeeperLockBackendOptions } from '../../lib/backends/zookeeper/zookeeper.options';
-import { LockEngine } from '../../lib/core/lock-engine';
+import { LockEngine, type LockEngineOptions } from '../../lib/core/lock-engine';
 import { removeDir } from '../support/server-process';
 import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
 
-export interface InteropToolSetup<T> {
+type BackendOptions = Omit<ZooKeeperLockBackendOptions, 'client' | 'clientFactory'>;
+type EngineDefaults = NonNullable<LockEngineOptions['defaults']>;
+
+/** A process of another client library (Curator, kazoo) that an interop spec drives. */
+export interface InteropToolSetup<T extends { stop(): Promise<void> }> {
   /** Compiles the tool (javac); its class dir is handed to start and removed after the file. */
   compile?: () => string;
   /** Starts the tool process against the server (classes: compile's dir, or '' without compile). */
@@ -14,13 +18,13 @@ export interface InteropToolSetup<T> {
 }
 
 /**
- * What the interop specs (Curator, kazoo) share, set up once per test file: a private ZooKeeper
- * server, a tool process of the other client library on it, an admin client that looks at the
- * nodes, and engines over backends of their own (clientFactory: each can outlive a session).
- * Everything is closed after the file. The Curator and kazoo paths for a key are
- * `/locks/lock:<key>`, ours with the default basePath and keyPrefix.
+ * What the ZooKeeper specs share, set up once per test file: a private ZooKeeper server, an admin
+ * client that looks at the nodes, engines over backends of their own (clientFactory: each can
+ * outlive a session) and, for the interop specs, a tool process of the other client library
+ * (Curator, kazoo) on the same server. Everything is closed after the file. Keys are laid out as
+ * `/locks/lock:<key>`: ours with the default basePath and keyPrefix, and Curator's and kazoo's.
  */
-export function interopFixture<T extends { stop(): Promise<void> }>(setup: InteropToolSetup<T>) {
+export function zooKeeperFixture<T extends { stop(): Promise<void> }>(setup?: InteropToolSetup<T>) {
   let server: ZooKeeperServer | undefined;
   let admin: ZooKeeperClientLike | undefined;
   let tool: T | undefined;
@@ -31,8 +35,8 @@ export function interopFixture<T extends { stop(): Promise<void> }>(setup: Inter
 
   beforeAll(async () => {
     server = await ZooKeeperServer.start();
-    if (setup.compile) classes = setup.compile();
-    tool = await setup.start(server.connectionString, classes);
+    if (setup?.compile) classes = setup.compile();
+    tool = await setup?.start(server.connectionString, classes);
     admin = await connectedZkClient(server.connectionString);
   });
 
@@ -45,8 +49,19 @@ export function interopFixture<T extends { stop(): Promise<void> }>(setup: Inter
   });
 
   const connected = (): ZooKeeperClientLike => {
-    if (!admin) throw new Error('interop fixture: used before beforeAll');
+    if (!admin) throw new Error('zooKeeperFixture: used before beforeAll');
     return admin;
+  };
+
+  const open = (options: BackendOptions, defaults: EngineDefaults = {}) => {
+    const backend = new ZooKeeperLockBackend({
+      clientFactory: () => newZkClient((server as ZooKeeperServer).connectionString, 5_000),
+      ...options,
+    });
+    backends.push(backend);
+    const engine = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000, ...defaults } });
+    engines.push(engine);
+    return { engine, backend };
   };
 
   return {
@@ -56,17 +71,10 @@ export function interopFixture<T extends { stop(): Promise<void> }>(setup: Inter
     },
     /** Every backend engine() made, in order. */
     backends: backends as readonly ZooKeeperLockBackend[],
-    /** An engine over a backend of its own (ttl 5 s, wait 10 s by default). */
-    engine: (options: Omit<ZooKeeperLockBackendOptions, 'client' | 'clientFactory'> = {}) => {
-      const backend = new ZooKeeperLockBackend({
-        clientFactory: () => newZkClient((server as ZooKeeperServer).connectionString, 5_000),
-        ...options,
-      });
-      backends.push(backend);
-      const e = new LockEngine({ backend, defaults: { ttl: 5_000, wait: 10_000 } });
-      engines.push(e);
-      return e;
-    },
+    /** A backend of its own (closed after the file) and an engine over it (ttl 5 s, wait 10 s by default). */
+    open: (options: BackendOptions = {}, defaults: EngineDefaults = {}) => open(options, defaults),
+    /** open()'s engine alone. */
+    engine: (options: BackendOptions = {}) => open(options).engine,
     /** The children of `path` ([] when it does not exist). */
     children: (path: string) =>
       new Promise<string[]>((resolve) =>

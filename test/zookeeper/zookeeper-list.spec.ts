@@ -1,9 +1,8 @@
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
-import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
-import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { newZkClient } from '../support/zookeeper-server';
+import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**
  * list(prefix, limit) on ZooKeeper (issue 15): one getChildren of basePath (every key is one
@@ -11,38 +10,19 @@ import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zook
  * Curator's, kazoo's) or a lease under `leases` (Curator's semaphore layout). Against a private
  * ZooKeeper with its own basePath per test.
  */
-let server: ZooKeeperServer;
-let admin: ZooKeeperClientLike;
-const engines: LockEngine[] = [];
+const fx = zooKeeperFixture();
 let n = 0;
 
 function setup(basePath = `/list-${++n}`) {
-  const backend = new ZooKeeperLockBackend({
-    clientFactory: () => newZkClient(server.connectionString, 5_000),
-    basePath,
-  });
-  const engine = new LockEngine({ backend, defaults: { ttl: 10_000, wait: 5_000 } });
-  engines.push(engine);
-  return { backend, engine, basePath };
+  return { ...fx.open({ basePath }, { ttl: 10_000, wait: 5_000 }), basePath };
 }
 
 const create = (path: string, mode: number) =>
   new Promise<string>((resolve, reject) =>
-    admin.create(path, null, mode, (e, p) => (e ? reject(e) : resolve(p))),
+    fx.admin.create(path, null, mode, (e, p) => (e ? reject(e) : resolve(p))),
   );
 const PERSISTENT = 0;
 const EPHEMERAL_SEQUENTIAL = 3;
-
-beforeAll(async () => {
-  server = await ZooKeeperServer.start();
-  admin = await connectedZkClient(server.connectionString);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  admin?.close();
-  await server?.destroy();
-});
 
 describe('ZooKeeper list()', () => {
   it('lists the held keys under a prefix, in key order, up to limit; released keys drop out', async () => {
