@@ -10,8 +10,9 @@ import { RedisServer } from '../support/redis-server';
  * the contended loop of scenario 2 (hold 1 ms, pause 2 ms) on one key through the LockEngine, and
  * record on the system-wide monotonic clock (hrtime) when a holder starts its release, when its
  * RELEASE script is written, when its reply arrives, when a waiter's subscriber receives the
- * handoff message, when the waiter's backend acquire and its engine.acquire resolve. The parent pairs each grant with
- * the release before it and prints the median of every hop, plus scripts per grant.
+ * handoff message, and when the waiter's backend acquire and then its engine.acquire resolve. The
+ * parent pairs each grant with the release before it and prints the median of every hop, plus
+ * scripts per grant.
  *
  *   npx ts-node --transpile-only test/bench/redis-handoff.trace.ts [workers=8] [seconds=3]
  */
