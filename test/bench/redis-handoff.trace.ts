@@ -10,8 +10,9 @@ import { RedisServer } from '../support/redis-server';
  * the contended loop of scenario 2 (hold 1 ms, pause 2 ms) on one key through the LockEngine, and
  * record on the system-wide monotonic clock (hrtime) when a holder starts its release, when its
  * RELEASE script is written, when its reply arrives, when a waiter's subscriber receives the
- * handoff message, and when the waiter's engine.acquire resolves. The parent pairs each grant with
- * the release before it and prints the median of every hop, plus scripts per grant.
+ * handoff message, and when the waiter's backend acquire and then its engine.acquire resolve. The
+ * parent pairs each grant with the release before it and prints the median of every hop, plus
+ * scripts per grant.
  *
  *   npx ts-node --transpile-only test/bench/redis-handoff.trace.ts [workers=8] [seconds=3]
  */
@@ -34,7 +35,8 @@ async function child(port: number, worker: number, durationMs: number, key: stri
     return evalsha(...a).then((r) => {
       if (rel) mark('releaseReply');
       else {
-        const k = `${phase}:${(r as unknown[])[0]}`;
+        // The acquire script answers a token (string: granted) or the holder's ms left (integer).
+        const k = `${phase}:${typeof r === 'string' ? 'granted' : 'busy'}`;
         replies[k] = (replies[k] ?? 0) + 1;
       }
       return r;
@@ -47,6 +49,13 @@ async function child(port: number, worker: number, durationMs: number, key: stri
     return sub;
   };
   const backend = new RedisLockBackend({ client });
+  const bAcquire = backend.acquire.bind(backend);
+  // When the backend's acquire resolves: splits the waiter's share into backend and engine.
+  backend.acquire = (r) =>
+    bAcquire(r).then((x) => {
+      mark('backendDone');
+      return x;
+    });
   const engine = new LockEngine({
     backend,
     keyPrefix: 'trace:',
@@ -141,6 +150,8 @@ async function parent(workers: number, seconds: number) {
       'release() -> RELEASE written': [],
       'RELEASE written -> waiter message': [],
       'waiter message -> acquire resolved': [],
+      'message -> backend resolved': [],
+      'backend resolved -> engine resolved': [],
       'release() -> next grant (handoff)': [],
       'RELEASE written -> holder reply': [],
       'grant -> release() (hold)': [],
@@ -160,6 +171,20 @@ async function parent(workers: number, seconds: number) {
         hops['RELEASE written -> holder reply'].push(ms(mine.releaseSent));
       if (e.k === 'message' && last.releaseSent && last.releaseSent.w !== e.w)
         hops['RELEASE written -> waiter message'].push(ms(last.releaseSent.t));
+      if (
+        e.k === 'backendDone' &&
+        mine.message !== undefined &&
+        mine.ask !== undefined &&
+        mine.message > mine.ask
+      )
+        hops['message -> backend resolved'].push(ms(mine.message));
+      if (
+        e.k === 'granted' &&
+        mine.backendDone !== undefined &&
+        mine.message !== undefined &&
+        mine.message > (mine.ask ?? 0n)
+      )
+        hops['backend resolved -> engine resolved'].push(ms(mine.backendDone));
       if (e.k === 'granted') {
         if (mine.message !== undefined && mine.ask !== undefined && mine.message > mine.ask)
           hops['waiter message -> acquire resolved'].push(ms(mine.message));

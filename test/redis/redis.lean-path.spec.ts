@@ -80,4 +80,31 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await third.release();
     await engine.close();
   });
+
+  it('uncontended acquire never reads the request signal (the engine makes its AbortController only on a read)', async () => {
+    const backend = new RedisLockBackend({ client });
+    const controller = new AbortController();
+    let reads = 0;
+    const request = {
+      key: 'lean:signal',
+      owner: 'signal-owner',
+      mode: 'exclusive' as const,
+      ttl: 10_000,
+      wait: 5_000,
+      onLost: () => undefined,
+      get signal() {
+        reads++;
+        return controller.signal;
+      },
+    };
+    const granted = await backend.acquire(request);
+    expect(granted.acquired).toBe(true);
+    expect(reads).toBe(0);
+    // A waiter does read it (it sleeps until a handoff or the abort), and an abort still ends it.
+    const waiting = backend.acquire({ ...request, owner: 'other', signal: controller.signal });
+    controller.abort();
+    expect((await waiting).acquired).toBe(false);
+    await backend.release(request);
+    await backend.close();
+  });
 });

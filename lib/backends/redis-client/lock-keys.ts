@@ -21,9 +21,10 @@ export interface LockKeys {
 }
 
 export function lockKeys(fullKey: string): LockKeys {
-  const tag = /[{}]/.test(fullKey)
-    ? `{#${createHash('sha1').update(fullKey).digest('hex')}}${fullKey}`
-    : `{${fullKey}}`;
+  const tag =
+    fullKey.includes('{') || fullKey.includes('}')
+      ? `{#${createHash('sha1').update(fullKey).digest('hex')}}${fullKey}`
+      : `{${fullKey}}`;
   return {
     writer: tag,
     readers: `${tag}:r`,

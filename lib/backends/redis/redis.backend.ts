@@ -145,9 +145,14 @@ export class RedisLockBackend implements LockBackend {
     let backoff = 10;
     let sentAt = performance.now();
     let last: { acquired: false; retryAfter?: number } = { acquired: false };
+    // The first attempt does not read `request.signal`: the engine makes its AbortController only
+    // when the signal is read, and an uncontended grant never needs it (an abort during this first
+    // attempt is the same race as one arriving just after it; the engine handles a late grant).
+    let first = true;
     try {
       for (;;) {
-        if (request.signal.aborted) break;
+        if (!first && request.signal.aborted) break;
+        first = false;
         if (handed) {
           const token = handed;
           handed = '';
@@ -235,9 +240,9 @@ export class RedisLockBackend implements LockBackend {
     return results;
   }
 
-  async release(lock: BackendLock): Promise<void> {
+  release(lock: BackendLock): Promise<void> {
     if (lock.permits !== undefined) return this.semaphore.release(lock);
-    await this.releaseScript(lock, '0');
+    return this.releaseScript(lock, '0').then(noop);
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
@@ -417,6 +422,8 @@ function busy(reply: [number, string | number]): { acquired: false; retryAfter?:
   const pttl = Number(reply[1]);
   return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
 }
+
+function noop(): void {}
 
 function randomId(): string {
   return randomBytes(8).toString('hex');
