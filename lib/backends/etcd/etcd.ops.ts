@@ -12,6 +12,11 @@ import { isContenderKey, prefixRangeEnd, SHARED_VALUE } from './etcd.keys';
 const PAGE = 32;
 /** etcd's default --max-txn-ops is 128. */
 const MAX_TXN_OPS = 100;
+/**
+ * At most this many older contenders for a waiter to watch its lock's whole range (etcd.turn.ts)
+ * instead of its predecessor alone: each such waiter sees every delete of the lock (fan-out).
+ */
+export const TURN_WATCH_MAX = 8;
 
 export interface Blocker {
   readonly key: Buffer;
@@ -27,6 +32,8 @@ export interface Position {
   readonly blocker?: Blocker;
   /** Store revision the answer was read at: watch the blocker from the next one, miss nothing. */
   readonly revision: string;
+  /** Every older contender (exclusive mode, at most TURN_WATCH_MAX): lets etcd.turn.ts wait. */
+  readonly older?: readonly Blocker[];
 }
 
 export interface Contender {
@@ -60,6 +67,22 @@ function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
       return { key: kv.key, rev: BigInt(kv.create_revision) };
   }
   return undefined;
+}
+
+/**
+ * Every older contender in a youngest-first page, when the page holds them all, we are exclusive
+ * (any older key blocks us) and they are few; else undefined.
+ */
+export function allOlder(
+  c: Contender,
+  kvs: readonly EtcdKeyValue[],
+  more: boolean,
+): Blocker[] | undefined {
+  if (more || c.mode !== 'exclusive') return undefined;
+  const older = kvs
+    .filter((kv) => !kv.key.equals(c.key) && isContenderKey(kv.key, c.lockPrefix))
+    .map((kv) => ({ key: kv.key, rev: BigInt(kv.create_revision) }));
+  return older.length <= TURN_WATCH_MAX ? older : undefined;
 }
 
 /** Pages on through older contenders when the first page held none that blocks us. */
@@ -123,7 +146,9 @@ export async function createContender(
   }
   const page = res.responses[1].response_range;
   const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
-  return { rev: BigInt(res.header.revision), exists: true, blocker, revision: res.header.revision };
+  const older = allOlder(c, page.kvs, page.more);
+  const rev = BigInt(res.header.revision);
+  return { rev, exists: true, blocker, revision: res.header.revision, older };
 }
 
 /**
@@ -143,22 +168,34 @@ export async function findBlocker(
   rev: bigint,
   deadline: number,
 ): Promise<Position> {
-  const res = await client.kv.txn(
-    {
-      success: [
-        { request_range: { key: c.key, serializable: true } },
-        { request_range: { ...olderRange(c, rev - 1n), serializable: true } },
-      ],
-    },
-    opts(deadline),
-  );
+  const res = await readPosition(client, c, rev, true, deadline);
   const own = res.responses[0].response_range.kvs[0];
   if (!own || BigInt(own.create_revision) !== rev)
     return { rev, exists: false, revision: res.header.revision };
   const page = res.responses[1].response_range;
   // Further pages are separate (linearizable) reads: only the first carries the proof above.
   const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
-  return { rev, exists: true, blocker, revision: res.header.revision };
+  const older = allOlder(c, page.kvs, page.more);
+  return { rev, exists: true, blocker, revision: res.header.revision, older };
+}
+
+/** One read-only txn at one revision: our key, and the older contenders (youngest first). */
+export function readPosition(
+  client: EtcdClientLike,
+  c: Contender,
+  rev: bigint,
+  serializable: boolean,
+  deadline: number,
+) {
+  return client.kv.txn(
+    {
+      success: [
+        { request_range: { key: c.key, serializable } },
+        { request_range: { ...olderRange(c, rev - 1n), serializable } },
+      ],
+    },
+    opts(deadline),
+  );
 }
 
 /**
