@@ -84,6 +84,27 @@ describe('etcd backend: the turn watch', () => {
     await granted.release();
   });
 
+  it('a waiter further back moves to the turn watch while the waiter ahead holds: no request after that one releases', async () => {
+    const key = name('deeper');
+    const holder = await engine().engine.acquire(key);
+    const second = engine().engine.acquire(key);
+    await eventually(async () => (await keysOf(key)).length === 2);
+    const { client, stats } = countingClient();
+    const third = engine(client).engine.acquire(key);
+    await eventually(async () => (await keysOf(key)).length === 3);
+    await holder.release();
+    const next = await second;
+    // The third one re-reads now (the holder's delete leaves one contender older than it) and
+    // arms its turn watch while `next` holds.
+    await eventually(() => stats.watches >= 2 && stats.inflight === 0);
+    const before = stats.calls;
+    await next.release();
+    const last = await third;
+    expect(stats.calls - before).toBe(0);
+    expect(last.fencingToken > next.fencingToken).toBe(true);
+    await last.release();
+  });
+
   it.each([
     ['deleted by an operator', 'del'],
     ['deleted with its lease (revoked)', 'revoke'],

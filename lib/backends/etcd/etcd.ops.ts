@@ -16,7 +16,7 @@ const MAX_TXN_OPS = 100;
  * At most this many older contenders for a waiter to watch its lock's whole range (etcd.turn.ts)
  * instead of its predecessor alone: each such waiter sees every delete of the lock (fan-out).
  */
-export const TURN_WATCH_MAX = 8;
+export const TURN_WATCH_MAX = 1;
 
 export interface Blocker {
   readonly key: Buffer;
@@ -59,14 +59,24 @@ function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeReques
   };
 }
 
-/** The first blocker in a youngest-first page, skipping our own key and foreign keys. */
+/**
+ * The key to wait for in a youngest-first page, skipping our own key and foreign keys. Shared: the
+ * youngest older writer. Exclusive: the (TURN_WATCH_MAX + 1)-th youngest older contender (or the
+ * oldest in the page): its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the
+ * waiter re-reads and moves to the turn watch while those still hold, off the handoff's path. Any
+ * older key blocks an exclusive waiter, so waiting for this one never skips our turn.
+ */
 function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
+  let found: Blocker | undefined;
+  let seen = 0;
   for (const kv of kvs) {
     if (kv.key.equals(c.key) || !isContenderKey(kv.key, c.lockPrefix)) continue;
-    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE)
-      return { key: kv.key, rev: BigInt(kv.create_revision) };
+    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE) {
+      found = { key: kv.key, rev: BigInt(kv.create_revision) };
+      if (c.mode !== 'exclusive' || seen++ === TURN_WATCH_MAX) return found;
+    }
   }
-  return undefined;
+  return found;
 }
 
 /**
