@@ -2,7 +2,8 @@
  * Traces etcd handoffs (issue 19): N in-process contenders (each its own client and session) loop
  * on one key (hold 1 ms, pause 2 ms) against a private etcd. Every client is wrapped so each txn,
  * range and watch event is timestamped; a handoff is split into: release() called -> delete
- * answered -> the waiter's watch event -> its re-read sent -> answered -> granted. Also counts
+ * answered -> the waiter's watch event -> its re-read sent -> answered -> granted (or, for a
+ * waiter on the turn watch, watch event -> granted with no read). Also counts
  * watches created with a start revision already in the past (etcd's unsynced group).
  * Usage: npx ts-node --transpile-only test/etcd/handoff-trace.ts [contenders=3] [ms=3000]
  */
@@ -120,6 +121,9 @@ async function main() {
     if (wev && readAns && readAns.t > wev.t)
       add('watch event->re-read answered', readAns.t - wev.t);
     if (readAns) add('re-read answered->granted', (h.granted as number) - readAns.t);
+    // The turn watch (etcd.turn.ts): granted from the event itself, no read after it.
+    if (wev && !(readSent && readSent.t > wev.t))
+      add('watch event->granted (no re-read)', (h.granted as number) - wev.t);
     if (!wev && createAns) add('(granted by its create txn, no wait)', 1);
   }
   const q = (a: number[], p: number) => {

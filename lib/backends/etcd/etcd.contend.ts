@@ -3,6 +3,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import type { Incarnation } from './etcd.incarnation';
 import { createContender, findBlocker, type Contender } from './etcd.ops';
 import type { EtcdSession } from './etcd.session';
+import { waitForTurn } from './etcd.turn';
 import { waitForDelete } from './etcd.watch';
 
 /** What the queue loop needs of its LockSlot. */
@@ -55,14 +56,33 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
       if (!pos.blocker) return hooks.grant(inc);
       hooks.settleGivingUp(inc);
       if (inc.waiters.size === 0) return;
-      const watched = await waitForDelete(
-        client,
-        pos.blocker,
-        pos.revision,
-        wake.signal,
-        hooks.recheckInterval,
-        hooks.callTimeout,
-      );
+      // Few older contenders: one watch over the lock's range proves our turn from its events
+      // (no re-read after the predecessor's delete); else watch the predecessor and re-read.
+      const watched = pos.older
+        ? await waitForTurn(
+            client,
+            c,
+            pos.rev,
+            pos.older,
+            pos.revision,
+            wake.signal,
+            hooks.recheckInterval,
+            hooks.callTimeout,
+          )
+        : await waitForDelete(
+            client,
+            pos.blocker,
+            pos.revision,
+            wake.signal,
+            hooks.recheckInterval,
+            hooks.callTimeout,
+          );
+      if (watched.outcome === 'granted') {
+        // Proven at the revision of the last older contender's delete: our key lived, none older.
+        if (inc.state !== 'waiting' || !session.alive) continue;
+        if (inc.waiters.size === 0) return;
+        return hooks.grant(inc);
+      }
       if (watched.failure === undefined) {
         watchBackoff = 20;
       } else {

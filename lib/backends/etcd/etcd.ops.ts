@@ -6,12 +6,20 @@ import { isContenderKey, prefixRangeEnd, SHARED_VALUE } from './etcd.keys';
  * The etcd round trips of the lock, each one request (a transaction where several reads must see
  * one revision). Contenders are ordered by create revision, exactly as Go's concurrency.Mutex:
  * an exclusive contender holds when no contender is older; a shared one when no older contender
- * is a writer. A waiter watches only its blocker: the youngest older contender (exclusive) or the
- * youngest older writer (shared), so a release wakes one waiter, not the herd.
+ * is a writer. A waiter watches one key: the youngest older writer (shared), or (exclusive) the
+ * older contender whose delete leaves TURN_WATCH_MAX older ones, after which it waits on the turn
+ * watch (etcd.turn.ts); so a release wakes at most two waiters, not the herd.
  */
 const PAGE = 32;
 /** etcd's default --max-txn-ops is 128. */
 const MAX_TXN_OPS = 100;
+/**
+ * At most this many older contenders for a waiter to watch its lock's whole range (etcd.turn.ts)
+ * instead of one key: each such waiter is woken by every delete of the lock. 1 = the first waiter
+ * only: with every waiter on it, 8 worker processes were all woken per handoff and the contended
+ * rate fell below the old path's (docs/backends/etcd.md).
+ */
+export const TURN_WATCH_MAX = 1;
 
 export interface Blocker {
   readonly key: Buffer;
@@ -27,6 +35,8 @@ export interface Position {
   readonly blocker?: Blocker;
   /** Store revision the answer was read at: watch the blocker from the next one, miss nothing. */
   readonly revision: string;
+  /** Every older contender (exclusive mode, at most TURN_WATCH_MAX): lets etcd.turn.ts wait. */
+  readonly older?: readonly Blocker[];
 }
 
 export interface Contender {
@@ -52,14 +62,40 @@ function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeReques
   };
 }
 
-/** The first blocker in a youngest-first page, skipping our own key and foreign keys. */
+/**
+ * The key to wait for in a youngest-first page, skipping our own key and foreign keys. Shared: the
+ * youngest older writer. Exclusive: the (TURN_WATCH_MAX + 1)-th youngest older contender (or the
+ * oldest in the page): its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the
+ * waiter re-reads and moves to the turn watch while those still hold, off the handoff's path. Any
+ * older key blocks an exclusive waiter, so waiting for this one never skips our turn.
+ */
 function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
+  let found: Blocker | undefined;
+  let seen = 0;
   for (const kv of kvs) {
     if (kv.key.equals(c.key) || !isContenderKey(kv.key, c.lockPrefix)) continue;
-    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE)
-      return { key: kv.key, rev: BigInt(kv.create_revision) };
+    if (c.mode === 'exclusive' || kv.value.toString() !== SHARED_VALUE) {
+      found = { key: kv.key, rev: BigInt(kv.create_revision) };
+      if (c.mode !== 'exclusive' || seen++ === TURN_WATCH_MAX) return found;
+    }
   }
-  return undefined;
+  return found;
+}
+
+/**
+ * Every older contender in a youngest-first page, when the page holds them all, we are exclusive
+ * (any older key blocks us) and they are few; else undefined.
+ */
+export function allOlder(
+  c: Contender,
+  kvs: readonly EtcdKeyValue[],
+  more: boolean,
+): Blocker[] | undefined {
+  if (more || c.mode !== 'exclusive') return undefined;
+  const older = kvs
+    .filter((kv) => !kv.key.equals(c.key) && isContenderKey(kv.key, c.lockPrefix))
+    .map((kv) => ({ key: kv.key, rev: BigInt(kv.create_revision) }));
+  return older.length <= TURN_WATCH_MAX ? older : undefined;
 }
 
 /** Pages on through older contenders when the first page held none that blocks us. */
@@ -123,7 +159,9 @@ export async function createContender(
   }
   const page = res.responses[1].response_range;
   const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
-  return { rev: BigInt(res.header.revision), exists: true, blocker, revision: res.header.revision };
+  const older = allOlder(c, page.kvs, page.more);
+  const rev = BigInt(res.header.revision);
+  return { rev, exists: true, blocker, revision: res.header.revision, older };
 }
 
 /**
@@ -143,22 +181,34 @@ export async function findBlocker(
   rev: bigint,
   deadline: number,
 ): Promise<Position> {
-  const res = await client.kv.txn(
-    {
-      success: [
-        { request_range: { key: c.key, serializable: true } },
-        { request_range: { ...olderRange(c, rev - 1n), serializable: true } },
-      ],
-    },
-    opts(deadline),
-  );
+  const res = await readPosition(client, c, rev, true, deadline);
   const own = res.responses[0].response_range.kvs[0];
   if (!own || BigInt(own.create_revision) !== rev)
     return { rev, exists: false, revision: res.header.revision };
   const page = res.responses[1].response_range;
   // Further pages are separate (linearizable) reads: only the first carries the proof above.
   const blocker = await pageOn(client, c, page.kvs, page.more, deadline);
-  return { rev, exists: true, blocker, revision: res.header.revision };
+  const older = allOlder(c, page.kvs, page.more);
+  return { rev, exists: true, blocker, revision: res.header.revision, older };
+}
+
+/** One read-only txn at one revision: our key, and the older contenders (youngest first). */
+export function readPosition(
+  client: EtcdClientLike,
+  c: Contender,
+  rev: bigint,
+  serializable: boolean,
+  deadline: number,
+) {
+  return client.kv.txn(
+    {
+      success: [
+        { request_range: { key: c.key, serializable } },
+        { request_range: { ...olderRange(c, rev - 1n), serializable } },
+      ],
+    },
+    opts(deadline),
+  );
 }
 
 /**
