@@ -5,7 +5,11 @@ import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 
 type Ring = 'rung' | 'unarmed' | 'timeout';
 
-/** Woken waiters re-attempt within this many ms of the ring, at random. */
+/**
+ * A woken waiter that is not first in line (see mysql.acquire.ts: tickets) re-attempts this many
+ * ms after the ring, plus up to as many again at random: the first in line re-attempts at once and
+ * takes the key's mutex row alone; the others only check that it came (if it died, they go on).
+ */
 const RING_SPREAD_MS = 4;
 
 /**
@@ -21,8 +25,8 @@ const RING_SPREAD_MS = 4;
  * serialized on the bell connection, so a release's disarm never overtakes its grant's arm.
  * Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)` on a pooled
  * connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes the moment
- * the holder lets go (re-attempting within RING_SPREAD_MS, at random, so the processes woken
- * together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
+ * the holder lets go (the waiter first in line at once, the others RING_SPREAD_MS later, so the
+ * processes woken together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
  * doorbell is not armed: a holder whose bell failed, shared holders beyond the first) poll with
  * jittered backoff. A doorbell is only a hint: every wake-up re-attempts the acquire, whose
  * transaction alone decides; a missed ring costs latency, never safety.
@@ -50,6 +54,8 @@ export class MySqlDoorbell implements WakeupSource {
     public slots: number,
     private readonly maxPollDelay: number,
     private readonly notifier: ReleaseNotifier,
+    /** True while this process's waiter for the key holds the oldest ticket. */
+    private readonly firstInLine: (key: string) => boolean = () => false,
   ) {}
 
   /** The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL). */
@@ -119,9 +125,9 @@ export class MySqlDoorbell implements WakeupSource {
         void this.ring(key, ms, both).then(async (outcome) => {
           if (outcome === 'rung') {
             this.backoff.delete(key);
-            // Every process's head waiter wakes at once: spread their re-attempts over a few ms so
-            // the first takes the key's mutex row alone instead of queueing a herd behind it.
-            await sleepFor(Math.random() * RING_SPREAD_MS, both);
+            // Every process's head waiter wakes at once: the first in line goes now, the others a
+            // few ms later, so it takes the key's mutex row alone instead of queueing behind a herd.
+            if (!this.firstInLine(key)) await sleepFor(RING_SPREAD_MS * (1 + Math.random()), both);
           } else if (outcome === 'unarmed')
             await sleepFor(Math.random() * this.nextBackoff(key), both);
           stop.abort();
