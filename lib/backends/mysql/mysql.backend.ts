@@ -73,8 +73,8 @@ export class MySqlLockBackend implements LockBackend {
   private readonly ticketMs: number;
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
-  /** Keys whose waiter here was first in line at its last attempt: it re-attempts at once on a ring. */
-  private readonly firstInLine = new Set<string>();
+  /** Per key with a ticketed waiter here: older tickets at its last attempt (see MySqlDoorbell). */
+  private readonly inLine = new Map<string, number>();
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
@@ -90,7 +90,7 @@ export class MySqlLockBackend implements LockBackend {
       slots,
       o.maxPollDelay,
       this.notifier,
-      (key) => this.firstInLine.has(key),
+      (key) => this.inLine.get(key),
     );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
@@ -221,7 +221,7 @@ export class MySqlLockBackend implements LockBackend {
     const line = `${owner}:${fullKey}`;
     if (outcome.result.acquired) {
       this.tickets.delete(line); // the grant replaced the ticket
-      this.firstInLine.delete(fullKey);
+      this.inLine.delete(fullKey);
       // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
       // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
       // Semaphore seats are not armed: one process's doorbell could not tell the waiters of the
@@ -229,8 +229,8 @@ export class MySqlLockBackend implements LockBackend {
       if (permits === undefined) void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       return outcome.result;
     }
-    if (outcome.ahead === 0) this.firstInLine.add(fullKey);
-    else this.firstInLine.delete(fullKey);
+    if (!outcome.ticketed) this.inLine.delete(fullKey);
+    else this.inLine.set(fullKey, outcome.ahead ?? 0);
     if (outcome.ticketed && !this.tickets.has(line)) {
       this.tickets.add(line);
       // A waiter that gives up (deadline or cancel) takes its ticket back, so the key is not kept
@@ -248,7 +248,7 @@ export class MySqlLockBackend implements LockBackend {
 
   private dropTicket(line: string, key: Buffer, owner: string, fullKey: string): void {
     if (!this.tickets.delete(line)) return; // granted meanwhile: the ticket became the holder row
-    this.firstInLine.delete(fullKey);
+    this.inLine.delete(fullKey);
     this.withConnection((conn) => conn.execute(this.sql.dropTicket, [key, owner])).then(
       () => this.notifier.notify(fullKey), // this process's next waiter may now be first in line
       // Not lost: the ticket lapses ticketMs after its last attempt, and the key goes on.
