@@ -28,6 +28,9 @@ import {
 } from './mysql.options';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
 
+/** A live waiter re-attempts at least every max(fallbackDelay, maxPollDelay) ms; its ticket this much longer. */
+const TICKET_MARGIN_MS = 250;
+
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
  * (UTC_TIMESTAMP(3)), never the application's.
@@ -69,7 +72,7 @@ export class MySqlLockBackend implements LockBackend {
   private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
-  /** ms a waiter's ticket outlives its last attempt: twice the longest pause between attempts. */
+  /** ms a waiter's ticket outlives its last attempt: the longest pause between attempts + a margin. */
   private readonly ticketMs: number;
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
@@ -98,7 +101,7 @@ export class MySqlLockBackend implements LockBackend {
     this.wakeups = doorbells ? this.doorbell : this.notifier;
     const fallbackDelay = doorbells ? 1_000 : o.maxPollDelay;
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
-    this.ticketMs = 2 * Math.max(fallbackDelay, o.maxPollDelay);
+    this.ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
   }
@@ -234,14 +237,11 @@ export class MySqlLockBackend implements LockBackend {
     if (outcome.ticketed && !this.tickets.has(line)) {
       this.tickets.add(line);
       // A waiter that gives up (deadline or cancel) takes its ticket back, so the key is not kept
-      // for it; if that fails, the ticket lapses ticketMs after its last attempt.
-      request.signal.addEventListener(
-        'abort',
-        () => this.dropTicket(line, req.key, owner, fullKey),
-        {
-          once: true,
-        },
-      );
+      // for it; if that fails, the ticket lapses ticketMs after its last attempt. It may have
+      // given up while this attempt ran: then at once (the signal fires no second 'abort').
+      const drop = () => this.dropTicket(line, req.key, owner, fullKey);
+      if (request.signal.aborted) drop();
+      else request.signal.addEventListener('abort', drop, { once: true });
     }
     return outcome.result;
   }
