@@ -19,10 +19,12 @@ describe('mysql (MariaDB 10.11): handoffs across processes follow arrival order'
   let admin: Pool;
   const pools: Pool[] = [];
   const engines: LockEngine[] = [];
+  const backends: MySqlLockBackend[] = [];
   const engine = () => {
     const pool = createPool({ ...server.connection, connectionLimit: 4 });
     pools.push(pool);
     const backend = new MySqlLockBackend({ client: pool, doorbells: 1 });
+    backends.push(backend);
     const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 60_000 } });
     engines.push(e);
     return e;
@@ -63,5 +65,27 @@ describe('mysql (MariaDB 10.11): handoffs across processes follow arrival order'
     await held.release();
     await Promise.all(done);
     expect(granted).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("a waiter's ticket is not a holder: inspect and list show the holder alone, forceRelease removes the holder and the waiter is granted", async () => {
+    const holder = engine();
+    const held = await holder.acquire('fifo:2');
+    const ops = backends[backends.length - 1];
+    const waiter = engine();
+    const waiting = waiter.acquire('fifo:2');
+    await eventually(async () => {
+      const [rows] = await admin.query(
+        "SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = 'fifo:2' AND mode = 'queued'",
+      );
+      return Number((rows as { n: number }[])[0].n) === 1;
+    });
+    const seen = await ops.inspect('fifo:2');
+    expect(seen.holders.map((h) => h.owner)).toEqual([held.owner]);
+    expect(await ops.list('fifo:2', 10)).toEqual(['fifo:2']);
+    expect(await ops.forceRelease('fifo:2')).toBe(true);
+    expect(await ops.forceRelease('fifo:2')).toBe(false); // a ticket alone is nothing to remove
+    const next = await waiting; // still waiting, and granted once the key is free
+    expect(next.fencingToken > held.fencingToken).toBe(true);
+    await next.release();
   });
 });
