@@ -1,6 +1,9 @@
-import { ReleaseNotifier, toBigInt } from '../../backend-kit';
+import { ReleaseNotifier } from '../../backend-kit';
+import { attemptAcquire } from './mysql.acquire';
+import { affected, renewLocks } from './mysql.renew';
 import { MySqlDoorbell } from './mysql.doorbell';
 import type {
+  BackendAcquireRequest,
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
@@ -8,16 +11,9 @@ import type {
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
-  LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
-import {
-  checkSqlKey,
-  decide,
-  storedMode,
-  type HolderRow,
-  type StoredMode,
-} from '../sql/sql-lock.rules';
+import { checkSqlKey, type StoredMode } from '../sql/sql-lock.rules';
 import { keyRange } from '../sql/sql-listing';
 import { SqlClientSource } from '../sql/sql-client';
 import { toInspection } from '../sql/sql-inspection';
@@ -30,13 +26,10 @@ import {
   type MySqlLockBackendOptions,
   type MySqlPoolLike,
 } from './mysql.options';
-import {
-  mysqlStatements,
-  PAD_ROW,
-  RENEW_SHAPES,
-  renewShape,
-  type MySqlStatements,
-} from './mysql.schema';
+import { mysqlStatements, type MySqlStatements } from './mysql.schema';
+
+/** A live waiter re-attempts at least every max(fallbackDelay, maxPollDelay) ms; its ticket this much longer. */
+const TICKET_MARGIN_MS = 250;
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
@@ -49,7 +42,9 @@ import {
  * statements (renew: ONE statement for a whole batch). The engine runs the waits (one waiter per
  * key and process attempts); this process's releases wake its own waiters at once, other
  * processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell) and poll only where
- * they must.
+ * they must. Across processes the longest-waiting waiter wins (issue 19): a waiting request that
+ * finds the key busy leaves a ticket row dated by the server, and a grant goes only to the holder
+ * of the oldest live ticket (or to anyone when there is none); see mysql.acquire.ts.
  *
  * Safety: all of an acquire runs under the key's mutex with the holder rows locked, so no two
  * conflicting grants can commit; a renewal racing with a takeover either lands first (the holder
@@ -77,6 +72,12 @@ export class MySqlLockBackend implements LockBackend {
   private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
+  /** ms a waiter's ticket outlives its last attempt: the longest pause between attempts + a margin. */
+  private readonly ticketMs: number;
+  /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
+  private readonly tickets = new Set<string>();
+  /** Per key with a ticketed waiter here: older tickets at its last attempt (see MySqlDoorbell). */
+  private readonly inLine = new Map<string, number>();
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
@@ -92,6 +93,7 @@ export class MySqlLockBackend implements LockBackend {
       slots,
       o.maxPollDelay,
       this.notifier,
+      (key) => this.inLine.get(key),
     );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
@@ -99,6 +101,7 @@ export class MySqlLockBackend implements LockBackend {
     this.wakeups = doorbells ? this.doorbell : this.notifier;
     const fallbackDelay = doorbells ? 1_000 : o.maxPollDelay;
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
+    this.ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
   }
@@ -108,57 +111,21 @@ export class MySqlLockBackend implements LockBackend {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
     await this.doorbell.ready();
-    return this.attempt(request.key, request.owner, request.mode, request.ttl, request.permits);
+    return this.attempt(request);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
-    // Sorted in primary-key order, the order an acquire locks a key's rows in: no lock-order deadlocks.
-    const sorted = locks
-      .map((lock, at) => ({ lock, at, key: bytes(lock.key) }))
-      .sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
-    const largest = RENEW_SHAPES[RENEW_SHAPES.length - 1];
-    const results = await this.withConnection(async (conn) => {
-      const out: boolean[] = [];
-      for (let from = 0; from < sorted.length; from += largest) {
-        out.push(...(await this.renewChunk(conn, sorted.slice(from, from + largest))));
-      }
-      return out;
-    });
-    const answers = new Array<boolean>(locks.length);
-    sorted.forEach((l, i) => (answers[l.at] = results[i]));
+    const answers = await this.withConnection((conn) => renewLocks(conn, this.sql, locks));
     locks.forEach((l, i) => answers[i] || this.doorbell.disarm(l.key, l.owner));
     return answers;
-  }
-
-  /** Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed. */
-  private async renewChunk(
-    conn: MySqlConnectionLike,
-    chunk: readonly SortedLock[],
-  ): Promise<boolean[]> {
-    const size = renewShape(chunk.length);
-    const pad = size - chunk.length;
-    await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-    const rows = chunk.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]);
-    for (let i = 0; i < pad; i++) rows.push(PAD_ROW.key, PAD_ROW.owner, 0);
-    const [header] = await conn.execute(this.sql.renew(size), rows);
-    // Every matched row is ours and was live. All matched (the usual case): done in one statement.
-    if (affected(header) === chunk.length) return chunk.map(() => true);
-    // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
-    // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
-    const pairs: (Buffer | string)[] = chunk.flatMap((l) => [l.key, l.lock.owner]);
-    for (let i = 0; i < pad; i++) pairs.push(PAD_ROW.key, PAD_ROW.owner);
-    const [live] = await conn.execute(this.sql.alive(size), pairs);
-    const ours = new Set(
-      (live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`),
-    );
-    return chunk.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
   }
 
   async release(lock: BackendLock): Promise<void> {
     // The doorbell rings (RELEASE_LOCK) only after the DELETE committed: a woken waiter finds the row gone.
     const released = await this.withConnection(async (conn) => {
-      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      // No SET TRANSACTION first (one round trip less on the handoff's path): an autocommit DELETE
+      // by the whole primary key locks that one row (or, if it is gone, a gap for this statement only).
       const key = bytes(lock.key);
       const [header] = await conn.execute(this.sql.release, [key, lock.owner]);
       // Ring now, before dropKey: dropKey waits for the mutex row, which the next holder's acquire
@@ -245,50 +212,48 @@ export class MySqlLockBackend implements LockBackend {
     });
   }
 
-  private attempt(
-    fullKey: string,
-    owner: string,
-    mode: LockMode,
-    ttl: number,
-    permits: number | undefined,
-  ): Promise<BackendAcquireResult> {
-    const key = bytes(fullKey);
-    return this.withConnection(async (conn): Promise<BackendAcquireResult> => {
-      await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
-      await conn.query('START TRANSACTION');
-      await conn.execute(this.sql.lockKey, [key]);
-      const [rows] = await conn.execute(this.sql.holders, [key]);
-      const holders = (
-        rows as { owner: string; mode: StoredMode; left_us: number | string | null }[]
-      ).map((r): HolderRow => ({ owner: r.owner, mode: r.mode, leftUs: Number(r.left_us ?? 0) }));
-      const decision = decide(holders, mode, permits);
-      if (decision.blocked) {
-        await conn.query('ROLLBACK');
-        return { acquired: false, retryAfter: decision.retryAfter };
-      }
-      if (decision.expired > 0) await conn.execute(this.sql.purge, [key]);
-      const [fence] = await conn.execute(this.sql.nextFence, []);
-      const fencingToken = toBigInt((fence as { insertId: unknown }).insertId, this.name);
-      // The row's expiry is dated by the server when this statement runs: date our validity from just
-      // before sending it, never from before the waits for a pooled connection or the key's mutex row.
-      const sentAt = performance.now();
-      const stored = storedMode(mode, permits);
-      await conn.execute(this.sql.insert, [
-        key,
-        owner,
-        stored,
-        ttl * 1000,
-        fencingToken.toString(),
-      ]);
-      await conn.query('COMMIT');
+  /** The acquire transaction (mysql.acquire.ts), then the doorbell and the ticket's bookkeeping. */
+  private async attempt(request: BackendAttempt): Promise<BackendAcquireResult> {
+    const { key: fullKey, owner, mode, permits } = request;
+    // The engine's waits pass the whole BackendAcquireRequest: only a request that waits queues.
+    const waits = ((request as Partial<BackendAcquireRequest>).wait ?? 0) > 0;
+    const req = { key: bytes(fullKey), owner, mode, ttl: request.ttl, permits, waits };
+    const outcome = await this.withConnection((conn) =>
+      attemptAcquire(conn, this.sql, { ...req, ticketMs: this.ticketMs }, this.name),
+    );
+    const line = `${owner}:${fullKey}`;
+    if (outcome.result.acquired) {
+      this.tickets.delete(line); // the grant replaced the ticket
+      this.inLine.delete(fullKey);
       // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
       // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
       // Semaphore seats are not armed: one process's doorbell could not tell the waiters of the
       // other seat holders' releases, so their waiters poll (the 'unarmed' backoff) instead.
       if (permits === undefined) void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
-      return { acquired: true, fencingToken, sentAt };
-    });
+      return outcome.result;
+    }
+    if (!outcome.ticketed) this.inLine.delete(fullKey);
+    else this.inLine.set(fullKey, outcome.ahead ?? 0);
+    if (outcome.ticketed && !this.tickets.has(line)) {
+      this.tickets.add(line);
+      // A waiter that gives up (deadline or cancel) takes its ticket back, so the key is not kept
+      // for it; if that fails, the ticket lapses ticketMs after its last attempt. It may have
+      // given up while this attempt ran: then at once (the signal fires no second 'abort').
+      const drop = () => this.dropTicket(line, req.key, owner, fullKey);
+      if (request.signal.aborted) drop();
+      else request.signal.addEventListener('abort', drop, { once: true });
+    }
+    return outcome.result;
+  }
+
+  private dropTicket(line: string, key: Buffer, owner: string, fullKey: string): void {
+    if (!this.tickets.delete(line)) return; // granted meanwhile: the ticket became the holder row
+    this.inLine.delete(fullKey);
+    this.withConnection((conn) => conn.execute(this.sql.dropTicket, [key, owner])).then(
+      () => this.notifier.notify(fullKey), // this process's next waiter may now be first in line
+      // Not lost: the ticket lapses ticketMs after its last attempt, and the key goes on.
+      () => undefined,
+    );
   }
 
   /**
@@ -318,20 +283,6 @@ export class MySqlLockBackend implements LockBackend {
       for (const statement of this.sql.ddl) await conn.query(statement);
     });
   }
-}
-
-interface SortedLock {
-  readonly lock: BackendLock;
-  readonly at: number;
-  readonly key: Buffer;
-}
-
-function affected(header: unknown): number {
-  return Number((header as { affectedRows?: number }).affectedRows ?? 0);
-}
-
-function hex(key: Buffer | Uint8Array): string {
-  return Buffer.from(key).toString('hex');
 }
 
 /**

@@ -5,8 +5,23 @@ import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 
 type Ring = 'rung' | 'unarmed' | 'timeout';
 
-/** Woken waiters re-attempt within this many ms of the ring, at random. */
+/**
+ * When a ticketed waiter (see mysql.acquire.ts) re-attempts after a ring, by its place at its last
+ * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
+ * RING_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its doorbell;
+ * the others after RING_SPREAD_MS plus up to as much again at random (only to keep their tickets
+ * and places fresh). A waiter without a ticket (a semaphore seat) re-attempts within RING_SPREAD_MS.
+ */
+const RING_NEXT_MS = 2;
 const RING_SPREAD_MS = 4;
+
+/**
+ * Longest poll pause of a ticketed waiter while the doorbell is not armed (a new holder arms it
+ * right after its COMMIT): the first two in line 2 ms, the others 10 ms. Under FIFO nobody else may
+ * take a free key, so a waiter asleep in a long backoff when its turn comes would leave it idle.
+ */
+const NEXT_POLL_MS = 2;
+const QUEUED_POLL_MS = 10;
 
 /**
  * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
@@ -21,8 +36,8 @@ const RING_SPREAD_MS = 4;
  * serialized on the bell connection, so a release's disarm never overtakes its grant's arm.
  * Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)` on a pooled
  * connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes the moment
- * the holder lets go (re-attempting within RING_SPREAD_MS, at random, so the processes woken
- * together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
+ * the holder lets go (the waiter first in line at once, the others RING_SPREAD_MS later, so the
+ * processes woken together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
  * doorbell is not armed: a holder whose bell failed, shared holders beyond the first) poll with
  * jittered backoff. A doorbell is only a hint: every wake-up re-attempts the acquire, whose
  * transaction alone decides; a missed ring costs latency, never safety.
@@ -50,6 +65,8 @@ export class MySqlDoorbell implements WakeupSource {
     public slots: number,
     private readonly maxPollDelay: number,
     private readonly notifier: ReleaseNotifier,
+    /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
+    private readonly place: (key: string) => number | undefined = () => undefined,
   ) {}
 
   /** The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL). */
@@ -119,11 +136,17 @@ export class MySqlDoorbell implements WakeupSource {
         void this.ring(key, ms, both).then(async (outcome) => {
           if (outcome === 'rung') {
             this.backoff.delete(key);
-            // Every process's head waiter wakes at once: spread their re-attempts over a few ms so
-            // the first takes the key's mutex row alone instead of queueing a herd behind it.
-            await sleepFor(Math.random() * RING_SPREAD_MS, both);
-          } else if (outcome === 'unarmed')
-            await sleepFor(Math.random() * this.nextBackoff(key), both);
+            // Every process's head waiter wakes at once: the first in line goes now, the others a
+            // few ms later, so it takes the key's mutex row alone instead of queueing behind a herd.
+            const place = this.place(key);
+            if (place === undefined) await sleepFor(Math.random() * RING_SPREAD_MS, both);
+            else if (place === 1) await sleepFor(RING_NEXT_MS, both);
+            else if (place > 1) await sleepFor(RING_SPREAD_MS * (1 + Math.random()), both);
+          } else if (outcome === 'unarmed') {
+            const place = this.place(key);
+            const cap = place === undefined ? Infinity : place <= 1 ? NEXT_POLL_MS : QUEUED_POLL_MS;
+            await sleepFor(Math.random() * Math.min(cap, this.nextBackoff(key)), both);
+          }
           stop.abort();
         });
         await local;

@@ -10,6 +10,8 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
  *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
  *                semaphores of this version need no migration).
+ *                Also a waiter's TICKET (mode 'queued', issue 19): expires_at is when it lapses, fence
+ *                holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
@@ -20,6 +22,8 @@ export interface MySqlStatements {
   readonly purge: string;
   readonly nextFence: string;
   readonly insert: string;
+  readonly ticket: string;
+  readonly dropTicket: string;
   readonly release: string;
   readonly dropKey: string;
   readonly inspect: string;
@@ -32,6 +36,9 @@ export interface MySqlStatements {
   /** Which of RENEW_SHAPES[i] (key, owner) pairs are ours and live. */
   alive(size: number): string;
 }
+
+/** The mode of a waiter's ticket row (fits VARCHAR(9): no migration). */
+export const QUEUED = 'queued';
 
 /**
  * The only batch sizes a renew statement comes in (issue 14.9): every distinct statement text is
@@ -78,21 +85,27 @@ export function mysqlStatements(table: string): MySqlStatements {
     // Creates or X-locks the key's mutex row: concurrent acquires of one key queue here (briefly,
     // never across a wait), acquires of other keys do not.
     lockKey: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
-    // Locks every holder row of the key (so no renewal can slip in) and reads each one's time left.
-    holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us FROM ${t} WHERE lock_key = ? ORDER BY owner FOR UPDATE`,
+    // Locks every row of the key, holders and tickets (so no renewal can slip in), and reads each
+    // one's time left (and a ticket's arrival, in fence).
+    holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? ORDER BY owner FOR UPDATE`,
     purge: `DELETE FROM ${t} WHERE lock_key = ? AND expires_at <= UTC_TIMESTAMP(3)`,
     // LAST_INSERT_ID(expr) hands the new value back in the OK packet (insertId): one round trip.
     // The row stays locked until COMMIT, so grants of one key get strictly growing tokens.
     nextFence: `INSERT INTO ${fence} (id, value) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1)`,
-    insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?)`,
+    // The grant; it replaces the grantee's own ticket (same primary key) if it had one.
+    insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?) ON DUPLICATE KEY UPDATE mode = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, fence = ?`,
+    // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder row).
+    ticket: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at = IF(mode = '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, expires_at)`,
+    dropTicket: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ? AND mode = '${QUEUED}'`,
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
-    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner.
-    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ?`,
-    forceRelease: `DELETE FROM ${t} WHERE lock_key = ?`,
+    // Operators: a plain read (no locks) of the key's holder rows, and their delete whatever the
+    // owner (waiters keep their tickets, so their places in line).
+    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
+    forceRelease: `DELETE FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
     // Held keys in [from, to) (to NULL: no upper bound), a range of the primary key, LIMIT bounded.
-    list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) ORDER BY lock_key LIMIT ?`,
+    list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) AND mode <> '${QUEUED}' ORDER BY lock_key LIMIT ?`,
     // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
