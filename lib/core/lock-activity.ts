@@ -207,20 +207,16 @@ export class LockActivity {
     this.names.set(label, name);
   }
 
-  /** Settles like `call`, noting an outage (first failure) or its end (next answer) of `label`'s backend. */
-  track<T>(label: string, operation: string, call: Promise<T>): Promise<T> {
-    if (!this.events.active) return call; // nobody to tell: no extra promise per backend call
+  /**
+   * A backend call of `label`'s backend settled (the engine's call() tells it from its own settle
+   * callbacks: no extra promise per backend call): a failure may start an outage
+   * (backendUnavailable), an answer ends one (backendRecovered). Only while someone listens.
+   */
+  settled(label: string, operation: string, error?: unknown, failed = error !== undefined): void {
+    if (!this.events.active || (!failed && this.down.size === 0)) return;
     const name = this.names.get(label) ?? label;
-    return call.then(
-      (value) => {
-        this.answered(name);
-        return value;
-      },
-      (error) => {
-        this.failed(name, operation, error);
-        throw error;
-      },
-    );
+    if (failed) this.failed(name, operation, error);
+    else this.answered(name);
   }
 
   /** For a lease's release: emits releaseFailed, then rethrows (the caller decides what to do). */
