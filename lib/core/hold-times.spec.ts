@@ -21,6 +21,15 @@ describe('HoldTimes', () => {
     expect(t.average('a')).toBe(1);
   });
 
+  it('evicts a stream of new keys in batches (an eighth of maxKeys), least recently recorded first', () => {
+    const t = new HoldTimes(16);
+    for (let i = 0; i < 17; i++) t.record(`k${i}`, i);
+    expect(t.size).toBe(14); // the overflow (1) and 16 / 8 more
+    expect([0, 1, 2].map((i) => t.average(`k${i}`))).toEqual([undefined, undefined, undefined]);
+    expect(t.average('k3')).toBe(3);
+    expect(t.average('k16')).toBe(16);
+  });
+
   it('estimates from the average, capped by the remaining ttl; a per-lock hint wins', () => {
     holdTimes.record('est:1', 800);
     expect(estimateRetryAfter({}, 'est:1', 30_000)).toBe(800);

@@ -32,7 +32,8 @@ export interface WaitingLockInfo {
  * bookkeeping, O(1) per call: it never decides anything about a lock.
  */
 export class LockActivity {
-  private readonly inFlight = new Map<string, { key: string; backend: string; n: number }>();
+  /** Acquires in flight: backend name -> key -> count (nested: no joined string per acquire). */
+  private readonly inFlight = new Map<string, Map<string, number>>();
   /** Grant time and template of leases taken while someone listened; deleted when they end. */
   private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
   /** Error label ("default (redis)") -> registered name. */
@@ -44,33 +45,37 @@ export class LockActivity {
 
   /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
   enter(backend: string, key: string, stats?: { ahead: number }): void {
-    const id = `${backend}\u0000${key}`;
-    const entry = this.inFlight.get(id);
-    if (stats) stats.ahead = entry?.n ?? 0;
-    if (entry) entry.n++;
-    else this.inFlight.set(id, { key, backend, n: 1 });
+    let keys = this.inFlight.get(backend);
+    if (!keys) this.inFlight.set(backend, (keys = new Map()));
+    const n = keys.get(key) ?? 0;
+    if (stats) stats.ahead = n;
+    keys.set(key, n + 1);
   }
 
   leave(backend: string, key: string): void {
-    const id = `${backend}\u0000${key}`;
-    const entry = this.inFlight.get(id);
-    if (entry && --entry.n === 0) this.inFlight.delete(id);
+    const keys = this.inFlight.get(backend);
+    const n = keys?.get(key);
+    if (n === undefined) return;
+    if (n > 1) keys!.set(key, n - 1);
+    else keys!.delete(key);
   }
 
   /** Acquires in flight (all keys) for one backend, or for all. */
   waiting(backend?: string): number {
     let n = 0;
-    for (const e of this.inFlight.values())
-      if (backend === undefined || e.backend === backend) n += e.n;
+    for (const [name, keys] of this.inFlight)
+      if (backend === undefined || name === backend) for (const count of keys.values()) n += count;
     return n;
   }
 
   waitingFor(backend: string, key: string): number {
-    return this.inFlight.get(`${backend}\u0000${key}`)?.n ?? 0;
+    return this.inFlight.get(backend)?.get(key) ?? 0;
   }
 
   waitingLocks(): WaitingLockInfo[] {
-    return [...this.inFlight.values()].map(({ key, backend, n }) => ({ key, backend, waiters: n }));
+    return [...this.inFlight].flatMap(([backend, keys]) =>
+      [...keys].map(([key, waiters]) => ({ key, backend, waiters })),
+    );
   }
 
   granted(lease: LockLease, template?: string): void {
@@ -207,20 +212,16 @@ export class LockActivity {
     this.names.set(label, name);
   }
 
-  /** Settles like `call`, noting an outage (first failure) or its end (next answer) of `label`'s backend. */
-  track<T>(label: string, operation: string, call: Promise<T>): Promise<T> {
-    if (!this.events.active) return call; // nobody to tell: no extra promise per backend call
+  /**
+   * A backend call of `label`'s backend settled (the engine's call() tells it from its own settle
+   * callbacks: no extra promise per backend call): a failure may start an outage
+   * (backendUnavailable), an answer ends one (backendRecovered). Only while someone listens.
+   */
+  settled(label: string, operation: string, error?: unknown, failed = error !== undefined): void {
+    if (!this.events.active || (!failed && this.down.size === 0)) return;
     const name = this.names.get(label) ?? label;
-    return call.then(
-      (value) => {
-        this.answered(name);
-        return value;
-      },
-      (error) => {
-        this.failed(name, operation, error);
-        throw error;
-      },
-    );
+    if (failed) this.failed(name, operation, error);
+    else this.answered(name);
   }
 
   /** For a lease's release: emits releaseFailed, then rethrows (the caller decides what to do). */

@@ -324,17 +324,22 @@ export class LockEngine {
     // attempt, or handed to a backend's native wait), counting from startedAt: a grant at the first
     // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
     // flight is bounded by the call budget below (wait + grace) either way.
+    // The caller's signal is listened to from then on too: before it, the only thing in flight is
+    // the first attempt, whose grant is given back below if the signal aborted meanwhile. An
+    // uncontended acquire with a signal (every @Locked call inside an HTTP request) thus adds and
+    // removes no listener.
     let deadline: ReturnType<typeof setTimeout> | undefined;
     let armed = false;
+    const onCancel = () => controller.abort(o.signal?.reason);
     const onWait = () => {
       if (armed) return;
       armed = true;
+      if (o.signal?.aborted) return controller.abort(o.signal.reason);
+      o.signal?.addEventListener('abort', onCancel, { once: true });
       const left = o.wait - (performance.now() - startedAt);
       if (left <= 0) controller.abort(WAIT_DEADLINE);
       else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
     };
-    const onCancel = () => controller.abort(o.signal?.reason);
-    o.signal?.addEventListener('abort', onCancel, { once: true });
     let lease: LockLease | undefined;
     const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
     const request = {
@@ -362,18 +367,22 @@ export class LockEngine {
         MAX_DURATION_MS,
         Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout),
       );
-      const result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
-        // The answer came after we gave up: give back a grant nobody will use.
-        const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
-        attempt
-          .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
-          .catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
-      }).catch((error: unknown) => {
+      let result: Awaited<typeof attempt>;
+      try {
+        result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
+          // The answer came after we gave up: give back a grant nobody will use.
+          const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
+          attempt
+            .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
+            .catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
+        });
+      } catch (error) {
         // Whatever made the engine give up (its own budget timer, a failure), the backend's wait
-        // stops now instead of polling for a caller that is gone.
+        // stops now instead of polling for a caller that is gone. (A try, not a .catch(): no
+        // extra promise per acquire.)
         controller.abort(WAIT_DEADLINE);
         throw error;
-      });
+      }
       if (!result.acquired) {
         if (o.signal?.aborted) throw o.signal.reason;
         return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
@@ -412,7 +421,7 @@ export class LockEngine {
     } finally {
       if (deadline !== undefined) clearTimeout(deadline);
       this.activity.leave(o.backend, key);
-      o.signal?.removeEventListener('abort', onCancel);
+      if (armed) o.signal?.removeEventListener('abort', onCancel);
     }
   }
 
@@ -481,32 +490,40 @@ export class LockEngine {
     onLate?: () => void,
   ): Promise<T> {
     budget = Math.min(budget, MAX_DURATION_MS);
-    return this.activity.track(
-      backend,
-      what,
-      new Promise<T>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          reject(
-            new LockBackendUnavailableError(
-              backend,
-              `${what} got no answer within ${Math.round(budget)} ms`,
-              { key },
-            ),
-          );
-          onLate?.();
-        }, budget);
-        op.then(
-          (value) => {
-            clearTimeout(timer);
-            resolve(value);
-          },
-          (error) => {
-            clearTimeout(timer);
-            reject(asUnavailable(error, backend, key));
-          },
+    const activity = this.activity;
+    // Outages are noted here, in the settle callbacks this call needs anyway; only the first
+    // outcome counts (an answer after the budget ran out is onLate's business, not an outage's end).
+    let done = false;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        done = true;
+        const error = new LockBackendUnavailableError(
+          backend,
+          `${what} got no answer within ${Math.round(budget)} ms`,
+          { key },
         );
-      }),
-    );
+        activity.settled(backend, what, error, true);
+        reject(error);
+        onLate?.();
+      }, budget);
+      op.then(
+        (value) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          activity.settled(backend, what);
+          resolve(value);
+        },
+        (cause) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          const error = asUnavailable(cause, backend, key);
+          activity.settled(backend, what, error, true);
+          reject(error);
+        },
+      );
+    });
   }
 }
 

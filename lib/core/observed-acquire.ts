@@ -125,7 +125,16 @@ export function runHeld<T>(
   fn: () => T | Promise<T>,
   keyTemplate?: string,
 ): Promise<T> {
-  if (!engine.events.tracing) return Promise.resolve().then(fn);
+  if (!engine.events.tracing) {
+    // No tracer: run fn now (no extra promise and microtask per locked call), but never on a lost
+    // lock: that throws here, synchronously, into the caller's try.
+    handle.throwIfLost();
+    try {
+      return Promise.resolve(fn());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
   const name = backend ?? DEFAULT_BACKEND_NAME;
   const info: LockSpanInfo = {
     kind: 'held',

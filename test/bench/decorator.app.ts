@@ -2,13 +2,12 @@ import 'reflect-metadata';
 import { Controller, Get, Inject, Module, Optional, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import {
-  DistributedLockModule,
-  Locked,
-  MemoryLockBackend,
-  RedisLockBackend,
-  type LockBackend,
-} from '../../lib';
+import type { LockBackend } from '../../lib';
+
+// DECORATOR_LIB names another build of the library (e.g. a tsc build of main: /tmp/base/dist/lib)
+// for an A/B of app CPU per request (decorator.ab.ts); default: this tree's lib.
+const lib = require(process.env.DECORATOR_LIB ?? '../../lib') as typeof import('../../lib');
+const { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend } = lib;
 
 /**
  * The HTTP app of scenario 3, run in its own process so the load generator does not share its
@@ -24,6 +23,12 @@ class BenchController {
 
   @Get('plain/:id')
   plain(@Param('id') id: string) {
+    return { id };
+  }
+
+  /** The same answer from an async handler: what an async route costs without the lock. */
+  @Get('async/:id')
+  async asyncPlain(@Param('id') id: string) {
     return { id };
   }
 

@@ -1,0 +1,120 @@
+import { MemoryLockBackend } from '../backends/memory/memory.backend';
+import type { BackendAcquireResult, BackendAttempt } from '../interfaces/lock-backend.interface';
+import { LockEngine } from './lock-engine';
+import { LockLease } from './lock-lease';
+import { Watchdog } from './watchdog';
+
+/** A memory backend whose grants are already invalid when they arrive (validity 0): a lost lock. */
+class StaleGrantBackend extends MemoryLockBackend {
+  override async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    const result = await super.tryAcquire(request);
+    return result.acquired ? { ...result, validity: 0 } : result;
+  }
+}
+
+/** A memory backend whose tryAcquire answers only when the test lets it. */
+class GatedBackend extends MemoryLockBackend {
+  readonly pending: (() => void)[] = [];
+  gated = true;
+  override async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    if (this.gated) await new Promise<void>((r) => this.pending.push(r));
+    return super.tryAcquire(request);
+  }
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+/** What the uncontended @Locked / withLock path no longer pays for, and what it still guarantees. */
+describe('the uncontended hot path', () => {
+  it('a locked call whose lock is already lost when it would start never runs its function', async () => {
+    const engine = new LockEngine({ backend: new StaleGrantBackend() });
+    try {
+      const fn = jest.fn(async () => 'ran');
+      await expect(engine.withLock('k', fn)).rejects.toMatchObject({ name: 'LockLostError' });
+      await settle();
+      expect(fn).not.toHaveBeenCalled();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('an uncontended acquire with a signal adds no abort listener to it', async () => {
+    const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    try {
+      const signal = new AbortController().signal;
+      const add = jest.spyOn(signal, 'addEventListener');
+      const handle = await engine.acquire('k', { signal, wait: 5_000 });
+      expect(add).not.toHaveBeenCalled();
+      await handle.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a signal aborted during the first attempt: the grant is given back and the acquire rejects with its reason', async () => {
+    const backend = new GatedBackend();
+    const engine = new LockEngine({ backend });
+    try {
+      const controller = new AbortController();
+      const acquire = engine.acquire('k', { signal: controller.signal, wait: 5_000 });
+      await settle();
+      expect(backend.pending).toHaveLength(1);
+      controller.abort(new Error('client went away'));
+      backend.gated = false;
+      backend.pending.shift()!();
+      await expect(acquire).rejects.toThrow('client went away');
+      // The grant was given back: the key is free again at once.
+      const again = await engine.tryAcquire('k');
+      expect(again).not.toBeNull();
+      await again!.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a signal aborted while waiting still cancels the wait at once', async () => {
+    const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    try {
+      const holder = await engine.acquire('k');
+      const controller = new AbortController();
+      const waiter = engine.acquire('k', { signal: controller.signal, wait: 60_000 });
+      await settle();
+      controller.abort(new Error('cancelled'));
+      await expect(waiter).rejects.toThrow('cancelled');
+      await holder.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('the watchdog keeps its timer when its last lease goes: acquire + release arms no new timer', () => {
+    const backend = new MemoryLockBackend();
+    const watchdog = new Watchdog(backend, (op) => op);
+    const lease = (key: string) =>
+      new LockLease({
+        key,
+        fullKey: key,
+        owner: 'o',
+        mode: 'exclusive',
+        ttl: 30_000,
+        fencingToken: 1n,
+        backend,
+        backendName: 'default',
+        grantedAt: performance.now(),
+        validity: 29_000,
+        maxHold: undefined,
+        onEnd: () => undefined,
+      });
+    const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+    try {
+      const first = lease('a');
+      watchdog.add(first);
+      watchdog.delete(first);
+      watchdog.add(lease('b')); // due later than the armed timer: that timer will see it
+      expect(setTimeoutSpy).toHaveBeenCalledTimes(1);
+    } finally {
+      setTimeoutSpy.mockRestore();
+      watchdog.stop();
+    }
+  });
+});
