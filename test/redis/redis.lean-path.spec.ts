@@ -117,7 +117,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
     const c = await engine.acquire('sem-ttl', { permits: 3, ttl: 2_000 });
     expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
-    const [, bExpiry] = await admin.zrange(seats, -1, -1, 'WITHSCORES');
+    const [, bExpiry] = await admin.zrange(seats, '-1', '-1', 'WITHSCORES');
     const serverMs = Number((await admin.time())[0]) * 1000;
     expect(await admin.pttl(seats)).toBeGreaterThanOrEqual(Number(bExpiry) - serverMs - 1_000);
     await Promise.all([a.release(), b.release(), c.release()]);

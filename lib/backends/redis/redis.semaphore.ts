@@ -71,10 +71,8 @@ export class RedisSemaphore {
       if (token) handed = token;
       wake?.();
     });
-    // Subscribe before queueing, so a handoff is never announced before we listen (once live, the
-    // subscription stays: no await per acquire).
-    const subscriber = this.d.subscriber;
-    if (subscriber && !subscriber.ready) await subscriber.ensure().catch(() => undefined);
+    // Subscribe before queueing, so a handoff is never announced before we listen (once live: no await).
+    if (!this.d.subscriber?.ready) await this.d.subscriber?.ensure().catch(() => undefined);
     let phase: Phase = 'wait';
     let failure: unknown;
     let backoff = 10;
