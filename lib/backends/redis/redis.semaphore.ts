@@ -80,7 +80,8 @@ export class RedisSemaphore {
     let last: { acquired: false; retryAfter?: number } = { acquired: false };
     try {
       for (;;) {
-        if (request.signal.aborted) break;
+        // First attempt unchecked: reading the signal makes the engine's lazy AbortController.
+        if (phase !== 'wait' && request.signal.aborted) break;
         if (handed) {
           const token = handed;
           handed = '';
