@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/server-process';
@@ -106,5 +107,48 @@ describe('RedisLockBackend lean path and fence retention', () => {
     expect((await waiting).acquired).toBe(false);
     await backend.release(request);
     await backend.close();
+  });
+
+  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZCARD + ZADD + PEXPIRE + INCR, release = ZREM + HDEL + EXISTS', async () => {
+    const engine = new LockEngine({
+      backend: new RedisLockBackend({ client }),
+      keyPrefix: 'lean:',
+    });
+    await (await engine.acquire('sem-warm', { permits: 3 })).release(); // scripts, subscription
+    await (await engine.acquire('sem', { permits: 3 })).release(); // the fence of sem is new here
+    await admin.config('RESETSTAT');
+    for (let i = 0; i < 20; i++) await (await engine.acquire('sem', { permits: 3 })).release();
+    // No purge (ZREMRANGEBYSCORE) while the set is not full, no ZRANGE + PEXPIREAT for its expiry.
+    expect(await commandCalls()).toEqual({
+      evalsha: 40,
+      time: 20,
+      exists: 40,
+      zcard: 20,
+      zadd: 20,
+      pexpire: 20,
+      incr: 20,
+      zrem: 20,
+      hdel: 20,
+    });
+    await engine.close();
+  });
+
+  it('semaphore seats: the set outlives its longest seat, and a shorter seat never shortens it', async () => {
+    const engine = new LockEngine({
+      backend: new RedisLockBackend({ client }),
+      keyPrefix: 'lean:',
+    });
+    const seats = semaphoreKeys('lean:sem-ttl').seats;
+    const a = await engine.acquire('sem-ttl', { permits: 3, ttl: 10_000 });
+    const b = await engine.acquire('sem-ttl', { permits: 3, ttl: 60_000 });
+    expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
+    const c = await engine.acquire('sem-ttl', { permits: 3, ttl: 2_000 });
+    expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
+    const [, bExpiry] = await admin.zrange(seats, '-1', '-1', 'WITHSCORES');
+    const serverMs = Number((await admin.time())[0]) * 1000;
+    expect(await admin.pttl(seats)).toBeGreaterThanOrEqual(Number(bExpiry) - serverMs - 1_000);
+    await Promise.all([a.release(), b.release(), c.release()]);
+    expect(await admin.exists(seats)).toBe(0);
+    await engine.close();
   });
 });

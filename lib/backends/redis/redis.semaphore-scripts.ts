@@ -3,7 +3,7 @@ import { lockKeys, redisScript } from '../redis-client';
 /**
  * Lua scripts of the Redis backend's native semaphores (`permits: N`). Keys, all in the slot of
  * the lock's hash tag `{K}` (so Redis Cluster runs them unchanged):
- *   {K}:s   seats: sorted set owner -> expiry (server ms), PEXPIREAT its latest expiry
+ *   {K}:s   seats: sorted set owner -> expiry (server ms); the key outlives its latest seat
  *   {K}:f   fence: the lock's own counter (a key's lock and semaphore grants share one order)
  *   {K}:sq  waiters in arrival order: sorted set owner -> arrival (server µs)
  *   {K}:sw  waiter details: hash owner -> "deadline|permits|ttl|channel"; after a handoff
@@ -45,10 +45,19 @@ local function live(S, now)
   redis.call('ZREMRANGEBYSCORE', S, '-inf', now)
   return redis.call('ZCARD', S)
 end
-local function seat(S, owner, expiry)
+-- Live seats when fewer than 'permits' matter: the set's size bounds them, so expired seats are
+-- purged only when the set looks full (then the count is exact).
+local function below(S, now, permits)
+  local n = redis.call('ZCARD', S)
+  if n < permits then return n end
+  return n - redis.call('ZREMRANGEBYSCORE', S, '-inf', now)
+end
+-- The set must outlive its latest seat (expiry = now + ttl). When its own expiry comes sooner,
+-- PEXPIRE ttl + 1 moves it past both that seat and the old expiry (it only ever moves later).
+-- fresh: the set did not exist (no expiry to read).
+local function seat(S, owner, expiry, ttl, fresh)
   redis.call('ZADD', S, expiry, owner)
-  local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', S, tonumber(last[2]))
+  if fresh or redis.call('PTTL', S) < ttl then redis.call('PEXPIRE', S, ttl + 1) end
 end
 -- dispatch: grant queued waiters in arrival order while the head finds a free seat (by its own
 -- permits); drop waiters past their deadline; with probe (standalone), a grant whose PUBLISH
@@ -69,7 +78,7 @@ local function dispatch(S, F, Q, D, retention, probe, self)
     else
       if held >= tonumber(permits) then break end
       redis.call('ZREM', Q, head)
-      seat(S, head, now + tonumber(ttl))
+      seat(S, head, now + tonumber(ttl), tonumber(ttl), false)
       local token = fence(F, retention)
       local got = 1
       if head == self then
@@ -95,7 +104,7 @@ end
  * phase 'try': one attempt, never queues; 'wait': attempt, else queue (deadline now + waitMs);
  * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
  * Returns {1, token} or {0, ms until the earliest seat expires (-1 unknown)}. Uncontended path:
- * EXISTS Q, ZREMRANGEBYSCORE + ZCARD S, ZADD S, INCR F.
+ * TIME, EXISTS Q, ZCARD S, ZADD S, PEXPIRE S (PTTL first when the set exists), INCR F.
  */
 export const SEM_ACQUIRE = redisScript(`${COMMON}
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -138,8 +147,10 @@ if redis.call('EXISTS', Q) == 1 then
   dispatch(S, F, Q, D, retention, probe, '')
   if redis.call('EXISTS', Q) == 1 then return busy() end
 end
-if live(S, now) < permits then
-  seat(S, owner, now + ttl)
+local held = below(S, now, permits)
+if held < permits then
+  -- held == 0: the set is empty, so it does not exist (Redis deletes an empty set).
+  seat(S, owner, now + ttl, ttl, held == 0)
   return {1, fence(F, retention)}
 end
 if phase ~= 'try' then enqueue() end
@@ -158,7 +169,7 @@ if tonumber(s) <= now then
   redis.call('ZREM', KEYS[1], ARGV[1])
   return 0
 end
-seat(KEYS[1], ARGV[1], now + tonumber(ARGV[2]))
+seat(KEYS[1], ARGV[1], now + tonumber(ARGV[2]), tonumber(ARGV[2]), false)
 return 1
 `);
 

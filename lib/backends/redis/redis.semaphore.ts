@@ -71,8 +71,8 @@ export class RedisSemaphore {
       if (token) handed = token;
       wake?.();
     });
-    // Subscribe before queueing, so a handoff is never announced before we listen.
-    await this.d.subscriber?.ensure().catch(() => undefined);
+    // Subscribe before queueing, so a handoff is never announced before we listen (once live: no await).
+    if (!this.d.subscriber?.ready) await this.d.subscriber?.ensure().catch(() => undefined);
     let phase: Phase = 'wait';
     let failure: unknown;
     let backoff = 10;
@@ -80,7 +80,8 @@ export class RedisSemaphore {
     let last: { acquired: false; retryAfter?: number } = { acquired: false };
     try {
       for (;;) {
-        if (request.signal.aborted) break;
+        // First attempt unchecked: reading the signal makes the engine's lazy AbortController.
+        if (phase !== 'wait' && request.signal.aborted) break;
         if (handed) {
           const token = handed;
           handed = '';
