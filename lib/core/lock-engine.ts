@@ -1,3 +1,4 @@
+import { safeValidity } from '../backend-kit/validity';
 import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -5,7 +6,6 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
-import { safeValidity } from '../backend-kit/validity';
 import { AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
 import { closeEngine } from './engine-close';
