@@ -189,7 +189,7 @@ export async function acquireLease(
           const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
           attempt
             .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
-            .catch((e) => e.activity.releaseFailed(o.backend, key, 'late-grant', e));
+            .catch((error) => e.activity.releaseFailed(o.backend, key, 'late-grant', error));
         },
       );
     } catch (error) {
@@ -206,7 +206,7 @@ export async function acquireLease(
     if (o.signal?.aborted) {
       await detached(() =>
         backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits }),
-      ).catch((e) => e.activity.releaseFailed(o.backend, key, 'cancelled', e));
+      ).catch((error) => e.activity.releaseFailed(o.backend, key, 'cancelled', error));
       throw o.signal.reason;
     }
     // Validity counts from when the granting request was sent, never from the start of the wait.
