@@ -185,6 +185,7 @@ export default defineConfig(
       'lib/decorators/**/*.ts',
       'lib/filters/**/*.ts',
       'lib/core/lock-key.ts',
+      'lib/core/parameter-names.ts',
       'lib/core/engine-registry.ts',
       'test/**/*.ts',
     ],

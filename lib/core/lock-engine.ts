@@ -1,8 +1,5 @@
-import { checkLockKey } from '../backend-kit/key-encoding';
-import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
-import { asUnavailable, WAIT_DEADLINE } from '../backend-kit/wait-loop';
-import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
+import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
@@ -10,20 +7,20 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
-import { ELECTION_PROPOSAL, Leadership, type CampaignOptions } from './leader-election';
-import { acquireAll, PREGRANTED, type LockKeys, type PreGrant } from './multi-lock';
-import { acquireSeat, checkPermits } from './semaphore';
+import { backendLabel, callBackend } from './backend-call';
+import { closeEngine } from './engine-close';
+import { acquireLease, acquireSemaphore, findBackend, type AcquireContext } from './lock-acquirer';
+import { Leadership, type CampaignOptions } from './leader-election';
+import { acquireAll, type LockKeys } from './multi-lock';
 import { LockHandle, type LeaseOps } from './lock-handle';
-import { LazyAbortController } from './lazy-abort';
 import { LockLease } from './lock-lease';
-import { newOwnerToken } from './owner-token';
 import { validateEngineOptions, type LockEngineOptions } from './engine-options';
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
 import { checkListener, LockEventBus } from './lock-events';
 import { LockActivity, LockOperator } from './lock-operations';
-import { observeAcquire, reported, runHeld, templateOf } from './observed-acquire';
+import { observeAcquire, reported, runHeld } from './observed-acquire';
 
 export type { LockEngineOptions } from './engine-options';
 
@@ -44,7 +41,8 @@ export class LockEngine {
   private readonly elections = new Map<string, Leadership>();
   /** Registered backend names, in registration order. */
   readonly backendNames: readonly string[];
-  private closed = false;
+  /** What the acquire path (lock-acquirer.ts) reads and updates; `closed` lives there. */
+  private readonly ctx: AcquireContext;
   readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
   readonly activity = new LockActivity(this.events);
   readonly operator: LockOperator; // inspect, forceRelease, list, probe, heldLocks, waitingLocks
@@ -60,6 +58,23 @@ export class LockEngine {
     this.keyPrefix = o.keyPrefix;
     this.defaults = o.defaults;
     this.operationTimeout = o.operationTimeout;
+    this.ctx = {
+      backends: this.backends,
+      backendNames: this.backendNames,
+      keyPrefix: this.keyPrefix,
+      defaults: this.defaults,
+      operationTimeout: this.operationTimeout,
+      events: this.events,
+      activity: this.activity,
+      scopes: this.scopes,
+      runner: this.runner,
+      held: this.held,
+      watchdogs: this.watchdogs,
+      ops: this.ops,
+      closed: false,
+      detached: this.detached,
+      forgetLease: this.forgetLease,
+    };
     for (const [name, backend] of this.backends) {
       const minTtl = backend.capabilities.minTtl;
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
@@ -98,14 +113,7 @@ export class LockEngine {
   }
 
   backend(name = DEFAULT_BACKEND_NAME): LockBackend {
-    const backend = this.backends.get(name);
-    if (!backend)
-      throw new InvalidLockOptionsError(
-        'backend',
-        name,
-        this.backendNames.map((n) => `'${n}'`).join(', '),
-      );
-    return backend;
+    return findBackend(this, name);
   }
 
   /**
@@ -113,11 +121,11 @@ export class LockEngine {
    * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
    */
   async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    if (options?.permits !== undefined) return this.acquireSemaphore(key, options);
+    if (options?.permits !== undefined) return acquireSemaphore(this, this.ctx, key, options);
     if (Array.isArray(key)) return acquireAll(this, key, options);
     const k = key as string;
     const handle = await observeAcquire(this, k, options, (stats) =>
-      this.acquireOrNull(k, options, stats),
+      acquireLease(this.ctx, k, options, stats),
     );
     return handle.handle ?? Promise.reject(handle.error);
   }
@@ -141,7 +149,7 @@ export class LockEngine {
     }
     const k = key as string;
     const o = { ...options, wait: 0 };
-    const result = await observeAcquire(this, k, o, (stats) => this.acquireOrNull(k, o, stats));
+    const result = await observeAcquire(this, k, o, (stats) => acquireLease(this.ctx, k, o, stats));
     if (result.handle) return result.handle;
     if (result.error instanceof LockAcquireTimeoutError) return null;
     throw result.error;
@@ -161,33 +169,6 @@ export class LockEngine {
         await handle.release().catch(reported); // already emitted as 'releaseFailed'
       }
     });
-  }
-
-  private async acquireSemaphore(key: LockKeys, options: LockOptions): Promise<LockHandle> {
-    if (Array.isArray(key))
-      throw new InvalidLockOptionsError(
-        'permits',
-        options.permits,
-        'a single key (semaphores over several keys are not supported)',
-      );
-    const k = key as string;
-    const permits = checkPermits(options.permits, k);
-    // permits: 1 is the exclusive lock of the key itself.
-    if (permits === 1) return this.acquire(k, { ...options, permits: undefined });
-    const backendName = options.backend ?? DEFAULT_BACKEND_NAME;
-    if (!this.backend(backendName).capabilities.semaphore)
-      return acquireSeat(this, k, permits, options);
-    if (options.mode === 'shared')
-      throw new InvalidLockOptionsError(
-        'mode',
-        'shared',
-        "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)",
-        k,
-      );
-    const result = await observeAcquire(this, k, options, (stats) =>
-      this.acquireOrNull(k, options, stats, permits),
-    );
-    return result.handle ?? Promise.reject(result.error);
   }
 
   /**
@@ -215,7 +196,7 @@ export class LockEngine {
    * later caller (options apply at the start). See Leadership.
    */
   leadership(name: string, options?: CampaignOptions): Leadership {
-    if (this.closed)
+    if (this.ctx.closed)
       throw new LockBackendUnavailableError('engine', 'the lock module was shut down', {
         key: name,
       });
@@ -226,7 +207,7 @@ export class LockEngine {
 
   /** true once close() was called. */
   get isClosed(): boolean {
-    return this.closed;
+    return this.ctx.closed;
   }
 
   /** Number of locks held through this engine (all backends). */
@@ -235,207 +216,15 @@ export class LockEngine {
   }
 
   /** Releases every held lock, stops every watchdog and closes the backends' own resources. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all([...this.elections.values()].map((e) => e.resign()));
-    const leases = [...this.held];
-    // Code still running under a lock must learn that it no longer holds it.
-    for (const lease of leases) lease.lose('the lock module shut down and released it');
-    await Promise.all(
-      leases.map((l) =>
-        l
-          .release((op, what) =>
-            this.call(op, this.label(l.backendName), what).catch((e: unknown) => {
-              // Reported here: the lost lease's best-effort release swallows the rejection.
-              this.activity.releaseFailed(l.backendName, l.key, 'shutdown', e);
-              throw e;
-            }),
-          )
-          .catch(reported),
-      ),
-    );
-    for (const w of this.watchdogs.values()) w.stop();
-    await Promise.all(
-      [...this.backends].map(([name, b]) =>
-        b.close().catch((error) => this.activity.failed(name, 'close', error, true)),
-      ),
-    );
-  }
-
-  private async acquireOrNull(
-    key: string,
-    options?: LockOptions,
-    stats?: { attempts: number; ahead: number },
-    permits?: number,
-  ): Promise<{ handle?: LockHandle; error?: unknown }> {
-    // Synchronously, before any await: only the acquire an owning call starts with is its own lock.
-    const scope = this.scopes.claim();
-    if (this.closed)
-      throw new LockBackendUnavailableError('engine', 'the lock module was shut down', { key });
-    const o = resolveLockOptions(
-      options,
-      this.defaults,
-      this.backendNames,
-      typeof key === 'string' ? key : undefined,
-    );
-    const backend = this.backend(o.backend);
-    checkLockKey(key);
-    const fullKey = checkLockKey(
-      this.keyPrefix + key,
-      Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength),
-    );
-    if (o.mode === 'shared' && !backend.capabilities.shared) {
-      throw new InvalidLockOptionsError(
-        'mode',
-        'shared',
-        `'exclusive' (backend "${o.backend}" does not support shared locks)`,
-        key,
-      );
-    }
-    // A semaphore of a key and the lock of the same key are different things to re-enter.
-    const id = ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey);
-    const existing = this.scopes.find(id);
-    // A grant made for a multi-key acquire (multi-lock.ts) that this context already holds: give it back.
-    const pre = (options as { [PREGRANTED]?: PreGrant } | undefined)?.[PREGRANTED];
-    if (existing && pre)
-      await backend.release({ key: fullKey, owner: pre.owner, mode: o.mode, ttl: o.ttl });
-    if (existing) {
-      if (existing.mode === 'shared' && o.mode === 'exclusive') {
-        throw new InvalidLockOptionsError(
-          'mode',
-          'exclusive',
-          `'shared': this context already holds "${key}" shared, and upgrading would deadlock`,
-          key,
-        );
-      }
-      existing.holds++;
-      if (scope) this.scopes.remember(scope, id, existing);
-      return { handle: new LockHandle(existing, this.ops) };
-    }
-    o.signal?.throwIfAborted();
-
-    const owner = pre?.owner ?? newOwnerToken();
-    const proposal = (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL];
-    const controller = new LazyAbortController();
-    const detached = this.detached;
-    const startedAt = performance.now();
-    // The deadline timer starts only when the request really waits (queued, busy at its first
-    // attempt, or handed to a backend's native wait), counting from startedAt: a grant at the first
-    // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
-    // flight is bounded by the call budget below (wait + grace) either way.
-    // The caller's signal is listened to from then on too: before it, the only thing in flight is
-    // the first attempt, whose grant is given back below if the signal aborted meanwhile. An
-    // uncontended acquire with a signal (every @Locked call inside an HTTP request) thus adds and
-    // removes no listener.
-    let deadline: ReturnType<typeof setTimeout> | undefined;
-    let armed = false;
-    const onCancel = () => controller.abort(o.signal?.reason);
-    const onWait = () => {
-      if (armed) return;
-      armed = true;
-      if (o.signal?.aborted) return controller.abort(o.signal.reason);
-      o.signal?.addEventListener('abort', onCancel, { once: true });
-      const left = o.wait - (performance.now() - startedAt);
-      if (left <= 0) controller.abort(WAIT_DEADLINE);
-      else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
-    };
-    let lease: LockLease | undefined;
-    const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
-    const request = {
-      key: fullKey,
-      owner,
-      mode: o.mode,
-      ttl: o.ttl,
-      ...(permits ? { permits } : {}),
-      ...(proposal === undefined ? {} : { election: { proposal } }),
-      wait: o.wait,
-      get signal() {
-        return controller.signal;
-      },
-      onLost,
-    };
-    this.activity.enter(o.backend, key, stats);
-    try {
-      // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
-      // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
-      const attempt = pre
-        ? Promise.resolve(pre.result)
-        : detached(() => this.runner.run(backend, this.label(o.backend), request, stats, onWait));
-      // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
-      const budget = Math.min(
-        MAX_DURATION_MS,
-        Math.max(o.wait + DEADLINE_GRACE_MS, this.operationTimeout),
-      );
-      let result: Awaited<typeof attempt>;
-      try {
-        result = await this.call(attempt, this.label(o.backend), 'acquire', budget, key, () => {
-          // The answer came after we gave up: give back a grant nobody will use.
-          const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
-          attempt
-            .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
-            .catch((e) => this.activity.releaseFailed(o.backend, key, 'late-grant', e));
-        });
-      } catch (error) {
-        // Whatever made the engine give up (its own budget timer, a failure), the backend's wait
-        // stops now instead of polling for a caller that is gone. (A try, not a .catch(): no
-        // extra promise per acquire.)
-        controller.abort(WAIT_DEADLINE);
-        throw error;
-      }
-      if (!result.acquired) {
-        if (o.signal?.aborted) throw o.signal.reason;
-        return { error: new LockAcquireTimeoutError(key, o.wait, result.retryAfter) };
-      }
-      if (o.signal?.aborted) {
-        await detached(() =>
-          backend.release({ key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits }),
-        ).catch((e) => this.activity.releaseFailed(o.backend, key, 'cancelled', e));
-        throw o.signal.reason;
-      }
-      // Validity counts from when the granting request was sent, never from the start of the wait.
-      const grantedAt =
-        result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : startedAt);
-      lease = new LockLease({
-        key,
-        fullKey,
-        owner,
-        mode: o.mode,
-        ttl: o.ttl,
-        permits,
-        fencingToken: result.fencingToken,
-        backend,
-        backendName: o.backend,
-        grantedAt,
-        validity: Math.min(result.validity ?? Infinity, safeValidity(o.ttl)),
-        maxHold: o.maxHold,
-        minHold: o.minHold,
-        onEnd: this.forgetLease,
-        detached,
-      });
-      this.held.add(lease);
-      if (stats || this.events.active) this.activity.granted(lease, templateOf(options));
-      this.watchdogs.get(o.backend)?.add(lease);
-      if (scope) this.scopes.remember(scope, id, lease);
-      return { handle: new LockHandle(lease, this.ops) };
-    } finally {
-      if (deadline !== undefined) clearTimeout(deadline);
-      this.activity.leave(o.backend, key);
-      if (armed) o.signal?.removeEventListener('abort', onCancel);
-    }
-  }
-
-  /** Registered name and kind, as errors show them: "default (redis)". */
-  private label(name: string): string {
-    const kind = this.backends.get(name)?.name;
-    return kind && kind !== name ? `${name} (${kind})` : name;
+  close(): Promise<void> {
+    return closeEngine(this.ctx, this.elections);
   }
 
   /** Runs fn outside every caller's async context (see ReentrancyScopes.detached). */
   private readonly detached = <T>(fn: () => T): T => this.scopes.detached(fn);
 
   /**
-   * Created once per engine: a closure made inside acquireOrNull would keep that call's whole
+   * Created once per engine: a closure made inside acquireLease would keep that call's whole
    * context (deadline controller, request, attempt promise) alive for as long as the lock is held.
    */
   private readonly forgetLease = (lease: LockLease): void => {
@@ -477,53 +266,20 @@ export class LockEngine {
     lease.confirmed(startedAt, ttl);
   }
 
-  /**
-   * Runs one backend call within `budget` ms. A call that fails or does not answer in time becomes
-   * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
-   */
+  /** Registered name and kind, as errors show them: "default (redis)". */
+  private label(name: string): string {
+    return backendLabel(this.backends, name);
+  }
+
+  /** Runs one backend call within `budget` ms (see callBackend). */
   private call<T>(
     op: Promise<T>,
     backend: string,
     what: string,
     budget = this.operationTimeout,
     key?: string,
-    onLate?: () => void,
   ): Promise<T> {
-    budget = Math.min(budget, MAX_DURATION_MS);
-    const activity = this.activity;
-    // Outages are noted here, in the settle callbacks this call needs anyway; only the first
-    // outcome counts (an answer after the budget ran out is onLate's business, not an outage's end).
-    let done = false;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        done = true;
-        const error = new LockBackendUnavailableError(
-          backend,
-          `${what} got no answer within ${Math.round(budget)} ms`,
-          { key },
-        );
-        activity.settled(backend, what, error, true);
-        reject(error);
-        onLate?.();
-      }, budget);
-      op.then(
-        (value) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          activity.settled(backend, what);
-          resolve(value);
-        },
-        (cause) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          const error = asUnavailable(cause, backend, key);
-          activity.settled(backend, what, error, true);
-          reject(error);
-        },
-      );
-    });
+    return callBackend(this.activity, op, backend, what, budget, key);
   }
 }
 

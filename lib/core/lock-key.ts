@@ -3,6 +3,9 @@ import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
 import { KEY_TYPES, type KeyType } from './key-types';
+import { isIdentifier } from './parameter-names';
+
+export { isIdentifier, parseParameterNames } from './parameter-names';
 
 /**
  * Key templates: `order:<id>`, `<dto.customer.id>`, `<0.id>`, typed `<id:int>` / `<id:uuid>`, or a
@@ -20,59 +23,10 @@ export interface CompiledLockKey {
 }
 
 const PLACEHOLDER = /<([^<>]*)>/g;
-const IDENT = /^[A-Za-z_$][\w$]*$/;
 /** Every character an encoded value may contain: a literal made only of these cannot tell two values apart. */
 const VALUE_ALPHABET = /^[A-Za-z0-9_%-]*$/;
 /** Parameter names as a minifier leaves them: one or two characters. */
 const MINIFIED = /^[A-Za-z_$][\w$]?$/;
-
-/** true for a JavaScript identifier (a name a placeholder or @KeyParam can use). */
-export function isIdentifier(name: unknown): name is string {
-  return typeof name === 'string' && IDENT.test(name);
-}
-
-/** Reads parameter names from a function's source; destructured parameters have no name (null). */
-export function parseParameterNames(fn: Function): (string | null)[] {
-  const src = Function.prototype.toString
-    .call(fn)
-    .replace(/\/\*[\s\S]*?\*\//g, '')
-    .replace(/\/\/[^\n]*/g, '');
-  const open = src.indexOf('(');
-  if (open < 0) return [];
-  const parts: string[] = [];
-  let depth = 0;
-  let current = '';
-  let quote: string | null = null;
-  for (let i = open + 1; i < src.length; i++) {
-    const ch = src[i];
-    if (quote) {
-      current += ch;
-      if (ch === '\\') current += src[++i] ?? '';
-      else if (ch === quote) quote = null;
-      continue;
-    }
-    if (ch === '"' || ch === "'" || ch === '`') quote = ch;
-    else if (ch === '(' || ch === '[' || ch === '{') depth++;
-    else if (ch === ')' || ch === ']' || ch === '}') {
-      if (depth === 0) break;
-      depth--;
-    } else if (ch === ',' && depth === 0) {
-      parts.push(current);
-      current = '';
-      continue;
-    }
-    current += ch;
-  }
-  if (current.trim()) parts.push(current);
-  return parts.map((p) => {
-    const name = p
-      .trim()
-      .replace(/^\.\.\./, '')
-      .split('=')[0]
-      .trim();
-    return IDENT.test(name) ? name : null;
-  });
-}
 
 interface Placeholder {
   readonly text: string;
@@ -196,9 +150,9 @@ function parsePlaceholder(
     return { text, index, path, type };
   }
   const index = paramNames.indexOf(head);
-  if (!IDENT.test(head) || index < 0) {
+  if (!isIdentifier(head) || index < 0) {
     const real = paramNames.filter((n): n is string => n !== null);
-    const minified = IDENT.test(head) && real.length > 0 && real.every((n) => MINIFIED.test(n));
+    const minified = isIdentifier(head) && real.length > 0 && real.every((n) => MINIFIED.test(n));
     const hint = minified
       ? `; these parameter names look minified (a bundler renamed them, and templates read names from the source): ` +
         `name the value explicitly with @KeyParam('${head}') on its parameter, or use a positional placeholder such as <0>`

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { asUnavailable, safeValidity } from '../../backend-kit';
-import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
   BackendAttempt,
@@ -10,14 +9,19 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
+import { RedisSubscriber, type RedisClientLike } from '../redis-client';
 import {
-  parseInspect,
-  RedisSubscriber,
-  runScript,
-  runScriptBatch,
-  toInspection,
-  type RedisClientLike,
-} from '../redis-client';
+  attempt,
+  busy,
+  confirmReplicated,
+  forceReleaseLock,
+  inspectLock,
+  leave,
+  releaseScript,
+  renewScripts,
+  waitForReplicas,
+  type Phase,
+} from './redis.commands';
 import { RedisHandoffs } from './redis.handoffs';
 import { acquireAllInOneScript } from './redis.multi-key';
 import { RedisSemaphore } from './redis.semaphore';
@@ -26,17 +30,12 @@ import {
   type RedisLockBackendOptions,
   type ResolvedRedisOptions,
 } from './redis.options';
-import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
 
 export type { RedisLockBackendOptions } from './redis.options';
 export type { RedisClientLike } from '../redis-client';
 
 /** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
 const RECHECK_MS = 5_000;
-/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
-const LEAVE_WAIT_MS = 50;
-
-type Phase = 'try' | 'wait' | 'recheck';
 
 /**
  * Redis (standalone, Sentinel-managed or Cluster) locks with a fair queue and direct handoff.
@@ -100,7 +99,7 @@ export class RedisLockBackend implements LockBackend {
       channel: this.processChannel,
       fenceRetention: this.o.fenceRetention,
       replicated: (what, key) =>
-        this.o.replicas ? this.waitForReplicas(what, key) : Promise.resolve(),
+        this.o.replicas ? waitForReplicas(this.o, this.name, what, key) : Promise.resolve(),
     }));
   }
   private seats: RedisSemaphore | undefined;
@@ -113,7 +112,7 @@ export class RedisLockBackend implements LockBackend {
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     if (request.permits !== undefined) return this.semaphore.tryAcquire(request);
     const sentAt = performance.now();
-    const reply = await this.attempt(request, 'try', 0);
+    const reply = await attempt(this.o, this.channel(), request, 'try', 0);
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, String(reply[1]), sentAt);
   }
@@ -163,7 +162,9 @@ export class RedisLockBackend implements LockBackend {
         let sleep: number;
         try {
           sentAt = performance.now();
-          const reply = await this.attempt(
+          const reply = await attempt(
+            this.o,
+            this.channel(),
             request,
             phase,
             Math.max(1, Math.ceil(deadline - sentAt)),
@@ -207,7 +208,7 @@ export class RedisLockBackend implements LockBackend {
     } finally {
       unregister();
     }
-    await this.leave(request, deadline);
+    await leave(this.o, this.handoffs, request, deadline);
     if (failure !== undefined) throw asUnavailable(failure, this.name, request.key);
     return last;
   }
@@ -222,108 +223,41 @@ export class RedisLockBackend implements LockBackend {
     if (locks.length === 0) return [];
     if (locks.some((l) => l.permits !== undefined))
       return this.semaphore.renewMixed(locks, (plain) => this.renew(plain));
-    const calls = locks.map((l) => {
-      const k = lockKeys(l.key);
-      return [k.writer, k.readers, l.owner, l.ttl, l.mode];
-    });
-    const client = await this.o.source.get();
-    // Cluster: keys live on different nodes; the calls go out concurrently (one round trip of
-    // latency). Standalone: one pipelined round trip for the whole batch.
-    const replies = client.isCluster
-      ? await Promise.all(calls.map((args) => runScript(client, RENEW, 2, args)))
-      : await runScriptBatch(client, RENEW, 2, calls);
-    const results = replies.map((r) => r === 1);
+    const results = await renewScripts(this.o, locks);
     // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
     // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
     if (this.o.replicas && results.some(Boolean))
-      await this.waitForReplicas('renewal', locks[0].key);
+      await waitForReplicas(this.o, this.name, 'renewal', locks[0].key);
     return results;
   }
 
   release(lock: BackendLock): Promise<void> {
     if (lock.permits !== undefined) return this.semaphore.release(lock);
-    return this.releaseScript(lock, '0').then(noop);
+    return releaseScript(this.o, lock, '0').then(noop);
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
   async inspect(key: string): Promise<LockInspection> {
     const seats = await this.semaphore.inspect(key);
     if (seats) return seats;
-    const k = lockKeys(key);
-    const client = await this.o.source.get();
-    const view = parseInspect(
-      await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
-    );
-    return toInspection(key, view, view.queued);
+    return inspectLock(this.o, key);
   }
 
   /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
   async forceRelease(key: string): Promise<boolean> {
     const seats = await this.semaphore.forceRelease(key);
-    const k = lockKeys(key);
-    const client = await this.o.source.get();
-    const args = [
-      k.writer,
-      k.readers,
-      k.fence,
-      k.queue,
-      k.waiters,
-      this.o.fenceRetention,
-      client.isCluster ? '0' : '1',
-    ];
-    return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1 || seats;
+    return (await forceReleaseLock(this.o, key)) || seats;
+  }
+
+  /** The channel our attempts name for a handoff: ours once subscribed, else none. */
+  private channel(): string {
+    return this.subscriber?.ready ? this.processChannel : '';
   }
 
   async close(): Promise<void> {
     this.subscriber?.close();
     this.handoffs.recheckAll();
     await this.o.source.close();
-  }
-
-  private async attempt(
-    request: BackendAttempt,
-    phase: Phase,
-    waitMs: number,
-  ): Promise<[number, string | number]> {
-    const k = lockKeys(request.key);
-    const channel = this.subscriber?.ready ? this.processChannel : '';
-    const client = this.o.source.current ?? (await this.o.source.get());
-    const args = [
-      k.writer,
-      k.readers,
-      k.fence,
-      k.queue,
-      k.waiters,
-      request.owner,
-      request.ttl,
-      request.mode,
-      this.o.fenceRetention,
-      phase,
-      waitMs,
-      channel,
-      client.isCluster ? '0' : '1',
-    ];
-    // The script answers the token (a string) when granted, else the holder's remaining ms (an integer).
-    const reply = await runScript(client, ACQUIRE, 5, args);
-    return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
-  }
-
-  private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
-    const k = lockKeys(lock.key);
-    const client = this.o.source.current ?? (await this.o.source.get());
-    const args = [
-      k.writer,
-      k.readers,
-      k.fence,
-      k.queue,
-      k.waiters,
-      lock.owner,
-      lock.mode,
-      this.o.fenceRetention,
-      client.isCluster ? '0' : '1',
-      leaving,
-    ];
-    return Number(await runScript(client, RELEASE, 5, args));
   }
 
   /**
@@ -350,77 +284,9 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     sentAt: number,
   ): Promise<BackendAcquireResult> {
-    if (this.o.replicas) await this.confirmReplicated(request);
+    if (this.o.replicas) await confirmReplicated(this.o, this.name, request);
     return { acquired: true, fencingToken: BigInt(token), sentAt };
   }
-
-  /** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
-  private async leave(request: BackendAttempt, deadline: number): Promise<void> {
-    const leaving = this.releaseScript(request, '1');
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'late'>(
-      (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
-    );
-    const outcome = await Promise.race([
-      leaving.then(
-        () => 'left' as const,
-        () => 'failed' as const,
-      ),
-      timedOut,
-    ]);
-    clearTimeout(timer);
-    if (outcome !== 'left') {
-      // It may never arrive: a grant handed to us later is given back when its message comes.
-      this.handoffs.abandon(
-        request,
-        Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
-      );
-      // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
-      // ends at its deadline (the server skips it then).
-      leaving.catch(() => undefined);
-    }
-  }
-
-  /** WAIT for replica acks of the grant; too few: give the grant back and fail closed. */
-  private async confirmReplicated(lock: BackendLock): Promise<void> {
-    try {
-      await this.waitForReplicas('grant', lock.key);
-    } catch (error) {
-      // The replicas error is what the caller must see; a failed give-back expires by its ttl.
-      await this.release(lock).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  /**
-   * WAIT on our connection: it covers every write this connection sent before it (the replication
-   * offset only grows), so one WAIT confirms a whole renewal batch. It blocks the connection for up
-   * to `timeout` ms, which is why that should stay well below the ttl.
-   */
-  private async waitForReplicas(what: string, key: string): Promise<void> {
-    const { count, timeout } = this.o.replicas as { count: number; timeout: number };
-    const client = await this.o.source.get();
-    if (client.isCluster || typeof client.wait !== 'function') {
-      throw new LockBackendUnavailableError(
-        this.name,
-        'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)',
-        { key },
-      );
-    }
-    const acked = await client.wait(count, timeout);
-    if (acked < count) {
-      throw new LockBackendUnavailableError(
-        this.name,
-        `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
-        { key },
-      );
-    }
-  }
-}
-
-function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
-  const pttl = Number(reply[1]);
-  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
 }
 
 function noop(): void {}

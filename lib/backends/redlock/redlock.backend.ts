@@ -3,7 +3,6 @@ import { sleepFor } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
-  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
@@ -11,16 +10,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import {
-  ACQUIRE,
-  lockKeys,
-  PubSubWakeups,
-  quit,
-  RELEASE,
-  RENEW,
-  runScript,
-  runScriptBatch,
-} from '../redis-client';
+import { lockKeys, PubSubWakeups, quit, RENEW, runScriptBatch } from '../redis-client';
 import {
   checkRedlockClients,
   minimumTtl,
@@ -31,10 +21,8 @@ import {
 import { checkDistinct, type Masters, type Round } from './redlock.masters';
 import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
+import { attemptRound, roundTimeout, unavailable, withdraw } from './redlock.round';
 import { RedlockSubscriptions } from './redlock.subscriptions';
-
-/** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
-const ROUND_TAIL_MS = 50;
 
 /**
  * Redlock over N independent Redis masters. Each attempt (`tryAcquire`; the engine runs the wait,
@@ -128,7 +116,7 @@ export class RedlockBackend implements LockBackend {
     // frozen master must not hold up acquires, so we wait at most one round for it.
     if (!m.checked) {
       const stop = new AbortController();
-      await Promise.race([m.distinct, sleepFor(this.roundTimeout(request.ttl), stop.signal)]);
+      await Promise.race([m.distinct, sleepFor(roundTimeout(this.o, request.ttl), stop.signal)]);
       stop.abort();
     }
     let round = this.rounds.get(request.signal);
@@ -136,7 +124,7 @@ export class RedlockBackend implements LockBackend {
     const n = round.attempts++;
     if (n > 0 && (n > 2 || round.split))
       await sleepFor(Math.random() * this.o.retryJitter, request.signal);
-    return this.attempt(m, request, round);
+    return attemptRound(this.o, this.name, this.processChannel, m, request, round);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -146,7 +134,7 @@ export class RedlockBackend implements LockBackend {
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode];
     });
-    const timeout = Math.min(...locks.map((l) => this.roundTimeout(l.ttl)));
+    const timeout = Math.min(...locks.map((l) => roundTimeout(this.o, l.ttl)));
     const n = m.clients.length;
     const q = m.quorum;
     // Per lock: decided once a majority extended it, or once so many masters refused or failed that no majority can.
@@ -170,20 +158,21 @@ export class RedlockBackend implements LockBackend {
       const c = counts(outcomes, i);
       if (c.yes >= q) return true;
       if (c.no > n - q) return false;
-      throw this.unavailable(m, 'renew', c, lock.key, timeout);
+      throw unavailable(this.name, m, 'renew', c, lock.key, timeout);
     });
   }
 
   async release(lock: BackendLock): Promise<void> {
     const m = await this.setup();
-    const c = await this.withdraw(m, lock);
+    const c = await withdraw(this.o, m, lock);
     if (c.answered < m.quorum)
-      throw this.unavailable(
+      throw unavailable(
+        this.name,
         m,
         'release',
         c,
         lock.key,
-        this.roundTimeout(lock.ttl),
+        roundTimeout(this.o, lock.ttl),
         ' (the rest expire by their ttl)',
       );
   }
@@ -257,151 +246,6 @@ export class RedlockBackend implements LockBackend {
     return m;
   }
 
-  /** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
-  private async attempt(
-    m: Masters,
-    request: BackendAttempt,
-    round: Round,
-  ): Promise<BackendAcquireResult> {
-    if (m.duplicate) throw m.duplicate;
-    const k = lockKeys(request.key);
-    // An attempt of a wait registers this process where its subscription is live, so the next
-    // release there wakes it (and only one process). The score orders processes the same way on
-    // every master, so they tend to wake the same one.
-    const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
-    const score = Date.now();
-    const args = (i: number) => [
-      k.writer,
-      k.readers,
-      k.fence,
-      k.queue,
-      request.owner,
-      request.ttl,
-      request.mode,
-      this.o.fenceRetention,
-      wait > 0 && m.subscriptions?.live(i) ? this.processChannel : '',
-      score,
-      wait + 1_000,
-    ];
-    const n = m.clients.length;
-    const q = m.quorum;
-    const granted = (r: unknown) => Array.isArray(r) && r[0] === 1;
-    const startedAt = performance.now();
-    // After the validity budget a grant is useless. When the caller gives up (deadline or cancel),
-    // the round still runs ROUND_TAIL_MS, so a cancelled waiter usually learns the truth (busy or
-    // not) and withdraws what it got; no round outlives the deadline by more than that.
-    const timeout = this.roundTimeout(request.ttl);
-    const tail = new AbortController();
-    let tailTimer: NodeJS.Timeout | undefined;
-    const onAbort = () => (tailTimer = setTimeout(() => tail.abort(), ROUND_TAIL_MS));
-    if (request.signal.aborted) onAbort();
-    else request.signal.addEventListener('abort', onAbort, { once: true });
-    const outcomes = await gather(
-      n,
-      (i) => this.track(m, i, runScript(m.clients[i], ACQUIRE, 4, args(i))),
-      // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
-      // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
-      // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
-      // silent, so a split vote that only it could settle ends now instead of at every timeout.
-      (o) => {
-        const c = tally(o, granted);
-        const suspects = o.filter((x, i) => x === undefined && m.silent[i]).length;
-        return c.yes >= q || c.no + suspects > n - q;
-      },
-      timeout,
-      tail.signal,
-    );
-    request.signal.removeEventListener('abort', onAbort);
-    clearTimeout(tailTimer);
-    const elapsed = performance.now() - startedAt;
-    const c = tally(outcomes, granted);
-    if (elapsed >= timeout) outcomes.forEach((o, i) => (m.silent[i] ||= o === undefined));
-    round.split = c.yes > 0 && c.yes < q;
-    // Redlock's validity, ttl - elapsed - drift, is counted from now.
-    const validity = Math.floor(request.ttl - elapsed - this.drift(request.ttl));
-    if (c.yes >= q && validity > 0) {
-      let fencingToken = 0n;
-      for (const o of outcomes) {
-        if (o?.ok && granted(o.value)) {
-          const token = BigInt((o.value as [number, string | number])[1]);
-          if (token > fencingToken) fencingToken = token;
-        }
-      }
-      // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl - elapsed - drift).
-      return {
-        acquired: true,
-        fencingToken,
-        validity: Math.floor(elapsed) + validity,
-        sentAt: startedAt,
-      };
-    }
-    // Not ours: withdraw from every master at once, including the silent ones (a late grant there
-    // runs before our release on the same connection).
-    await this.withdraw(m, request);
-    if (c.yes >= q) {
-      throw new LockBackendUnavailableError(
-        this.name,
-        `a majority granted the lock but only after ${Math.round(elapsed)} ms, which with the drift allowance of ${this.drift(request.ttl)} ms leaves no validity of ttl ${request.ttl} ms`,
-        { key: request.key },
-      );
-    }
-    if (c.answered < q) throw this.unavailable(m, 'acquire', c, request.key, timeout);
-    return { acquired: false, retryAfter: this.retryAfter(m, outcomes, c.yes) };
-  }
-
-  /** Owner-checked release on every master at once; resolves with how many answered. */
-  private async withdraw(m: Masters, lock: BackendLock) {
-    const k = lockKeys(lock.key);
-    const args = [k.writer, k.readers, k.queue, lock.owner, lock.mode, lock.key];
-    // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
-    // minority must not make every release wait for the round timeout.
-    const outcomes = await gather(
-      m.clients.length,
-      (i) => runScript(m.clients[i], RELEASE, 3, args),
-      (o) => tally(o, () => true).yes >= m.quorum,
-      this.roundTimeout(lock.ttl),
-    );
-    return tally(outcomes, () => true);
-  }
-
-  /** Any answer (even an error) from master `i` shows it is not frozen. */
-  private track<T>(m: Masters, i: number, call: Promise<T>): Promise<T> {
-    call.then(
-      () => (m.silent[i] = false),
-      () => (m.silent[i] = false),
-    );
-    return call;
-  }
-
-  /** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
-  private retryAfter(
-    m: Masters,
-    outcomes: readonly Outcome<unknown>[],
-    free: number,
-  ): number | undefined {
-    const needed = m.quorum - free;
-    if (free > 0) return this.o.retryJitter; // a split vote: the others withdraw now (and the retry is jittered)
-    const pttls = outcomes
-      .map((o) => (o?.ok && Array.isArray(o.value) ? Number(o.value[1]) : -1))
-      .filter((t) => t >= 0)
-      .sort((a, b) => a - b);
-    return pttls.length >= needed ? pttls[needed - 1] : undefined;
-  }
-
-  private drift(ttl: number): number {
-    return Math.ceil(ttl * this.o.driftFactor) + this.o.driftMargin;
-  }
-
-  private validityBudget(ttl: number): number {
-    return Math.max(1, ttl - this.drift(ttl));
-  }
-
-  /** How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small against the ttl), from 100 to 500 ms. */
-  private roundTimeout(ttl: number): number {
-    const wanted = this.o.timeout ?? Math.min(500, Math.max(100, Math.round(ttl / 10)));
-    return Math.min(wanted, this.validityBudget(ttl));
-  }
-
   private checkRequest(request: BackendAttempt): void {
     if (request.ttl < this.minTtl) {
       throw new InvalidLockOptionsError(
@@ -411,20 +255,5 @@ export class RedlockBackend implements LockBackend {
         request.key,
       );
     }
-  }
-
-  private unavailable(
-    m: Masters,
-    what: string,
-    c: { answered: number; failed: number; silent: number; firstError: unknown },
-    key: string,
-    timeout: number,
-    tail = '',
-  ) {
-    return new LockBackendUnavailableError(
-      this.name,
-      `${what}: only ${c.answered} of ${m.clients.length} masters answered, a majority of ${m.quorum} is needed; ${c.failed} failed, ${c.silent} gave no answer within ${timeout} ms${tail}`,
-      { key, cause: c.firstError },
-    );
   }
 }

@@ -1,0 +1,197 @@
+/**
+ * The Redis lock's script calls, one function each, over the resolved options and nothing else:
+ * the acquire attempt, release (and a waiter's leave), the renewal batch, inspect, forceRelease,
+ * and the WAIT for replica acks. RedisLockBackend (redis.backend.ts) owns the state and the
+ * queued-wait loop; these hold no state of their own.
+ */
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type {
+  BackendAttempt,
+  BackendLock,
+  LockInspection,
+} from '../../interfaces/lock-backend.interface';
+import { parseInspect, runScript, runScriptBatch, toInspection } from '../redis-client';
+import type { RedisHandoffs } from './redis.handoffs';
+import type { ResolvedRedisOptions } from './redis.options';
+import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
+
+/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 50;
+
+export type Phase = 'try' | 'wait' | 'recheck';
+
+/** One acquire script: `[1, token]` when granted, else `[0, the holder's remaining ms]`. */
+export async function attempt(
+  o: ResolvedRedisOptions,
+  channel: string,
+  request: BackendAttempt,
+  phase: Phase,
+  waitMs: number,
+): Promise<[number, string | number]> {
+  const k = lockKeys(request.key);
+  const client = o.source.current ?? (await o.source.get());
+  const args = [
+    k.writer,
+    k.readers,
+    k.fence,
+    k.queue,
+    k.waiters,
+    request.owner,
+    request.ttl,
+    request.mode,
+    o.fenceRetention,
+    phase,
+    waitMs,
+    channel,
+    client.isCluster ? '0' : '1',
+  ];
+  // The script answers the token (a string) when granted, else the holder's remaining ms (an integer).
+  const reply = await runScript(client, ACQUIRE, 5, args);
+  return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
+}
+
+export function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
+  const pttl = Number(reply[1]);
+  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
+}
+
+/** The owner-checked release script; `leaving` '1' also takes a waiter out of the queue. */
+export async function releaseScript(
+  o: ResolvedRedisOptions,
+  lock: BackendLock,
+  leaving: '0' | '1',
+): Promise<number> {
+  const k = lockKeys(lock.key);
+  const client = o.source.current ?? (await o.source.get());
+  const args = [
+    k.writer,
+    k.readers,
+    k.fence,
+    k.queue,
+    k.waiters,
+    lock.owner,
+    lock.mode,
+    o.fenceRetention,
+    client.isCluster ? '0' : '1',
+    leaving,
+  ];
+  return Number(await runScript(client, RELEASE, 5, args));
+}
+
+/** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
+export async function leave(
+  o: ResolvedRedisOptions,
+  handoffs: RedisHandoffs,
+  request: BackendAttempt,
+  deadline: number,
+): Promise<void> {
+  const leaving = releaseScript(o, request, '1');
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'late'>(
+    (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
+  );
+  const outcome = await Promise.race([
+    leaving.then(
+      () => 'left' as const,
+      () => 'failed' as const,
+    ),
+    timedOut,
+  ]);
+  clearTimeout(timer);
+  if (outcome !== 'left') {
+    // It may never arrive: a grant handed to us later is given back when its message comes.
+    handoffs.abandon(request, Math.max(0, deadline - performance.now()) + request.ttl + 1_000);
+    // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
+    // ends at its deadline (the server skips it then).
+    leaving.catch(() => undefined);
+  }
+}
+
+/** The renewal scripts of plain (not semaphore) locks; true where the lock was still ours. */
+export async function renewScripts(
+  o: ResolvedRedisOptions,
+  locks: readonly BackendLock[],
+): Promise<boolean[]> {
+  const calls = locks.map((l) => {
+    const k = lockKeys(l.key);
+    return [k.writer, k.readers, l.owner, l.ttl, l.mode];
+  });
+  const client = await o.source.get();
+  // Cluster: keys live on different nodes; the calls go out concurrently (one round trip of
+  // latency). Standalone: one pipelined round trip for the whole batch.
+  const replies = client.isCluster
+    ? await Promise.all(calls.map((args) => runScript(client, RENEW, 2, args)))
+    : await runScriptBatch(client, RENEW, 2, calls);
+  return replies.map((r) => r === 1);
+}
+
+/** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
+export async function inspectLock(o: ResolvedRedisOptions, key: string): Promise<LockInspection> {
+  const k = lockKeys(key);
+  const client = await o.source.get();
+  const view = parseInspect(
+    await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
+  );
+  return toInspection(key, view, view.queued);
+}
+
+/** Frees `key` whoever holds it and serves the queue's head; true when something was freed. */
+export async function forceReleaseLock(o: ResolvedRedisOptions, key: string): Promise<boolean> {
+  const k = lockKeys(key);
+  const client = await o.source.get();
+  const args = [
+    k.writer,
+    k.readers,
+    k.fence,
+    k.queue,
+    k.waiters,
+    o.fenceRetention,
+    client.isCluster ? '0' : '1',
+  ];
+  return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
+}
+
+/** WAIT for replica acks of a plain lock's grant; too few: give the grant back and fail closed. */
+export async function confirmReplicated(
+  o: ResolvedRedisOptions,
+  backendName: string,
+  lock: BackendLock,
+): Promise<void> {
+  try {
+    await waitForReplicas(o, backendName, 'grant', lock.key);
+  } catch (error) {
+    // The replicas error is what the caller must see; a failed give-back expires by its ttl.
+    await releaseScript(o, lock, '0').catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * WAIT on our connection: it covers every write this connection sent before it (the replication
+ * offset only grows), so one WAIT confirms a whole renewal batch. It blocks the connection for up
+ * to `timeout` ms, which is why that should stay well below the ttl.
+ */
+export async function waitForReplicas(
+  o: ResolvedRedisOptions,
+  backendName: string,
+  what: string,
+  key: string,
+): Promise<void> {
+  const { count, timeout } = o.replicas as { count: number; timeout: number };
+  const client = await o.source.get();
+  if (client.isCluster || typeof client.wait !== 'function') {
+    throw new LockBackendUnavailableError(
+      backendName,
+      'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)',
+      { key },
+    );
+  }
+  const acked = await client.wait(count, timeout);
+  if (acked < count) {
+    throw new LockBackendUnavailableError(
+      backendName,
+      `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
+      { key },
+    );
+  }
+}
