@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { asUnavailable, safeValidity } from '../../backend-kit';
 import type {
   BackendAcquireRequest,
   BackendAttempt,
@@ -24,6 +23,7 @@ import {
 } from './redis.commands';
 import { RedisHandoffs } from './redis.handoffs';
 import { acquireAllInOneScript } from './redis.multi-key';
+import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import { RedisSemaphore } from './redis.semaphore';
 import {
   resolveRedisOptions,
@@ -33,9 +33,6 @@ import {
 
 export type { RedisLockBackendOptions } from './redis.options';
 export type { RedisClientLike } from '../redis-client';
-
-/** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
-const RECHECK_MS = 5_000;
 
 /**
  * Redis (standalone, Sentinel-managed or Cluster) locks with a fair queue and direct handoff.
@@ -71,6 +68,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly handoffs: RedisHandoffs;
   /** This backend's own channel: handoffs to its waiters arrive here. */
   private readonly processChannel: string;
+  /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
+  private readonly waitSteps: QueuedWaitSteps;
 
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
@@ -88,6 +87,15 @@ export class RedisLockBackend implements LockBackend {
         () => this.handoffs.recheckAll(),
       );
     }
+    this.waitSteps = {
+      name: this.name,
+      handoffs: this.handoffs,
+      attempt: (request, phase, waitMs) => attempt(this.o, this.channel(), request, phase, waitMs),
+      granted: (request, token, sentAt) => this.granted(request, token, sentAt),
+      renewOne: async (request) => (await this.renew([request]))[0],
+      subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),
+      leave: (request, deadline) => leave(this.o, this.handoffs, request, deadline),
+    };
   }
 
   /** Native semaphores (permits), sharing this backend's client, channel and handoff table. */
@@ -120,19 +128,12 @@ export class RedisLockBackend implements LockBackend {
   /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     if (request.permits !== undefined) return this.semaphore.acquire(request);
-    const deadline = performance.now() + request.wait;
-    let handed = '';
-    let wake: (() => void) | undefined;
-    const unregister = this.handoffs.expect(request.owner, (token) => {
-      if (token) handed = token;
-      wake?.();
-    });
     // The first acquire that may wait starts the subscription (without waiting for it) and makes
     // a plain attempt; acquires that come while it is on its way wait for it, then queue.
     let phase: Phase = 'wait';
     // A failed subscription is not an error of this acquire: until it is live, our attempts send no
     // channel (the server then grants without announcing), and waiters re-check at the holder's
-    // ttl and every RECHECK_MS; the next acquire tries to subscribe again.
+    // ttl and every few seconds; the next acquire tries to subscribe again.
     if (this.subscriber && !this.subscriber.ready) {
       if (this.subscriber.opening) await this.subscriber.ensure().catch(() => undefined);
       else {
@@ -140,77 +141,7 @@ export class RedisLockBackend implements LockBackend {
         phase = 'try';
       }
     }
-    let failure: unknown;
-    let backoff = 10;
-    let sentAt = performance.now();
-    let last: { acquired: false; retryAfter?: number } = { acquired: false };
-    // The first attempt does not read `request.signal`: the engine makes its AbortController only
-    // when the signal is read, and an uncontended grant never needs it (an abort during this first
-    // attempt is the same race as one arriving just after it; the engine handles a late grant).
-    let first = true;
-    try {
-      for (;;) {
-        if (!first && request.signal.aborted) break;
-        first = false;
-        if (handed) {
-          const token = handed;
-          handed = '';
-          const result = await this.handedOver(request, token, sentAt);
-          if (result) return result;
-          phase = 'recheck';
-        }
-        let sleep: number;
-        try {
-          sentAt = performance.now();
-          const reply = await attempt(
-            this.o,
-            this.channel(),
-            request,
-            phase,
-            Math.max(1, Math.ceil(deadline - sentAt)),
-          );
-          failure = undefined;
-          backoff = 10;
-          if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
-          last = busy(reply);
-          if (phase === 'try') {
-            // The first wait of this backend: subscribe before queueing, so a handoff is never
-            // announced before we listen (the server would take us for gone and skip us).
-            await this.subscriber?.ensure().catch(() => undefined);
-            phase = 'wait';
-            continue;
-          }
-          phase = 'recheck';
-          sleep = Math.min(
-            RECHECK_MS,
-            last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1,
-          );
-        } catch (error) {
-          failure = error;
-          if (phase === 'wait') phase = 'recheck';
-          sleep = Math.random() * backoff;
-          backoff = Math.min(backoff * 2, 500);
-        }
-        if (request.signal.aborted) break;
-        if (handed) continue;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            request.signal.removeEventListener('abort', done);
-            wake = undefined;
-            resolve();
-          };
-          const timer = setTimeout(done, sleep);
-          request.signal.addEventListener('abort', done, { once: true });
-          wake = done;
-        });
-      }
-    } finally {
-      unregister();
-    }
-    await leave(this.o, this.handoffs, request, deadline);
-    if (failure !== undefined) throw asUnavailable(failure, this.name, request.key);
-    return last;
+    return queuedWait(this.waitSteps, request, phase);
   }
 
   /** Every key of a multi-key grant in one script when they share a server (redis.multi-key.ts). */
@@ -258,25 +189,6 @@ export class RedisLockBackend implements LockBackend {
     this.subscriber?.close();
     this.handoffs.recheckAll();
     await this.o.source.close();
-  }
-
-  /**
-   * A grant that arrived by message. It happened after our last request was sent (`sentAt`), so
-   * its validity counts from there; when that is long ago, one renewal re-dates it. Undefined when
-   * the renewal finds it gone (then the waiter re-checks).
-   */
-  private async handedOver(
-    request: BackendAttempt,
-    token: string,
-    sentAt: number,
-  ): Promise<BackendAcquireResult | undefined> {
-    if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
-      const renewedAt = performance.now();
-      const [ok] = await this.renew([request]);
-      if (!ok) return undefined;
-      sentAt = renewedAt;
-    }
-    return this.granted(request, token, sentAt);
   }
 
   private async granted(

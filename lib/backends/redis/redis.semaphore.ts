@@ -1,4 +1,3 @@
-import { asUnavailable, safeValidity } from '../../backend-kit';
 import type {
   BackendAcquireRequest,
   BackendAcquireResult,
@@ -13,7 +12,9 @@ import {
   type RedisClientSource,
   type RedisSubscriber,
 } from '../redis-client';
+import { busy, type Phase } from './redis.commands';
 import type { RedisHandoffs } from './redis.handoffs';
+import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import {
   SEM_ACQUIRE,
   SEM_FORCE_RELEASE,
@@ -23,12 +24,8 @@ import {
   semaphoreKeys,
 } from './redis.semaphore-scripts';
 
-/** A queued waiter re-checks on the server at least this often (a lost message, an expired seat). */
-const RECHECK_MS = 5_000;
 /** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
 const LEAVE_WAIT_MS = 50;
-
-type Phase = 'try' | 'wait' | 'recheck';
 
 /** What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff table). */
 export interface RedisSemaphoreDeps {
@@ -53,7 +50,20 @@ export interface RedisSemaphoreDeps {
  * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick.
  */
 export class RedisSemaphore {
-  constructor(private readonly d: RedisSemaphoreDeps) {}
+  /** What the shared queued wait calls back, built once. */
+  private readonly steps: QueuedWaitSteps;
+
+  constructor(private readonly d: RedisSemaphoreDeps) {
+    this.steps = {
+      name: 'redis',
+      handoffs: d.handoffs,
+      attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs),
+      granted: (request, token, sentAt) => this.granted(request, token, sentAt),
+      renewOne: async (request) => (await this.renew([request]))[0],
+      subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
+      leave: (request, deadline) => this.leave(request, deadline),
+    };
+  }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
@@ -62,74 +72,11 @@ export class RedisSemaphore {
     return this.granted(request, String(reply[1]), sentAt);
   }
 
-  /** A queued wait; resolves `{ acquired: false }` once the request's signal aborts. */
+  /** A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts. */
   async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    const deadline = performance.now() + request.wait;
-    let handed = '';
-    let wake: (() => void) | undefined;
-    const unregister = this.d.handoffs.expect(request.owner, (token) => {
-      if (token) handed = token;
-      wake?.();
-    });
     // Subscribe before queueing, so a handoff is never announced before we listen (once live: no await).
-    if (!this.d.subscriber?.ready) await this.d.subscriber?.ensure().catch(() => undefined);
-    let phase: Phase = 'wait';
-    let failure: unknown;
-    let backoff = 10;
-    let sentAt = performance.now();
-    let last: { acquired: false; retryAfter?: number } = { acquired: false };
-    try {
-      for (;;) {
-        // First attempt unchecked: reading the signal makes the engine's lazy AbortController.
-        if (phase !== 'wait' && request.signal.aborted) break;
-        if (handed) {
-          const token = handed;
-          handed = '';
-          const result = await this.handedOver(request, token, sentAt);
-          if (result) return result;
-          phase = 'recheck';
-        }
-        let sleep: number;
-        try {
-          sentAt = performance.now();
-          const reply = await this.attempt(
-            request,
-            phase,
-            Math.max(1, Math.ceil(deadline - sentAt)),
-          );
-          failure = undefined;
-          backoff = 10;
-          if (reply[0] === 1) return await this.granted(request, String(reply[1]), sentAt);
-          last = busy(reply);
-          phase = 'recheck';
-          const expiry = last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1;
-          sleep = Math.min(RECHECK_MS, expiry);
-        } catch (error) {
-          failure = error;
-          if (phase === 'wait') phase = 'recheck';
-          sleep = Math.random() * backoff;
-          backoff = Math.min(backoff * 2, 500);
-        }
-        if (request.signal.aborted) break;
-        if (handed) continue;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            request.signal.removeEventListener('abort', done);
-            wake = undefined;
-            resolve();
-          };
-          const timer = setTimeout(done, sleep);
-          request.signal.addEventListener('abort', done, { once: true });
-          wake = done;
-        });
-      }
-    } finally {
-      unregister();
-    }
-    await this.leave(request, deadline);
-    if (failure !== undefined) throw asUnavailable(failure, 'redis', request.key);
-    return last;
+    if (!this.d.subscriber?.ready) await this.steps.subscribe();
+    return queuedWait(this.steps, request, 'wait');
   }
 
   /** Owner-checked renewals of many seats: one pipelined round trip (concurrent calls on Cluster). */
@@ -236,21 +183,6 @@ export class RedisSemaphore {
     return Number(await runScript(client, SEM_RELEASE, 4, args));
   }
 
-  /** A grant that arrived by message: dated from our last request, or re-dated by one renewal. */
-  private async handedOver(
-    request: BackendAttempt,
-    token: string,
-    sentAt: number,
-  ): Promise<BackendAcquireResult | undefined> {
-    if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
-      const renewedAt = performance.now();
-      const [ok] = await this.renew([request]);
-      if (!ok) return undefined;
-      sentAt = renewedAt;
-    }
-    return this.granted(request, token, sentAt);
-  }
-
   private async granted(
     request: BackendAttempt,
     token: string,
@@ -293,9 +225,4 @@ export class RedisSemaphore {
 /** Standalone primaries undo a handoff nobody received (PUBLISH reaches every subscriber there). */
 function probe(client: RedisClientLike): '0' | '1' {
   return client.isCluster ? '0' : '1';
-}
-
-function busy(reply: [number, string | number]): { acquired: false; retryAfter?: number } {
-  const pttl = Number(reply[1]);
-  return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
 }

@@ -1,0 +1,145 @@
+import { asUnavailable, safeValidity } from '../../backend-kit';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+} from '../../interfaces/lock-backend.interface';
+import { busy, type Phase } from './redis.commands';
+import type { RedisHandoffs } from './redis.handoffs';
+
+/** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
+const RECHECK_MS = 5_000;
+
+/** An attempt script's answer: `[1, token]` granted, else `[0, holder's PTTL or -1]`. */
+export type AttemptReply = [number, string | number];
+
+/**
+ * What a queued wait needs from the lock (redis.backend.ts) or the semaphore (redis.semaphore.ts).
+ * Each builds ONE of these when it is made, so a wait allocates nothing for it.
+ */
+export interface QueuedWaitSteps {
+  /** Names the backend in LockBackendUnavailableError. */
+  readonly name: string;
+  readonly handoffs: RedisHandoffs;
+  /** One attempt script: grant, or queue (`phase` 'wait'), or re-check our place ('recheck'). */
+  attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<AttemptReply>;
+  /** A grant's last step (replica acknowledgements where configured). */
+  granted(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult>;
+  /** Owner-checked renewal of one grant: false when it is no longer ours. */
+  renewOne(request: BackendAttempt): Promise<boolean>;
+  /** Makes the process channel live (failures are not this wait's error: it re-checks instead). */
+  subscribe(): Promise<void>;
+  /** The waiter gave up: leave the queue, giving back a grant that raced with it. */
+  leave(request: BackendAttempt, deadline: number): Promise<void>;
+}
+
+/**
+ * The queued wait of the Redis lock and semaphore. The first attempt queues us (phase 'wait'; or,
+ * with 'try', makes a plain attempt while the subscription is on its way, then subscribes and
+ * queues). Then we sleep until the grant arrives by message on our process channel (the release
+ * script granted it to us), a "re-check" message (after a reconnect), the holder's ttl, RECHECK_MS
+ * or the signal's abort; a failed attempt is retried with jittered backoff. Resolves
+ * `{ acquired: false }` once the signal aborts, after leaving the queue.
+ *
+ * The first attempt does not read `request.signal`: the engine makes its AbortController only when
+ * the signal is read, and an uncontended grant never needs it (an abort during that attempt is the
+ * same race as one arriving just after it, which the engine handles by giving the grant back).
+ */
+export async function queuedWait(
+  steps: QueuedWaitSteps,
+  request: BackendAcquireRequest,
+  phase: Phase,
+): Promise<BackendAcquireResult> {
+  const deadline = performance.now() + request.wait;
+  let handed = '';
+  let wake: (() => void) | undefined;
+  const unregister = steps.handoffs.expect(request.owner, (token) => {
+    if (token) handed = token;
+    wake?.();
+  });
+  let failure: unknown;
+  let backoff = 10;
+  let sentAt = performance.now();
+  let last: { acquired: false; retryAfter?: number } = { acquired: false };
+  let first = true;
+  try {
+    for (;;) {
+      if (!first && request.signal.aborted) break;
+      first = false;
+      if (handed) {
+        const token = handed;
+        handed = '';
+        const result = await handedOver(steps, request, token, sentAt);
+        if (result) return result;
+        phase = 'recheck';
+      }
+      let sleep: number;
+      try {
+        sentAt = performance.now();
+        const reply = await steps.attempt(
+          request,
+          phase,
+          Math.max(1, Math.ceil(deadline - sentAt)),
+        );
+        failure = undefined;
+        backoff = 10;
+        if (reply[0] === 1) return await steps.granted(request, String(reply[1]), sentAt);
+        last = busy(reply);
+        if (phase === 'try') {
+          // The first wait of this backend: subscribe before queueing, so a handoff is never
+          // announced before we listen (the server would take us for gone and skip us).
+          await steps.subscribe();
+          phase = 'wait';
+          continue;
+        }
+        phase = 'recheck';
+        sleep = Math.min(
+          RECHECK_MS,
+          last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1,
+        );
+      } catch (error) {
+        failure = error;
+        if (phase === 'wait') phase = 'recheck';
+        sleep = Math.random() * backoff;
+        backoff = Math.min(backoff * 2, 500);
+      }
+      if (request.signal.aborted) break;
+      if (handed) continue;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          request.signal.removeEventListener('abort', done);
+          wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, sleep);
+        request.signal.addEventListener('abort', done, { once: true });
+        wake = done;
+      });
+    }
+  } finally {
+    unregister();
+  }
+  await steps.leave(request, deadline);
+  if (failure !== undefined) throw asUnavailable(failure, steps.name, request.key);
+  return last;
+}
+
+/**
+ * A grant that arrived by message. It happened after our last request was sent (`sentAt`), so its
+ * validity counts from there; when that is long ago, one renewal re-dates it. Undefined when the
+ * renewal finds it gone (then the waiter re-checks).
+ */
+async function handedOver(
+  steps: QueuedWaitSteps,
+  request: BackendAttempt,
+  token: string,
+  sentAt: number,
+): Promise<BackendAcquireResult | undefined> {
+  if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
+    const renewedAt = performance.now();
+    if (!(await steps.renewOne(request))) return undefined;
+    sentAt = renewedAt;
+  }
+  return steps.granted(request, token, sentAt);
+}
