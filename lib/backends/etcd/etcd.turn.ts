@@ -1,6 +1,6 @@
-import type { EtcdClientLike, EtcdWatcherLike } from './etcd.client';
+import type { EtcdClientLike } from './etcd.client';
 import { allOlder, readPosition, type Blocker, type Contender } from './etcd.ops';
-import type { WatchOutcome } from './etcd.watch';
+import { watchOnce, type WatchOutcome } from './etcd.watch';
 
 /** A queue watch answers 'granted' (we hold, proven from its events) or as waitForDelete. */
 export interface TurnOutcome {
@@ -37,53 +37,28 @@ export function waitForTurn(
   fallbackMs: number,
   callTimeout: number,
 ): Promise<TurnOutcome> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve({ outcome: 'stopped' });
-    const own = hex(c.key);
-    // Deletes seen so far (key, revision), and the older contenders still to go once listed.
-    const deletes: { k: string; rev: bigint }[] = [];
-    let waitingFor: Set<string> | undefined; // undefined until a listing covers the watch's start
-    let listedAt = 0n;
-    let watcher: EtcdWatcherLike | undefined;
-    let done = false;
-    let created = false;
-    const finish = (result: TurnOutcome) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onStop);
-      // A failed cancel is safe to drop: etcd3 drops the watcher with its stream, nothing waits on it.
-      const w = watcher;
-      if (w)
-        Promise.resolve()
-          .then(() => w.cancel())
-          .catch(() => undefined);
-      resolve(result);
-    };
-    // A delete at or before the listing's revision is in the listing already (and may be an older
-    // incarnation of a listed key, e.g. when the watch's member lags the read's): never apply it.
-    const check = () => {
-      if (!waitingFor) return;
-      for (const d of deletes.splice(0)) if (d.rev > listedAt) waitingFor.delete(d.k);
-      if (waitingFor.size === 0) finish({ outcome: 'granted' });
-    };
-    const listed = (list: readonly Blocker[], at: string) => {
-      waitingFor = new Set(list.map((b) => hex(b.key)));
-      listedAt = BigInt(at);
-      check();
-    };
-    const onStop = () => finish({ outcome: 'stopped' });
-    const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
-    signal.addEventListener('abort', onStop, { once: true });
-    const closeGap = (watchRevision: string) => {
-      if (BigInt(watchRevision) <= BigInt(readRevision)) return listed(older, readRevision);
-      olderContenders(client, c, rev, watchRevision, Date.now() + callTimeout).then(
-        (l) => (l ? listed(l.older, l.revision) : finish({ outcome: 'recheck' })),
-        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
-      );
-    };
-    try {
-      watcher = client.watch().prefix(c.lockPrefix).only('delete').watcher();
+  const own = hex(c.key);
+  // Deletes seen so far (key, revision), and the older contenders still to go once listed.
+  const deletes: { k: string; rev: bigint }[] = [];
+  let waitingFor: Set<string> | undefined; // undefined until a listing covers the watch's start
+  let listedAt = 0n;
+  // A delete at or before the listing's revision is in the listing already (and may be an older
+  // incarnation of a listed key, e.g. when the watch's member lags the read's): never apply it.
+  const check = (finish: (result: TurnOutcome) => void) => {
+    if (!waitingFor) return;
+    for (const d of deletes.splice(0)) if (d.rev > listedAt) waitingFor.delete(d.k);
+    if (waitingFor.size === 0) finish({ outcome: 'granted' });
+  };
+  const listed = (list: readonly Blocker[], at: string, finish: (r: TurnOutcome) => void) => {
+    waitingFor = new Set(list.map((b) => hex(b.key)));
+    listedAt = BigInt(at);
+    check(finish);
+  };
+  return watchOnce<TurnOutcome>(
+    signal,
+    fallbackMs,
+    (finish) => {
+      const watcher = client.watch().prefix(c.lockPrefix).only('delete').watcher();
       watcher.on('delete', (kv) => {
         const k = hex(kv.key);
         const at = BigInt(kv.mod_revision);
@@ -91,23 +66,19 @@ export function waitForTurn(
         // (A delete before our create revision is an earlier incarnation of our key.)
         if (k === own) return at > rev ? finish({ outcome: 'recheck' }) : undefined;
         deletes.push({ k, rev: at });
-        check();
+        check(finish);
       });
-      // Only the first creation leaves a gap; a reconnect ends this wait below anyway.
-      watcher.on('connected', (res) => {
-        if (created) return;
-        created = true;
-        closeGap(res.header.revision);
-      });
-      watcher.on('disconnected', (error) =>
-        finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }),
+      return watcher;
+    },
+    // Only the first creation leaves a gap; a reconnect ends this wait anyway ('disconnected').
+    (watchRevision, finish) => {
+      if (BigInt(watchRevision) <= BigInt(readRevision)) return listed(older, readRevision, finish);
+      olderContenders(client, c, rev, watchRevision, Date.now() + callTimeout).then(
+        (l) => (l ? listed(l.older, l.revision, finish) : finish({ outcome: 'recheck' })),
+        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
       );
-      // Compaction past our start revision cancels the watch with an 'error': fall back to the re-read.
-      watcher.on('error', (error) => finish({ outcome: 'recheck', failure: error }));
-    } catch (error) {
-      finish({ outcome: 'recheck', failure: error });
-    }
-  });
+    },
+  );
 }
 
 /**

@@ -29,12 +29,47 @@ export function waitForDelete(
   fallbackMs: number,
   callTimeout: number,
 ): Promise<WatchOutcome> {
+  return watchOnce<WatchOutcome>(
+    signal,
+    fallbackMs,
+    (finish) => {
+      const watcher = client.watch().key(blocker.key).only('delete').watcher();
+      watcher.on('delete', () => finish({ outcome: 'deleted' }));
+      return watcher;
+    },
+    (watchRevision, finish) => {
+      if (BigInt(watchRevision) <= BigInt(readRevision)) return; // nothing happened in between
+      blockerGone(client, blocker, watchRevision, Date.now() + callTimeout).then(
+        (gone) => gone && finish({ outcome: 'deleted' }),
+        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
+      );
+    },
+  );
+}
+
+/**
+ * The part every wait on a watch shares: ONE watcher (made by `open`, which attaches its own event
+ * handlers), a fallback timer ('recheck' after `fallbackMs`), the stop signal ('stopped'), and
+ * exactly one outcome, after which the watcher is cancelled. A dropped stream or a watch error
+ * (compaction cancels a watch with one) answers 'recheck' with the failure. `created` runs once, at
+ * the watch's first creation, with the revision the server created it at: the gap (read, created]
+ * to close (etcd3 resumes a reconnected watch where it stopped, so only the first creation leaves
+ * one). Never rejects.
+ */
+export function watchOnce<T extends { readonly outcome: string; readonly failure?: unknown }>(
+  signal: AbortSignal,
+  fallbackMs: number,
+  open: (finish: (result: T) => void) => EtcdWatcherLike,
+  created: (watchRevision: string, finish: (result: T) => void) => void,
+): Promise<T> {
+  const answer = (outcome: 'stopped' | 'recheck', failure?: unknown) =>
+    (failure === undefined ? { outcome } : { outcome, failure }) as T;
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve({ outcome: 'stopped' });
+    if (signal.aborted) return resolve(answer('stopped'));
     let watcher: EtcdWatcherLike | undefined;
     let done = false;
-    let created = false;
-    const finish = (result: WatchOutcome) => {
+    let isCreated = false;
+    const finish = (result: T) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
@@ -48,32 +83,23 @@ export function waitForDelete(
           .catch(() => undefined);
       resolve(result);
     };
-    const onStop = () => finish({ outcome: 'stopped' });
-    const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
+    const onStop = () => finish(answer('stopped'));
+    const timer = setTimeout(() => finish(answer('recheck')), fallbackMs);
     signal.addEventListener('abort', onStop, { once: true });
-    const closeGap = (watchRevision: string) => {
-      if (BigInt(watchRevision) <= BigInt(readRevision)) return; // nothing happened in between
-      blockerGone(client, blocker, watchRevision, Date.now() + callTimeout).then(
-        (gone) => gone && finish({ outcome: 'deleted' }),
-        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
-      );
-    };
     try {
-      watcher = client.watch().key(blocker.key).only('delete').watcher();
-      watcher.on('delete', () => finish({ outcome: 'deleted' }));
-      // Only the first creation leaves a gap: etcd3 resumes a reconnected watch where it stopped.
+      watcher = open(finish);
       watcher.on('connected', (res) => {
-        if (created) return;
-        created = true;
-        closeGap(res.header.revision);
+        if (isCreated) return;
+        isCreated = true;
+        created(res.header.revision, finish);
       });
       watcher.on('disconnected', (error) =>
-        finish({ outcome: 'recheck', failure: error ?? new Error('watch stream disconnected') }),
+        finish(answer('recheck', error ?? new Error('watch stream disconnected'))),
       );
       // A listener stays attached after we finish: an 'error' without one would be thrown by EventEmitter.
-      watcher.on('error', (error) => finish({ outcome: 'recheck', failure: error }));
+      watcher.on('error', (error) => finish(answer('recheck', error)));
     } catch (error) {
-      finish({ outcome: 'recheck', failure: error });
+      finish(answer('recheck', error));
     }
   });
 }
