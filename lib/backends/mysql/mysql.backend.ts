@@ -11,6 +11,7 @@ import type {
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
+  LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { checkSqlKey, type StoredMode } from '../sql/sql-lock.rules';
@@ -51,6 +52,14 @@ const TICKET_MARGIN_MS = 250;
  * is live: busy) or finds its row gone. Fences come from one counter row locked until COMMIT, so
  * they grow strictly. No connection is held between attempts.
  */
+/** This process's ticketed waiter of a key: its place at its last look, and what it asks for. */
+interface InLine {
+  ahead: number;
+  readonly key: Buffer;
+  readonly owner: string;
+  readonly mode: LockMode;
+}
+
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's 3072-byte index limit. */
@@ -76,8 +85,8 @@ export class MySqlLockBackend implements LockBackend {
   private readonly ticketMs: number;
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
-  /** Per key with a ticketed waiter here: older tickets at its last attempt (see MySqlDoorbell). */
-  private readonly inLine = new Map<string, number>();
+  /** Per key with a ticketed waiter here: older tickets at its last look (see MySqlDoorbell). */
+  private readonly inLine = new Map<string, InLine>();
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
@@ -93,7 +102,8 @@ export class MySqlLockBackend implements LockBackend {
       slots,
       o.maxPollDelay,
       this.notifier,
-      (key) => this.inLine.get(key),
+      (key) => this.inLine.get(key)?.ahead,
+      (key) => this.recheck(key),
     );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
@@ -233,7 +243,7 @@ export class MySqlLockBackend implements LockBackend {
       return outcome.result;
     }
     if (!outcome.ticketed) this.inLine.delete(fullKey);
-    else this.inLine.set(fullKey, outcome.ahead ?? 0);
+    else this.inLine.set(fullKey, { ahead: outcome.ahead ?? 0, key: req.key, owner, mode });
     if (outcome.ticketed && !this.tickets.has(line)) {
       this.tickets.add(line);
       // A waiter that gives up (deadline or cancel) takes its ticket back, so the key is not kept
@@ -244,6 +254,22 @@ export class MySqlLockBackend implements LockBackend {
       else request.signal.addEventListener('abort', drop, { once: true });
     }
     return outcome.result;
+  }
+
+  /**
+   * A waiter behind others learns its place with one lock-free read instead of a whole attempt:
+   * true (re-attempt now) once no older live ticket and no conflicting live holder is left. Only a
+   * hint: the attempt's transaction alone decides.
+   */
+  private async recheck(fullKey: string): Promise<boolean> {
+    const line = this.inLine.get(fullKey);
+    if (!line) return true;
+    const [rows] = await this.withConnection((conn) =>
+      conn.execute(this.sql.position, [line.mode, line.key, line.owner, line.key]),
+    );
+    const row = (rows as { ahead: unknown; blockers: unknown }[])[0];
+    line.ahead = Number(row?.ahead ?? 0);
+    return line.ahead === 0 && Number(row?.blockers ?? 0) === 0;
   }
 
   private dropTicket(line: string, key: Buffer, owner: string, fullKey: string): void {
