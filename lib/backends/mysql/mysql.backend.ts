@@ -1,5 +1,5 @@
 import { ReleaseNotifier } from '../../backend-kit';
-import { attemptAcquire } from './mysql.acquire';
+import { attemptAcquire, readPlace, type InLine } from './mysql.acquire';
 import { affected, renewLocks } from './mysql.renew';
 import { MySqlDoorbell } from './mysql.doorbell';
 import type {
@@ -11,7 +11,6 @@ import type {
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
-  LockMode,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { checkSqlKey, type StoredMode } from '../sql/sql-lock.rules';
@@ -52,14 +51,6 @@ const TICKET_MARGIN_MS = 250;
  * is live: busy) or finds its row gone. Fences come from one counter row locked until COMMIT, so
  * they grow strictly. No connection is held between attempts.
  */
-/** This process's ticketed waiter of a key: its place at its last look, and what it asks for. */
-interface InLine {
-  ahead: number;
-  readonly key: Buffer;
-  readonly owner: string;
-  readonly mode: LockMode;
-}
-
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
   /** 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's 3072-byte index limit. */
@@ -103,7 +94,10 @@ export class MySqlLockBackend implements LockBackend {
       o.maxPollDelay,
       this.notifier,
       (key) => this.inLine.get(key)?.ahead,
-      (key) => this.recheck(key),
+      async (key) => {
+        const line = this.inLine.get(key);
+        return !line || this.withConnection((conn) => readPlace(conn, this.sql, line));
+      },
     );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
@@ -254,22 +248,6 @@ export class MySqlLockBackend implements LockBackend {
       else request.signal.addEventListener('abort', drop, { once: true });
     }
     return outcome.result;
-  }
-
-  /**
-   * A waiter behind others learns its place with one lock-free read instead of a whole attempt:
-   * true (re-attempt now) once no older live ticket and no conflicting live holder is left. Only a
-   * hint: the attempt's transaction alone decides.
-   */
-  private async recheck(fullKey: string): Promise<boolean> {
-    const line = this.inLine.get(fullKey);
-    if (!line) return true;
-    const [rows] = await this.withConnection((conn) =>
-      conn.execute(this.sql.position, [line.mode, line.key, line.owner, line.key]),
-    );
-    const row = (rows as { ahead: unknown; blockers: unknown }[])[0];
-    line.ahead = Number(row?.ahead ?? 0);
-    return line.ahead === 0 && Number(row?.blockers ?? 0) === 0;
   }
 
   private dropTicket(line: string, key: Buffer, owner: string, fullKey: string): void {
