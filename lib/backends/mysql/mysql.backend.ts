@@ -1,5 +1,5 @@
 import { ReleaseNotifier } from '../../backend-kit';
-import { attemptAcquire } from './mysql.acquire';
+import { attemptAcquire, readPlace, type InLine } from './mysql.acquire';
 import { affected, renewLocks } from './mysql.renew';
 import { MySqlDoorbell } from './mysql.doorbell';
 import type {
@@ -76,8 +76,8 @@ export class MySqlLockBackend implements LockBackend {
   private readonly ticketMs: number;
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
-  /** Per key with a ticketed waiter here: older tickets at its last attempt (see MySqlDoorbell). */
-  private readonly inLine = new Map<string, number>();
+  /** Per key with a ticketed waiter here: older tickets at its last look (see MySqlDoorbell). */
+  private readonly inLine = new Map<string, InLine>();
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
@@ -93,7 +93,11 @@ export class MySqlLockBackend implements LockBackend {
       slots,
       o.maxPollDelay,
       this.notifier,
-      (key) => this.inLine.get(key),
+      (key) => this.inLine.get(key)?.ahead,
+      async (key) => {
+        const line = this.inLine.get(key);
+        return !line || this.withConnection((conn) => readPlace(conn, this.sql, line));
+      },
     );
     // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
     // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
@@ -233,7 +237,7 @@ export class MySqlLockBackend implements LockBackend {
       return outcome.result;
     }
     if (!outcome.ticketed) this.inLine.delete(fullKey);
-    else this.inLine.set(fullKey, outcome.ahead ?? 0);
+    else this.inLine.set(fullKey, { ahead: outcome.ahead ?? 0, key: req.key, owner, mode });
     if (outcome.ticketed && !this.tickets.has(line)) {
       this.tickets.add(line);
       // A waiter that gives up (deadline or cancel) takes its ticket back, so the key is not kept

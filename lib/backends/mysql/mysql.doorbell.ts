@@ -22,6 +22,9 @@ const RING_SPREAD_MS = 4;
  */
 const NEXT_POLL_MS = 2;
 const QUEUED_POLL_MS = 10;
+/** A waiter `place` tickets back reads its place every FAR_POLL_MS x (place - 1), at most FAR_POLL_MAX_MS. */
+const FAR_POLL_MS = 3;
+const FAR_POLL_MAX_MS = 30;
 
 /**
  * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
@@ -67,6 +70,8 @@ export class MySqlDoorbell implements WakeupSource {
     private readonly notifier: ReleaseNotifier,
     /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
     private readonly place: (key: string) => number | undefined = () => undefined,
+    /** One lock-free read of the waiter's place; true: re-attempt now (see MySqlLockBackend). */
+    private readonly recheck: (key: string) => Promise<boolean> = async () => true,
   ) {}
 
   /** The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL). */
@@ -133,27 +138,62 @@ export class MySqlDoorbell implements WakeupSource {
         const stop = new AbortController();
         const both = AbortSignal.any([signal, stop.signal]);
         const local = inner.wait(ms, both); // this process's own releases, the deadline, a cancel
-        void this.ring(key, ms, both).then(async (outcome) => {
-          if (outcome === 'rung') {
-            this.backoff.delete(key);
-            // Every process's head waiter wakes at once: the first in line goes now, the others a
-            // few ms later, so it takes the key's mutex row alone instead of queueing behind a herd.
-            const place = this.place(key);
-            if (place === undefined) await sleepFor(Math.random() * RING_SPREAD_MS, both);
-            else if (place === 1) await sleepFor(RING_NEXT_MS, both);
-            else if (place > 1) await sleepFor(RING_SPREAD_MS * (1 + Math.random()), both);
-          } else if (outcome === 'unarmed') {
-            const place = this.place(key);
-            const cap = place === undefined ? Infinity : place <= 1 ? NEXT_POLL_MS : QUEUED_POLL_MS;
-            await sleepFor(Math.random() * Math.min(cap, this.nextBackoff(key)), both);
-          }
-          stop.abort();
-        });
+        void this.wake(key, ms, both).finally(() => stop.abort());
         await local;
         stop.abort();
       },
       dispose: () => inner.dispose(),
     };
+  }
+
+  /**
+   * Waits for the ring that concerns this process's waiter. The first in line (or a waiter without
+   * a ticket) returns to re-attempt after the first ring or poll pause, as before. A waiter further
+   * back does not re-attempt on every ring (a whole attempt locks the key's mutex row the first in
+   * line needs): it reads its place (one lock-free statement) and goes back to the doorbell until
+   * nobody is ahead of it and no conflicting holder is live. Bounded by `ms` (the engine's fallback
+   * pause, shorter than the ticket life), so its ticket stays live and a dead head cannot strand it.
+   */
+  private async wake(key: string, ms: number, signal: AbortSignal): Promise<void> {
+    const deadline = performance.now() + ms;
+    for (;;) {
+      const before = this.place(key);
+      if (before !== undefined && before > 1) {
+        // Far back in line: no ring concerns it before (place - 1) handoffs; one read per pause.
+        await sleepFor(
+          Math.min(FAR_POLL_MAX_MS, FAR_POLL_MS * (before - 1)) * (1 + Math.random() / 2),
+          signal,
+        );
+        if (signal.aborted || performance.now() >= deadline) return;
+        try {
+          if (await this.recheck(key)) return;
+        } catch {
+          return; // not swallowed: the re-attempt reports the outage
+        }
+        continue;
+      }
+      const outcome = await this.ring(key, Math.max(1, deadline - performance.now()), signal);
+      if (outcome === 'timeout' || signal.aborted) return;
+      const place = this.place(key);
+      if (outcome === 'rung') {
+        this.backoff.delete(key);
+        // Every process's head waiter wakes at once: the first in line goes now, the others a
+        // few ms later, so it takes the key's mutex row alone instead of queueing behind a herd.
+        if (place === undefined) return sleepFor(Math.random() * RING_SPREAD_MS, signal);
+        if (place === 0) return;
+        await sleepFor(RING_NEXT_MS, signal);
+      } else {
+        const cap = place === undefined ? Infinity : place <= 1 ? NEXT_POLL_MS : QUEUED_POLL_MS;
+        await sleepFor(Math.random() * Math.min(cap, this.nextBackoff(key)), signal);
+        if (place === undefined || place === 0) return;
+      }
+      if (signal.aborted || performance.now() >= deadline) return;
+      try {
+        if (await this.recheck(key)) return;
+      } catch {
+        return; // not swallowed: the re-attempt reports the outage
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -24,6 +24,7 @@ export interface MySqlStatements {
   readonly insert: string;
   readonly ticket: string;
   readonly dropTicket: string;
+  readonly position: string;
   readonly release: string;
   readonly dropKey: string;
   readonly inspect: string;
@@ -97,6 +98,9 @@ export function mysqlStatements(table: string): MySqlStatements {
     // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder row).
     ticket: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at = IF(mode = '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, expires_at)`,
     dropTicket: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ? AND mode = '${QUEUED}'`,
+    // A ticketed waiter's cheap place check (one autocommit read, no lock): live tickets older than
+    // its own, and live holders that conflict with its mode. No ticket of its own: no row, both NULL.
+    position: `SELECT SUM(h.mode = '${QUEUED}' AND h.fence < m.fence) AS ahead, SUM(h.mode <> '${QUEUED}' AND (h.mode <> 'shared' OR ? <> 'shared')) AS blockers FROM ${t} h JOIN (SELECT fence FROM ${t} WHERE lock_key = ? AND owner = ? AND mode = '${QUEUED}') m WHERE h.lock_key = ? AND h.expires_at > UTC_TIMESTAMP(3)`,
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,

@@ -1,0 +1,90 @@
+import { createPool, type Pool } from 'mysql2/promise';
+import { MySqlLockBackend } from '../../lib/backends/mysql';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { MariaDbServer } from '../support/mariadb-server';
+import { eventually } from '../support/server-process';
+
+/**
+ * Issue 19 (mysql2): a handoff costs about one winning attempt. Six waiters of six backends (own
+ * pools: to the server, six processes) queue behind a holder; each grantee holds 20 ms. Counted on
+ * the real mysql2 pools (a wrapper counting statements, no mock): acquire attempts (the statement
+ * that locks the key's mutex row) per handoff. Before, every ring made every process's waiter
+ * re-attempt, so a handoff cost about one attempt per waiting process and more (7.0 per handoff here
+ * on the old code, 48.7 statements); now only the first in line (and sometimes the
+ * second) attempts, the others read their place with one lock-free statement.
+ */
+describe('mysql (MariaDB 10.11): cost of a handoff with waiters queued in six processes', () => {
+  const WAITERS = 6;
+  let server: MariaDbServer;
+  let admin: Pool;
+  const pools: Pool[] = [];
+  const engines: LockEngine[] = [];
+  const count = { attempts: 0, statements: 0, on: false };
+  const counted = (pool: Pool) => ({
+    pool: pool.pool,
+    getConnection: async () => {
+      const conn = await pool.getConnection();
+      const note = (sql: string) => {
+        if (!count.on) return;
+        count.statements++;
+        if (sql.includes('UPDATE lock_key = lock_key')) count.attempts++;
+      };
+      return {
+        query: (sql: string, values?: unknown) => (note(sql), conn.query(sql, values as never)),
+        execute: (sql: string, values?: unknown) => (note(sql), conn.execute(sql, values as never)),
+        release: () => conn.release(),
+        destroy: () => conn.destroy(),
+      };
+    },
+  });
+  const engine = () => {
+    const pool = createPool({ ...server.connection, connectionLimit: 4 });
+    pools.push(pool);
+    const backend = new MySqlLockBackend({ client: counted(pool) as never, doorbells: 1 });
+    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 60_000 } });
+    engines.push(e);
+    return e;
+  };
+  const tickets = async () => {
+    const [rows] = await admin.query(
+      "SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = 'cost:1' AND mode = 'queued'",
+    );
+    return Number((rows as { n: number }[])[0].n);
+  };
+
+  beforeAll(async () => {
+    server = await MariaDbServer.start();
+    admin = createPool({ ...server.connection, connectionLimit: 2 });
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.close()));
+    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+    await admin?.end();
+    await server?.destroy();
+  });
+
+  it('takes at most 2.5 acquire attempts per handoff', async () => {
+    const holder = engine();
+    const held = await holder.acquire('cost:1');
+    const waiters = Array.from({ length: WAITERS }, () => engine());
+    let gate: () => void = () => undefined;
+    const opened = new Promise<void>((resolve) => (gate = resolve));
+    const done = waiters.map((w) =>
+      w.withLock('cost:1', async () => {
+        await opened; // nobody is granted before every waiter queued
+        await new Promise((resolve) => setTimeout(resolve, 20)); // the holder's work
+      }),
+    );
+    await eventually(async () => (await tickets()) === WAITERS);
+    count.on = true;
+    gate();
+    await held.release();
+    await Promise.all(done);
+    count.on = false;
+    const perHandoff = count.attempts / WAITERS;
+    console.log(
+      `handoffs ${WAITERS}: attempts/handoff ${perHandoff.toFixed(2)}, statements/handoff ${(count.statements / WAITERS).toFixed(1)}`,
+    );
+    expect(perHandoff).toBeLessThanOrEqual(2.5);
+  });
+});
