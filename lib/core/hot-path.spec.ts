@@ -1,5 +1,9 @@
 import { MemoryLockBackend } from '../backends/memory/memory.backend';
-import type { BackendAcquireResult, BackendAttempt } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+} from '../interfaces/lock-backend.interface';
 import { LockEngine } from './lock-engine';
 import { LockLease } from './lock-lease';
 import { Watchdog } from './watchdog';
@@ -19,6 +23,21 @@ class GatedBackend extends MemoryLockBackend {
   override async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     if (this.gated) await new Promise<void>((r) => this.pending.push(r));
     return super.tryAcquire(request);
+  }
+}
+
+/**
+ * A memory backend with a native queued wait, shaped like Redis's: the first attempt does not read
+ * `request.signal`; a busy answer then waits, reading the signal first, until the signal aborts.
+ */
+class NativeWaitBackend extends MemoryLockBackend {
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const first = await this.tryAcquire(request);
+    if (first.acquired) return first;
+    const signal = request.signal;
+    if (!signal.aborted)
+      await new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+    return { acquired: false };
   }
 }
 
@@ -74,6 +93,52 @@ describe('the uncontended hot path', () => {
 
   it('a signal aborted while waiting still cancels the wait at once', async () => {
     const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    try {
+      const holder = await engine.acquire('k');
+      const controller = new AbortController();
+      const waiter = engine.acquire('k', { signal: controller.signal, wait: 60_000 });
+      await settle();
+      controller.abort(new Error('cancelled'));
+      await expect(waiter).rejects.toThrow('cancelled');
+      await holder.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('an uncontended acquire on a native-queue backend arms no deadline timer and no abort listener', async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
+    const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+    try {
+      const signal = new AbortController().signal;
+      const add = jest.spyOn(signal, 'addEventListener');
+      const handle = await engine.acquire('k', { signal, wait: 5_000, ttl: 60_000 });
+      // The deadline timer would be armed for at most `wait`; the call budget is wait + grace.
+      const delays = setTimeoutSpy.mock.calls.map((call) => call[1] ?? 0);
+      expect(delays.filter((ms) => ms <= 5_000)).toEqual([]);
+      expect(add).not.toHaveBeenCalled();
+      await handle.release();
+    } finally {
+      setTimeoutSpy.mockRestore();
+      await engine.close();
+    }
+  });
+
+  it('a waiting acquire on a native-queue backend still times out at its deadline', async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
+    try {
+      const holder = await engine.acquire('k');
+      await expect(engine.acquire('k', { wait: 50 })).rejects.toMatchObject({
+        name: 'LockAcquireTimeoutError',
+      });
+      await holder.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("a caller's cancel still stops a native wait at once", async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
     try {
       const holder = await engine.acquire('k');
       const controller = new AbortController();
