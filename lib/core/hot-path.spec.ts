@@ -41,6 +41,15 @@ class NativeWaitBackend extends MemoryLockBackend {
   }
 }
 
+/** A memory backend whose release never answers while `hang` is set. */
+class HangingReleaseBackend extends MemoryLockBackend {
+  hang = false;
+  override async release(lock: Parameters<MemoryLockBackend['release']>[0]): Promise<void> {
+    if (this.hang) return new Promise<void>(() => undefined);
+    return super.release(lock);
+  }
+}
+
 const settle = () => new Promise((r) => setImmediate(r));
 
 /** What the uncontended @Locked / withLock path no longer pays for, and what it still guarantees. */
@@ -149,6 +158,41 @@ describe('the uncontended hot path', () => {
       await holder.release();
     } finally {
       await engine.close();
+    }
+  });
+
+  it('a warm acquire + release cycle arms no timer: the backend calls share one budget timer', async () => {
+    const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    try {
+      await (await engine.acquire('k', { wait: 0 })).release(); // the shared timer is armed once
+      const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+      try {
+        for (let i = 0; i < 3; i++) await (await engine.acquire('k', { wait: 0 })).release();
+        expect(setTimeoutSpy).not.toHaveBeenCalled();
+      } finally {
+        setTimeoutSpy.mockRestore();
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a backend call that never answers still fails at its budget, before a longer budget armed first', async () => {
+    const backend = new HangingReleaseBackend();
+    const long = new LockEngine({ backend: new MemoryLockBackend(), operationTimeout: 60_000 });
+    const short = new LockEngine({ backend, operationTimeout: 100 });
+    try {
+      await (await long.acquire('k', { wait: 0 })).release(); // arms the shared timer ~60 s out
+      const handle = await short.acquire('k', { wait: 0 });
+      backend.hang = true;
+      await expect(handle.release()).rejects.toMatchObject({
+        name: 'LockBackendUnavailableError',
+        message: expect.stringContaining('got no answer within 100 ms'),
+      });
+    } finally {
+      backend.hang = false;
+      await short.close();
+      await long.close();
     }
   });
 
