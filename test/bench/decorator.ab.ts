@@ -9,7 +9,9 @@
  * Builds: AB_LIBS="this=/tmp/this/dist/lib,base=/tmp/base/dist/lib" (tsc builds, e.g. of main's
  * HEAD and of this branch); without it, this tree's lib through ts-node. AB_ROUTES=locked picks
  * routes (default plain,async,locked). AB_CPU_PROF=<dir> runs the apps under `node --cpu-prof`
- * (profiles written to <dir> when they exit).
+ * (profiles written to <dir> when they exit). AB_RATE=<req/s> drives every route at that same fixed
+ * overall rate (autocannon overallRate) instead of as fast as it answers: at equal rates the CPU
+ * per request compares code, not throughput (kernel wake-ups per request grow as req/s falls).
  *
  * Usage: npx ts-node --transpile-only test/bench/decorator.ab.ts [rounds=6] [seconds=2]
  */
@@ -70,6 +72,7 @@ async function cannon(
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
+    ...(process.env.AB_RATE ? { overallRate: Number(process.env.AB_RATE) } : {}),
     requests: [
       { method: 'GET', setupRequest: (req: object) => ({ ...req, path: `/${route}/ab-${n++}` }) },
     ],
@@ -102,7 +105,7 @@ async function main(): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(
-    `decorator A/B on memory: ${rounds} rounds x ${seconds} s per (build, route), ${CONNECTIONS} connections`,
+    `decorator A/B on memory: ${rounds} rounds x ${seconds} s per (build, route), ${CONNECTIONS} connections${process.env.AB_RATE ? `, fixed ${process.env.AB_RATE} req/s` : ''}`,
   );
   console.log('  build route    app CPU µs/req (median; rounds)          req/s (median)');
   for (const id of Object.keys(cpu))
