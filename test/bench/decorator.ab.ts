@@ -7,7 +7,8 @@
  * survives a loaded machine far better than req/s does.
  *
  * Builds: AB_LIBS="this=/tmp/this/dist/lib,base=/tmp/base/dist/lib" (tsc builds, e.g. of main's
- * HEAD and of this branch); without it, this tree's lib through ts-node. AB_ROUTES=locked picks
+ * HEAD and of this branch); without it, this tree's lib through ts-node. A build named `bare`
+ * (AB_LIBS="this,nomod=bare", AB_ROUTES=plain,async) is the app without DistributedLockModule. AB_ROUTES=locked picks
  * routes (default plain,async,locked). AB_CPU_PROF=<dir> runs the apps under `node --cpu-prof`
  * (profiles written to <dir> when they exit). AB_RATE=<req/s> drives every route at that same fixed
  * overall rate (autocannon overallRate) instead of as fast as it answers: at equal rates the CPU
@@ -39,11 +40,11 @@ function startApp(name: string, lib: string | undefined): Promise<App> {
       '-r',
       'ts-node/register/transpile-only',
       join(__dirname, 'decorator.app.ts'),
-      'memory',
+      lib === 'bare' ? 'bare' : 'memory',
     ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: lib ? { ...process.env, DECORATOR_LIB: lib } : process.env,
+      env: lib && lib !== 'bare' ? { ...process.env, DECORATOR_LIB: lib } : process.env,
     },
   );
   return new Promise((resolve, reject) => {
