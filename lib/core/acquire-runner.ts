@@ -14,13 +14,20 @@ import type {
  * jittered backoff, until the request's signal aborts (deadline or cancel). `wait: 0` is one attempt.
  * After a local grant the next head waits for the release before attempting: one attempt per handoff.
  */
+/** Whether `request` goes to the backend's native queued wait (etcd, ZooKeeper, Redis) rather than the engine's. */
+export function waitsNatively(backend: LockBackend, request: { wait: number }): boolean {
+  return request.wait > 0 && typeof backend.acquire === 'function';
+}
+
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
 
   /**
    * `stats.attempts` counts backend attempts (a native queued wait counts as one). `onWait` is
-   * called once the request really waits (queued, busy, or handed to a native wait): the engine
-   * starts the wait's deadline timer then, so a grant at the first attempt costs no timer.
+   * called once the request really waits (queued or busy): the engine starts the wait's deadline
+   * timer then, so a grant at the first attempt costs no timer. A native wait is not told here:
+   * its backend reads `request.signal` before it sleeps, and the engine arms the deadline at that
+   * first read (lock-acquirer.ts), so a native grant at the first attempt costs no timer either.
    */
   run(
     backend: LockBackend,
@@ -29,10 +36,9 @@ export class AcquireRunner {
     stats?: { attempts: number },
     onWait?: () => void,
   ): Promise<BackendAcquireResult> {
-    if (request.wait > 0 && typeof backend.acquire === 'function') {
-      onWait?.();
+    if (waitsNatively(backend, request)) {
       if (stats) stats.attempts++;
-      return backend.acquire(request);
+      return backend.acquire!(request);
     }
     // Semaphore grants: several of this process may hold at once, so they do not queue in the
     // one-holder line; the backend's wake-ups and backoff drive their wait.

@@ -7,6 +7,7 @@ import { MAX_DURATION_MS } from '../backend-kit/limits';
 import { asUnavailable } from '../backend-kit/wait-loop';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
+import { budgetClock, type Budget } from './budget-clock';
 import type { LockActivity } from './lock-activity';
 
 /** Registered name and kind, as errors show them: "default (redis)". */
@@ -33,29 +34,34 @@ export function callBackend<T>(
   // outcome counts (an answer after the budget ran out is onLate's business, not an outage's end).
   let done = false;
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      done = true;
-      const error = new LockBackendUnavailableError(
-        backend,
-        `${what} got no answer within ${Math.round(budget)} ms`,
-        { key },
-      );
-      activity.settled(backend, what, error, true);
-      reject(error);
-      onLate?.();
-    }, budget);
+    // One shared timer (budget-clock.ts), not a setTimeout/clearTimeout pair per call.
+    const timer: Budget = {
+      at: performance.now() + budget,
+      expire: () => {
+        done = true;
+        const error = new LockBackendUnavailableError(
+          backend,
+          `${what} got no answer within ${Math.round(budget)} ms`,
+          { key },
+        );
+        activity.settled(backend, what, error, true);
+        reject(error);
+        onLate?.();
+      },
+    };
+    budgetClock.add(timer);
     op.then(
       (value) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        budgetClock.delete(timer);
         activity.settled(backend, what);
         resolve(value);
       },
       (cause) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        budgetClock.delete(timer);
         const error = asUnavailable(cause, backend, key);
         activity.settled(backend, what, error, true);
         reject(error);

@@ -1,5 +1,9 @@
 import { MemoryLockBackend } from '../backends/memory/memory.backend';
-import type { BackendAcquireResult, BackendAttempt } from '../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendAttempt,
+} from '../interfaces/lock-backend.interface';
 import { LockEngine } from './lock-engine';
 import { LockLease } from './lock-lease';
 import { Watchdog } from './watchdog';
@@ -19,6 +23,30 @@ class GatedBackend extends MemoryLockBackend {
   override async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     if (this.gated) await new Promise<void>((r) => this.pending.push(r));
     return super.tryAcquire(request);
+  }
+}
+
+/**
+ * A memory backend with a native queued wait, shaped like Redis's: the first attempt does not read
+ * `request.signal`; a busy answer then waits, reading the signal first, until the signal aborts.
+ */
+class NativeWaitBackend extends MemoryLockBackend {
+  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    const first = await this.tryAcquire(request);
+    if (first.acquired) return first;
+    const signal = request.signal;
+    if (!signal.aborted)
+      await new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+    return { acquired: false };
+  }
+}
+
+/** A memory backend whose release never answers while `hang` is set. */
+class HangingReleaseBackend extends MemoryLockBackend {
+  hang = false;
+  override async release(lock: Parameters<MemoryLockBackend['release']>[0]): Promise<void> {
+    if (this.hang) return new Promise<void>(() => undefined);
+    return super.release(lock);
   }
 }
 
@@ -84,6 +112,87 @@ describe('the uncontended hot path', () => {
       await holder.release();
     } finally {
       await engine.close();
+    }
+  });
+
+  it('an uncontended acquire on a native-queue backend arms no deadline timer and no abort listener', async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
+    const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+    try {
+      const signal = new AbortController().signal;
+      const add = jest.spyOn(signal, 'addEventListener');
+      const handle = await engine.acquire('k', { signal, wait: 5_000, ttl: 60_000 });
+      // The deadline timer would be armed for at most `wait`; the call budget is wait + grace.
+      const delays = setTimeoutSpy.mock.calls.map((call) => call[1] ?? 0);
+      expect(delays.filter((ms) => ms <= 5_000)).toEqual([]);
+      expect(add).not.toHaveBeenCalled();
+      await handle.release();
+    } finally {
+      setTimeoutSpy.mockRestore();
+      await engine.close();
+    }
+  });
+
+  it('a waiting acquire on a native-queue backend still times out at its deadline', async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
+    try {
+      const holder = await engine.acquire('k');
+      await expect(engine.acquire('k', { wait: 50 })).rejects.toMatchObject({
+        name: 'LockAcquireTimeoutError',
+      });
+      await holder.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it("a caller's cancel still stops a native wait at once", async () => {
+    const engine = new LockEngine({ backend: new NativeWaitBackend() });
+    try {
+      const holder = await engine.acquire('k');
+      const controller = new AbortController();
+      const waiter = engine.acquire('k', { signal: controller.signal, wait: 60_000 });
+      await settle();
+      controller.abort(new Error('cancelled'));
+      await expect(waiter).rejects.toThrow('cancelled');
+      await holder.release();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a warm acquire + release cycle arms no timer: the backend calls share one budget timer', async () => {
+    const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    try {
+      await (await engine.acquire('k', { wait: 0 })).release(); // the shared timer is armed once
+      const setTimeoutSpy = jest.spyOn(global, 'setTimeout');
+      try {
+        for (let i = 0; i < 3; i++) await (await engine.acquire('k', { wait: 0 })).release();
+        expect(setTimeoutSpy).not.toHaveBeenCalled();
+      } finally {
+        setTimeoutSpy.mockRestore();
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a backend call that never answers still fails at its budget, before a longer budget armed first', async () => {
+    const backend = new HangingReleaseBackend();
+    const long = new LockEngine({ backend: new MemoryLockBackend(), operationTimeout: 60_000 });
+    const short = new LockEngine({ backend, operationTimeout: 100 });
+    try {
+      await (await long.acquire('k', { wait: 0 })).release(); // arms the shared timer ~60 s out
+      const handle = await short.acquire('k', { wait: 0 });
+      backend.hang = true;
+      await expect(handle.release()).rejects.toMatchObject({
+        name: 'LockBackendUnavailableError',
+        message: expect.stringContaining('got no answer within 100 ms'),
+      });
+    } finally {
+      backend.hang = false;
+      await short.close();
+      await long.close();
     }
   });
 

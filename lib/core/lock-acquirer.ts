@@ -15,7 +15,7 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
-import type { AcquireRunner } from './acquire-runner';
+import { waitsNatively, type AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
 import { ELECTION_PROPOSAL } from './leader-election';
 import type { LockActivity } from './lock-activity';
@@ -126,10 +126,12 @@ export async function acquireLease(
   const controller = new LazyAbortController();
   const detached = e.detached;
   const startedAt = performance.now();
-  // The deadline timer starts only when the request really waits (queued, busy at its first
-  // attempt, or handed to a backend's native wait), counting from startedAt: a grant at the first
+  // The deadline timer starts only when the request really waits (queued or busy at its first
+  // attempt in the engine's wait; for a backend's native wait, when the backend first reads
+  // request.signal, which it must before it sleeps), counting from startedAt: a grant at the first
   // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
-  // flight is bounded by the call budget below (wait + grace) either way.
+  // flight is bounded by the call budget below (wait + grace) either way, so is a native wait
+  // that never reads the signal.
   // The caller's signal is listened to from then on too: before it, the only thing in flight is
   // the first attempt, whose grant is given back below if the signal aborted meanwhile. An
   // uncontended acquire with a signal (every @Locked call inside an HTTP request) thus adds and
@@ -146,6 +148,7 @@ export async function acquireLease(
     if (left <= 0) controller.abort(WAIT_DEADLINE);
     else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
   };
+  const native = !pre && waitsNatively(backend, o);
   let lease: LockLease | undefined;
   const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
   const request = {
@@ -157,6 +160,7 @@ export async function acquireLease(
     ...(proposal === undefined ? {} : { election: { proposal } }),
     wait: o.wait,
     get signal() {
+      if (native && !armed) onWait();
       return controller.signal;
     },
     onLost,

@@ -7,9 +7,12 @@
  * survives a loaded machine far better than req/s does.
  *
  * Builds: AB_LIBS="this=/tmp/this/dist/lib,base=/tmp/base/dist/lib" (tsc builds, e.g. of main's
- * HEAD and of this branch); without it, this tree's lib through ts-node. AB_ROUTES=locked picks
+ * HEAD and of this branch); without it, this tree's lib through ts-node. A build named `bare`
+ * (AB_LIBS="this,nomod=bare", AB_ROUTES=plain,async) is the app without DistributedLockModule. AB_ROUTES=locked picks
  * routes (default plain,async,locked). AB_CPU_PROF=<dir> runs the apps under `node --cpu-prof`
- * (profiles written to <dir> when they exit).
+ * (profiles written to <dir> when they exit). AB_RATE=<req/s> drives every route at that same fixed
+ * overall rate (autocannon overallRate) instead of as fast as it answers: at equal rates the CPU
+ * per request compares code, not throughput (kernel wake-ups per request grow as req/s falls).
  *
  * Usage: npx ts-node --transpile-only test/bench/decorator.ab.ts [rounds=6] [seconds=2]
  */
@@ -37,11 +40,11 @@ function startApp(name: string, lib: string | undefined): Promise<App> {
       '-r',
       'ts-node/register/transpile-only',
       join(__dirname, 'decorator.app.ts'),
-      'memory',
+      lib === 'bare' ? 'bare' : 'memory',
     ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: lib ? { ...process.env, DECORATOR_LIB: lib } : process.env,
+      env: lib && lib !== 'bare' ? { ...process.env, DECORATOR_LIB: lib } : process.env,
     },
   );
   return new Promise((resolve, reject) => {
@@ -70,6 +73,7 @@ async function cannon(
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
+    ...(process.env.AB_RATE ? { overallRate: Number(process.env.AB_RATE) } : {}),
     requests: [
       { method: 'GET', setupRequest: (req: object) => ({ ...req, path: `/${route}/ab-${n++}` }) },
     ],
@@ -102,7 +106,7 @@ async function main(): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(
-    `decorator A/B on memory: ${rounds} rounds x ${seconds} s per (build, route), ${CONNECTIONS} connections`,
+    `decorator A/B on memory: ${rounds} rounds x ${seconds} s per (build, route), ${CONNECTIONS} connections${process.env.AB_RATE ? `, fixed ${process.env.AB_RATE} req/s` : ''}`,
   );
   console.log('  build route    app CPU µs/req (median; rounds)          req/s (median)');
   for (const id of Object.keys(cpu))

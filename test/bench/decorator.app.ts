@@ -13,7 +13,9 @@ const { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend } = l
  * The HTTP app of scenario 3, run in its own process so the load generator does not share its
  * event loop: Express (@nestjs/platform-express), one route with @Locked on a per-request key and
  * the same route without it, and (Redis) a route that makes one PING round trip. `node -r ts-node/register/transpile-only decorator.app.ts memory`
- * or `... redis <port>`; prints `PORT <n>` when listening.
+ * or `... redis <port>`; prints `PORT <n>` when listening. `... bare`: the same app WITHOUT
+ * DistributedLockModule (no global RequestLifecycleInterceptor; only the plain and async routes
+ * answer): what the module costs a route that takes no lock.
  */
 const REDIS = 'BENCH_REDIS';
 
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
   }
 
   @Module({
-    imports: [DistributedLockModule.forRoot({ backend })],
+    imports: kind === 'bare' ? [] : [DistributedLockModule.forRoot({ backend })],
     controllers: [BenchController],
     providers: client ? [{ provide: REDIS, useValue: client }] : [],
   })

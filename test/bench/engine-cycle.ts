@@ -8,7 +8,9 @@
  * alike:
  *   this        - this tree's engine, the module's default wait (10 s: the waiting path)
  *   this-wait0  - this tree's engine, `wait: 0` (one attempt, no line)
- *   base, base-wait0 - the same against another build of the library, when LIB_BASE names it
+ *   this-native - this tree's engine over a memory backend with a native queued wait (`acquire`,
+ *                 shaped like Redis's: first attempt without reading the signal), the default wait
+ *   base, base-wait0, base-native - the same against another build of the library, when LIB_BASE names it
  *                 (e.g. a `tsc` build of an earlier commit: `LIB_BASE=/tmp/base/dist/lib`)
  *
  * Usage: npx ts-node --transpile-only test/bench/engine-cycle.ts [cycles=20000] [rounds=5]
@@ -22,6 +24,28 @@ interface Engine {
 interface Library {
   LockEngine: new (o: object) => Engine;
   MemoryLockBackend: new () => object;
+}
+interface Attempt {
+  acquired: boolean;
+}
+interface Tries {
+  tryAcquire(request: object): Promise<Attempt>;
+}
+
+/** lib's memory backend plus a native wait: one attempt, then (busy) wait until the signal aborts. */
+function nativeBackend(lib: Library): object {
+  const Base = lib.MemoryLockBackend as unknown as new () => Tries;
+  class Native extends Base {
+    async acquire(request: { signal: AbortSignal }): Promise<Attempt> {
+      const first = await this.tryAcquire(request);
+      if (first.acquired) return first;
+      const signal = request.signal;
+      if (!signal.aborted)
+        await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+      return { acquired: false };
+    }
+  }
+  return new Native();
 }
 
 async function round(engine: Engine, n: number, options?: object): Promise<number> {
@@ -48,6 +72,7 @@ async function main(): Promise<void> {
       engine: new lib.LockEngine({ backend: new lib.MemoryLockBackend() }),
       options: { wait: 0 },
     };
+    configs[`${name}-native`] = { engine: new lib.LockEngine({ backend: nativeBackend(lib) }) };
   }
   const names = Object.keys(configs);
   const results: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
