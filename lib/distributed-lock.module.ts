@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { MemoryLockBackend } from './backends/memory/memory.backend';
 import { LockEngine } from './core/lock-engine';
 import { LockedExplorer } from './discovery/locked.explorer';
@@ -11,7 +11,6 @@ import { LockExceptionFilter } from './filters/lock-exception.filter';
 import { resolveErrorMapping } from './filters/lock-error.mapper';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 import { LockedInterceptor } from './interceptors/locked.interceptor';
-import { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
 import { LockObservability } from './observability/lock-observability.service';
@@ -21,8 +20,8 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
  * DistributedLockModule.forRoot({ backend, keyPrefix, defaults }) or .forRootAsync({ useFactory,
  * inject, imports }): global by default (isGlobal: false to import it where needed). Options are
  * validated once, when the engine is built, for both forms: a bad option fails start-up. It also
- * registers a global filter mapping lock errors per transport (`errorMapping`) and a global
- * interceptor that ends a lock wait when the HTTP client goes away.
+ * registers a global filter mapping lock errors per transport (`errorMapping`) and, unless
+ * `requestLifecycle: false`, a global interceptor that ends a lock wait when the client goes away.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -45,7 +44,6 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     LockedExplorer,
     LockedInterceptor,
     { provide: APP_FILTER, useClass: LockExceptionFilter },
-    { provide: APP_INTERCEPTOR, useClass: RequestLifecycleInterceptor },
     LockObservability,
     DistributedLockHealthIndicator,
   ],
@@ -64,7 +62,10 @@ export class DistributedLockModule extends DistributedLockConfigurableModule {
    * Every option can be overridden, e.g. `forTesting({ defaults: { wait: 1_000 } })`.
    */
   static forTesting(
-    options: Partial<DistributedLockModuleOptions> & { isGlobal?: boolean } = {},
+    options: Partial<DistributedLockModuleOptions> & {
+      isGlobal?: boolean;
+      requestLifecycle?: boolean;
+    } = {},
   ): DynamicModule {
     const backend = options.backend || options.backends ? {} : { backend: new MemoryLockBackend() };
     const dynamic = this.forRoot({

@@ -24,7 +24,7 @@ export interface LockEngineOptions {
   onEvent?: LockEventListener;
 }
 
-/** Module options the engine reads, plus those the Nest layer reads (isGlobal, httpErrors). */
+/** Module options the engine reads, plus those the Nest layer reads (isGlobal, requestLifecycle, httpErrors). */
 const ENGINE_OPTIONS = [
   'backend',
   'backends',
@@ -33,6 +33,7 @@ const ENGINE_OPTIONS = [
   'operationTimeout',
   'onEvent',
   'isGlobal',
+  'requestLifecycle',
   'httpErrors',
   'logging',
   'checkOnStartup',
