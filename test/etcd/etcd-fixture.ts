@@ -51,9 +51,9 @@ export function etcdFixture() {
       clients.push(c);
       return c;
     },
-    /** An engine over `backend` with keyPrefix '' and these defaults, closed after the test. */
-    engine: (backend: LockBackend, defaults: EngineDefaults): LockEngine => {
-      const e = new LockEngine({ backend, keyPrefix: '', defaults });
+    /** An engine over `backend` with these defaults (keyPrefix '' unless given), closed after the test. */
+    engine: (backend: LockBackend, defaults: EngineDefaults, keyPrefix = ''): LockEngine => {
+      const e = new LockEngine({ backend, keyPrefix, defaults });
       engines.push(e);
       return e;
     },
