@@ -11,14 +11,13 @@ type EngineDefaults = NonNullable<LockEngineOptions['defaults']>;
  * and engines over backends built on them (keyPrefix '', closed after each test).
  */
 export function etcdFixture() {
-  let cluster: EtcdCluster | undefined;
-  let admin: Etcd3 | undefined;
+  let up: { cluster: EtcdCluster; admin: Etcd3 } | undefined;
   const clients: Etcd3[] = [];
   const engines: LockEngine[] = [];
 
   beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
+    const cluster = await EtcdCluster.start(1);
+    up = { cluster, admin: new Etcd3({ hosts: cluster.hosts() }) };
   });
 
   afterEach(async () => {
@@ -26,27 +25,26 @@ export function etcdFixture() {
   });
 
   afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
+    for (const c of [up?.admin, ...clients]) c?.close();
+    await up?.cluster.destroy();
   });
 
-  const started = (): EtcdCluster => {
-    if (!cluster) throw new Error('etcdFixture: used before beforeAll');
-    return cluster;
+  const started = () => {
+    if (!up) throw new Error('etcdFixture: used before beforeAll');
+    return up;
   };
 
   return {
     /** The private etcd (after beforeAll). */
     get cluster(): EtcdCluster {
-      return started();
+      return started().cluster;
     },
     /** The admin client (after beforeAll). */
     get admin(): Etcd3 {
-      started();
-      return admin as Etcd3;
+      return started().admin;
     },
     /** A client of its own (closed after the file), to the private etcd unless `hosts` says else. */
-    client: (hosts: string[] = started().hosts()): Etcd3 => {
+    client: (hosts: string[] = started().cluster.hosts()): Etcd3 => {
       const c = new Etcd3({ hosts });
       clients.push(c);
       return c;
