@@ -1,46 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend, encodeEtcdLockName } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
-import { EtcdCluster } from '../support/etcd-server';
 import { eventually, freePort } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Bad input to the etcd backend: options, names that could reach another lock's prefix, empty
  * names, and a client that cannot connect. Each gets a clear error and locks nothing.
  */
 describe('etcd backend: bad input', () => {
-  let cluster: EtcdCluster;
-  let admin: Etcd3;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
+  const etcd = etcdFixture();
+  const client = etcd.client;
 
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
-  });
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map((e) => e.close()));
-  });
-
-  afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
-  });
-
-  function client(hosts = cluster.hosts()) {
-    const c = new Etcd3({ hosts });
-    clients.push(c);
-    return c;
-  }
   function engine(hosts?: string[]) {
     const backend = new EtcdLockBackend({ client: client(hosts), sessionTtl: 2_000 });
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 2_000, wait: 2_000 } });
-    engines.push(e);
-    return { engine: e, backend };
+    return { engine: etcd.engine(backend, { ttl: 2_000, wait: 2_000 }), backend };
   }
   const id = () => randomBytes(4).toString('hex');
 
@@ -103,7 +78,7 @@ describe('etcd backend: bad input', () => {
     await expect(
       backend.acquire({ ...base, key: 'x', mode: 'upgradable' as never }),
     ).rejects.toMatchObject({ option: 'mode' });
-    expect(await admin.getAll().prefix('/').keys()).toEqual([]);
+    expect(await etcd.admin.getAll().prefix('/').keys()).toEqual([]);
     await backend.close();
   });
 
@@ -113,17 +88,17 @@ describe('etcd backend: bad input', () => {
     const { engine: e2 } = engine();
     const child = await e1.acquire(`${a}/b`);
     // `/` (and `%`) are encoded: the child lock lives under `a%2Fb/`, outside `a/`.
-    expect(await admin.getAll().prefix(`${a}/`).keys()).toEqual([]);
+    expect(await etcd.admin.getAll().prefix(`${a}/`).keys()).toEqual([]);
     expect(
-      await admin
+      await etcd.admin
         .getAll()
         .prefix(`${encodeEtcdLockName(`${a}/b`)}/`)
         .keys(),
     ).toHaveLength(1);
     const parent = await e2.acquire(a, { wait: 0 });
     // etcdctl (Go) does not encode: its lock `a/b` puts `a/b/<lease>` inside our range; we skip it.
-    const session = await admin.lease(10).grant();
-    await admin.put(`${a}/b/${BigInt(session).toString(16)}`).value('');
+    const session = await etcd.admin.lease(10).grant();
+    await etcd.admin.put(`${a}/b/${BigInt(session).toString(16)}`).value('');
     await parent.release();
     const again = await e2.acquire(a, { wait: 0 });
     expect(again.fencingToken > parent.fencingToken).toBe(true);
@@ -131,7 +106,7 @@ describe('etcd backend: bad input', () => {
     const literal = await e2.acquire(`${a}%2Fb`, { wait: 0 });
     expect(literal.key).not.toBe(child.key);
     await Promise.all([child.release(), again.release(), literal.release()]);
-    await admin.delete().prefix(`${a}/b/`);
+    await etcd.admin.delete().prefix(`${a}/b/`);
   });
 
   it('a client that cannot connect: LockBackendUnavailableError naming the session, within the wait budget, nothing held', async () => {

@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Campaigns use Go's concurrency.Election layout (issue 18 for etcd): the proposal is the value
@@ -39,25 +38,11 @@ class Etcdctl {
 }
 
 describe('etcd backend: leader election interop with etcdctl elect', () => {
-  let cluster: EtcdCluster;
-  let admin: Etcd3;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
+  const etcd = etcdFixture();
   const tools: Etcdctl[] = [];
 
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
-  });
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map((e) => e.close()));
+  afterEach(() => {
     for (const t of tools.splice(0)) t.child.kill('SIGKILL');
-  });
-
-  afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
   });
 
   const KEY_PREFIX = 'app:';
@@ -65,15 +50,11 @@ describe('etcd backend: leader election interop with etcdctl elect', () => {
   /** The election NAME etcdctl and Go use for our campaign `name`. */
   const electionName = (n: string) => `${KEY_PREFIX}election:${n}`;
   function engine() {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const backend = new EtcdLockBackend({ client, sessionTtl: 2_000 });
-    const e = new LockEngine({ backend, keyPrefix: KEY_PREFIX, defaults: { ttl: 2_000 } });
-    engines.push(e);
-    return { engine: e, backend };
+    const backend = new EtcdLockBackend({ client: etcd.client(), sessionTtl: 2_000 });
+    return { engine: etcd.engine(backend, { ttl: 2_000 }, KEY_PREFIX), backend };
   }
   const candidates = async (n: string) =>
-    (await admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })).kvs;
+    (await etcd.admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })).kvs;
 
   it('lays a campaign out as concurrency.Election: NAME/<lease hex> = proposal, on the session lease', async () => {
     const n = name('layout');
@@ -89,7 +70,7 @@ describe('etcd backend: leader election interop with etcdctl elect', () => {
 
   it('while etcdctl leads, our campaign waits; when etcdctl ends (resigning), ours leads', async () => {
     const n = name('theirs');
-    const theirs = Etcdctl.elect(cluster, [electionName(n), 'etcdctl-proposal']);
+    const theirs = Etcdctl.elect(etcd.cluster, [electionName(n), 'etcdctl-proposal']);
     tools.push(theirs);
     await eventually(() => theirs.lines().length >= 2, 20_000);
     expect(theirs.lines()[1]).toBe('etcdctl-proposal');
@@ -106,7 +87,7 @@ describe('etcd backend: leader election interop with etcdctl elect', () => {
 
   it('while etcdctl leads and its process is killed, ours leads once its lease is gone', async () => {
     const n = name('killed');
-    const theirs = Etcdctl.elect(cluster, [electionName(n), 'doomed']);
+    const theirs = Etcdctl.elect(etcd.cluster, [electionName(n), 'doomed']);
     tools.push(theirs);
     await eventually(() => theirs.lines().length >= 2, 20_000);
     const [their] = await candidates(electionName(n));
@@ -117,7 +98,7 @@ describe('etcd backend: leader election interop with etcdctl elect', () => {
     await theirs.exited;
     expect(ours.isLeader).toBe(false);
     // etcdctl's session TTL is 60 s: its lease ending is what expiry would do, sooner.
-    await admin.leaseClient.leaseRevoke({ ID: their.lease });
+    await etcd.admin.leaseClient.leaseRevoke({ ID: their.lease });
     const term = await ours.whenLeader();
     expect(term.fencingToken > BigInt(their.create_revision)).toBe(true);
   });
@@ -127,13 +108,13 @@ describe('etcd backend: leader election interop with etcdctl elect', () => {
     const { engine: e } = engine();
     const ours = e.leadership(n, { proposal: 'our-proposal' });
     await ours.whenLeader();
-    const observer = Etcdctl.elect(cluster, ['-l', electionName(n)]);
+    const observer = Etcdctl.elect(etcd.cluster, ['-l', electionName(n)]);
     tools.push(observer);
     await eventually(() => observer.lines().length >= 2, 20_000);
     expect(observer.lines()[0]).toMatch(new RegExp(`^${electionName(n)}/[0-9a-f]+$`));
     expect(observer.lines()[1]).toBe('our-proposal');
 
-    const theirs = Etcdctl.elect(cluster, [electionName(n), 'etcdctl-next']);
+    const theirs = Etcdctl.elect(etcd.cluster, [electionName(n), 'etcdctl-next']);
     tools.push(theirs);
     await eventually(async () => (await candidates(electionName(n))).length === 2);
     expect(theirs.stdout).toBe('');

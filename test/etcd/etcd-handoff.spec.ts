@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { EtcdCluster } from '../support/etcd-server';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * The handoff path (issue 19): a waiter watches its predecessor from "now" (a synced watch: etcd
@@ -12,29 +10,11 @@ import { EtcdCluster } from '../support/etcd-server';
  * re-read (here 10 s, the session TTL, far beyond the 3 s wait).
  */
 describe('etcd backend: handoff', () => {
-  let cluster: EtcdCluster;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
+  const etcd = etcdFixture();
 
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-  });
-
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.close()));
-    for (const c of clients) c.close();
-    await cluster?.destroy();
-  });
-
-  function engine(client = new Etcd3({ hosts: cluster.hosts() })) {
-    clients.push(client);
-    const e = new LockEngine({
-      backend: new EtcdLockBackend({ client, sessionTtl: 10_000 }),
-      keyPrefix: '',
-      defaults: { ttl: 10_000, wait: 3_000 },
-    });
-    engines.push(e);
-    return e;
+  function engine(client = etcd.client()) {
+    const backend = new EtcdLockBackend({ client, sessionTtl: 10_000 });
+    return etcd.engine(backend, { ttl: 10_000, wait: 3_000 });
   }
 
   it("a predecessor deleted between the waiter's read and its watch still wakes the waiter at once", async () => {
@@ -42,7 +22,7 @@ describe('etcd backend: handoff', () => {
     const holder = await engine().acquire(key);
     // The waiter's client: right after its create txn answers (it read the holder as its
     // predecessor), the holder releases; only then does the waiter go on to create its watch.
-    const client = new Etcd3({ hosts: cluster.hosts() });
+    const client = etcd.client();
     const txn = client.kv.txn.bind(client.kv);
     let gapMade = false;
     client.kv.txn = (async (...args: Parameters<typeof txn>) => {

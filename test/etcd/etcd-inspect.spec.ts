@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockInspection } from '../../lib/interfaces/lock-backend.interface';
 import { untilAborted } from '../conformance/conformance-tools';
-import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Operator support (issue 15.4/15.5): inspect(key) reads holders and waiters from the lock's
@@ -14,28 +12,12 @@ import { eventually } from '../support/server-process';
  * answer health checks. Against a private etcd, with each "process" on its own client.
  */
 describe('etcd backend: inspect, forceRelease, ping', () => {
-  let cluster: EtcdCluster;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
+  const etcd = etcdFixture();
   const name = () => `ops:${randomBytes(4).toString('hex')}`;
 
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-  });
-
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.close()));
-    for (const c of clients) c.close();
-    await cluster?.destroy();
-  });
-
   function backend() {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const b = new EtcdLockBackend({ client, sessionTtl: 2_000 });
-    const e = new LockEngine({ backend: b, keyPrefix: '', defaults: { ttl: 2_000, wait: 20_000 } });
-    engines.push(e);
-    return { backend: b, engine: e };
+    const b = new EtcdLockBackend({ client: etcd.client(), sessionTtl: 2_000 });
+    return { backend: b, engine: etcd.engine(b, { ttl: 2_000, wait: 20_000 }) };
   }
 
   it('inspect: free, then one holder with its lease and token and the waiters behind it', async () => {

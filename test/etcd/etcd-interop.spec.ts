@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Interop with etcd's own lock (`etcdctl lock`, Debian's etcd-client 3.4, i.e. Go's
@@ -38,39 +37,21 @@ class EtcdctlLock {
 }
 
 describe('etcd backend: interop with etcdctl lock', () => {
-  let cluster: EtcdCluster;
-  let admin: Etcd3;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
+  const etcd = etcdFixture();
   const locks: EtcdctlLock[] = [];
 
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
-  });
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map((e) => e.close()));
+  afterEach(() => {
     for (const l of locks.splice(0)) l.child.kill('SIGKILL');
-  });
-
-  afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
   });
 
   const name = (what: string) => `interop:${what}:${randomBytes(4).toString('hex')}`;
   function engine() {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const backend = new EtcdLockBackend({ client, sessionTtl: 2_000 });
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 2_000, wait: 20_000 } });
-    engines.push(e);
-    return { engine: e, backend };
+    const backend = new EtcdLockBackend({ client: etcd.client(), sessionTtl: 2_000 });
+    return { engine: etcd.engine(backend, { ttl: 2_000, wait: 20_000 }), backend };
   }
-  const contenders = async (n: string) => (await admin.getAll().prefix(`${n}/`).keys()).sort();
+  const contenders = async (n: string) => (await etcd.admin.getAll().prefix(`${n}/`).keys()).sort();
   const createRevision = async (key: string) =>
-    BigInt((await admin.kv.range({ key: Buffer.from(key) })).kvs[0].create_revision);
+    BigInt((await etcd.admin.kv.range({ key: Buffer.from(key) })).kvs[0].create_revision);
 
   it('uses the key layout of etcdctl lock: NAME/<session lease id in lowercase hex>, empty value, on the session lease', async () => {
     const n = name('layout');
@@ -78,7 +59,7 @@ describe('etcd backend: interop with etcdctl lock', () => {
     const h = await e.acquire(n);
     const lease = backend.sessionLeaseId as string;
     const [kv] = (
-      await admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })
+      await etcd.admin.kv.range({ key: Buffer.from(`${n}/`), range_end: Buffer.from(`${n}0`) })
     ).kvs;
     expect(kv.key.toString()).toBe(`${n}/${BigInt(lease).toString(16)}`);
     expect(kv.value.length).toBe(0);
@@ -90,7 +71,7 @@ describe('etcd backend: interop with etcdctl lock', () => {
 
   it('while etcdctl holds NAME our acquire queues, and gets the lock once etcdctl lets go', async () => {
     const n = name('theirs');
-    const theirs = EtcdctlLock.start(cluster, n);
+    const theirs = EtcdctlLock.start(etcd.cluster, n);
     locks.push(theirs);
     const theirKey = await theirs.held();
     expect(theirKey).toMatch(new RegExp(`^${n}/[0-9a-f]+$`));
@@ -112,7 +93,7 @@ describe('etcd backend: interop with etcdctl lock', () => {
     const n = name('ours');
     const { engine: e } = engine();
     const h = await e.acquire(n);
-    const theirs = EtcdctlLock.start(cluster, n, ['echo', 'etcdctl-holds']);
+    const theirs = EtcdctlLock.start(etcd.cluster, n, ['echo', 'etcdctl-holds']);
     locks.push(theirs);
     await eventually(async () => (await contenders(n)).length === 2);
     expect(theirs.stdout).toBe('');
@@ -126,7 +107,7 @@ describe('etcd backend: interop with etcdctl lock', () => {
     const [a, b] = [engine(), engine()];
     const r1 = await a.engine.acquire(n, { mode: 'shared' });
     const r2 = await b.engine.acquire(n, { mode: 'shared', wait: 0 });
-    const writer = EtcdctlLock.start(cluster, n, ['echo', 'etcdctl-writes']);
+    const writer = EtcdctlLock.start(etcd.cluster, n, ['echo', 'etcdctl-writes']);
     locks.push(writer);
     await eventually(async () => (await contenders(n)).length === 3);
     await r1.release();
@@ -135,7 +116,7 @@ describe('etcd backend: interop with etcdctl lock', () => {
     expect(await writer.exited).toBe(0);
     expect(writer.stdout).toContain('etcdctl-writes');
 
-    const holder = EtcdctlLock.start(cluster, n);
+    const holder = EtcdctlLock.start(etcd.cluster, n);
     locks.push(holder);
     await holder.held();
     expect(await a.engine.tryAcquire(n, { mode: 'shared' })).toBeNull();

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * list(prefix, limit) on etcd: the held keys under a prefix, from bounded keys-only range reads
@@ -12,28 +10,10 @@ import { eventually } from '../support/server-process';
  * costs one page; foreign keys under the range (etcdctl locks whose NAME holds '/') are not ours.
  */
 describe('etcd backend: list(prefix, limit)', () => {
-  let cluster: EtcdCluster;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-  });
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.close()));
-    for (const c of clients) c.close();
-    await cluster?.destroy();
-  });
+  const etcd = etcdFixture();
   function engine(prefix = 'pfx/') {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const backend = new EtcdLockBackend({ client, sessionTtl: 5_000, prefix });
-    const e = new LockEngine({
-      backend,
-      keyPrefix: 'app:',
-      defaults: { ttl: 5_000, wait: 10_000 },
-    });
-    engines.push(e);
-    return { engine: e, backend };
+    const backend = new EtcdLockBackend({ client: etcd.client(), sessionTtl: 5_000, prefix });
+    return { engine: etcd.engine(backend, { ttl: 5_000, wait: 10_000 }, 'app:'), backend };
   }
 
   it('lists held locks, readers, semaphores and elections under a prefix, each once, within the limit', async () => {
@@ -53,12 +33,12 @@ describe('etcd backend: list(prefix, limit)', () => {
     // A foreign etcdctl lock whose NAME holds '/' lives in our range but is not one of our keys.
     const foreign = spawn(
       'etcdctl',
-      [`--endpoints=${cluster.hosts()[0]}`, 'lock', '--ttl=5', `pfx/app:${ns}:x/y`],
+      [`--endpoints=${etcd.cluster.hosts()[0]}`, 'lock', '--ttl=5', `pfx/app:${ns}:x/y`],
       { env: { ...process.env, ETCDCTL_API: '3' }, stdio: 'ignore' },
     );
     try {
       await eventually(async () => {
-        const keys = await clients[0].getAll().prefix(`pfx/app:${ns}:x/y/`).keys();
+        const keys = await etcd.admin.getAll().prefix(`pfx/app:${ns}:x/y/`).keys();
         return keys.length === 1;
       }, 20_000);
       const all = (await a.engine.operator.list(`${ns}`)).sort();

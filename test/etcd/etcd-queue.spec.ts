@@ -1,52 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
-import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Queueing on etcd: FIFO by create revision across processes and by arrival within one; owners of
  * one process sharing one session key; no writer starvation; a revoked session; loopback latency.
  */
 describe('etcd backend: queueing, sessions and latency (single node)', () => {
-  let cluster: EtcdCluster;
-  let admin: Etcd3;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
-
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
-  });
-
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map((e) => e.close()));
-  });
-
-  afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
-  });
+  const etcd = etcdFixture();
 
   const name = (what: string) => `queue:${what}:${randomBytes(4).toString('hex')}`;
   function engine(sessionTtl = 2_000) {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const inner = new EtcdLockBackend({ client, sessionTtl });
+    const inner = new EtcdLockBackend({ client: etcd.client(), sessionTtl });
     const backend = new CrashableBackend(inner);
-    const e = new LockEngine({
-      backend,
-      keyPrefix: '',
-      defaults: { ttl: sessionTtl, wait: 20_000 },
-    });
-    engines.push(e);
+    const e = etcd.engine(backend, { ttl: sessionTtl, wait: 20_000 });
     return { engine: e, backend, inner };
   }
-  const contenders = async (n: string) => (await admin.getAll().prefix(`${n}/`).keys()).length;
+  const contenders = async (n: string) => (await etcd.admin.getAll().prefix(`${n}/`).keys()).length;
 
   it('FIFO across processes: waiters are granted in the order they queued', async () => {
     const n = name('fifo');
@@ -153,7 +127,7 @@ describe('etcd backend: queueing, sessions and latency (single node)', () => {
       [name('rev1'), name('rev2')].map((n) => e.acquire(n, { ttl: 10_000 })),
     );
     const lease = inner.sessionLeaseId as string;
-    await cluster.etcdctl('lease', 'revoke', BigInt(lease).toString(16));
+    await etcd.cluster.etcdctl('lease', 'revoke', BigInt(lease).toString(16));
     const reasons = await Promise.all(handles.map((h) => untilAborted(h.signal, 15_000)));
     for (const r of reasons) expect(r).toBeInstanceOf(LockLostError);
     const after = await e.acquire(name('rev3'));

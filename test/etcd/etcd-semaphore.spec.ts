@@ -1,13 +1,12 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { etcdSemaphorePrefix } from '../../lib/backends/etcd/etcd.keys';
-import { LockEngine } from '../../lib/core/lock-engine';
+import type { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
-import { EtcdCluster } from '../support/etcd-server';
 import { eventually } from '../support/server-process';
+import { etcdFixture } from './etcd-fixture';
 
 /**
  * Native etcd semaphores (issue 17 for etcd): the seat layout, and the wake-ups a waiter needs.
@@ -15,40 +14,17 @@ import { eventually } from '../support/server-process';
  * in for a missing wake-up within the tests' 10 s waits: each grant below comes from a watch.
  */
 describe('etcd backend: native semaphores', () => {
-  let cluster: EtcdCluster;
-  let admin: Etcd3;
-  const clients: Etcd3[] = [];
-  const engines: LockEngine[] = [];
-
-  beforeAll(async () => {
-    cluster = await EtcdCluster.start(1);
-    admin = new Etcd3({ hosts: cluster.hosts() });
-  });
-  afterEach(async () => {
-    await Promise.all(engines.splice(0).map((e) => e.close()));
-  });
-  afterAll(async () => {
-    for (const c of [admin, ...clients]) c?.close();
-    await cluster?.destroy();
-  });
+  const etcd = etcdFixture();
 
   const name = (what: string) => `sem:${what}:${randomBytes(4).toString('hex')}`;
   function engine(sessionTtl = 30_000) {
-    const client = new Etcd3({ hosts: cluster.hosts() });
-    clients.push(client);
-    const backend = new EtcdLockBackend({ client, sessionTtl });
-    const e = new LockEngine({
-      backend,
-      keyPrefix: '',
-      defaults: { ttl: sessionTtl, wait: 10_000 },
-    });
-    engines.push(e);
-    return { engine: e, backend };
+    const backend = new EtcdLockBackend({ client: etcd.client(), sessionTtl });
+    return { engine: etcd.engine(backend, { ttl: sessionTtl, wait: 10_000 }), backend };
   }
   const seats = async (n: string) => {
     const p = etcdSemaphorePrefix(n);
     return (
-      await admin.kv.range({
+      await etcd.admin.kv.range({
         key: Buffer.from(p),
         range_end: Buffer.from(`${p.slice(0, -1)}0`),
         sort_order: 'Ascend',
@@ -74,7 +50,7 @@ describe('etcd backend: native semaphores', () => {
     expect(kv.key.toString()).toMatch(new RegExp(`^${n}%sem/${hex}_[0-9a-f]{32}$`));
     expect(kv.value.toString()).toBe('3');
     expect(seat.fencingToken).toBe(BigInt(kv.create_revision));
-    const lockKeys = await admin.getAll().prefix(`${n}/`).keys();
+    const lockKeys = await etcd.admin.getAll().prefix(`${n}/`).keys();
     expect(lockKeys).toEqual([`${n}/${hex}`]);
     const view = await backend.inspect(n);
     expect(view.holders.map((h) => h.metadata?.key)).toEqual([`${n}/${hex}`]);
@@ -164,7 +140,7 @@ describe('etcd backend: native semaphores', () => {
     const workers = Array.from({ length: 4 }, () =>
       fork(
         join(__dirname, 'semaphore.process.ts'),
-        [cluster.hosts().join(','), n, String(PERMITS), String(ROUNDS)],
+        [etcd.cluster.hosts().join(','), n, String(PERMITS), String(ROUNDS)],
         { execArgv: ['-r', 'ts-node/register/transpile-only'], cwd: join(__dirname, '..', '..') },
       ),
     );

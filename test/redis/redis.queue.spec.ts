@@ -1,9 +1,6 @@
-import Redis from 'ioredis';
-import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { ACQUIRE, lockKeys, RELEASE } from '../../lib/backends/redis/redis.scripts';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/server-process';
+import { redisProcesses } from './redis-fixture';
 
 /**
  * The Redis fair queue with direct handoff, on a real redis-server: FIFO order across processes
@@ -12,48 +9,10 @@ import { eventually } from '../support/server-process';
  * acquire scripts, counted by the server (INFO commandstats) and split by script locally.
  */
 const PREFIX = 'q:';
-let server: RedisServer;
-let admin: Redis;
-let clients: Redis[] = [];
-let engines: LockEngine[] = [];
+const redis = redisProcesses(PREFIX, { retryStrategy: () => 100 });
+const processLike = () => redis.processLike();
 
-function processLike(): { engine: LockEngine; client: Redis; backend: RedisLockBackend } {
-  const client = new Redis({
-    port: server.port,
-    host: '127.0.0.1',
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => 100,
-  });
-  client.on('error', () => undefined);
-  clients.push(client);
-  const backend = new RedisLockBackend({ client });
-  const engine = new LockEngine({
-    backend,
-    keyPrefix: PREFIX,
-    defaults: { ttl: 30_000, wait: 60_000 },
-  });
-  engines.push(engine);
-  return { engine, client, backend };
-}
-
-const queued = (key: string) => admin.zcard(lockKeys(PREFIX + key).queue);
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis({ port: server.port, host: '127.0.0.1' });
-});
-
-afterEach(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  engines = [];
-  clients.forEach((c) => c.disconnect());
-  clients = [];
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await server.destroy();
-});
+const queued = (key: string) => redis.admin.zcard(lockKeys(PREFIX + key).queue);
 
 describe('RedisLockBackend fair queue', () => {
   it('grants in arrival order across processes (FIFO), each handoff by message', async () => {
@@ -117,13 +76,13 @@ describe('RedisLockBackend fair queue', () => {
     dying.subscriber.close();
     // The server has seen B's connections go (as when its process dies).
     await eventually(
-      async () => Number((await admin.pubsub('NUMSUB', dying.processChannel))[1]) === 0,
+      async () => Number((await redis.admin.pubsub('NUMSUB', dying.processChannel))[1]) === 0,
     );
     await holder.release();
     // B's grant reached nobody (PUBLISH counted 0 receivers): undone in the same script, C served.
     const next = await alive;
     expect(next.held).toBe(true);
-    expect(await admin.get(lockKeys(`${PREFIX}dead`).writer)).not.toBeNull();
+    expect(await redis.admin.get(lockKeys(`${PREFIX}dead`).writer)).not.toBeNull();
     expect(await queued('dead')).toBe(0);
     await next.release();
   });
@@ -195,7 +154,7 @@ describe('RedisLockBackend fair queue', () => {
           return (original as (...a: unknown[]) => Promise<unknown>)(sha, ...rest);
         }) as never);
       });
-      await admin.config('RESETSTAT');
+      await redis.admin.config('RESETSTAT');
       let inside = 0;
       let overlap = false;
       const done = Array.from({ length: n }, (_, i) =>
@@ -209,7 +168,7 @@ describe('RedisLockBackend fair queue', () => {
       await holder.release();
       await Promise.all(done);
       spies.forEach((s) => s.mockRestore());
-      const info = await admin.info('commandstats');
+      const info = await redis.admin.info('commandstats');
       const serverScripts = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(
         (sum, m) => sum + Number(m[2]),
         0,

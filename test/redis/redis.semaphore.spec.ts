@@ -1,15 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
-import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import type Redis from 'ioredis';
 import {
   SEM_ACQUIRE,
   SEM_RELEASE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
-import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/server-process';
+import { redisProcesses } from './redis-fixture';
 
 /**
  * Native Redis semaphores (`permits: N`) on a real redis-server: at most N holders across
@@ -19,27 +17,11 @@ import { eventually } from '../support/server-process';
  * growing tokens, and inspect/forceRelease over the seat layout.
  */
 const PREFIX = 's:';
-let server: RedisServer;
-let admin: Redis;
-let clients: Redis[] = [];
-let engines: LockEngine[] = [];
+const redis = redisProcesses(PREFIX);
+const processLike = () => redis.processLike();
 
-function processLike(): { engine: LockEngine; client: Redis; backend: RedisLockBackend } {
-  const client = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-  client.on('error', () => undefined);
-  clients.push(client);
-  const backend = new RedisLockBackend({ client });
-  const engine = new LockEngine({
-    backend,
-    keyPrefix: PREFIX,
-    defaults: { ttl: 30_000, wait: 60_000 },
-  });
-  engines.push(engine);
-  return { engine, client, backend };
-}
-
-const queued = (key: string) => admin.zcard(semaphoreKeys(PREFIX + key).queue);
-const seats = (key: string) => admin.zcard(semaphoreKeys(PREFIX + key).seats);
+const queued = (key: string) => redis.admin.zcard(semaphoreKeys(PREFIX + key).queue);
+const seats = (key: string) => redis.admin.zcard(semaphoreKeys(PREFIX + key).seats);
 const owner = () => randomBytes(16).toString('hex');
 const never = new AbortController().signal;
 const attempt = (key: string, permits: number, ttl = 30_000) => ({
@@ -64,23 +46,6 @@ function countScripts(procs: { client: Redis }[]): { bySha: Map<string, number>;
   });
   return { bySha, stop: () => spies.forEach((s) => s.mockRestore()) };
 }
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis({ port: server.port, host: '127.0.0.1' });
-});
-
-afterEach(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  engines = [];
-  clients.forEach((c) => c.disconnect());
-  clients = [];
-});
-
-afterAll(async () => {
-  admin.disconnect();
-  await server.destroy();
-});
 
 describe('RedisLockBackend native semaphore', () => {
   it('at most N hold across 4 processes under load, all N seats used, tokens all distinct', async () => {
@@ -119,7 +84,7 @@ describe('RedisLockBackend native semaphore', () => {
       await procs[0].engine.acquire('fifo', { permits: 2 }),
     ];
     const counted = countScripts(procs);
-    await admin.config('RESETSTAT');
+    await redis.admin.config('RESETSTAT');
     const order: number[] = [];
     const handles: Promise<{ release(): Promise<void>; fencingToken: bigint }>[] = [];
     for (let i = 0; i < 8; i++) {
@@ -147,7 +112,7 @@ describe('RedisLockBackend native semaphore', () => {
     // Each waiter ran ONE acquire script (its queued attempt); its grant came by message.
     expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(8);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
-    const info = await admin.info('commandstats');
+    const info = await redis.admin.info('commandstats');
     const onServer = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(
       (s, m) => s + Number(m[2]),
       0,
