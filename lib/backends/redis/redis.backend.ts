@@ -15,7 +15,6 @@ import {
   confirmReplicated,
   forceReleaseLock,
   inspectLock,
-  leave,
   releaseScript,
   renewScripts,
   waitForReplicas,
@@ -94,7 +93,7 @@ export class RedisLockBackend implements LockBackend {
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),
-      leave: (request, deadline) => leave(this.o, this.handoffs, request, deadline),
+      leaveScript: (request) => releaseScript(this.o, request, '1'),
     };
   }
 

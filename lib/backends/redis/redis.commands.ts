@@ -11,12 +11,8 @@ import type {
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { parseInspect, runScript, runScriptBatch, toInspection } from '../redis-client';
-import type { RedisHandoffs } from './redis.handoffs';
 import type { ResolvedRedisOptions } from './redis.options';
 import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
-
-/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
-const LEAVE_WAIT_MS = 50;
 
 export type Phase = 'try' | 'wait' | 'recheck';
 
@@ -76,35 +72,6 @@ export async function releaseScript(
     leaving,
   ];
   return Number(await runScript(client, RELEASE, 5, args));
-}
-
-/** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
-export async function leave(
-  o: ResolvedRedisOptions,
-  handoffs: RedisHandoffs,
-  request: BackendAttempt,
-  deadline: number,
-): Promise<void> {
-  const leaving = releaseScript(o, request, '1');
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'late'>(
-    (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
-  );
-  const outcome = await Promise.race([
-    leaving.then(
-      () => 'left' as const,
-      () => 'failed' as const,
-    ),
-    timedOut,
-  ]);
-  clearTimeout(timer);
-  if (outcome !== 'left') {
-    // It may never arrive: a grant handed to us later is given back when its message comes.
-    handoffs.abandon(request, Math.max(0, deadline - performance.now()) + request.ttl + 1_000);
-    // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
-    // ends at its deadline (the server skips it then).
-    leaving.catch(() => undefined);
-  }
 }
 
 /** The renewal scripts of plain (not semaphore) locks; true where the lock was still ours. */

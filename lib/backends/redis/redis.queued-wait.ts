@@ -9,6 +9,8 @@ import type { RedisHandoffs } from './redis.handoffs';
 
 /** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
 const RECHECK_MS = 5_000;
+/** How long a waiter that gave up waits for its leave before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 50;
 
 /** An attempt script's answer: `[1, token]` granted, else `[0, holder's PTTL or -1]`. */
 export type AttemptReply = [number, string | number];
@@ -29,8 +31,8 @@ export interface QueuedWaitSteps {
   renewOne(request: BackendAttempt): Promise<boolean>;
   /** Makes the process channel live (failures are not this wait's error: it re-checks instead). */
   subscribe(): Promise<void>;
-  /** The waiter gave up: leave the queue, giving back a grant that raced with it. */
-  leave(request: BackendAttempt, deadline: number): Promise<void>;
+  /** The leave script: takes a waiter that gave up out of the queue (and gives back a grant that raced with it). */
+  leaveScript(request: BackendAttempt): Promise<unknown>;
 }
 
 /**
@@ -120,7 +122,7 @@ export async function queuedWait(
   } finally {
     unregister();
   }
-  await steps.leave(request, deadline);
+  await leave(steps, request, deadline);
   if (failure !== undefined) throw asUnavailable(failure, steps.name, request.key);
   return last;
 }
@@ -142,4 +144,35 @@ async function handedOver(
     sentAt = renewedAt;
   }
   return steps.granted(request, token, sentAt);
+}
+
+/** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
+async function leave(
+  steps: QueuedWaitSteps,
+  request: BackendAttempt,
+  deadline: number,
+): Promise<void> {
+  const leaving = steps.leaveScript(request);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'late'>(
+    (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
+  );
+  const outcome = await Promise.race([
+    leaving.then(
+      () => 'left' as const,
+      () => 'failed' as const,
+    ),
+    timedOut,
+  ]);
+  clearTimeout(timer);
+  if (outcome !== 'left') {
+    // It may never arrive: a grant handed to us later is given back when its message comes.
+    steps.handoffs.abandon(
+      request,
+      Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
+    );
+    // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
+    // ends at its deadline (the server skips it then).
+    leaving.catch(() => undefined);
+  }
 }

@@ -24,9 +24,6 @@ import {
   semaphoreKeys,
 } from './redis.semaphore-scripts';
 
-/** How long a waiter that gave up waits for its "leave" before resolving (the leave goes on). */
-const LEAVE_WAIT_MS = 50;
-
 /** What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff table). */
 export interface RedisSemaphoreDeps {
   readonly source: RedisClientSource;
@@ -61,7 +58,7 @@ export class RedisSemaphore {
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
-      leave: (request, deadline) => this.leave(request, deadline),
+      leaveScript: (request) => this.releaseScript(request, '1'),
     };
   }
 
@@ -195,30 +192,6 @@ export class RedisSemaphore {
       throw error;
     }
     return { acquired: true, fencingToken: BigInt(token), sentAt };
-  }
-
-  /** A waiter gave up: leave the queue (and give back a seat that raced with it), briefly awaited. */
-  private async leave(request: BackendAttempt, deadline: number): Promise<void> {
-    const leaving = this.releaseScript(request, '1');
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'late'>(
-      (resolve) => (timer = setTimeout(() => resolve('late'), LEAVE_WAIT_MS)),
-    );
-    const outcome = await Promise.race([
-      leaving.then(
-        () => 'left' as const,
-        () => 'failed' as const,
-      ),
-      timedOut,
-    ]);
-    clearTimeout(timer);
-    if (outcome !== 'left') {
-      this.d.handoffs.abandon(
-        request,
-        Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
-      );
-      leaving.catch(() => undefined);
-    }
   }
 }
 
