@@ -1,8 +1,5 @@
-import { createPool, type Pool } from 'mysql2/promise';
-import { MySqlLockBackend } from '../../lib/backends/mysql';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { MariaDbServer } from '../support/mariadb-server';
 import { eventually } from '../support/server-process';
+import { mysqlWaiters } from './mysql-waiters.fixture';
 
 /**
  * Issue 19: across processes, the waiter that has waited longest wins a handoff (waiter tickets),
@@ -15,38 +12,7 @@ import { eventually } from '../support/server-process';
  */
 describe('mysql (MariaDB 10.11): handoffs across processes follow arrival order', () => {
   const WAITERS = 6;
-  let server: MariaDbServer;
-  let admin: Pool;
-  const pools: Pool[] = [];
-  const engines: LockEngine[] = [];
-  const backends: MySqlLockBackend[] = [];
-  const engine = () => {
-    const pool = createPool({ ...server.connection, connectionLimit: 4 });
-    pools.push(pool);
-    const backend = new MySqlLockBackend({ client: pool, doorbells: 1 });
-    backends.push(backend);
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 60_000 } });
-    engines.push(e);
-    return e;
-  };
-  // Waiters far back in line read their place instead of blocking on the doorbell: count tickets.
-  const inLine = async () => {
-    const [rows] = await admin.query(
-      "SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = 'fifo:1' AND mode = 'queued'",
-    );
-    return Number((rows as { n: number }[])[0].n);
-  };
-
-  beforeAll(async () => {
-    server = await MariaDbServer.start();
-    admin = createPool({ ...server.connection, connectionLimit: 2 });
-  });
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.close()));
-    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
-    await admin?.end();
-    await server?.destroy();
-  });
+  const { engine, backends, tickets } = mysqlWaiters();
 
   it('grants the key to waiters of six backends in the order they started waiting', async () => {
     const holder = engine();
@@ -61,7 +27,7 @@ describe('mysql (MariaDB 10.11): handoffs across processes follow arrival order'
         }),
       );
       // Waiter i has found the key busy and holds its ticket before waiter i + 1 starts.
-      await eventually(async () => (await inLine()) === i + 1);
+      await eventually(async () => (await tickets('fifo:1')) === i + 1);
     }
     await held.release();
     await Promise.all(done);
@@ -74,12 +40,7 @@ describe('mysql (MariaDB 10.11): handoffs across processes follow arrival order'
     const ops = backends[backends.length - 1];
     const waiter = engine();
     const waiting = waiter.acquire('fifo:2');
-    await eventually(async () => {
-      const [rows] = await admin.query(
-        "SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = 'fifo:2' AND mode = 'queued'",
-      );
-      return Number((rows as { n: number }[])[0].n) === 1;
-    });
+    await eventually(async () => (await tickets('fifo:2')) === 1);
     const seen = await ops.inspect('fifo:2');
     expect(seen.holders.map((h) => h.owner)).toEqual([held.owner]);
     expect(await ops.list('fifo:2', 10)).toEqual(['fifo:2']);

@@ -1,8 +1,6 @@
-import { createPool, type Pool } from 'mysql2/promise';
-import { MySqlLockBackend } from '../../lib/backends/mysql';
-import { LockEngine } from '../../lib/core/lock-engine';
-import { MariaDbServer } from '../support/mariadb-server';
+import type { Pool } from 'mysql2/promise';
 import { eventually } from '../support/server-process';
+import { mysqlWaiters } from './mysql-waiters.fixture';
 
 /**
  * Issue 19 (mysql2): a handoff costs about one winning attempt. Six waiters of six backends (own
@@ -15,10 +13,6 @@ import { eventually } from '../support/server-process';
  */
 describe('mysql (MariaDB 10.11): cost of a handoff with waiters queued in six processes', () => {
   const WAITERS = 6;
-  let server: MariaDbServer;
-  let admin: Pool;
-  const pools: Pool[] = [];
-  const engines: LockEngine[] = [];
   const count = { attempts: 0, statements: 0, on: false };
   const counted = (pool: Pool) => ({
     pool: pool.pool,
@@ -37,31 +31,7 @@ describe('mysql (MariaDB 10.11): cost of a handoff with waiters queued in six pr
       };
     },
   });
-  const engine = () => {
-    const pool = createPool({ ...server.connection, connectionLimit: 4 });
-    pools.push(pool);
-    const backend = new MySqlLockBackend({ client: counted(pool) as never, doorbells: 1 });
-    const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 60_000 } });
-    engines.push(e);
-    return e;
-  };
-  const tickets = async () => {
-    const [rows] = await admin.query(
-      "SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = 'cost:1' AND mode = 'queued'",
-    );
-    return Number((rows as { n: number }[])[0].n);
-  };
-
-  beforeAll(async () => {
-    server = await MariaDbServer.start();
-    admin = createPool({ ...server.connection, connectionLimit: 2 });
-  });
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.close()));
-    await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
-    await admin?.end();
-    await server?.destroy();
-  });
+  const { engine, tickets } = mysqlWaiters((pool) => counted(pool) as never);
 
   it('takes at most 2.5 acquire attempts per handoff', async () => {
     const holder = engine();
@@ -75,7 +45,7 @@ describe('mysql (MariaDB 10.11): cost of a handoff with waiters queued in six pr
         await new Promise((resolve) => setTimeout(resolve, 20)); // the holder's work
       }),
     );
-    await eventually(async () => (await tickets()) === WAITERS);
+    await eventually(async () => (await tickets('cost:1')) === WAITERS);
     count.on = true;
     gate();
     await held.release();
