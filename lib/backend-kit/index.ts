@@ -27,6 +27,7 @@ export {
   type PollAcquireOptions,
 } from './wait-loop';
 export { ReleaseNotifier } from './release-notifier';
+export { SteadyMap, SteadySet } from './steady-collections';
 export { LocalWaitQueue } from './local-wait.queue';
 export {
   checkOptionsObject,

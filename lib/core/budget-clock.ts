@@ -8,6 +8,7 @@
  * (or up to one timer tick later, as setTimeout would).
  */
 import { AsyncResource } from 'node:async_hooks';
+import { SteadySet } from '../backend-kit/steady-collections';
 
 export interface Budget {
   /** performance.now() at which the call is out of budget. */
@@ -17,7 +18,7 @@ export interface Budget {
 }
 
 class BudgetClock {
-  private readonly pending = new Set<Budget>();
+  private readonly pending = new SteadySet<Budget>();
   private timer?: ReturnType<typeof setTimeout>;
   private armedAt = Infinity;
   // The timer's callback runs in the context of the module's load, never in one caller's

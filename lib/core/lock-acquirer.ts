@@ -7,6 +7,7 @@
  */
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { MAX_DURATION_MS, MAX_KEY_LENGTH } from '../backend-kit/limits';
+import type { SteadySet } from '../backend-kit/steady-collections';
 import { safeValidity } from '../backend-kit/validity';
 import { WAIT_DEADLINE } from '../backend-kit/wait-loop';
 import { DEADLINE_GRACE_MS, DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
@@ -42,7 +43,7 @@ export interface AcquireContext {
   readonly activity: LockActivity;
   readonly scopes: ReentrancyScopes;
   readonly runner: AcquireRunner;
-  readonly held: Set<LockLease>;
+  readonly held: SteadySet<LockLease>;
   readonly watchdogs: ReadonlyMap<string, Watchdog>;
   readonly ops: LeaseOps<LockLease>;
   /** Set by LockEngine.close(). */

@@ -1,3 +1,4 @@
+import { SteadyMap } from '../backend-kit/steady-collections';
 import type { LockMode } from '../interfaces/lock-backend.interface';
 import type { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockHandle } from './lock-handle';
@@ -33,7 +34,7 @@ export interface WaitingLockInfo {
  */
 export class LockActivity {
   /** Acquires in flight: backend name -> key -> count (nested: no joined string per acquire). */
-  private readonly inFlight = new Map<string, Map<string, number>>();
+  private readonly inFlight = new Map<string, SteadyMap<string, number>>();
   /** Grant time and template of leases taken while someone listened; deleted when they end. */
   private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
   /** Error label ("default (redis)") -> registered name. */
@@ -46,7 +47,7 @@ export class LockActivity {
   /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
   enter(backend: string, key: string, stats?: { ahead: number }): void {
     let keys = this.inFlight.get(backend);
-    if (!keys) this.inFlight.set(backend, (keys = new Map()));
+    if (!keys) this.inFlight.set(backend, (keys = new SteadyMap()));
     const n = keys.get(key) ?? 0;
     if (stats) stats.ahead = n;
     keys.set(key, n + 1);

@@ -1,4 +1,5 @@
 import { safeValidity } from '../backend-kit/validity';
+import { SteadySet } from '../backend-kit/steady-collections';
 import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -35,7 +36,7 @@ export class LockEngine {
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
-  private readonly held = new Set<LockLease>();
+  private readonly held = new SteadySet<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();

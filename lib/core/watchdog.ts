@@ -1,4 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
+import { SteadySet } from '../backend-kit/steady-collections';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockLease } from './lock-lease';
 
@@ -14,7 +15,7 @@ const MAX_BATCH = 5_000;
  * it fires, would run inside that one request's reentrancy scope.
  */
 export class Watchdog {
-  private readonly leases = new Set<LockLease>();
+  private readonly leases = new SteadySet<LockLease>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;

@@ -1,3 +1,4 @@
+import { SteadyMap } from '../../backend-kit/steady-collections';
 import type { BackendLock } from '../../interfaces/lock-backend.interface';
 
 /** A grant handed to a waiter of this process: its fencing token (decimal string). */
@@ -10,7 +11,7 @@ type Deliver = (token: string) => void;
  * (it gave up, and its "leave" did not reach the server) is given back at once through `giveBack`.
  */
 export class RedisHandoffs {
-  private readonly waiting = new Map<string, Deliver>();
+  private readonly waiting = new SteadyMap<string, Deliver>();
   /** Waiters that gave up while their leave may not have reached the server: owner -> lock. */
   private readonly abandoned = new Map<string, BackendLock>();
 
