@@ -152,13 +152,15 @@ export async function acquireLease(
   const native = !pre && waitsNatively(backend, o);
   let lease: LockLease | undefined;
   const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
+  // One literal with every field (no spreads: spreading into a literal that has a getter builds it
+  // property by property, in the slow path); absent options are undefined, as backends test them.
   const request = {
     key: fullKey,
     owner,
     mode: o.mode,
     ttl: o.ttl,
-    ...(permits ? { permits } : {}),
-    ...(proposal === undefined ? {} : { election: { proposal } }),
+    permits: permits || undefined,
+    election: proposal === undefined ? undefined : { proposal },
     wait: o.wait,
     get signal() {
       if (native && !armed) onWait();

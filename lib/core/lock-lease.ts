@@ -89,8 +89,13 @@ export class LockLease implements BackendLock {
 
   /** The BackendLock view the backend sees (its key is the full key). */
   get lock(): BackendLock {
-    const lock = { key: this.fullKey, owner: this.owner, mode: this.mode, ttl: this.ttl };
-    return this.permits === undefined ? lock : { ...lock, permits: this.permits };
+    return {
+      key: this.fullKey,
+      owner: this.owner,
+      mode: this.mode,
+      ttl: this.ttl,
+      permits: this.permits,
+    };
   }
 
   get signal(): AbortSignal {

@@ -109,7 +109,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await backend.close();
   });
 
-  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZCARD + ZADD + PEXPIRE + INCR, release = ZREM + HDEL + EXISTS', async () => {
+  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZCARD + ZADD + PEXPIRE + INCR, release = ZREM + EXISTS (no HDEL with nobody queued)', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -128,7 +128,6 @@ describe('RedisLockBackend lean path and fence retention', () => {
       pexpire: 20,
       incr: 20,
       zrem: 20,
-      hdel: 20,
     });
     await engine.close();
   });

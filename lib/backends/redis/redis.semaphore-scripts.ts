@@ -177,10 +177,13 @@ return 1
  * release KEYS=S,F,Q,D ARGV=owner,fenceRetention,probe,leaving
  * Owner-checked: frees our seat; with leaving='1' also our queue entry (a waiter that gave up).
  * Then grants the freed seat(s) to the queue's head waiter(s). Returns 1 if a seat of ours was freed.
+ * Uncontended path: ZREM S, EXISTS (Q and D hold entries only for queued waiters and for grants
+ * handed over by message: with neither key there is nothing to clean up or serve).
  */
 export const SEM_RELEASE = redisScript(`${COMMON}
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local released = redis.call('ZREM', S, ARGV[1])
+if redis.call('EXISTS', Q, D) == 0 then return released end
 redis.call('HDEL', D, ARGV[1])
 if ARGV[4] == '1' then redis.call('ZREM', Q, ARGV[1]) end
 if (released == 1 or ARGV[4] == '1') and redis.call('EXISTS', Q) == 1 then
