@@ -150,6 +150,7 @@ export async function acquireLease(
     else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
   };
   const native = !pre && waitsNatively(backend, o);
+  const label = backendLabel(e.backends, o.backend);
   let lease: LockLease | undefined;
   const onLost = (reason: string, cause?: unknown) => lease?.lose(reason, cause);
   // One literal with every field (no spreads: spreading into a literal that has a getter builds it
@@ -174,9 +175,7 @@ export async function acquireLease(
     // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
     const attempt = pre
       ? Promise.resolve(pre.result)
-      : detached(() =>
-          e.runner.run(backend, backendLabel(e.backends, o.backend), request, stats, onWait),
-        );
+      : detached(() => e.runner.run(backend, label, request, stats, onWait));
     // wait may be up to MAX_DURATION_MS: the grace must not push a timer past what setTimeout honours.
     const budget = Math.min(
       MAX_DURATION_MS,
@@ -184,21 +183,13 @@ export async function acquireLease(
     );
     let result: Awaited<typeof attempt>;
     try {
-      result = await callBackend(
-        e.activity,
-        attempt,
-        backendLabel(e.backends, o.backend),
-        'acquire',
-        budget,
-        key,
-        () => {
-          // The answer came after we gave up: give back a grant nobody will use.
-          const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
-          attempt
-            .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
-            .catch((error) => e.activity.releaseFailed(o.backend, key, 'late-grant', error));
-        },
-      );
+      result = await callBackend(e.activity, attempt, label, 'acquire', budget, key, () => {
+        // The answer came after we gave up: give back a grant nobody will use.
+        const lock = { key: fullKey, owner, mode: o.mode, ttl: o.ttl, permits };
+        attempt
+          .then((late) => (late.acquired ? detached(() => backend.release(lock)) : undefined))
+          .catch((error) => e.activity.releaseFailed(o.backend, key, 'late-grant', error));
+      });
     } catch (error) {
       // Whatever made the engine give up (its own budget timer, a failure), the backend's wait
       // stops now instead of polling for a caller that is gone. (A try, not a .catch(): no
@@ -248,8 +239,12 @@ export async function acquireLease(
   }
 }
 
-/** The `permits` entry point: a native semaphore where the backend has one, else seats (semaphore.ts). */
-export async function acquireSemaphore(
+/**
+ * The `permits` entry point: a native semaphore where the backend has one, else seats
+ * (semaphore.ts). Not async: its checks throw synchronously (the engine turns that into a
+ * rejection), and the acquire's own promise is returned as is.
+ */
+export function acquireSemaphore(
   engine: SemaphoreEngine & ObservedEngine,
   e: AcquireContext,
   key: LockKeys,
@@ -275,8 +270,15 @@ export async function acquireSemaphore(
       "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)",
       k,
     );
-  const result = await observeAcquire(engine, k, options, (stats) =>
+  return observeAcquire(engine, k, options, (stats) =>
     acquireLease(e, k, options, stats, permits),
-  );
-  return result.handle ?? Promise.reject(result.error);
+  ).then(handleOf);
+}
+
+/** The handle of an acquire's outcome, or its error as a rejection. */
+export function handleOf(outcome: {
+  handle?: LockHandle;
+  error?: unknown;
+}): LockHandle | Promise<never> {
+  return outcome.handle ?? Promise.reject(outcome.error);
 }

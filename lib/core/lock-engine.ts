@@ -10,7 +10,13 @@ import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
 import { closeEngine } from './engine-close';
-import { acquireLease, acquireSemaphore, findBackend, type AcquireContext } from './lock-acquirer';
+import {
+  acquireLease,
+  acquireSemaphore,
+  findBackend,
+  handleOf,
+  type AcquireContext,
+} from './lock-acquirer';
 import { Leadership, type CampaignOptions } from './leader-election';
 import { acquireAll, type LockKeys } from './multi-lock';
 import { LockHandle, type LeaseOps } from './lock-handle';
@@ -121,14 +127,19 @@ export class LockEngine {
    * Acquires `key` (or every key of an array, all or nothing, in canonical order), waiting up to
    * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
    */
-  async acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    if (options?.permits !== undefined) return acquireSemaphore(this, this.ctx, key, options);
-    if (Array.isArray(key)) return acquireAll(this, key, options);
-    const k = key as string;
-    const handle = await observeAcquire(this, k, options, (stats) =>
-      acquireLease(this.ctx, k, options, stats),
-    );
-    return handle.handle ?? Promise.reject(handle.error);
+  acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
+    // Not an async function (one layer less per acquire); a synchronous throw (bad input) still
+    // becomes a rejection.
+    try {
+      if (options?.permits !== undefined) return acquireSemaphore(this, this.ctx, key, options);
+      if (Array.isArray(key)) return acquireAll(this, key, options);
+      const k = key as string;
+      return observeAcquire(this, k, options, (stats) =>
+        acquireLease(this.ctx, k, options, stats),
+      ).then(handleOf);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Tries once (never waits, whatever the defaults): the handle, or null when the lock is busy. */
@@ -234,18 +245,21 @@ export class LockEngine {
     this.activity.ended(lease);
   };
 
-  private async releaseHold(lease: LockLease): Promise<void> {
+  /** Not async (one layer less per release); never throws synchronously. */
+  private releaseHold(lease: LockLease): Promise<void> {
     if (lease.holds > 1) {
       lease.holds--;
-      return;
+      return HELD_ON;
     }
     lease.holds = 0;
-    await lease.release((op, what) =>
-      this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(
-        this.activity.releaseReporter(lease),
-      ),
-    );
+    return lease.release(this.releaseCall);
   }
+
+  /** The engine's release call for a lease, made once per engine (not a closure per release). */
+  private readonly releaseCall = <T>(op: Promise<T>, what: string, lease: LockLease): Promise<T> =>
+    this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(
+      this.activity.releaseReporter(lease),
+    );
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();
@@ -283,6 +297,9 @@ export class LockEngine {
     return callBackend(this.activity, op, backend, what, budget, key);
   }
 }
+
+/** releaseHold's answer when a re-entrant hold remains (nothing to wait for). */
+const HELD_ON: Promise<void> = Promise.resolve();
 
 export { raceLost } from './lock-handle';
 export { DistributedLockError };

@@ -6,6 +6,9 @@ import { MIN_TTL_MS } from '../distributed-lock.constants';
 import type { LeaseState } from './lock-lease';
 import { raceAbort } from '../backend-kit/wait-loop';
 
+/** What release() answers once this handle has already released. */
+const RELEASED: Promise<void> = Promise.resolve();
+
 /** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
 export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return raceAbort(work, signal, () => {
@@ -137,9 +140,11 @@ export class LockHandle {
   }
 
   /** Releases this hold; the lock itself is released when the last re-entrant hold is. Idempotent. */
-  async release(): Promise<void> {
-    if (this.released) return;
+  release(): Promise<void> {
+    if (this.released) return RELEASED;
     this.released = true;
-    await this.ops.release(this.lease);
+    // No async layer of its own: ops.release never throws synchronously (it returns the backend
+    // call's promise, a rejected one included).
+    return this.ops.release(this.lease);
   }
 }

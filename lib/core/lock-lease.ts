@@ -4,6 +4,9 @@ import type { BackendLock, LockBackend, LockMode } from '../interfaces/lock-back
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
+/** How a lease makes its backend calls: the engine's budget and failure reporting around `op`. */
+export type LeaseCall = <T>(op: Promise<T>, what: string, lease: LockLease) => Promise<T>;
+
 export interface LockLeaseOptions {
   /** The key as the caller gave it (errors show it)... */
   readonly key: string;
@@ -161,7 +164,7 @@ export class LockLease implements BackendLock {
    * Before holdUntil (minHold) the lock is not deleted: one renewal sets its server-side expiry to
    * holdUntil (session backends: a timer releases it then), so it frees on its own at that time.
    */
-  release(call: <T>(op: Promise<T>, what: string) => Promise<T>): Promise<void> {
+  release(call: LeaseCall): Promise<void> {
     const linger = this.state === 'held' ? Math.ceil(this.holdUntil - performance.now()) : 0;
     if (linger > 0 && !this.releasing) {
       this.state = 'released';
@@ -174,19 +177,22 @@ export class LockLease implements BackendLock {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
       // Its failure is not lost: every caller's `call` reports it (releaseFailed, through
       // LockActivity.releaseReporter) before this catch; the lock is already lost and reported as such.
-      this.releasing = call(
-        this.detached(() => this.backend.release(this.lock)),
-        'release',
-      ).catch(() => undefined);
+      this.releasing = call(this.backendRelease(), 'release', this).catch(() => undefined);
       return this.releasing;
     }
     this.state = 'released';
     this.onEnd(this);
-    this.releasing = call(
-      this.detached(() => this.backend.release(this.lock)),
-      'release',
-    );
+    this.releasing = call(this.backendRelease(), 'release', this);
     return this.releasing;
+  }
+
+  /** The backend's release, outside every caller's context; a synchronous throw becomes a rejection. */
+  private backendRelease(): Promise<void> {
+    try {
+      return this.detached(() => this.backend.release(this.lock));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
@@ -195,18 +201,15 @@ export class LockLease implements BackendLock {
    * lives as long as the session): release from a timer at holdUntil (unref'd; a process that
    * exits frees it with its session). If the renewal finds it gone there is nothing to keep.
    */
-  private async linger(
-    call: <T>(op: Promise<T>, what: string) => Promise<T>,
-    ms: number,
-  ): Promise<void> {
+  private async linger(call: LeaseCall, ms: number): Promise<void> {
     if (!this.backend.capabilities.sessionBased) {
-      await call(this.backend.renew([{ ...this.lock, ttl: ms }]), 'release');
+      await call(this.backend.renew([{ ...this.lock, ttl: ms }]), 'release', this);
       return;
     }
     const timer = setTimeout(() => {
       // Never throw from a timer; `call` (the engine's, with LockActivity.releaseReporter) has
       // already emitted releaseFailed when this rejects.
-      call(this.backend.release(this.lock), 'release').catch(() => undefined);
+      call(this.backend.release(this.lock), 'release', this).catch(() => undefined);
     }, ms);
     timer.unref?.();
   }

@@ -1,7 +1,15 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { Semaphore } from 'redis-semaphore';
+import { runScript } from '../../lib/backends/redis-client';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { DEFAULT_FENCE_RETENTION_MS as FENCE_RETENTION_MS } from '../../lib/backends/redis/redis.options';
+import {
+  SEM_ACQUIRE,
+  SEM_RELEASE,
+  semaphoreKeys,
+} from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
+import { newOwnerToken } from '../../lib/core/owner-token';
 import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
 import type { BenchContext } from './bench.context';
 import { sleep, summarize, type Summary } from './bench.stats';
@@ -10,17 +18,23 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * Semaphore rows (`--scenarios=semaphore`, Redis only): ours (native seats, `permits: 3`) against
  * redis-semaphore 5.8's `Semaphore` (limit 3, its defaults: lockTimeout 10 s, polls every 10 ms
  * for up to 10 s), on the same private server, alternating windows.
- * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency);
+ * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency); beside the two
+ *   libraries, `scripts-only`: the two EVALSHAs our Redis semaphore sends per uncontended cycle
+ *   (seat, then release; the same keys and arguments, a new owner token each) through the same
+ *   client with none of our JavaScript around them. No library code over these scripts can be
+ *   faster than that row: it is the ceiling of ours.
  * - contended: 8 worker processes (this file, forked), one client each, all on one semaphore of 3:
  *   acquire (waiting), hold 1 ms, release, pause 2 ms (acquisitions/s, wait of each acquire).
- * Nothing asserts a time.
+ * The worker processes are started, and have loaded, before the first window. Nothing asserts a time.
  */
 export const PERMITS = 3;
 const PROCESSES = 8;
 const HOLD_MS = 1;
 const PAUSE_MS = 2;
-type Impl = 'ours' | 'redis-semaphore';
+type Impl = 'ours' | 'redis-semaphore' | 'scripts-only';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
+/** The uncontended rows (scripts-only needs no worker: it is measured uncontended only). */
+const UNCONTENDED: Impl[] = ['ours', 'scripts-only', 'redis-semaphore'];
 
 export interface SemaphoreRow {
   impl: Impl;
@@ -34,8 +48,16 @@ export interface SemaphoreResult {
   rounds: number;
   uncontended: SemaphoreRow[];
   contended: SemaphoreRow[];
-  /** ours ÷ redis-semaphore acquisitions/s; their p99 ÷ ours. */
-  ratios: { uncontended: number; contendedRate: number; contendedP99: number };
+  /**
+   * ours ÷ redis-semaphore acquisitions/s; their p99 ÷ ours; scripts-only ÷ redis-semaphore
+   * (uncontended: the best any code over our scripts could do).
+   */
+  ratios: {
+    uncontended: number;
+    contendedRate: number;
+    contendedP99: number;
+    scriptsOnly: number;
+  };
 }
 
 interface Client {
@@ -45,6 +67,35 @@ interface Client {
 
 function connect(impl: Impl, port: number): Client {
   const client = redisClient(port);
+  if (impl === 'scripts-only') {
+    const args = (key: string) => {
+      const k = semaphoreKeys(`bench:${key}`);
+      return [k.seats, k.fence, k.queue, k.details] as const;
+    };
+    return {
+      async take(key) {
+        const keys = args(key);
+        const owner = newOwnerToken();
+        const seat = [
+          ...keys,
+          owner,
+          BENCH_TTL_MS,
+          PERMITS,
+          FENCE_RETENTION_MS,
+          'wait',
+          BENCH_WAIT_MS,
+          '',
+          '1',
+        ];
+        const reply = (await runScript(client, SEM_ACQUIRE, 4, seat)) as [number, string];
+        if (reply[0] !== 1) throw new Error(`scripts-only: not granted (${String(reply)})`);
+        return async () => {
+          await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
+        };
+      },
+      close: async () => void client.disconnect(),
+    };
+  }
   if (impl === 'redis-semaphore') {
     return {
       async take(key) {
@@ -110,13 +161,28 @@ async function workerJob(j: Job): Promise<number[]> {
   }
 }
 
-function startWorkers(): ChildProcess[] {
-  return Array.from({ length: PROCESSES }, () =>
+/**
+ * Forks the workers and resolves once each has loaded (compiling this file in 8 processes at
+ * once took both cores for seconds; before, that landed in the first uncontended window).
+ */
+async function startWorkers(): Promise<ChildProcess[]> {
+  const workers = Array.from({ length: PROCESSES }, () =>
     fork(__filename, ['--semaphore-worker'], {
       execArgv: ['-r', 'ts-node/register/transpile-only'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise<void>((resolve, reject) => {
+          w.once('message', () => resolve());
+          w.once('exit', (code) => reject(new Error(`worker exited (${code}) while loading`)));
+        }),
+    ),
+  );
+  for (const w of workers) w.removeAllListeners('exit');
+  return workers;
 }
 
 function runOn(child: ChildProcess, job: Job): Promise<number[]> {
@@ -147,13 +213,15 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
   const rounds = ctx.quick ? 2 : 3;
   const windowMs = ctx.quick ? 1_000 : 4_000;
   const warmUpMs = ctx.quick ? 300 : 1_000;
-  const un = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
+  const un = new Map<Impl, number[]>(UNCONTENDED.map((i) => [i, []]));
   const co = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
-  const workers = startWorkers();
+  const workers = await startWorkers();
   try {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? IMPLS : [...IMPLS].reverse();
-      for (const impl of order) {
+      const rotate = round % UNCONTENDED.length;
+      const unOrder = [...UNCONTENDED.slice(rotate), ...UNCONTENDED.slice(0, rotate)];
+      for (const impl of unOrder) {
         const c = connect(impl, port);
         await loop(c, `u${round}:warm`, performance.now() + warmUpMs, 0, 0);
         const s = await loop(c, `u${round}:${impl}`, performance.now() + windowMs, 0, 0);
@@ -176,7 +244,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
   } finally {
     for (const w of workers) w.kill();
   }
-  const uncontended = IMPLS.map((i) => row(i, un.get(i)!, windowMs, rounds));
+  const uncontended = UNCONTENDED.map((i) => row(i, un.get(i)!, windowMs, rounds));
   const contended = IMPLS.map((i) => row(i, co.get(i)!, windowMs, rounds));
   const result: SemaphoreResult = {
     permits: PERMITS,
@@ -186,9 +254,10 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
     uncontended,
     contended,
     ratios: {
-      uncontended: uncontended[0].perSec / uncontended[1].perSec,
+      uncontended: uncontended[0].perSec / uncontended[2].perSec,
       contendedRate: contended[0].perSec / contended[1].perSec,
       contendedP99: contended[1].latency.p99 / contended[0].latency.p99,
+      scriptsOnly: uncontended[1].perSec / uncontended[2].perSec,
     },
   };
   ctx.log(`semaphore ratios (ours vs redis-semaphore): ${JSON.stringify(result.ratios)}`);
@@ -196,6 +265,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
 }
 
 if (process.argv.includes('--semaphore-worker') && process.send) {
+  process.send({ ready: true });
   process.on('message', (job: Job) => {
     workerJob(job).then(
       (samples) => process.send!({ samples }),
@@ -224,7 +294,9 @@ export function semaphoreSection(r: SemaphoreResult): string {
     ...line('contended', r.contended),
     '',
     `Ours ÷ redis-semaphore: uncontended ${r.ratios.uncontended.toFixed(2)}×, contended ` +
-      `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×.`,
+      `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×. ` +
+      `scripts-only (our two scripts with no JavaScript of ours around them: the ceiling of any ` +
+      `library over them) ÷ redis-semaphore: ${r.ratios.scriptsOnly.toFixed(2)}×.`,
     '',
   ].join('\n');
 }

@@ -18,7 +18,6 @@ import {
   releaseScript,
   renewScripts,
   waitForReplicas,
-  type Phase,
 } from './redis.commands';
 import { RedisHandoffs } from './redis.handoffs';
 import { acquireAllInOneScript } from './redis.multi-key';
@@ -105,8 +104,9 @@ export class RedisLockBackend implements LockBackend {
       handoffs: this.handoffs,
       channel: this.processChannel,
       fenceRetention: this.o.fenceRetention,
-      replicated: (what, key) =>
-        this.o.replicas ? waitForReplicas(this.o, this.name, what, key) : Promise.resolve(),
+      replicated: this.o.replicas
+        ? (what, key) => waitForReplicas(this.o, this.name, what, key)
+        : undefined,
     }));
   }
   private seats: RedisSemaphore | undefined;
@@ -116,31 +116,38 @@ export class RedisLockBackend implements LockBackend {
     return this.o.source.current;
   }
 
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     if (request.permits !== undefined) return this.semaphore.tryAcquire(request);
+    return this.tryLock(request);
+  }
+
+  private async tryLock(request: BackendAttempt): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
     const reply = await attempt(this.o, this.channel(), request, 'try', 0);
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, String(reply[1]), sentAt);
   }
 
-  /** A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts. */
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+  /**
+   * A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts.
+   * Not an async function: once subscribed it is the queued wait itself, with no layer of its own.
+   */
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
     if (request.permits !== undefined) return this.semaphore.acquire(request);
     // The first acquire that may wait starts the subscription (without waiting for it) and makes
     // a plain attempt; acquires that come while it is on its way wait for it, then queue.
-    let phase: Phase = 'wait';
     // A failed subscription is not an error of this acquire: until it is live, our attempts send no
     // channel (the server then grants without announcing), and waiters re-check at the holder's
     // ttl and every few seconds; the next acquire tries to subscribe again.
-    if (this.subscriber && !this.subscriber.ready) {
-      if (this.subscriber.opening) await this.subscriber.ensure().catch(() => undefined);
-      else {
-        this.subscriber.ensure().catch(() => undefined);
-        phase = 'try';
-      }
-    }
-    return queuedWait(this.waitSteps, request, phase);
+    const subscriber = this.subscriber;
+    if (!subscriber || subscriber.ready) return queuedWait(this.waitSteps, request, 'wait');
+    if (subscriber.opening)
+      return subscriber
+        .ensure()
+        .catch(() => undefined)
+        .then(() => queuedWait(this.waitSteps, request, 'wait'));
+    subscriber.ensure().catch(() => undefined);
+    return queuedWait(this.waitSteps, request, 'try');
   }
 
   /** Every key of a multi-key grant in one script when they share a server (redis.multi-key.ts). */
@@ -163,7 +170,8 @@ export class RedisLockBackend implements LockBackend {
 
   release(lock: BackendLock): Promise<void> {
     if (lock.permits !== undefined) return this.semaphore.release(lock);
-    return releaseScript(this.o, lock, '0').then(noop);
+    // The reply (1 when the lock was ours) is nobody's business here.
+    return releaseScript(this.o, lock, '0') as Promise<unknown> as Promise<void>;
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
@@ -190,17 +198,17 @@ export class RedisLockBackend implements LockBackend {
     await this.o.source.close();
   }
 
-  private async granted(
+  /** The grant's result; with `replicas`, once they acknowledged it. */
+  private granted(
     request: BackendAttempt,
     token: string,
     sentAt: number,
-  ): Promise<BackendAcquireResult> {
-    if (this.o.replicas) await confirmReplicated(this.o, this.name, request);
-    return { acquired: true, fencingToken: BigInt(token), sentAt };
+  ): BackendAcquireResult | Promise<BackendAcquireResult> {
+    const result = { acquired: true, fencingToken: BigInt(token), sentAt };
+    if (!this.o.replicas) return result;
+    return confirmReplicated(this.o, this.name, request).then(() => result);
   }
 }
-
-function noop(): void {}
 
 function randomId(): string {
   return randomBytes(8).toString('hex');

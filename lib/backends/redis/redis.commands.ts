@@ -16,16 +16,21 @@ import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './red
 
 export type Phase = 'try' | 'wait' | 'recheck';
 
-/** One acquire script: `[1, token]` when granted, else `[0, the holder's remaining ms]`. */
-export async function attempt(
+/**
+ * One acquire script: `[1, token]` when granted, else `[0, the holder's remaining ms]`. Not an
+ * async function (once the client is known): no layer of its own on the hot path.
+ */
+export function attempt(
   o: ResolvedRedisOptions,
   channel: string,
   request: BackendAttempt,
   phase: Phase,
   waitMs: number,
 ): Promise<[number, string | number]> {
+  const client = o.source.current;
+  if (!client)
+    return Promise.resolve(o.source.get()).then(() => attempt(o, channel, request, phase, waitMs));
   const k = lockKeys(request.key);
-  const client = o.source.current ?? (await o.source.get());
   const args = [
     k.writer,
     k.readers,
@@ -41,8 +46,11 @@ export async function attempt(
     channel,
     client.isCluster ? '0' : '1',
   ];
-  // The script answers the token (a string) when granted, else the holder's remaining ms (an integer).
-  const reply = await runScript(client, ACQUIRE, 5, args);
+  return runScript(client, ACQUIRE, 5, args).then(attemptReply);
+}
+
+/** The script answers the token (a string) when granted, else the holder's remaining ms (an integer). */
+function attemptReply(reply: unknown): [number, string | number] {
   return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
 }
 
@@ -51,14 +59,18 @@ export function busy(reply: [number, string | number]): { acquired: false; retry
   return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
 }
 
-/** The owner-checked release script; `leaving` '1' also takes a waiter out of the queue. */
-export async function releaseScript(
+/**
+ * The owner-checked release script; `leaving` '1' also takes a waiter out of the queue. Answers 1
+ * when the lock was ours. Not async (see attempt).
+ */
+export function releaseScript(
   o: ResolvedRedisOptions,
   lock: BackendLock,
   leaving: '0' | '1',
-): Promise<number> {
+): Promise<unknown> {
+  const client = o.source.current;
+  if (!client) return Promise.resolve(o.source.get()).then(() => releaseScript(o, lock, leaving));
   const k = lockKeys(lock.key);
-  const client = o.source.current ?? (await o.source.get());
   const args = [
     k.writer,
     k.readers,
@@ -71,7 +83,7 @@ export async function releaseScript(
     client.isCluster ? '0' : '1',
     leaving,
   ];
-  return Number(await runScript(client, RELEASE, 5, args));
+  return runScript(client, RELEASE, 5, args);
 }
 
 /** The renewal scripts of plain (not semaphore) locks; true where the lock was still ours. */

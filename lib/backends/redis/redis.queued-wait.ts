@@ -25,8 +25,12 @@ export interface QueuedWaitSteps {
   readonly handoffs: RedisHandoffs;
   /** One attempt script: grant, or queue (`phase` 'wait'), or re-check our place ('recheck'). */
   attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<AttemptReply>;
-  /** A grant's last step (replica acknowledgements where configured). */
-  granted(request: BackendAttempt, token: string, sentAt: number): Promise<BackendAcquireResult>;
+  /** A grant's last step (replica acknowledgements where configured; none: the result at once). */
+  granted(
+    request: BackendAttempt,
+    token: string,
+    sentAt: number,
+  ): BackendAcquireResult | Promise<BackendAcquireResult>;
   /** Owner-checked renewal of one grant: false when it is no longer ours. */
   renewOne(request: BackendAttempt): Promise<boolean>;
   /** Makes the process channel live (failures are not this wait's error: it re-checks instead). */

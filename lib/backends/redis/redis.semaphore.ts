@@ -32,8 +32,8 @@ export interface RedisSemaphoreDeps {
   /** This backend's process channel (handoffs to its waiters arrive there). */
   readonly channel: string;
   readonly fenceRetention: number;
-  /** WAIT for the configured replicas after a grant or renewal (no-op without `replicas`). */
-  readonly replicated: (what: string, key: string) => Promise<void>;
+  /** WAIT for the configured replicas after a grant or renewal; undefined without `replicas`. */
+  readonly replicated: ((what: string, key: string) => Promise<void>) | undefined;
 }
 
 /**
@@ -70,9 +70,11 @@ export class RedisSemaphore {
   }
 
   /** A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts. */
-  async acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    // Subscribe before queueing, so a handoff is never announced before we listen (once live: no await).
-    if (!this.d.subscriber?.ready) await this.steps.subscribe();
+  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
+    // Subscribe before queueing, so a handoff is never announced before we listen (once live: no
+    // extra step; not an async function, so no layer of its own either).
+    if (!this.d.subscriber?.ready)
+      return this.steps.subscribe().then(() => queuedWait(this.steps, request, 'wait'));
     return queuedWait(this.steps, request, 'wait');
   }
 
@@ -85,7 +87,8 @@ export class RedisSemaphore {
       ? await Promise.all(calls.map((args) => runScript(client, SEM_RENEW, 1, args)))
       : await runScriptBatch(client, SEM_RENEW, 1, calls);
     const results = replies.map((r) => Number(r) === 1);
-    if (results.some(Boolean)) await this.d.replicated('renewal', locks[0].key);
+    if (this.d.replicated && results.some(Boolean))
+      await this.d.replicated('renewal', locks[0].key);
     return results;
   }
 
@@ -102,8 +105,9 @@ export class RedisSemaphore {
     return locks.map((l) => (l.permits !== undefined ? a[i++] : b[j++]));
   }
 
-  async release(lock: BackendLock): Promise<void> {
-    await this.releaseScript(lock, '0');
+  release(lock: BackendLock): Promise<void> {
+    // The reply (1 if a seat of ours was freed) is nobody's business here.
+    return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
   }
 
   /** The semaphore view of `key`, or undefined when no seat is held and nobody waits for one. */
@@ -139,14 +143,17 @@ export class RedisSemaphore {
     return Number(await runScript(client, SEM_FORCE_RELEASE, 4, args)) > 0;
   }
 
-  private async attempt(
+  /** One attempt script (not async: no layer of its own once the client is known). */
+  private attempt(
     request: BackendAttempt,
     phase: Phase,
     waitMs: number,
   ): Promise<[number, string | number]> {
+    const client = this.d.source.current;
+    if (!client)
+      return Promise.resolve(this.d.source.get()).then(() => this.attempt(request, phase, waitMs));
     const k = semaphoreKeys(request.key);
     const channel = this.d.subscriber?.ready ? this.d.channel : '';
-    const client = this.d.source.current ?? (await this.d.source.get());
     const args = [
       k.seats,
       k.fence,
@@ -161,12 +168,15 @@ export class RedisSemaphore {
       channel,
       probe(client),
     ];
-    return (await runScript(client, SEM_ACQUIRE, 4, args)) as [number, string | number];
+    return runScript(client, SEM_ACQUIRE, 4, args) as Promise<[number, string | number]>;
   }
 
-  private async releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<number> {
+  /** The release script; answers 1 when a seat of ours was freed. Not async (see attempt). */
+  private releaseScript(lock: BackendLock, leaving: '0' | '1'): Promise<unknown> {
+    const client = this.d.source.current;
+    if (!client)
+      return Promise.resolve(this.d.source.get()).then(() => this.releaseScript(lock, leaving));
     const k = semaphoreKeys(lock.key);
-    const client = this.d.source.current ?? (await this.d.source.get());
     const args = [
       k.seats,
       k.fence,
@@ -177,21 +187,24 @@ export class RedisSemaphore {
       probe(client),
       leaving,
     ];
-    return Number(await runScript(client, SEM_RELEASE, 4, args));
+    return runScript(client, SEM_RELEASE, 4, args);
   }
 
-  private async granted(
+  /** The grant's result; with `replicas`, once they acknowledged it (else the seat is given back). */
+  private granted(
     request: BackendAttempt,
     token: string,
     sentAt: number,
-  ): Promise<BackendAcquireResult> {
-    try {
-      await this.d.replicated('grant', request.key);
-    } catch (error) {
-      await this.release(request).catch(() => undefined);
-      throw error;
-    }
-    return { acquired: true, fencingToken: BigInt(token), sentAt };
+  ): BackendAcquireResult | Promise<BackendAcquireResult> {
+    const result = { acquired: true, fencingToken: BigInt(token), sentAt };
+    if (!this.d.replicated) return result;
+    return this.d.replicated('grant', request.key).then(
+      () => result,
+      async (error: unknown) => {
+        await this.release(request).catch(() => undefined);
+        throw error;
+      },
+    );
   }
 }
 
