@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { MemoryLockBackend } from '../backends/memory/memory.backend';
 import type {
   BackendAcquireRequest,
@@ -212,6 +213,25 @@ describe('the uncontended hot path', () => {
     } finally {
       setTimeoutSpy.mockRestore();
       watchdog.stop();
+    }
+  });
+  it('acquire + release never enter the reentrancy storage (its promise hook stays off) until an owning call runs', async () => {
+    const engine = new LockEngine({ backend: new MemoryLockBackend() });
+    const run = jest.spyOn(AsyncLocalStorage.prototype, 'run');
+    try {
+      for (let i = 0; i < 3; i++) await (await engine.acquire('k')).release();
+      await (await engine.acquire('s', { permits: 2 })).release();
+      expect(run).not.toHaveBeenCalled();
+      // An owning call (withLock, @Locked, runInScope) turns it on, and from then on the engine
+      // runs its own work outside every caller's scope.
+      await engine.withLock('k', async () => undefined);
+      const afterOwning = run.mock.calls.length;
+      expect(afterOwning).toBeGreaterThan(0);
+      await (await engine.acquire('k')).release();
+      expect(run.mock.calls.length).toBeGreaterThan(afterOwning);
+    } finally {
+      run.mockRestore();
+      await engine.close();
     }
   });
 });

@@ -38,6 +38,13 @@ export class ReentrancyScopes {
   private readonly storage = new AsyncLocalStorage<ReentrancyScope | undefined>();
   /** The context of the engine's construction: no caller's scope, whatever ran since. */
   private readonly root = new AsyncResource('nestjs-distributed-lock');
+  /**
+   * true once an owning call ran (run()). Until then no context holds a scope, so detached() need
+   * not clear ours: and must not, because the first `storage.run` enables the storage's promise
+   * hook for the whole process (every promise created afterwards, the Redis client's included,
+   * costs about three times as much on Node 20). An app that only uses acquire/release never pays it.
+   */
+  private used = false;
 
   static id(backend: string, fullKey: string): string {
     return `${backend}\u0000${fullKey}`;
@@ -56,6 +63,7 @@ export class ReentrancyScopes {
       scope.leases.clear();
     };
     let result: T;
+    this.used = true;
     try {
       result = this.storage.run(scope, fn);
     } catch (error) {
@@ -113,6 +121,7 @@ export class ReentrancyScopes {
    * so a callback of the library never runs "as" some request and never re-enters its locks.
    */
   detached<T>(fn: () => T): T {
+    if (!this.used) return this.root.runInAsyncScope(fn) as T;
     return this.root.runInAsyncScope(this.outside, this, fn) as T;
   }
 
