@@ -235,10 +235,7 @@ export class LockEngine {
   /** Runs fn outside every caller's async context (see ReentrancyScopes.detached). */
   private readonly detached = <T>(fn: () => T): T => this.scopes.detached(fn);
 
-  /**
-   * Created once per engine: a closure made inside acquireLease would keep that call's whole
-   * context (deadline controller, request, attempt promise) alive for as long as the lock is held.
-   */
+  /** Made once per engine: a closure made in acquireLease would keep that call's context alive. */
   private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
@@ -249,7 +246,7 @@ export class LockEngine {
   private releaseHold(lease: LockLease): Promise<void> {
     if (lease.holds > 1) {
       lease.holds--;
-      return HELD_ON;
+      return Promise.resolve();
     }
     lease.holds = 0;
     return lease.release(this.releaseCall);
@@ -297,9 +294,6 @@ export class LockEngine {
     return callBackend(this.activity, op, backend, what, budget, key);
   }
 }
-
-/** releaseHold's answer when a re-entrant hold remains (nothing to wait for). */
-const HELD_ON: Promise<void> = Promise.resolve();
 
 export { raceLost } from './lock-handle';
 export { DistributedLockError };
