@@ -199,7 +199,7 @@ export class RedisSentinelGroup {
           await this.relink(replica, primary);
           relinked++;
           return not(
-            `replica ${replica.port} did not replicate through the link from ${primary.port} (${oneLine}); pointed it back through the link (${relinked} time(s))`,
+            `replica ${replica.port} did not replicate through the link from ${primary.port} (${oneLine}); pointed it back`,
           );
         }
         if (!/master_link_status:up/.test(info))
@@ -221,7 +221,9 @@ export class RedisSentinelGroup {
       timeoutMs,
       100,
     ).catch(() => {
-      throw new Error(`the Sentinel deployment did not settle within ${timeoutMs} ms: ${why}`);
+      throw new Error(
+        `the Sentinel deployment did not settle within ${timeoutMs} ms: ${why} (replica pointed back through the link ${relinked} time(s))`,
+      );
     });
   }
 
