@@ -136,6 +136,9 @@ afterEach(cleanup);
 afterAll(async () => group?.destroy());
 
 describe('RedisLockBackend with Sentinel: replica acknowledgement (option "replicas")', () => {
+  // Two of these cut the replication link: each starts with the replica replicating through it.
+  beforeEach(() => group.settled(), 60_000);
+
   it('works over a Sentinel-managed client: grants when the replica acknowledges', async () => {
     const e = await engine({ count: 1, timeout: 1_000 });
     const h = await e.acquire(key('ok'), { wait: 0 });

@@ -8,10 +8,19 @@ import { TcpProxy } from './tcp-proxy';
  * A private Redis Sentinel deployment on loopback: two data nodes (one primary, one replica) and
  * three sentinels (quorum 2). The replica replicates through a TcpProxy (`link`), so a test can
  * delay or cut the replication stream alone (clients and sentinels talk to the nodes directly).
- * Failovers are started on demand (failover()); the long failover-timeout keeps the sentinels from
- * "fixing" the proxied replica's configuration, and a sentinel waits 2 x failover-timeout between
- * two automatic failovers of one primary, so ours (forced) are what moves the primary. A 1 s
- * down-after keeps a loaded machine's slow answers from looking like a dead primary.
+ * Failovers are started on demand (failover()). Sentinel has its own ideas about the replica, and
+ * the harness keeps out of their way or undoes them:
+ * - A replica that follows another address than the primary's (here: the link) is "fixed" (REPLICAOF
+ *   <primary's real address>) once that has lasted failover-timeout; ours (10 min) outlasts any run.
+ * - After a switch, a sentinel reconnects to the new primary at most once a second, and counts the
+ *   time to its first answer against down-after: with 1 s, a live, just-promoted primary was often
+ *   seen down (+sdown, +odown) and failed over by the sentinels themselves as soon as the restarted
+ *   replica was good, and the old primary, still alive, was then pointed straight at the new one
+ *   (+convert-to-slave), past the link. The 5 s down-after leaves room for that first answer (our
+ *   failovers are forced: they never wait for down-after).
+ * - Should Sentinel still move the replica (a loaded machine), settled() notices that the replica
+ *   no longer replicates through the link from the current primary and points it back through a
+ *   link to that primary, once no failover is running.
  * Roles move with failovers: ask primary()/replica(), never assume. No persistence: a restarted
  * node comes back empty, as a replica of the current primary.
  */
@@ -74,8 +83,8 @@ export class RedisSentinelGroup {
           'bind 127.0.0.1',
           `dir ${dir}`,
           `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${p0} 2`,
-          `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 1000}`,
-          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 60000`,
+          `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} ${options.downAfter ?? 5000}`,
+          `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 600000`,
           `sentinel parallel-syncs ${SENTINEL_MASTER_NAME} 1`,
           '',
         ].join('\n'),
@@ -107,21 +116,22 @@ export class RedisSentinelGroup {
     }).trim();
   }
 
+  /** The port `sentinel` names as primary (NaN if it cannot answer). */
+  primaryPortSeenBy(sentinel: ServerProcess): number {
+    try {
+      return Number(
+        this.cli(sentinel.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME).split(
+          '\n',
+        )[1],
+      );
+    } catch {
+      return Number.NaN;
+    }
+  }
+
   /** The port every live sentinel names as primary, or undefined while they disagree or cannot answer. */
   agreedPrimaryPort(): number | undefined {
-    const answers = this.sentinels
-      .filter((s) => s.running)
-      .map((s) => {
-        try {
-          return Number(
-            this.cli(s.port, 'SENTINEL', 'get-master-addr-by-name', SENTINEL_MASTER_NAME).split(
-              '\n',
-            )[1],
-          );
-        } catch {
-          return Number.NaN;
-        }
-      });
+    const answers = this.sentinels.filter((s) => s.running).map((s) => this.primaryPortSeenBy(s));
     return answers.length > 0 && answers.every((p) => p === answers[0]) && !Number.isNaN(answers[0])
       ? answers[0]
       : undefined;
@@ -139,32 +149,61 @@ export class RedisSentinelGroup {
     return this.nodes.find((n) => n !== primary) as ServerProcess;
   }
 
-  /** Resolves once the sentinels agree on a live primary, whose replica is online and known to every sentinel, and the sentinels know each other. */
+  /** Whether any live sentinel is running a failover of the primary (its own or one we asked for). */
+  failoverInProgress(): boolean {
+    return this.sentinels
+      .filter((s) => s.running)
+      .some((s) => {
+        try {
+          return /failover_in_progress/.test(
+            this.cli(s.port, 'SENTINEL', 'MASTER', SENTINEL_MASTER_NAME),
+          );
+        } catch {
+          return true; // cannot tell: do not touch the nodes
+        }
+      });
+  }
+
+  /**
+   * Resolves once the sentinels agree on a live primary and run no failover, the replica is online
+   * and replicates through the link from that primary, every sentinel knows the replica up, and the
+   * sentinels know each other. A replica that Sentinel pointed elsewhere (see the class comment) is
+   * pointed back through a link to the primary, once per move (a sentinel that keeps moving it shows
+   * in the error).
+   */
   async settled(timeoutMs = 45_000): Promise<void> {
     let why = '';
+    let relinked = 0;
     const not = (reason: string) => {
       why = reason;
       return false;
     };
     await eventually(
-      () => {
+      async () => {
         const port = this.agreedPrimaryPort();
         const primary = this.nodes.find((n) => n.port === port && n.running);
         const replica = this.nodes.find((n) => n !== primary);
         if (!primary || !replica?.running)
           return not(`no agreed live primary (sentinels say ${port})`);
+        if (this.failoverInProgress()) return not('a failover is in progress');
         if (!/role:master/.test(this.cli(primary.port, 'INFO', 'replication')))
           return not(`${primary.port} is not a master yet`);
         const info = this.cli(replica.port, 'INFO', 'replication');
+        const oneLine = info.replace(/\r?\n/g, ' ').slice(0, 200);
         if (
-          !/master_link_status:up/.test(info) ||
-          !info.includes(`master_port:${this.link.port}`) ||
+          !/role:slave/.test(info) ||
+          !new RegExp(`^master_port:${this.link.port}\\r?$`, 'm').test(info) ||
           this.link.target.port !== primary.port
         ) {
+          // Sentinel moved it (or the link leads to a former primary): put the link back in the path.
+          await this.relink(replica, primary);
+          relinked++;
           return not(
-            `replica ${replica.port} not in sync through the link: ${info.replace(/\r?\n/g, ' ').slice(0, 200)}`,
+            `replica ${replica.port} did not replicate through the link from ${primary.port} (${oneLine}); pointed it back`,
           );
         }
+        if (!/master_link_status:up/.test(info))
+          return not(`replica ${replica.port} not in sync through the link: ${oneLine}`);
         for (const s of this.sentinels) {
           const replicas = this.cli(s.port, 'SENTINEL', 'replicas', SENTINEL_MASTER_NAME);
           if (!replicas.includes(String(replica.port)) || /s_down|disconnected/.test(replicas))
@@ -182,14 +221,30 @@ export class RedisSentinelGroup {
       timeoutMs,
       100,
     ).catch(() => {
-      throw new Error(`the Sentinel deployment did not settle within ${timeoutMs} ms: ${why}`);
+      throw new Error(
+        `the Sentinel deployment did not settle within ${timeoutMs} ms: ${why} (replica pointed back through the link ${relinked} time(s))`,
+      );
     });
+  }
+
+  /** Makes `replica` replicate from `primary` through the link (a new link if it led elsewhere). */
+  private async relink(replica: ServerProcess, primary: ServerProcess): Promise<void> {
+    if (this.link.target.port !== primary.port) await this.replaceLink(primary);
+    this.cli(replica.port, 'REPLICAOF', '127.0.0.1', String(this.link.port));
+  }
+
+  /** Closes the link and opens a new one to `primary` (a restarted or re-pointed replica uses it). */
+  private async replaceLink(primary: ServerProcess): Promise<void> {
+    await this.link.close();
+    this.link = await TcpProxy.start({ port: primary.port });
   }
 
   /**
    * Asks a sentinel to fail over now (SENTINEL FAILOVER, again every second while nothing changed:
    * it answers INPROG or NOGOODSLAVE while one of their own attempts runs or aborts), until the
-   * sentinels agree on a new primary that says it is one.
+   * sentinels agree on a new primary that says it is one. Asked only while that sentinel still names
+   * the old primary: once it has switched, the others follow, and asking again would fail over the
+   * new one.
    */
   async failover(timeoutMs = 30_000): Promise<ServerProcess> {
     const from = this.primary().port;
@@ -204,7 +259,7 @@ export class RedisSentinelGroup {
             ? found
             : undefined;
         }
-        if (Date.now() - askedAt >= 1_000) {
+        if (Date.now() - askedAt >= 1_000 && this.primaryPortSeenBy(this.sentinels[0]) === from) {
           askedAt = Date.now();
           try {
             last = this.cli(this.sentinels[0].port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
@@ -242,9 +297,7 @@ export class RedisSentinelGroup {
 
   /** Starts a stopped node again, empty, as a replica of the current primary through a new link proxy. */
   async restartAsReplica(node: ServerProcess): Promise<void> {
-    const primary = this.primary();
-    await this.link.close();
-    this.link = await TcpProxy.start({ port: primary.port });
+    await this.replaceLink(this.primary());
     const args = node.options.args;
     const at = args.indexOf('--replicaof');
     if (at >= 0) args.splice(at, 3);
