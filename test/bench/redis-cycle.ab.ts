@@ -1,0 +1,109 @@
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+
+/**
+ * Diagnosis (not a test; nothing asserts a time): the JavaScript of an uncontended Redis cycle,
+ * `acquire` + `release` through the engine, semaphore (`permits: 3`) and plain lock, with a stub
+ * client that answers every script at once (no network, no ioredis), this tree against another
+ * tree's `lib` (LIB_BASE, e.g. `git archive <commit> lib | tar -x -C /tmp/base`,
+ * LIB_BASE=/tmp/base/lib). Two numbers per configuration:
+ * - CPU µs per cycle (process.cpuUsage), configurations interleaved round by round, median;
+ * - bytes allocated per cycle, from V8's sampling heap profiler with collected objects kept
+ *   (every 128 bytes sampled): deterministic where CPU is not, and GC is a third of the cycle.
+ *
+ *   LIB_BASE=/tmp/base/lib npx ts-node --transpile-only test/bench/redis-cycle.ab.ts [rounds=9]
+ */
+type Cycle = () => Promise<void>;
+
+const stub = () => ({
+  isCluster: false,
+  // The lock's acquire script answers its token (a string); the semaphore's answers {1, token}.
+  evalsha: (_sha: string, numKeys: number, ...args: unknown[]) =>
+    Promise.resolve(
+      args.includes('wait') || args.includes('try') ? (numKeys === 5 ? '5' : [1, '5']) : 1,
+    ),
+  eval: () => Promise.resolve(1),
+  pipeline: () => ({}),
+  duplicate: () => ({
+    subscribe: () => Promise.resolve(1),
+    on(event: string, cb: () => void) {
+      if (event === 'ready') setImmediate(cb);
+    },
+    disconnect: () => undefined,
+  }),
+});
+
+function cycle(lib: string, permits?: number): Cycle {
+  const { RedisLockBackend } = require(`${lib}/backends/redis/redis.backend`);
+  const { LockEngine } = require(`${lib}/core/lock-engine`);
+  const engine = new LockEngine({
+    backend: new RedisLockBackend({ client: stub() }),
+    keyPrefix: 'ab:',
+    defaults: { ttl: 10_000, wait: 10_000 },
+  });
+  const options = permits ? { permits } : undefined;
+  return async () => {
+    const handle = await engine.acquire('k', options && { ...options });
+    await handle.release();
+  };
+}
+
+async function bytesPerCycle(run: Cycle, cycles: number): Promise<number> {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 128,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as never);
+  for (let i = 0; i < cycles; i++) await run();
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  session.disconnect();
+  let total = 0;
+  const walk = (n: { selfSize: number; children: unknown[] }) => {
+    total += n.selfSize;
+    (n.children as (typeof n)[]).forEach(walk);
+  };
+  walk(profile.head as never);
+  return total / cycles;
+}
+
+async function main(rounds: number): Promise<void> {
+  const here = join(__dirname, '..', '..', 'lib');
+  const libs: [string, string][] = [['this', here]];
+  if (process.env.LIB_BASE) libs.unshift(['base', process.env.LIB_BASE]);
+  const configs: [string, Cycle][] = libs.flatMap(([name, lib]): [string, Cycle][] => [
+    [`${name}-sem`, cycle(lib, 3)],
+    [`${name}-lock`, cycle(lib)],
+  ]);
+  const cycles = 30_000;
+  for (const [, run] of configs) for (let i = 0; i < 20_000; i++) await run();
+  const cpu = new Map<string, number[]>(configs.map(([n]) => [n, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < configs.length; j++) {
+      const [name, run] = configs[(r + j) % configs.length];
+      const u0 = process.cpuUsage();
+      for (let i = 0; i < cycles; i++) await run();
+      const u = process.cpuUsage(u0);
+      cpu.get(name)!.push((u.user + u.system) / cycles);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  console.log(`${rounds} rounds x ${cycles} cycles; load ${require('node:os').loadavg()[0]}`);
+  for (const [name, run] of configs) {
+    const bytes = await bytesPerCycle(run, 20_000);
+    console.log(
+      `${name.padEnd(10)} CPU ${median(cpu.get(name)!).toFixed(2).padStart(6)} µs/cycle   ` +
+        `${bytes.toFixed(0).padStart(6)} bytes/cycle`,
+    );
+  }
+}
+
+main(Number(process.argv[2] ?? 9)).then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
