@@ -101,8 +101,11 @@ export async function acquireLease(
     );
   }
   // A semaphore of a key and the lock of the same key are different things to re-enter.
-  const id = ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey);
-  const existing = e.scopes.find(id);
+  // Before any owning call ran, no scope exists: no id to build, nothing to find (scope is undefined).
+  const id = e.scopes.active
+    ? ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey)
+    : '';
+  const existing = id ? e.scopes.find(id) : undefined;
   // A grant made for a multi-key acquire (multi-lock.ts) that this context already holds: give it back.
   const pre = (options as { [PREGRANTED]?: PreGrant } | undefined)?.[PREGRANTED];
   if (existing && pre)
