@@ -142,12 +142,15 @@ export async function acquireLease(
   // removes no listener.
   let deadline: ReturnType<typeof setTimeout> | undefined;
   let armed = false;
-  const onCancel = () => controller.abort(o.signal?.reason);
+  let onCancel: (() => void) | undefined;
   const onWait = () => {
     if (armed) return;
     armed = true;
     if (o.signal?.aborted) return controller.abort(o.signal.reason);
-    o.signal?.addEventListener('abort', onCancel, { once: true });
+    if (o.signal) {
+      onCancel = () => controller.abort(o.signal?.reason);
+      o.signal.addEventListener('abort', onCancel, { once: true });
+    }
     const left = o.wait - (performance.now() - startedAt);
     if (left <= 0) controller.abort(WAIT_DEADLINE);
     else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
@@ -238,7 +241,7 @@ export async function acquireLease(
   } finally {
     if (deadline !== undefined) clearTimeout(deadline);
     e.activity.leave(o.backend, key);
-    if (armed) o.signal?.removeEventListener('abort', onCancel);
+    if (onCancel) o.signal?.removeEventListener('abort', onCancel);
   }
 }
 
