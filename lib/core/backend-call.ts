@@ -32,6 +32,8 @@ export function backendLabel(backends: ReadonlyMap<string, LockBackend>, name: s
  */
 class BackendCall<T> implements Budget {
   readonly at: number;
+  prevBudget: Budget | undefined = undefined;
+  nextBudget: Budget | undefined = undefined;
   private done = false;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
