@@ -18,6 +18,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { waitsNatively, type AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
+import { checkFullKey } from './full-key';
 import { ELECTION_PROPOSAL } from './leader-election';
 import type { LockActivity } from './lock-activity';
 import type { LockEventBus } from './lock-events';
@@ -88,8 +89,9 @@ export async function acquireLease(
   );
   const backend = findBackend(e, o.backend);
   checkLockKey(key);
-  const fullKey = checkLockKey(
-    e.keyPrefix + key,
+  const fullKey = checkFullKey(
+    e.keyPrefix,
+    key,
     Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength),
   );
   if (o.mode === 'shared' && !backend.capabilities.shared) {

@@ -79,6 +79,27 @@ function resolvesToDefaults(o: LockOptions): boolean {
   );
 }
 
+/** The last "no options" resolution looked up: most processes have one engine (no WeakMap lookup then). */
+let last:
+  | {
+      defaults: ResolvedDefaults;
+      names: readonly string[] | undefined;
+      resolved: ResolvedLockOptions;
+    }
+  | undefined;
+
+/** The cached resolution of "no options" for these defaults and backend names, if any. */
+function cachedDefaults(
+  defaults: ResolvedDefaults,
+  names: readonly string[] | undefined,
+): ResolvedLockOptions | undefined {
+  if (last !== undefined && last.defaults === defaults && last.names === names)
+    return last.resolved;
+  const resolved = noOptions.get(defaults)?.get(names);
+  if (resolved) last = { defaults, names, resolved };
+  return resolved;
+}
+
 /** Validates module-level defaults; every missing one takes the package default. */
 export function resolveDefaults(
   input: unknown,
@@ -109,14 +130,14 @@ export function resolveLockOptions(
   key?: string,
 ): ResolvedLockOptions {
   if (input === undefined) {
-    const cached = noOptions.get(defaults)?.get(backendNames);
+    const cached = cachedDefaults(defaults, backendNames);
     if (cached) return cached;
   }
   const o = checkObject('options', input) as LockOptions & Record<string, unknown>;
   rejectUnknown('options', o, CALL_KEYS);
   if (input !== undefined && resolvesToDefaults(o)) {
     // Nothing but permits (or unset fields): the same resolution as no options at all.
-    const cached = noOptions.get(defaults)?.get(backendNames);
+    const cached = cachedDefaults(defaults, backendNames);
     if (cached) return cached;
   }
   const backend = o.backend === undefined ? DEFAULT_BACKEND_NAME : o.backend;
