@@ -30,7 +30,7 @@ export function backendLabel(backends: ReadonlyMap<string, LockBackend>, name: s
  * in one object instead of a closure each. Only the first outcome counts (an answer after the
  * budget ran out is onLate's business, not an outage's end).
  */
-class BackendCall<T> implements Budget {
+export class BackendCall<T> implements Budget {
   readonly at: number;
   prevBudget: Budget | undefined = undefined;
   nextBudget: Budget | undefined = undefined;
@@ -39,7 +39,7 @@ class BackendCall<T> implements Budget {
   private reject!: (error: unknown) => void;
 
   constructor(
-    private readonly activity: LockActivity,
+    protected readonly activity: LockActivity,
     private readonly backend: string,
     private readonly what: string,
     private readonly budget: number,
@@ -71,7 +71,7 @@ class BackendCall<T> implements Budget {
       { key: this.key },
     );
     this.activity.settled(this.backend, this.what, error, true);
-    this.reject(error);
+    this.fail(error);
     this.onLate?.();
   }
 
@@ -89,8 +89,21 @@ class BackendCall<T> implements Budget {
     budgetClock.delete(this);
     const error = asUnavailable(cause, this.backend, this.key);
     this.activity.settled(this.backend, this.what, error, true);
+    this.fail(error);
+  }
+
+  /** Rejects with `error`, after `report` (what a `.catch` that rethrows did, without its promise). */
+  private fail(error: unknown): void {
+    try {
+      this.report(error);
+    } catch (thrown) {
+      return this.reject(thrown);
+    }
     this.reject(error);
   }
+
+  /** Told of the call's failure before the caller is; may throw an error to reject with instead. */
+  protected report(_error: unknown): void {}
 }
 
 /**
