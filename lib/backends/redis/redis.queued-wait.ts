@@ -24,7 +24,9 @@ export interface QueuedWaitSteps {
   readonly name: string;
   readonly handoffs: RedisHandoffs;
   /** One attempt script: grant, or queue (`phase` 'wait'), or re-check our place ('recheck'). */
-  attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<AttemptReply>;
+  attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown>;
+  /** An attempt's answer as an AttemptReply (no promise of its own per attempt). */
+  reply(answer: unknown): AttemptReply;
   /** A grant's last step (replica acknowledgements where configured; none: the result at once). */
   granted(
     request: BackendAttempt,
@@ -79,10 +81,8 @@ export async function queuedWait(
       let sleep: number;
       try {
         sentAt = performance.now();
-        const reply = await steps.attempt(
-          request,
-          phase,
-          Math.max(1, Math.ceil(deadline - sentAt)),
+        const reply = steps.reply(
+          await steps.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt))),
         );
         failure = undefined;
         backoff = 10;
