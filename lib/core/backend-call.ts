@@ -10,10 +10,100 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import { budgetClock, type Budget } from './budget-clock';
 import type { LockActivity } from './lock-activity';
 
+/** "name (kind)" per backend, made once (not a template string per call). */
+const labels = new WeakMap<LockBackend, { name: string; kind: string; label: string }>();
+
 /** Registered name and kind, as errors show them: "default (redis)". */
 export function backendLabel(backends: ReadonlyMap<string, LockBackend>, name: string): string {
-  const kind = backends.get(name)?.name;
-  return kind && kind !== name ? `${name} (${kind})` : name;
+  const backend = backends.get(name);
+  const kind = backend?.name;
+  if (!kind || kind === name) return name;
+  const cached = labels.get(backend);
+  if (cached && cached.name === name && cached.kind === kind) return cached.label;
+  const label = `${name} (${kind})`;
+  labels.set(backend, { name, kind, label });
+  return label;
+}
+
+/**
+ * One backend call in flight: its budget (budget-clock.ts calls `expire`) and the settle callbacks,
+ * in one object instead of a closure each. Only the first outcome counts (an answer after the
+ * budget ran out is onLate's business, not an outage's end).
+ */
+export class BackendCall<T> implements Budget {
+  readonly at: number;
+  prevBudget: Budget | undefined = undefined;
+  nextBudget: Budget | undefined = undefined;
+  private done = false;
+  private resolve!: (value: T) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(
+    protected readonly activity: LockActivity,
+    private readonly backend: string,
+    private readonly what: string,
+    private readonly budget: number,
+    private readonly key: string | undefined,
+    private readonly onLate: (() => void) | undefined,
+  ) {
+    this.at = performance.now() + budget;
+  }
+
+  start(op: Promise<T>): Promise<T> {
+    const promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    // One shared timer (budget-clock.ts), not a setTimeout/clearTimeout pair per call.
+    budgetClock.add(this);
+    op.then(
+      (value) => this.answered(value),
+      (cause) => this.failed(cause),
+    );
+    return promise;
+  }
+
+  expire(): void {
+    this.done = true;
+    const error = new LockBackendUnavailableError(
+      this.backend,
+      `${this.what} got no answer within ${Math.round(this.budget)} ms`,
+      { key: this.key },
+    );
+    this.activity.settled(this.backend, this.what, error, true);
+    this.fail(error);
+    this.onLate?.();
+  }
+
+  private answered(value: T): void {
+    if (this.done) return;
+    this.done = true;
+    budgetClock.delete(this);
+    this.activity.settled(this.backend, this.what);
+    this.resolve(value);
+  }
+
+  private failed(cause: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    budgetClock.delete(this);
+    const error = asUnavailable(cause, this.backend, this.key);
+    this.activity.settled(this.backend, this.what, error, true);
+    this.fail(error);
+  }
+
+  /** Rejects with `error`, after `report` (what a `.catch` that rethrows did, without its promise). */
+  private fail(error: unknown): void {
+    try {
+      this.report(error);
+    } catch (thrown) {
+      return this.reject(thrown);
+    }
+    this.reject(error);
+  }
+
+  /** Told of the call's failure before the caller is; may throw an error to reject with instead. */
+  protected report(_error: unknown): void {}
 }
 
 /**
@@ -30,42 +120,5 @@ export function callBackend<T>(
   onLate?: () => void,
 ): Promise<T> {
   budget = Math.min(budget, MAX_DURATION_MS);
-  // Outages are noted here, in the settle callbacks this call needs anyway; only the first
-  // outcome counts (an answer after the budget ran out is onLate's business, not an outage's end).
-  let done = false;
-  return new Promise<T>((resolve, reject) => {
-    // One shared timer (budget-clock.ts), not a setTimeout/clearTimeout pair per call.
-    const timer: Budget = {
-      at: performance.now() + budget,
-      expire: () => {
-        done = true;
-        const error = new LockBackendUnavailableError(
-          backend,
-          `${what} got no answer within ${Math.round(budget)} ms`,
-          { key },
-        );
-        activity.settled(backend, what, error, true);
-        reject(error);
-        onLate?.();
-      },
-    };
-    budgetClock.add(timer);
-    op.then(
-      (value) => {
-        if (done) return;
-        done = true;
-        budgetClock.delete(timer);
-        activity.settled(backend, what);
-        resolve(value);
-      },
-      (cause) => {
-        if (done) return;
-        done = true;
-        budgetClock.delete(timer);
-        const error = asUnavailable(cause, backend, key);
-        activity.settled(backend, what, error, true);
-        reject(error);
-      },
-    );
-  });
+  return new BackendCall<T>(activity, backend, what, budget, key, onLate).start(op);
 }

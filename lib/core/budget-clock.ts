@@ -6,33 +6,69 @@
  * budget) thus creates no timer: the one armed stays armed, held (ref) only while a call is pending
  * so an idle process can still exit. Same bound as a timer per call: a budget fails at its due time
  * (or up to one timer tick later, as setTimeout would).
+ *
+ * The pending budgets are a doubly linked list through the budgets themselves: adding and deleting
+ * allocate nothing (a Set would give every call object an identity hash and rebuild its table
+ * every few adds, as deletes leave holes).
  */
 import { AsyncResource } from 'node:async_hooks';
-import { SteadySet } from '../backend-kit/steady-collections';
 
 export interface Budget {
   /** performance.now() at which the call is out of budget. */
   readonly at: number;
   /** Called once, when `at` passes while the budget is still pending. */
   readonly expire: () => void;
+  /** The clock's links (undefined while not pending); only the clock sets them. */
+  prevBudget: Budget | undefined;
+  nextBudget: Budget | undefined;
 }
 
 class BudgetClock {
-  private readonly pending = new SteadySet<Budget>();
+  /** A sentinel: pending budgets are the ring after it. */
+  private readonly head: Budget = {
+    at: Infinity,
+    expire: () => undefined,
+    prevBudget: undefined,
+    nextBudget: undefined,
+  };
+  private size = 0;
   private timer?: ReturnType<typeof setTimeout>;
   private armedAt = Infinity;
   // The timer's callback runs in the context of the module's load, never in one caller's
   // (AsyncLocalStorage: a request's reentrancy scope must not leak into another call's expiry).
   private readonly scope = new AsyncResource('DistributedLockBudgetClock');
 
+  constructor() {
+    this.head.prevBudget = this.head;
+    this.head.nextBudget = this.head;
+  }
+
   add(budget: Budget): void {
-    this.pending.add(budget);
+    if (budget.nextBudget !== undefined) return;
+    const last = this.head.prevBudget as Budget;
+    budget.prevBudget = last;
+    budget.nextBudget = this.head;
+    last.nextBudget = budget;
+    this.head.prevBudget = budget;
+    this.size++;
     if (budget.at < this.armedAt) this.arm(budget.at);
-    else if (this.pending.size === 1) this.timer?.ref();
+    else if (this.size === 1) this.timer?.ref();
   }
 
   delete(budget: Budget): void {
-    if (this.pending.delete(budget) && this.pending.size === 0) this.timer?.unref();
+    if (this.unlink(budget) && this.size === 0) this.timer?.unref();
+  }
+
+  private unlink(budget: Budget): boolean {
+    const prev = budget.prevBudget;
+    const next = budget.nextBudget;
+    if (prev === undefined || next === undefined) return false;
+    prev.nextBudget = next;
+    next.prevBudget = prev;
+    budget.prevBudget = undefined;
+    budget.nextBudget = undefined;
+    this.size--;
+    return true;
   }
 
   private arm(at: number): void {
@@ -48,11 +84,11 @@ class BudgetClock {
     const now = performance.now();
     let next = Infinity;
     const due: Budget[] = [];
-    for (const budget of this.pending) {
-      if (budget.at <= now) due.push(budget);
-      else if (budget.at < next) next = budget.at;
+    for (let b = this.head.nextBudget as Budget; b !== this.head; b = b.nextBudget as Budget) {
+      if (b.at <= now) due.push(b);
+      else if (b.at < next) next = b.at;
     }
-    for (const budget of due) this.pending.delete(budget);
+    for (const budget of due) this.unlink(budget);
     if (next < Infinity) this.arm(next);
     for (const budget of due) budget.expire();
   };

@@ -18,6 +18,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { waitsNatively, type AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
+import { checkFullKey } from './full-key';
 import { ELECTION_PROPOSAL } from './leader-election';
 import type { LockActivity } from './lock-activity';
 import type { LockEventBus } from './lock-events';
@@ -88,8 +89,9 @@ export async function acquireLease(
   );
   const backend = findBackend(e, o.backend);
   checkLockKey(key);
-  const fullKey = checkLockKey(
-    e.keyPrefix + key,
+  const fullKey = checkFullKey(
+    e.keyPrefix,
+    key,
     Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength),
   );
   if (o.mode === 'shared' && !backend.capabilities.shared) {
@@ -101,8 +103,11 @@ export async function acquireLease(
     );
   }
   // A semaphore of a key and the lock of the same key are different things to re-enter.
-  const id = ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey);
-  const existing = e.scopes.find(id);
+  // Before any owning call ran, no scope exists: no id to build, nothing to find (scope is undefined).
+  const id = e.scopes.active
+    ? ReentrancyScopes.id(o.backend, permits ? `${fullKey}\u0000#${permits}` : fullKey)
+    : '';
+  const existing = id ? e.scopes.find(id) : undefined;
   // A grant made for a multi-key acquire (multi-lock.ts) that this context already holds: give it back.
   const pre = (options as { [PREGRANTED]?: PreGrant } | undefined)?.[PREGRANTED];
   if (existing && pre)
@@ -139,12 +144,15 @@ export async function acquireLease(
   // removes no listener.
   let deadline: ReturnType<typeof setTimeout> | undefined;
   let armed = false;
-  const onCancel = () => controller.abort(o.signal?.reason);
+  let onCancel: (() => void) | undefined;
   const onWait = () => {
     if (armed) return;
     armed = true;
     if (o.signal?.aborted) return controller.abort(o.signal.reason);
-    o.signal?.addEventListener('abort', onCancel, { once: true });
+    if (o.signal) {
+      onCancel = () => controller.abort(o.signal?.reason);
+      o.signal.addEventListener('abort', onCancel, { once: true });
+    }
     const left = o.wait - (performance.now() - startedAt);
     if (left <= 0) controller.abort(WAIT_DEADLINE);
     else deadline = detached(() => setTimeout(() => controller.abort(WAIT_DEADLINE), left));
@@ -235,7 +243,7 @@ export async function acquireLease(
   } finally {
     if (deadline !== undefined) clearTimeout(deadline);
     e.activity.leave(o.backend, key);
-    if (armed) o.signal?.removeEventListener('abort', onCancel);
+    if (onCancel) o.signal?.removeEventListener('abort', onCancel);
   }
 }
 

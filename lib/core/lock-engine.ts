@@ -9,6 +9,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
+import { callRelease } from './release-call';
 import { closeEngine } from './engine-close';
 import {
   acquireLease,
@@ -254,9 +255,7 @@ export class LockEngine {
 
   /** The engine's release call for a lease, made once per engine (not a closure per release). */
   private readonly releaseCall = <T>(op: Promise<T>, what: string, lease: LockLease): Promise<T> =>
-    this.call(op, this.label(lease.backendName), what, this.operationTimeout, lease.key).catch(
-      this.activity.releaseReporter(lease),
-    );
+    callRelease(this.ctx, op, what, lease);
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();

@@ -53,9 +53,11 @@ const CALL_KEYS = new Set([
 ]);
 
 function rejectUnknown(option: string, value: Record<string, unknown>, allowed: Set<string>): void {
-  // Per call: a Set lookup per key; the list for the error message is built only on failure.
-  for (const name of Object.keys(value))
-    if (!allowed.has(name)) checkKnownOptions(option, value, [...allowed]);
+  // Per call: a Set lookup per own key (for-in: no array of the keys); the list for the error
+  // message is built only on failure.
+  for (const name in value)
+    if (Object.prototype.hasOwnProperty.call(value, name) && !allowed.has(name))
+      checkKnownOptions(option, value, [...allowed]);
 }
 
 /** Per defaults object (per engine): the resolution of "no options", computed once. */
@@ -63,6 +65,40 @@ const noOptions = new WeakMap<
   ResolvedDefaults,
   Map<readonly string[] | undefined, ResolvedLockOptions>
 >();
+
+/** true when no option that resolveLockOptions resolves is set (permits is the caller's business). */
+function resolvesToDefaults(o: LockOptions): boolean {
+  return (
+    o.ttl === undefined &&
+    o.wait === undefined &&
+    o.mode === undefined &&
+    o.backend === undefined &&
+    o.maxHold === undefined &&
+    o.minHold === undefined &&
+    o.signal === undefined
+  );
+}
+
+/** The last "no options" resolution looked up: most processes have one engine (no WeakMap lookup then). */
+let last:
+  | {
+      defaults: ResolvedDefaults;
+      names: readonly string[] | undefined;
+      resolved: ResolvedLockOptions;
+    }
+  | undefined;
+
+/** The cached resolution of "no options" for these defaults and backend names, if any. */
+function cachedDefaults(
+  defaults: ResolvedDefaults,
+  names: readonly string[] | undefined,
+): ResolvedLockOptions | undefined {
+  if (last !== undefined && last.defaults === defaults && last.names === names)
+    return last.resolved;
+  const resolved = noOptions.get(defaults)?.get(names);
+  if (resolved) last = { defaults, names, resolved };
+  return resolved;
+}
 
 /** Validates module-level defaults; every missing one takes the package default. */
 export function resolveDefaults(
@@ -94,11 +130,16 @@ export function resolveLockOptions(
   key?: string,
 ): ResolvedLockOptions {
   if (input === undefined) {
-    const cached = noOptions.get(defaults)?.get(backendNames);
+    const cached = cachedDefaults(defaults, backendNames);
     if (cached) return cached;
   }
   const o = checkObject('options', input) as LockOptions & Record<string, unknown>;
   rejectUnknown('options', o, CALL_KEYS);
+  if (input !== undefined && resolvesToDefaults(o)) {
+    // Nothing but permits (or unset fields): the same resolution as no options at all.
+    const cached = cachedDefaults(defaults, backendNames);
+    if (cached) return cached;
+  }
   const backend = o.backend === undefined ? DEFAULT_BACKEND_NAME : o.backend;
   if (
     typeof backend !== 'string' ||

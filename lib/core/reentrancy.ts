@@ -46,6 +46,11 @@ export class ReentrancyScopes {
    */
   private used = false;
 
+  /** false until an owning call ran: until then no context holds a scope, nothing can be re-entered. */
+  get active(): boolean {
+    return this.used;
+  }
+
   static id(backend: string, fullKey: string): string {
     return `${backend}\u0000${fullKey}`;
   }

@@ -20,16 +20,29 @@ export interface LockKeys {
   readonly waiters: string;
 }
 
+/** Recently used keys (a lock's acquire and release name the same one): bounded, emptied when full. */
+const CACHE_SIZE = 256;
+const cache = new Map<string, LockKeys>();
+
 export function lockKeys(fullKey: string): LockKeys {
-  const tag =
-    fullKey.includes('{') || fullKey.includes('}')
-      ? `{#${createHash('sha1').update(fullKey).digest('hex')}}${fullKey}`
-      : `{${fullKey}}`;
-  return {
+  let keys = cache.get(fullKey);
+  if (keys !== undefined) return keys;
+  const tag = hashTag(fullKey);
+  keys = {
     writer: tag,
     readers: `${tag}:r`,
     fence: `${tag}:f`,
     queue: `${tag}:q`,
     waiters: `${tag}:w`,
   };
+  if (cache.size >= CACHE_SIZE) cache.clear();
+  cache.set(fullKey, keys);
+  return keys;
+}
+
+/** The hash tag of a lock's keys, `{fullKey}` or `{#<sha1>}fullKey` (see above). */
+function hashTag(fullKey: string): string {
+  return fullKey.includes('{') || fullKey.includes('}')
+    ? `{#${createHash('sha1').update(fullKey).digest('hex')}}${fullKey}`
+    : `{${fullKey}}`;
 }

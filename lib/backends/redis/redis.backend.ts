@@ -11,6 +11,8 @@ import type {
 import { RedisSubscriber, type RedisClientLike } from '../redis-client';
 import {
   attempt,
+  attemptReply,
+  attemptScript,
   busy,
   confirmReplicated,
   forceReleaseLock,
@@ -88,7 +90,9 @@ export class RedisLockBackend implements LockBackend {
     this.waitSteps = {
       name: this.name,
       handoffs: this.handoffs,
-      attempt: (request, phase, waitMs) => attempt(this.o, this.channel(), request, phase, waitMs),
+      attempt: (request, phase, waitMs) =>
+        attemptScript(this.o, this.channel(), request, phase, waitMs),
+      reply: attemptReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),

@@ -27,9 +27,22 @@ export function attempt(
   phase: Phase,
   waitMs: number,
 ): Promise<[number, string | number]> {
+  return attemptScript(o, channel, request, phase, waitMs).then(attemptReply);
+}
+
+/** The acquire script's own answer (attemptReply reads it): the queued wait adds no .then for it. */
+export function attemptScript(
+  o: ResolvedRedisOptions,
+  channel: string,
+  request: BackendAttempt,
+  phase: Phase,
+  waitMs: number,
+): Promise<unknown> {
   const client = o.source.current;
   if (!client)
-    return Promise.resolve(o.source.get()).then(() => attempt(o, channel, request, phase, waitMs));
+    return Promise.resolve(o.source.get()).then(() =>
+      attemptScript(o, channel, request, phase, waitMs),
+    );
   const k = lockKeys(request.key);
   const args = [
     k.writer,
@@ -46,11 +59,11 @@ export function attempt(
     channel,
     client.isCluster ? '0' : '1',
   ];
-  return runScript(client, ACQUIRE, 5, args).then(attemptReply);
+  return runScript(client, ACQUIRE, 5, args);
 }
 
 /** The script answers the token (a string) when granted, else the holder's remaining ms (an integer). */
-function attemptReply(reply: unknown): [number, string | number] {
+export function attemptReply(reply: unknown): [number, string | number] {
   return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
 }
 

@@ -1,8 +1,10 @@
 import { SteadyMap } from '../../backend-kit/steady-collections';
 import type { BackendLock } from '../../interfaces/lock-backend.interface';
 
-/** A grant handed to a waiter of this process: its fencing token (decimal string). */
-type Deliver = (token: string) => void;
+/** A waiter of this process: `deliver(token)` on a grant (fencing token, decimal string), `deliver('')` to re-check. */
+export interface HandoffWaiter {
+  deliver(token: string): void;
+}
 
 /**
  * The local end of direct handoff: every waiter of this backend listens on ONE per-process channel
@@ -11,18 +13,20 @@ type Deliver = (token: string) => void;
  * (it gave up, and its "leave" did not reach the server) is given back at once through `giveBack`.
  */
 export class RedisHandoffs {
-  private readonly waiting = new SteadyMap<string, Deliver>();
+  private readonly waiting = new SteadyMap<string, HandoffWaiter>();
   /** Waiters that gave up while their leave may not have reached the server: owner -> lock. */
   private readonly abandoned = new Map<string, BackendLock>();
 
   constructor(private readonly giveBack: (lock: BackendLock) => void) {}
 
-  /** Registers `owner`: `deliver(token)` on a grant, `deliver('')` when it should re-check. Returns the unregister function. */
-  expect(owner: string, deliver: Deliver): () => void {
-    this.waiting.set(owner, deliver);
-    return () => {
-      if (this.waiting.get(owner) === deliver) this.waiting.delete(owner);
-    };
+  /** Registers `owner`: `waiter.deliver(token)` on a grant, `deliver('')` when it should re-check. */
+  expect(owner: string, waiter: HandoffWaiter): void {
+    this.waiting.set(owner, waiter);
+  }
+
+  /** Unregisters `owner` if `waiter` is still the one registered for it (an object, not a closure per wait). */
+  forget(owner: string, waiter: HandoffWaiter): void {
+    if (this.waiting.get(owner) === waiter) this.waiting.delete(owner);
   }
 
   /** Remembers a waiter whose leave failed, so a late grant for it is given back. */
@@ -36,8 +40,8 @@ export class RedisHandoffs {
     if (at < 0) return;
     const owner = message.slice(0, at);
     const token = message.slice(at + 1);
-    const deliver = this.waiting.get(owner);
-    if (deliver) return deliver(token);
+    const waiter = this.waiting.get(owner);
+    if (waiter) return waiter.deliver(token);
     const lock = this.abandoned.get(owner);
     if (lock) {
       this.abandoned.delete(owner);
@@ -47,7 +51,7 @@ export class RedisHandoffs {
 
   /** After a reconnect (messages may be lost): every waiter re-checks on the server. */
   recheckAll(): void {
-    for (const deliver of [...this.waiting.values()]) deliver('');
+    for (const waiter of [...this.waiting.values()]) waiter.deliver('');
   }
 
   get size(): number {

@@ -5,7 +5,7 @@ import type {
   BackendAttempt,
 } from '../../interfaces/lock-backend.interface';
 import { busy, type Phase } from './redis.commands';
-import type { RedisHandoffs } from './redis.handoffs';
+import type { HandoffWaiter, RedisHandoffs } from './redis.handoffs';
 
 /** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
 const RECHECK_MS = 5_000;
@@ -24,7 +24,9 @@ export interface QueuedWaitSteps {
   readonly name: string;
   readonly handoffs: RedisHandoffs;
   /** One attempt script: grant, or queue (`phase` 'wait'), or re-check our place ('recheck'). */
-  attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<AttemptReply>;
+  attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown>;
+  /** An attempt's answer as an AttemptReply (no promise of its own per attempt). */
+  reply(answer: unknown): AttemptReply;
   /** A grant's last step (replica acknowledgements where configured; none: the result at once). */
   granted(
     request: BackendAttempt,
@@ -57,24 +59,21 @@ export async function queuedWait(
   phase: Phase,
 ): Promise<BackendAcquireResult> {
   const deadline = performance.now() + request.wait;
-  let handed = '';
-  let wake: (() => void) | undefined;
-  const unregister = steps.handoffs.expect(request.owner, (token) => {
-    if (token) handed = token;
-    wake?.();
-  });
+  // The handoff state lives in one object (no closure, and nothing of this frame captured).
+  const waiter = new Waiter();
+  steps.handoffs.expect(request.owner, waiter);
   let failure: unknown;
   let backoff = 10;
   let sentAt = performance.now();
-  let last: { acquired: false; retryAfter?: number } = { acquired: false };
+  let last: { acquired: false; retryAfter?: number } | undefined;
   let first = true;
   try {
     for (;;) {
       if (!first && request.signal.aborted) break;
       first = false;
-      if (handed) {
-        const token = handed;
-        handed = '';
+      if (waiter.handed) {
+        const token = waiter.handed;
+        waiter.handed = '';
         const result = await handedOver(steps, request, token, sentAt);
         if (result) return result;
         phase = 'recheck';
@@ -82,10 +81,8 @@ export async function queuedWait(
       let sleep: number;
       try {
         sentAt = performance.now();
-        const reply = await steps.attempt(
-          request,
-          phase,
-          Math.max(1, Math.ceil(deadline - sentAt)),
+        const reply = steps.reply(
+          await steps.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt))),
         );
         failure = undefined;
         backoff = 10;
@@ -110,25 +107,41 @@ export async function queuedWait(
         backoff = Math.min(backoff * 2, 500);
       }
       if (request.signal.aborted) break;
-      if (handed) continue;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          request.signal.removeEventListener('abort', done);
-          wake = undefined;
-          resolve();
-        };
-        const timer = setTimeout(done, sleep);
-        request.signal.addEventListener('abort', done, { once: true });
-        wake = done;
-      });
+      if (waiter.handed) continue;
+      await pause(request, sleep, waiter);
     }
   } finally {
-    unregister();
+    steps.handoffs.forget(request.owner, waiter);
   }
   await leave(steps, request, deadline);
   if (failure !== undefined) throw asUnavailable(failure, steps.name, request.key);
-  return last;
+  return last ?? { acquired: false };
+}
+
+/** A wait's handoff state: the token handed to it, and how to wake its sleep. */
+class Waiter implements HandoffWaiter {
+  handed = '';
+  wake: (() => void) | undefined = undefined;
+
+  deliver(token: string): void {
+    if (token) this.handed = token;
+    this.wake?.();
+  }
+}
+
+/** Sleeps `ms`, until the signal aborts, or until the waiter is woken (a handoff or a re-check). */
+function pause(request: BackendAcquireRequest, ms: number, waiter: Waiter): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      request.signal.removeEventListener('abort', done);
+      waiter.wake = undefined;
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    request.signal.addEventListener('abort', done, { once: true });
+    waiter.wake = done;
+  });
 }
 
 /**

@@ -22,9 +22,18 @@ export interface SemaphoreKeys {
   readonly details: string;
 }
 
+/** Recently used keys, as lockKeys keeps them: bounded, emptied when full. */
+const CACHE_SIZE = 256;
+const cache = new Map<string, SemaphoreKeys>();
+
 export function semaphoreKeys(fullKey: string): SemaphoreKeys {
+  let keys = cache.get(fullKey);
+  if (keys !== undefined) return keys;
   const tag = lockKeys(fullKey).writer;
-  return { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
+  keys = { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
+  if (cache.size >= CACHE_SIZE) cache.clear();
+  cache.set(fullKey, keys);
+  return keys;
 }
 
 const COMMON = `

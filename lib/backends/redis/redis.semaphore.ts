@@ -14,7 +14,7 @@ import {
 } from '../redis-client';
 import { busy, type Phase } from './redis.commands';
 import type { RedisHandoffs } from './redis.handoffs';
-import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
+import { queuedWait, type AttemptReply, type QueuedWaitSteps } from './redis.queued-wait';
 import {
   SEM_ACQUIRE,
   SEM_FORCE_RELEASE,
@@ -55,6 +55,7 @@ export class RedisSemaphore {
       name: 'redis',
       handoffs: d.handoffs,
       attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs),
+      reply: (answer) => answer as AttemptReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
