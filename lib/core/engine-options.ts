@@ -1,3 +1,4 @@
+import { LONE_SURROGATE } from '../backend-kit/key-encoding';
 import { checkKnownOptions } from '../backend-kit/option-checker';
 import {
   DEFAULT_BACKEND_NAME,
@@ -82,12 +83,13 @@ export function validateEngineOptions(options: LockEngineOptions) {
   if (
     typeof keyPrefix !== 'string' ||
     keyPrefix.length > 128 ||
-    /[\u0000-\u001f\u007f{}]/.test(keyPrefix)
+    /[\u0000-\u001f\u007f{}]/.test(keyPrefix) ||
+    LONE_SURROGATE.test(keyPrefix)
   ) {
     throw new InvalidLockOptionsError(
       'keyPrefix',
       keyPrefix,
-      'a string of at most 128 characters without control characters or { }',
+      'a string of at most 128 characters without control characters, { } or lone UTF-16 surrogates',
     );
   }
   return {

@@ -18,7 +18,6 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { waitsNatively, type AcquireRunner } from './acquire-runner';
 import { backendLabel, callBackend } from './backend-call';
-import { checkFullKey } from './full-key';
 import { ELECTION_PROPOSAL } from './leader-election';
 import type { LockActivity } from './lock-activity';
 import type { LockEventBus } from './lock-events';
@@ -89,11 +88,12 @@ export async function acquireLease(
   );
   const backend = findBackend(e, o.backend);
   checkLockKey(key);
-  const fullKey = checkFullKey(
-    e.keyPrefix,
-    key,
-    Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength),
-  );
+  // The prefix was checked at start-up (engine-options.ts) and the key just now, so the joined key
+  // is clean too (a surrogate pair cannot form across them: a lone half fails either check); only
+  // its length is left to check.
+  const fullKey = e.keyPrefix + key;
+  const maxLength = Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength);
+  if (fullKey.length > maxLength) checkLockKey(fullKey, maxLength);
   if (o.mode === 'shared' && !backend.capabilities.shared) {
     throw new InvalidLockOptionsError(
       'mode',

@@ -79,25 +79,12 @@ function resolvesToDefaults(o: LockOptions): boolean {
   );
 }
 
-/** The last "no options" resolution looked up: most processes have one engine (no WeakMap lookup then). */
-let last:
-  | {
-      defaults: ResolvedDefaults;
-      names: readonly string[] | undefined;
-      resolved: ResolvedLockOptions;
-    }
-  | undefined;
-
 /** The cached resolution of "no options" for these defaults and backend names, if any. */
 function cachedDefaults(
   defaults: ResolvedDefaults,
   names: readonly string[] | undefined,
 ): ResolvedLockOptions | undefined {
-  if (last !== undefined && last.defaults === defaults && last.names === names)
-    return last.resolved;
-  const resolved = noOptions.get(defaults)?.get(names);
-  if (resolved) last = { defaults, names, resolved };
-  return resolved;
+  return noOptions.get(defaults)?.get(names);
 }
 
 /** Validates module-level defaults; every missing one takes the package default. */

@@ -65,6 +65,7 @@ describe('DistributedLockModule', () => {
       [{ backend: new MemoryLockBackend(), defaults: { wait: Number.NaN } }, 'defaults.wait'],
       [{ backend: new MemoryLockBackend(), defaults: { mode: 'both' as never } }, 'defaults.mode'],
       [{ backend: new MemoryLockBackend(), keyPrefix: 'a{b}' }, 'keyPrefix'],
+      [{ backend: new MemoryLockBackend(), keyPrefix: 'app:\ud800' }, 'keyPrefix'],
       [{ backends: { main: new MemoryLockBackend() } }, 'backends'],
       [{ backend: new MemoryLockBackend(), httpErrors: 'yes' as never }, 'httpErrors'],
       [{ backend: new MemoryLockBackend(), operationTimeout: 0 }, 'operationTimeout'],

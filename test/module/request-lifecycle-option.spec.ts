@@ -35,21 +35,18 @@ async function app(extras: { requestLifecycle?: unknown }): Promise<INestApplica
 }
 
 describe('DistributedLockModule requestLifecycle', () => {
-  it('by default, every HTTP request runs under the client-gone signal', async () => {
-    const application = await app({});
+  it.each([
+    ['by default, every HTTP request runs under the client-gone signal', {}, true],
+    [
+      'requestLifecycle: false registers no global interceptor: requests carry no signal',
+      { requestLifecycle: false },
+      false,
+    ],
+  ])('%s', async (_name, extras, signal) => {
+    const application = await app(extras);
     try {
       const res = await request(application.getHttpServer()).get('/probe').expect(200);
-      expect(res.body).toEqual({ signal: true });
-    } finally {
-      await application.close();
-    }
-  });
-
-  it('requestLifecycle: false registers no global interceptor: requests carry no signal', async () => {
-    const application = await app({ requestLifecycle: false });
-    try {
-      const res = await request(application.getHttpServer()).get('/probe').expect(200);
-      expect(res.body).toEqual({ signal: false });
+      expect(res.body).toEqual({ signal });
     } finally {
       await application.close();
     }

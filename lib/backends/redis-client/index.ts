@@ -14,6 +14,6 @@ export { redisScript, runScript, runScriptBatch, type RedisScript } from './redi
 export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';
-export { lockKeys, type LockKeys } from './lock-keys';
+export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
 export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';

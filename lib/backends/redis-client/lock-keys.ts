@@ -20,25 +20,32 @@ export interface LockKeys {
   readonly waiters: string;
 }
 
-/** Recently used keys (a lock's acquire and release name the same one): bounded, emptied when full. */
-const CACHE_SIZE = 256;
-const cache = new Map<string, LockKeys>();
+/**
+ * `make(fullKey)`, remembered for the last few hundred keys (a lock's acquire and release, and a
+ * semaphore's, name the same one): bounded, emptied when full. Names are pure functions of the key.
+ */
+export function recentKeys<K>(make: (fullKey: string) => K, size = 256): (fullKey: string) => K {
+  const cache = new Map<string, K>();
+  return (fullKey) => {
+    let keys = cache.get(fullKey);
+    if (keys !== undefined) return keys;
+    keys = make(fullKey);
+    if (cache.size >= size) cache.clear();
+    cache.set(fullKey, keys);
+    return keys;
+  };
+}
 
-export function lockKeys(fullKey: string): LockKeys {
-  let keys = cache.get(fullKey);
-  if (keys !== undefined) return keys;
+export const lockKeys = recentKeys((fullKey): LockKeys => {
   const tag = hashTag(fullKey);
-  keys = {
+  return {
     writer: tag,
     readers: `${tag}:r`,
     fence: `${tag}:f`,
     queue: `${tag}:q`,
     waiters: `${tag}:w`,
   };
-  if (cache.size >= CACHE_SIZE) cache.clear();
-  cache.set(fullKey, keys);
-  return keys;
-}
+});
 
 /** The hash tag of a lock's keys, `{fullKey}` or `{#<sha1>}fullKey` (see above). */
 function hashTag(fullKey: string): string {

@@ -1,4 +1,4 @@
-import { lockKeys, redisScript } from '../redis-client';
+import { lockKeys, recentKeys, redisScript } from '../redis-client';
 
 /**
  * Lua scripts of the Redis backend's native semaphores (`permits: N`). Keys, all in the slot of
@@ -22,19 +22,10 @@ export interface SemaphoreKeys {
   readonly details: string;
 }
 
-/** Recently used keys, as lockKeys keeps them: bounded, emptied when full. */
-const CACHE_SIZE = 256;
-const cache = new Map<string, SemaphoreKeys>();
-
-export function semaphoreKeys(fullKey: string): SemaphoreKeys {
-  let keys = cache.get(fullKey);
-  if (keys !== undefined) return keys;
+export const semaphoreKeys = recentKeys((fullKey): SemaphoreKeys => {
   const tag = lockKeys(fullKey).writer;
-  keys = { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
-  if (cache.size >= CACHE_SIZE) cache.clear();
-  cache.set(fullKey, keys);
-  return keys;
-}
+  return { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
+});
 
 const COMMON = `
 local function now_ms()
