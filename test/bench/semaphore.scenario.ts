@@ -87,8 +87,8 @@ function connect(impl: Impl, port: number): Client {
           '',
           '1',
         ];
-        const reply = (await runScript(client, SEM_ACQUIRE, 4, seat)) as [number, string];
-        if (reply[0] !== 1) throw new Error(`scripts-only: not granted (${String(reply)})`);
+        const reply = await runScript(client, SEM_ACQUIRE, 4, seat);
+        if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);
         return async () => {
           await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
         };

@@ -109,7 +109,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await backend.close();
   });
 
-  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZCARD + ZADD + PEXPIRE + INCR, release = ZREM + EXISTS (no HDEL with nobody queued)', async () => {
+  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZADD + PEXPIRE + INCR, release = ZREM + EXISTS (no HDEL with nobody queued)', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -118,12 +118,12 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await (await engine.acquire('sem', { permits: 3 })).release(); // the fence of sem is new here
     await admin.config('RESETSTAT');
     for (let i = 0; i < 20; i++) await (await engine.acquire('sem', { permits: 3 })).release();
-    // No purge (ZREMRANGEBYSCORE) while the set is not full, no ZRANGE + PEXPIREAT for its expiry.
+    // No seat and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
+    // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry.
     expect(await commandCalls()).toEqual({
       evalsha: 40,
       time: 20,
       exists: 40,
-      zcard: 20,
       zadd: 20,
       pexpire: 20,
       incr: 20,

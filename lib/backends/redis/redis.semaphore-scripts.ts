@@ -27,19 +27,32 @@ export const semaphoreKeys = recentKeys((fullKey): SemaphoreKeys => {
   return { seats: `${tag}:s`, fence: `${tag}:f`, queue: `${tag}:sq`, details: `${tag}:sw` };
 });
 
+/**
+ * The next fencing token of F (an integer: tokens stay below 2^53, exact in Lua and in a reply,
+ * until the year 2255): INCR, or, for a fence that expired or never was, the server's µs clock,
+ * so a key's tokens keep growing across its fence's lifetimes. `clock`: a TIME reply the caller
+ * already has (or nil).
+ */
+const FENCE = `
+local function fence(F, retention, clock)
+  local f = redis.call('INCR', F)
+  if f == 1 then
+    local t = clock or redis.call('TIME')
+    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
+  end
+  return f
+end
+`;
+
+/**
+ * The slow paths' helpers. The scripts run their uncontended path before these definitions, so
+ * that path makes none of their closures (Redis runs a script's whole body on every call).
+ */
 const COMMON = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  return string.format('%.0f', f)
 end
 local function live(S, now)
   redis.call('ZREMRANGEBYSCORE', S, '-inf', now)
@@ -85,6 +98,7 @@ local function dispatch(S, F, Q, D, retention, probe, self)
         mine = token
         redis.call('HDEL', D, head)
       else
+        token = string.format('%.0f', token)
         redis.call('HSET', D, head, '=' .. token)
         if channel ~= '' then got = redis.call('PUBLISH', channel, head .. '|' .. token) end
         if got == 0 and probe == '1' then
@@ -103,18 +117,27 @@ end
  * acquire KEYS=S,F,Q,D ARGV=owner,ttl,permits,fenceRetention,phase,waitMs,channel,probe
  * phase 'try': one attempt, never queues; 'wait': attempt, else queue (deadline now + waitMs);
  * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
- * Returns {1, token} or {0, ms until the earliest seat expires (-1 unknown)}. Uncontended path:
- * TIME, EXISTS Q, ZCARD S, ZADD S, PEXPIRE S (PTTL first when the set exists), INCR F.
+ * Returns an integer: the token (> 0) when granted; else 0 - (ms until the earliest seat expires
+ * + 1), or 0 when that is unknown (semaphoreReply reads it). Uncontended path (no seat held,
+ * nobody queued): TIME, EXISTS S Q, ZADD S, PEXPIRE S, INCR F, before any helper is defined.
  */
-export const SEM_ACQUIRE = redisScript(`${COMMON}
+export const SEM_ACQUIRE = redisScript(`${FENCE}
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, ttl, permits, retention, phase = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
-local now = now_ms()
+local owner, ttl, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[4], ARGV[5]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- Neither a seat nor a waiter: seat at once (the set is new, so its expiry is ours to set).
+if phase ~= 'recheck' and redis.call('EXISTS', S, Q) == 0 then
+  redis.call('ZADD', S, now + ttl, owner)
+  redis.call('PEXPIRE', S, ttl + 1)
+  return fence(F, retention, clock)
+end
+${COMMON}
+local permits, waitms, channel, probe = tonumber(ARGV[3]), tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local function busy()
   local first = redis.call('ZRANGE', S, 0, 0, 'WITHSCORES')
-  if first[1] then return {0, tonumber(first[2]) - now} end
-  return {0, -1}
+  if first[1] then return -1 - math.max(0, tonumber(first[2]) - now) end
+  return 0
 end
 local function enqueue()
   if not redis.call('ZSCORE', Q, owner) then
@@ -132,15 +155,17 @@ if phase == 'recheck' then
   if s and tonumber(s) > now then
     local info = redis.call('HGET', D, owner)
     redis.call('HDEL', D, owner)
-    if info and string.sub(info, 1, 1) == '=' then return {1, string.sub(info, 2)} end
-    return {1, redis.call('GET', F) or fence(F, retention)}
+    if info and string.sub(info, 1, 1) == '=' then return tonumber(string.sub(info, 2)) end
+    local current = redis.call('GET', F)
+    if current then return tonumber(current) end
+    return fence(F, retention)
   end
 end
 if redis.call('EXISTS', Q) == 1 then
   if phase ~= 'try' then
     enqueue()
     local got = dispatch(S, F, Q, D, retention, probe, owner)
-    if got then return {1, got} end
+    if got then return got end
     return busy()
   end
   -- A one-shot attempt never overtakes the queue, but serves it if seats expired.
@@ -151,17 +176,23 @@ local held = below(S, now, permits)
 if held < permits then
   -- held == 0: the set is empty, so it does not exist (Redis deletes an empty set).
   seat(S, owner, now + ttl, ttl, held == 0)
-  return {1, fence(F, retention)}
+  return fence(F, retention)
 end
 if phase ~= 'try' then enqueue() end
 return busy()
 `);
 
+/** The acquire script's integer answer as `[1, token]` or `[0, ms until a seat frees, or -1]`. */
+export function semaphoreReply(answer: unknown): [number, string | number] {
+  const n = Number(answer);
+  return n > 0 ? [1, answer as string | number] : [0, -n - 1];
+}
+
 /**
  * renew KEYS=S ARGV=owner,ttl
  * Owner-checked: extends our live seat to now + ttl. Returns 1, or 0 when the seat is gone.
  */
-export const SEM_RENEW = redisScript(`${COMMON}
+export const SEM_RENEW = redisScript(`${FENCE}${COMMON}
 local now = now_ms()
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s then return 0 end
@@ -177,13 +208,15 @@ return 1
  * release KEYS=S,F,Q,D ARGV=owner,fenceRetention,probe,leaving
  * Owner-checked: frees our seat; with leaving='1' also our queue entry (a waiter that gave up).
  * Then grants the freed seat(s) to the queue's head waiter(s). Returns 1 if a seat of ours was freed.
- * Uncontended path: ZREM S, EXISTS (Q and D hold entries only for queued waiters and for grants
- * handed over by message: with neither key there is nothing to clean up or serve).
+ * Uncontended path: ZREM S, EXISTS Q D, before any helper is defined (Q and D hold entries only
+ * for queued waiters and for grants handed over by message: with neither key there is nothing to
+ * clean up or serve).
  */
-export const SEM_RELEASE = redisScript(`${COMMON}
+export const SEM_RELEASE = redisScript(`
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local released = redis.call('ZREM', S, ARGV[1])
 if redis.call('EXISTS', Q, D) == 0 then return released end
+${FENCE}${COMMON}
 redis.call('HDEL', D, ARGV[1])
 if ARGV[4] == '1' then redis.call('ZREM', Q, ARGV[1]) end
 if (released == 1 or ARGV[4] == '1') and redis.call('EXISTS', Q) == 1 then
@@ -196,7 +229,7 @@ return released
  * inspect KEYS=S,F,Q ARGV=-
  * Returns {flat owner/ms-left pairs of live seats, last token or false, queued waiters}.
  */
-export const SEM_INSPECT = redisScript(`${COMMON}
+export const SEM_INSPECT = redisScript(`${FENCE}${COMMON}
 local now = now_ms()
 local flat = {}
 local seats = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
@@ -211,7 +244,7 @@ return {flat, redis.call('GET', KEYS[2]) or false, redis.call('ZCARD', KEYS[3])}
  * forceRelease KEYS=S,F,Q,D ARGV=fenceRetention,probe
  * Frees every seat whoever holds it (the fence is kept) and serves the queue. Returns the seats freed.
  */
-export const SEM_FORCE_RELEASE = redisScript(`${COMMON}
+export const SEM_FORCE_RELEASE = redisScript(`${FENCE}${COMMON}
 local n = live(KEYS[1], now_ms())
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[3]) == 1 then

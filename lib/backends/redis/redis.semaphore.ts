@@ -14,7 +14,7 @@ import {
 } from '../redis-client';
 import { busy, type Phase } from './redis.commands';
 import type { RedisHandoffs } from './redis.handoffs';
-import { queuedWait, type AttemptReply, type QueuedWaitSteps } from './redis.queued-wait';
+import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import {
   SEM_ACQUIRE,
   SEM_FORCE_RELEASE,
@@ -22,6 +22,7 @@ import {
   SEM_RELEASE,
   SEM_RENEW,
   semaphoreKeys,
+  semaphoreReply,
 } from './redis.semaphore-scripts';
 
 /** What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff table). */
@@ -55,7 +56,7 @@ export class RedisSemaphore {
       name: 'redis',
       handoffs: d.handoffs,
       attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs),
-      reply: (answer) => answer as AttemptReply,
+      reply: semaphoreReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
@@ -65,7 +66,7 @@ export class RedisSemaphore {
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
-    const reply = await this.attempt(request, 'try', 0);
+    const reply = semaphoreReply(await this.attempt(request, 'try', 0));
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, String(reply[1]), sentAt);
   }
@@ -144,12 +145,8 @@ export class RedisSemaphore {
     return Number(await runScript(client, SEM_FORCE_RELEASE, 4, args)) > 0;
   }
 
-  /** One attempt script (not async: no layer of its own once the client is known). */
-  private attempt(
-    request: BackendAttempt,
-    phase: Phase,
-    waitMs: number,
-  ): Promise<[number, string | number]> {
+  /** One attempt script, its integer answer (semaphoreReply); not async: no layer of its own. */
+  private attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown> {
     const client = this.d.source.current;
     if (!client)
       return Promise.resolve(this.d.source.get()).then(() => this.attempt(request, phase, waitMs));
@@ -169,7 +166,7 @@ export class RedisSemaphore {
       channel,
       probe(client),
     ];
-    return runScript(client, SEM_ACQUIRE, 4, args) as Promise<[number, string | number]>;
+    return runScript(client, SEM_ACQUIRE, 4, args);
   }
 
   /** The release script; answers 1 when a seat of ours was freed. Not async (see attempt). */
