@@ -11,16 +11,26 @@ import { join } from 'node:path';
  * - bytes allocated per cycle, from V8's sampling heap profiler with collected objects kept
  *   (every 128 bytes sampled): deterministic where CPU is not, and GC is a third of the cycle.
  *
+ * A third row, theirs-sem, is redis-semaphore's `Semaphore` (limit 3) over the same stub: the
+ * JavaScript a cycle of theirs costs.
+ *
  *   LIB_BASE=/tmp/base/lib npx ts-node --transpile-only test/bench/redis-cycle.ab.ts [rounds=9]
  */
 type Cycle = () => Promise<void>;
 
 const stub = () => ({
   isCluster: false,
-  // The lock's acquire script answers its token (a string); the semaphore's answers {1, token}.
+  // The lock's acquire script answers its token (a string); the semaphore's, its token (an
+  // integer; before 2026-12-01 it answered {1, token}: give LIB_BASE trees of then [1, '5']).
   evalsha: (_sha: string, numKeys: number, ...args: unknown[]) =>
     Promise.resolve(
-      args.includes('wait') || args.includes('try') ? (numKeys === 5 ? '5' : [1, '5']) : 1,
+      args.includes('wait') || args.includes('try')
+        ? numKeys === 5
+          ? '5'
+          : process.env.SEM_REPLY === 'array'
+            ? [1, '5']
+            : 5
+        : 1,
     ),
   eval: () => Promise.resolve(1),
   pipeline: () => ({}),
@@ -45,6 +55,17 @@ function cycle(lib: string, permits?: number): Cycle {
   return async () => {
     const handle = await engine.acquire('k', options && { ...options });
     await handle.release();
+  };
+}
+
+/** redis-semaphore's `Semaphore` (limit 3) over the same kind of stub: its JavaScript alone. */
+function theirs(): Cycle {
+  const { Semaphore } = require('redis-semaphore');
+  const client = { ...stub(), zrem: () => Promise.resolve(1) };
+  return async () => {
+    const sem = new Semaphore(client, 'rs:k', 3, { lockTimeout: 10_000 });
+    await sem.acquire();
+    await sem.release();
   };
 }
 
@@ -77,6 +98,7 @@ async function main(rounds: number): Promise<void> {
     [`${name}-sem`, cycle(lib, 3)],
     [`${name}-lock`, cycle(lib)],
   ]);
+  configs.push(['theirs-sem', theirs()]);
   const cycles = 30_000;
   for (const [, run] of configs) for (let i = 0; i < 20_000; i++) await run();
   const cpu = new Map<string, number[]>(configs.map(([n]) => [n, []]));
