@@ -18,7 +18,8 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * Semaphore rows (`--scenarios=semaphore`, Redis only): ours (native seats, `permits: 3`) against
  * redis-semaphore 5.8's `Semaphore` (limit 3, its defaults: lockTimeout 10 s, polls every 10 ms
  * for up to 10 s), on the same private server, alternating windows.
- * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency); beside the two
+ * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency), each round's
+ *   window cut into slices the rows take in turn; beside the two
  *   libraries, `scripts-only`: the two EVALSHAs our Redis semaphore sends per uncontended cycle
  *   (seat, then release; the same keys and arguments, a new owner token each) through the same
  *   client with none of our JavaScript around them. No library code over these scripts can be
@@ -33,6 +34,8 @@ const HOLD_MS = 1;
 const PAUSE_MS = 2;
 type Impl = 'ours' | 'redis-semaphore' | 'scripts-only';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
+/** Slices per round of an uncontended window, the rows taking turns (see runSemaphore). */
+const UNCONTENDED_SLICES = 8;
 /** The uncontended rows (scripts-only needs no worker: it is measured uncontended only). */
 const UNCONTENDED: Impl[] = ['ours', 'scripts-only', 'redis-semaphore'];
 
@@ -221,14 +224,34 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
       const order = round % 2 === 0 ? IMPLS : [...IMPLS].reverse();
       const rotate = round % UNCONTENDED.length;
       const unOrder = [...UNCONTENDED.slice(rotate), ...UNCONTENDED.slice(0, rotate)];
+      // Each round's uncontended window is cut into UNCONTENDED_SLICES slices taken in turn by
+      // the three rows (one connection each, warmed up first), so a change of the machine's load
+      // hits every row alike instead of one row's whole window.
+      const clients = new Map<Impl, Client>();
       for (const impl of unOrder) {
         const c = connect(impl, port);
         await loop(c, `u${round}:warm`, performance.now() + warmUpMs, 0, 0);
-        const s = await loop(c, `u${round}:${impl}`, performance.now() + windowMs, 0, 0);
-        await c.close();
-        un.get(impl)!.push(...s);
+        clients.set(impl, c);
+      }
+      const counts = new Map<Impl, number>(unOrder.map((i) => [i, 0]));
+      for (let slice = 0; slice < UNCONTENDED_SLICES; slice++) {
+        for (const impl of unOrder) {
+          const sliceMs = windowMs / UNCONTENDED_SLICES;
+          const s = await loop(
+            clients.get(impl)!,
+            `u${round}:${impl}`,
+            performance.now() + sliceMs,
+            0,
+            0,
+          );
+          un.get(impl)!.push(...s);
+          counts.set(impl, counts.get(impl)! + s.length);
+        }
+      }
+      for (const impl of unOrder) {
+        await clients.get(impl)!.close();
         ctx.log(
-          `semaphore uncontended ${impl} round ${round}: ${(s.length / (windowMs / 1000)).toFixed(0)}/s`,
+          `semaphore uncontended ${impl} round ${round}: ${(counts.get(impl)! / (windowMs / 1000)).toFixed(0)}/s`,
         );
       }
       for (const impl of order) {
@@ -285,7 +308,8 @@ export function semaphoreSection(r: SemaphoreResult): string {
     '',
     `## Semaphore (Redis, permits ${r.permits}; ${r.rounds} rounds of ${r.windowMs} ms, alternating)`,
     '',
-    'Uncontended: one client, acquire + release (latency = the cycle). Contended: ' +
+    "Uncontended: one client, acquire + release (latency = the cycle); each round's window in " +
+      `${UNCONTENDED_SLICES} slices, the rows taking turns. Contended: ` +
       `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait).`,
     '',
     '| row | contender | acquisitions/s | median ms | p99 ms | samples |',
