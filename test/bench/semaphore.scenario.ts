@@ -1,5 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { Semaphore } from 'redis-semaphore';
+// redis-semaphore's own acquire script helper (what its Semaphore calls per attempt).
+import { acquireLua } from 'redis-semaphore/lib/semaphore/acquire/lua';
 import { runScript } from '../../lib/backends/redis-client';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { DEFAULT_FENCE_RETENTION_MS as FENCE_RETENTION_MS } from '../../lib/backends/redis/redis.options';
@@ -23,7 +25,10 @@ import { sleep, summarize, type Summary } from './bench.stats';
  *   libraries, `scripts-only`: the two EVALSHAs our Redis semaphore sends per uncontended cycle
  *   (seat, then release; the same keys and arguments, a new owner token each) through the same
  *   client with none of our JavaScript around them. No library code over these scripts can be
- *   faster than that row: it is the ceiling of ours.
+ *   faster than that row: it is the ceiling of ours. And `their-calls`, the same for theirs: the
+ *   two calls its `Semaphore` makes per cycle (its acquire script, through its own helper, and a
+ *   `ZREM`), without the class around them. Ours ÷ theirs is then our scripts against theirs
+ *   (scripts-only ÷ their-calls) times our JavaScript against theirs.
  * - contended: 8 worker processes (this file, forked), one client each, all on one semaphore of 3:
  *   acquire (waiting), hold 1 ms, release, pause 2 ms (acquisitions/s, wait of each acquire).
  * The worker processes are started, and have loaded, before the first window. Nothing asserts a time.
@@ -32,12 +37,12 @@ export const PERMITS = 3;
 const PROCESSES = 8;
 const HOLD_MS = 1;
 const PAUSE_MS = 2;
-type Impl = 'ours' | 'redis-semaphore' | 'scripts-only';
+type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
 /** Slices per round of an uncontended window, the rows taking turns (see runSemaphore). */
 const UNCONTENDED_SLICES = 8;
-/** The uncontended rows (scripts-only needs no worker: it is measured uncontended only). */
-const UNCONTENDED: Impl[] = ['ours', 'scripts-only', 'redis-semaphore'];
+/** The uncontended rows (the two floors need no worker: they are measured uncontended only). */
+const UNCONTENDED: Impl[] = ['ours', 'scripts-only', 'their-calls', 'redis-semaphore'];
 
 export interface SemaphoreRow {
   impl: Impl;
@@ -53,13 +58,17 @@ export interface SemaphoreResult {
   contended: SemaphoreRow[];
   /**
    * ours ÷ redis-semaphore acquisitions/s; their p99 ÷ ours; scripts-only ÷ redis-semaphore
-   * (uncontended: the best any code over our scripts could do).
+   * (uncontended: the best any code over our scripts could do); scripts-only ÷ their-calls (our
+   * scripts against theirs, no library code on either side); their-calls ÷ redis-semaphore (what
+   * their class costs over its calls).
    */
   ratios: {
     uncontended: number;
     contendedRate: number;
     contendedP99: number;
     scriptsOnly: number;
+    scriptsVsTheirCalls: number;
+    theirCalls: number;
   };
 }
 
@@ -95,6 +104,18 @@ function connect(impl: Impl, port: number): Client {
         return async () => {
           await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
         };
+      },
+      close: async () => void client.disconnect(),
+    };
+  }
+  if (impl === 'their-calls') {
+    return {
+      async take(key) {
+        const k = `rc:${key}`;
+        const id = newOwnerToken();
+        const reply = await acquireLua(client, [k, PERMITS, id, BENCH_TTL_MS, Date.now()]);
+        if (Number(reply) !== 1) throw new Error(`their-calls: not granted (${String(reply)})`);
+        return async () => void (await client.zrem(k, id));
       },
       close: async () => void client.disconnect(),
     };
@@ -269,6 +290,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
   }
   const uncontended = UNCONTENDED.map((i) => row(i, un.get(i)!, windowMs, rounds));
   const contended = IMPLS.map((i) => row(i, co.get(i)!, windowMs, rounds));
+  const rate = (impl: Impl) => uncontended.find((r) => r.impl === impl)!.perSec;
   const result: SemaphoreResult = {
     permits: PERMITS,
     processes: PROCESSES,
@@ -277,10 +299,12 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
     uncontended,
     contended,
     ratios: {
-      uncontended: uncontended[0].perSec / uncontended[2].perSec,
+      uncontended: rate('ours') / rate('redis-semaphore'),
       contendedRate: contended[0].perSec / contended[1].perSec,
       contendedP99: contended[1].latency.p99 / contended[0].latency.p99,
-      scriptsOnly: uncontended[1].perSec / uncontended[2].perSec,
+      scriptsOnly: rate('scripts-only') / rate('redis-semaphore'),
+      scriptsVsTheirCalls: rate('scripts-only') / rate('their-calls'),
+      theirCalls: rate('their-calls') / rate('redis-semaphore'),
     },
   };
   ctx.log(`semaphore ratios (ours vs redis-semaphore): ${JSON.stringify(result.ratios)}`);
@@ -320,7 +344,10 @@ export function semaphoreSection(r: SemaphoreResult): string {
     `Ours ÷ redis-semaphore: uncontended ${r.ratios.uncontended.toFixed(2)}×, contended ` +
       `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×. ` +
       `scripts-only (our two scripts with no JavaScript of ours around them: the ceiling of any ` +
-      `library over them) ÷ redis-semaphore: ${r.ratios.scriptsOnly.toFixed(2)}×.`,
+      `library over them) ÷ redis-semaphore: ${r.ratios.scriptsOnly.toFixed(2)}×. ` +
+      `Their calls alone (its acquire script and ZREM, no class) ÷ redis-semaphore: ` +
+      `${r.ratios.theirCalls.toFixed(2)}×; our scripts ÷ their calls: ` +
+      `${r.ratios.scriptsVsTheirCalls.toFixed(2)}×.`,
     '',
   ].join('\n');
 }
