@@ -149,6 +149,16 @@ describe('RedisLockBackend native semaphore', () => {
     expect(await backend.renew([mine])).toEqual([false]);
   });
 
+  it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {
+    const { backend } = processLike();
+    expect((await backend.tryAcquire(attempt('hint', 2, 20_000))).acquired).toBe(true);
+    expect((await backend.tryAcquire(attempt('hint', 2, 8_000))).acquired).toBe(true);
+    const busy = await backend.tryAcquire(attempt('hint', 2));
+    expect(busy.acquired).toBe(false);
+    expect(busy.retryAfter).toBeGreaterThan(7_000);
+    expect(busy.retryAfter).toBeLessThanOrEqual(8_000);
+  });
+
   it("Curator's rule: a request counts the holders against its own N", async () => {
     const { backend } = processLike();
     expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
