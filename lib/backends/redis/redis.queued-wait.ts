@@ -54,8 +54,8 @@ export interface QueuedWaitSteps {
  * same race as one arriving just after it, which the engine handles by giving the grant back).
  *
  * Not an async function: a grant at the first attempt (the uncontended case) is answered from one
- * `.then`, without the frame of the wait loop (about 600 bytes per acquire); anything else continues in
- * `waitLoop` with that first attempt's outcome.
+ * `.then`, without the frame of the wait loop (about 600 bytes per acquire); anything else
+ * continues in `waitLoop` with that first attempt's outcome.
  */
 export function queuedWait(
   steps: QueuedWaitSteps,
