@@ -15,6 +15,7 @@ import { join } from 'node:path';
  * JavaScript a cycle of theirs costs.
  *
  *   LIB_BASE=/tmp/base/lib npx ts-node --transpile-only test/bench/redis-cycle.ab.ts [rounds=9]
+ *   (BY_FUNCTION=1 lists where each configuration's bytes are allocated)
  */
 type Cycle = () => Promise<void>;
 
@@ -69,7 +70,17 @@ function theirs(): Cycle {
   };
 }
 
-async function bytesPerCycle(run: Cycle, cycles: number): Promise<number> {
+interface SampleNode {
+  selfSize: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children: SampleNode[];
+}
+
+/**
+ * Bytes allocated per cycle; with BY_FUNCTION=1 also the 8 functions that allocate the most per
+ * cycle (where they run, not who called them: V8 attributes inlined callees to their caller).
+ */
+async function bytesPerCycle(run: Cycle, cycles: number): Promise<[number, string[]]> {
   const session = new Session();
   session.connect();
   await session.post('HeapProfiler.enable');
@@ -82,12 +93,21 @@ async function bytesPerCycle(run: Cycle, cycles: number): Promise<number> {
   const { profile } = await session.post('HeapProfiler.stopSampling');
   session.disconnect();
   let total = 0;
-  const walk = (n: { selfSize: number; children: unknown[] }) => {
+  const byFunction = new Map<string, number>();
+  const walk = (n: SampleNode) => {
     total += n.selfSize;
-    (n.children as (typeof n)[]).forEach(walk);
+    const where = `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/.*\/(lib|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+    byFunction.set(where, (byFunction.get(where) ?? 0) + n.selfSize);
+    n.children.forEach(walk);
   };
-  walk(profile.head as never);
-  return total / cycles;
+  walk(profile.head as unknown as SampleNode);
+  const top = process.env.BY_FUNCTION
+    ? [...byFunction]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 8)
+        .map(([where, bytes]) => `  ${(bytes / cycles).toFixed(0).padStart(6)} bytes  ${where}`)
+    : [];
+  return [total / cycles, top];
 }
 
 async function main(rounds: number): Promise<void> {
@@ -114,11 +134,12 @@ async function main(rounds: number): Promise<void> {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   console.log(`${rounds} rounds x ${cycles} cycles; load ${require('node:os').loadavg()[0]}`);
   for (const [name, run] of configs) {
-    const bytes = await bytesPerCycle(run, 20_000);
+    const [bytes, top] = await bytesPerCycle(run, 20_000);
     console.log(
       `${name.padEnd(10)} CPU ${median(cpu.get(name)!).toFixed(2).padStart(6)} µs/cycle   ` +
         `${bytes.toFixed(0).padStart(6)} bytes/cycle`,
     );
+    for (const line of top) console.log(line);
   }
 }
 
