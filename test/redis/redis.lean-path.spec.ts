@@ -109,7 +109,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await backend.close();
   });
 
-  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZADD + PEXPIRE + INCR, release = ZREM + EXISTS (no HDEL with nobody queued)', async () => {
+  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZADD + PEXPIRE + INCR, release = one plain ZREM (no script)', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -121,9 +121,9 @@ describe('RedisLockBackend lean path and fence retention', () => {
     // No seat and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
     // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry.
     expect(await commandCalls()).toEqual({
-      evalsha: 40,
+      evalsha: 20,
       time: 20,
-      exists: 40,
+      exists: 20,
       zadd: 20,
       pexpire: 20,
       incr: 20,

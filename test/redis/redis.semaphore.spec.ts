@@ -14,7 +14,8 @@ import { redisProcesses } from './redis-fixture';
  * processes (a backend with its own connections stands for a process) with every seat used, FIFO
  * waiters woken one per freed seat (scripts counted per sha and on the server), an expired seat
  * reclaimed, owner-checked release and renewal, Curator's rule for holders that disagree on N,
- * growing tokens, and inspect/forceRelease over the seat layout.
+ * growing tokens, inspect/forceRelease over the seat layout, and marked seats (a release is one
+ * ZREM while nobody queues).
  */
 const PREFIX = 's:';
 const redis = redisProcesses(PREFIX);
@@ -147,6 +148,39 @@ describe('RedisLockBackend native semaphore', () => {
     await backend.release(mine);
     expect(await seats('owner')).toBe(0);
     expect(await backend.renew([mine])).toEqual([false]);
+  });
+
+  it('marked seats: one ZREM releases while nobody queues; seats held when a waiter queues are marked, still renewed, and released by the script, which serves the waiter', async () => {
+    const a = processLike();
+    const b = processLike();
+    const set = semaphoreKeys(PREFIX + 'mark').seats;
+    const members = async () => (await redis.admin.zrange(set, '0', '-1')).sort();
+    const counted = countScripts([a, b]);
+    // Nobody queued: the seat's member is its owner, and its release is one ZREM (no script).
+    const alone = await a.engine.acquire('mark', { permits: 2 });
+    expect(await members()).toEqual([alone.owner]);
+    await alone.release();
+    expect(await seats('mark')).toBe(0);
+    expect(counted.bySha.get(SEM_RELEASE.sha)).toBeUndefined();
+    // Two holders with a short ttl; a waiter queues, and that marks both seats.
+    const h1 = await a.engine.acquire('mark', { permits: 2, ttl: 600 });
+    const h2 = await a.engine.acquire('mark', { permits: 2, ttl: 600 });
+    const waiting = b.engine.acquire('mark', { permits: 2 });
+    await eventually(async () => (await queued('mark')) === 1);
+    expect(await members()).toEqual([`~${h1.owner}`, `~${h2.owner}`].sort());
+    // The watchdog renews a marked seat: its expiry moves on, and neither holder is lost.
+    const expiry = Number(await redis.admin.zscore(set, `~${h1.owner}`));
+    await eventually(async () => Number(await redis.admin.zscore(set, `~${h1.owner}`)) > expiry);
+    expect(h1.signal.aborted || h2.signal.aborted).toBe(false);
+    // h1's ZREM finds no plain seat; the release script frees the marked one and serves the
+    // waiter, whose seat is marked too (granted by a handoff).
+    await h1.release();
+    const w = await waiting;
+    expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(1);
+    expect(await members()).toEqual([`~${h2.owner}`, `~${w.owner}`].sort());
+    await Promise.all([h2.release(), w.release()]);
+    expect(await seats('mark')).toBe(0);
+    counted.stop();
   });
 
   it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {

@@ -23,6 +23,8 @@ export interface RedisClientLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<RedisReply>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<RedisReply>;
   pipeline(): RedisPipelineLike;
+  /** ZREM (ioredis has it): a semaphore's release; without it, the release is a script. */
+  zrem?(key: string, member: string): Promise<number>;
   /** Redis: `duplicate(override?)`; Cluster: `duplicate(startupNodes?, options?)`. */
   duplicate(...args: never[]): RedisSubscriberLike;
   wait?(numReplicas: number, timeout: number): Promise<number>;

@@ -14,6 +14,14 @@ import { lockKeys, recentKeys, redisScript } from '../redis-client';
  * waiters are queued (release, leave, expiry found by an attempt, forceRelease) the same script
  * grants the head waiters, one per free seat, each with its own token, and PUBLISHes
  * "owner|token" on that waiter's process channel, so one freed seat wakes exactly one waiter.
+ *
+ * Marked seats: a seat's member is its owner, or `~owner` ("marked"). While anyone is queued,
+ * every seat is marked: the script that queues the first waiter marks the seats held then, and a
+ * seat granted while waiters remain (every handoff) is made marked. A plain `ZREM S owner` that
+ * removes a seat therefore proves nobody was queued, so nobody was owed that seat: the release
+ * is that one command (no script) unless it answers 0 (a marked seat, or a seat already gone),
+ * and then the release script runs, which finds either form and serves the queue. Owners are our
+ * own hex tokens, so no owner starts with `~`.
  */
 export interface SemaphoreKeys {
   readonly seats: string;
@@ -72,6 +80,25 @@ local function seat(S, owner, expiry, ttl, fresh)
   redis.call('ZADD', S, expiry, owner)
   if fresh or redis.call('PTTL', S) < ttl then redis.call('PEXPIRE', S, ttl + 1) end
 end
+-- Our seat's member (owner or '~' .. owner) and its expiry; nil when we hold no seat.
+local function find_seat(S, owner)
+  local s = redis.call('ZSCORE', S, owner)
+  if s then return owner, s end
+  local marked = '~' .. owner
+  s = redis.call('ZSCORE', S, marked)
+  if s then return marked, s end
+  return nil
+end
+-- The first waiter is about to queue: mark every seat (see "Marked seats" above).
+local function mark_seats(S)
+  local all = redis.call('ZRANGE', S, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 1) ~= '~' then
+      redis.call('ZREM', S, all[i])
+      redis.call('ZADD', S, all[i + 1], '~' .. all[i])
+    end
+  end
+end
 -- dispatch: grant queued waiters in arrival order while the head finds a free seat (by its own
 -- permits); drop waiters past their deadline; with probe (standalone), a grant whose PUBLISH
 -- reached nobody is undone. Returns the token granted to self, or false.
@@ -91,7 +118,7 @@ local function dispatch(S, F, Q, D, retention, probe, self)
     else
       if held >= tonumber(permits) then break end
       redis.call('ZREM', Q, head)
-      seat(S, head, now + tonumber(ttl), tonumber(ttl), false)
+      seat(S, '~' .. head, now + tonumber(ttl), tonumber(ttl), false)
       local token = fence(F, retention)
       local got = 1
       if head == self then
@@ -102,7 +129,7 @@ local function dispatch(S, F, Q, D, retention, probe, self)
         redis.call('HSET', D, head, '=' .. token)
         if channel ~= '' then got = redis.call('PUBLISH', channel, head .. '|' .. token) end
         if got == 0 and probe == '1' then
-          redis.call('ZREM', S, head)
+          redis.call('ZREM', S, '~' .. head)
           redis.call('HDEL', D, head)
         end
       end
@@ -140,6 +167,7 @@ local function busy()
   return 0
 end
 local function enqueue()
+  if redis.call('EXISTS', Q) == 0 then mark_seats(S) end
   if not redis.call('ZSCORE', Q, owner) then
     local t = redis.call('TIME')
     redis.call('ZADD', Q, tonumber(t[1]) * 1000000 + tonumber(t[2]), owner)
@@ -151,8 +179,8 @@ local function enqueue()
   end
 end
 if phase == 'recheck' then
-  local s = redis.call('ZSCORE', S, owner)
-  if s and tonumber(s) > now then
+  local mine, s = find_seat(S, owner)
+  if mine and tonumber(s) > now then
     local info = redis.call('HGET', D, owner)
     redis.call('HDEL', D, owner)
     if info and string.sub(info, 1, 1) == '=' then return tonumber(string.sub(info, 2)) end
@@ -194,27 +222,29 @@ export function semaphoreReply(answer: unknown): [number, string | number] {
  */
 export const SEM_RENEW = redisScript(`${FENCE}${COMMON}
 local now = now_ms()
-local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not s then return 0 end
+local mine, s = find_seat(KEYS[1], ARGV[1])
+if not mine then return 0 end
 if tonumber(s) <= now then
-  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[1], mine)
   return 0
 end
-seat(KEYS[1], ARGV[1], now + tonumber(ARGV[2]), tonumber(ARGV[2]), false)
+seat(KEYS[1], mine, now + tonumber(ARGV[2]), tonumber(ARGV[2]), false)
 return 1
 `);
 
 /**
  * release KEYS=S,F,Q,D ARGV=owner,fenceRetention,probe,leaving
- * Owner-checked: frees our seat; with leaving='1' also our queue entry (a waiter that gave up).
- * Then grants the freed seat(s) to the queue's head waiter(s). Returns 1 if a seat of ours was freed.
- * Uncontended path: ZREM S, EXISTS Q D, before any helper is defined (Q and D hold entries only
- * for queued waiters and for grants handed over by message: with neither key there is nothing to
- * clean up or serve).
+ * Owner-checked: frees our seat (plain or marked); with leaving='1' also our queue entry (a waiter
+ * that gave up). Then grants the freed seat(s) to the queue's head waiter(s). Returns 1 if a seat
+ * of ours was freed. The backend runs it only when a plain `ZREM S owner` did not free the seat
+ * (see "Marked seats"), and for a waiter leaving. Fast path: ZREM S (twice for a marked seat),
+ * EXISTS Q D, before any helper is defined (Q and D hold entries only for queued waiters and for
+ * grants handed over by message: with neither key there is nothing to clean up or serve).
  */
 export const SEM_RELEASE = redisScript(`
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local released = redis.call('ZREM', S, ARGV[1])
+if released == 0 then released = redis.call('ZREM', S, '~' .. ARGV[1]) end
 if redis.call('EXISTS', Q, D) == 0 then return released end
 ${FENCE}${COMMON}
 redis.call('HDEL', D, ARGV[1])
@@ -234,7 +264,7 @@ local now = now_ms()
 local flat = {}
 local seats = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #seats, 2 do
-  flat[#flat + 1] = seats[i]
+  flat[#flat + 1] = (string.gsub(seats[i], '^~', ''))
   flat[#flat + 1] = tostring(tonumber(seats[i + 1]) - now)
 end
 return {flat, redis.call('GET', KEYS[2]) or false, redis.call('ZCARD', KEYS[3])}

@@ -37,6 +37,11 @@ export interface RedisSemaphoreDeps {
   readonly replicated: ((what: string, key: string) => Promise<void>) | undefined;
 }
 
+/** How long a key counts as contended after a release found its seat marked (see release). */
+const CONTENDED_MS = 1_000;
+/** At most this many contended keys are remembered (the map is cleared when full). */
+const CONTENDED_KEYS = 256;
+
 /**
  * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted
  * set `{K}:s` of owner -> expiry (server ms) beside the lock's keys, in its hash slot. An attempt
@@ -45,11 +50,14 @@ export interface RedisSemaphoreDeps {
  * freed seats to the head waiters in the same script and PUBLISH each grant on the waiter's
  * process channel, through the lock's handoff table: one freed seat wakes one waiter, who takes
  * the grant from the message. Every grant gets its own INCR of the key's fence, so tokens grow
- * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick.
+ * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick. An
+ * uncontended release is a plain ZREM (see release).
  */
 export class RedisSemaphore {
   /** What the shared queued wait calls back, built once. */
   private readonly steps: QueuedWaitSteps;
+  /** Keys whose last release found a marked seat, and when (performance.now()). */
+  private readonly contended = new Map<string, number>();
 
   constructor(private readonly d: RedisSemaphoreDeps) {
     this.steps = {
@@ -107,9 +115,25 @@ export class RedisSemaphore {
     return locks.map((l) => (l.permits !== undefined ? a[i++] : b[j++]));
   }
 
+  /**
+   * One `ZREM S owner`: when it frees the seat, nobody was queued (a seat is marked while anyone
+   * is: see "Marked seats" in redis.semaphore-scripts.ts), so nobody is owed it. When it answers 0
+   * (a marked seat, or one already gone), the release script, which serves the queue. A key whose
+   * release found its seat marked within the last CONTENDED_MS goes to the script at once: under
+   * contention most seats are marked, and the ZREM would be a wasted round trip.
+   */
   release(lock: BackendLock): Promise<void> {
-    // The reply (1 if a seat of ours was freed) is nobody's business here.
-    return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
+    const client = this.d.source.current;
+    const contended = this.contended.get(lock.key);
+    if (!client?.zrem || (contended !== undefined && performance.now() - contended < CONTENDED_MS))
+      return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
+    return client.zrem(semaphoreKeys(lock.key).seats, lock.owner).then((freed) => {
+      if (Number(freed) === 1) return;
+      if (this.contended.size >= CONTENDED_KEYS) this.contended.clear();
+      this.contended.set(lock.key, performance.now());
+      // The reply (1 if a seat of ours was freed) is nobody's business here.
+      return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
+    });
   }
 
   /** The semaphore view of `key`, or undefined when no seat is held and nobody waits for one. */
