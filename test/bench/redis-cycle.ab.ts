@@ -34,6 +34,8 @@ const stub = () => ({
         : 1,
     ),
   eval: () => Promise.resolve(1),
+  // The semaphore's release (since 2026-12-01; LIB_BASE trees of before send a script instead).
+  zrem: () => Promise.resolve(1),
   pipeline: () => ({}),
   duplicate: () => ({
     subscribe: () => Promise.resolve(1),

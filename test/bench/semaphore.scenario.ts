@@ -22,9 +22,9 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * for up to 10 s), on the same private server, alternating windows.
  * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency), each round's
  *   window cut into slices the rows take in turn; beside the two
- *   libraries, `scripts-only`: the two EVALSHAs our Redis semaphore sends per uncontended cycle
- *   (seat, then release; the same keys and arguments, a new owner token each) through the same
- *   client with none of our JavaScript around them. No library code over these scripts can be
+ *   libraries, `scripts-only`: the two calls our Redis semaphore sends per uncontended cycle (the
+ *   acquire EVALSHA, then the release's plain ZREM; the same keys and arguments, a new owner
+ *   token each) through the same client with none of our JavaScript around them. No library code over these scripts can be
  *   faster than that row: it is the ceiling of ours. And `their-calls`, the same for theirs: the
  *   two calls its `Semaphore` makes per cycle (its acquire script, through its own helper, and a
  *   `ZREM`), without the class around them. Ours ÷ theirs is then our scripts against theirs
@@ -102,6 +102,8 @@ function connect(impl: Impl, port: number): Client {
         const reply = await runScript(client, SEM_ACQUIRE, 4, seat);
         if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);
         return async () => {
+          // As the backend does: the release script only when the ZREM did not free the seat.
+          if ((await client.zrem(keys[0], owner)) === 1) return;
           await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
         };
       },
