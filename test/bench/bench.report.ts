@@ -271,5 +271,12 @@ if (require.main === module) {
   if (!file) throw new Error('usage: bench.report.ts <results.json>');
   const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
   const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), results.name);
-  writeFileSync(file.replace(/\.json$/, '.md'), renderReport(results, charts));
+  // The semaphore section, as run.ts appends it (loaded only here: it pulls in the contenders).
+  const semaphore = (results as { semaphore?: unknown }).semaphore;
+  const tail = semaphore
+    ? (require('./semaphore.scenario') as typeof import('./semaphore.scenario')).semaphoreSection(
+        semaphore as import('./semaphore.scenario').SemaphoreResult,
+      )
+    : '';
+  writeFileSync(file.replace(/\.json$/, '.md'), renderReport(results, charts) + tail);
 }

@@ -345,10 +345,11 @@ export function semaphoreSection(r: SemaphoreResult): string {
     '',
     `Ours ÷ redis-semaphore: uncontended ${r.ratios.uncontended.toFixed(2)}×, contended ` +
       `${r.ratios.contendedRate.toFixed(2)}×; their p99 wait ÷ ours ${r.ratios.contendedP99.toFixed(2)}×. ` +
-      `scripts-only (our two scripts with no JavaScript of ours around them: the ceiling of any ` +
-      `library over them) ÷ redis-semaphore: ${r.ratios.scriptsOnly.toFixed(2)}×. ` +
+      `scripts-only (our two calls, the acquire script and the release as the backend sends it, ` +
+      `with no JavaScript of ours around them: the ceiling of any library over them) ÷ ` +
+      `redis-semaphore: ${r.ratios.scriptsOnly.toFixed(2)}×. ` +
       `Their calls alone (its acquire script and ZREM, no class) ÷ redis-semaphore: ` +
-      `${r.ratios.theirCalls.toFixed(2)}×; our scripts ÷ their calls: ` +
+      `${r.ratios.theirCalls.toFixed(2)}×; our calls ÷ their calls: ` +
       `${r.ratios.scriptsVsTheirCalls.toFixed(2)}×.`,
     '',
   ].join('\n');
