@@ -1,18 +1,9 @@
-import { Semaphore } from 'redis-semaphore';
-import { acquireLua } from 'redis-semaphore/lib/semaphore/acquire/lua';
-import { runScript } from '../../lib/backends/redis-client';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
-import { DEFAULT_FENCE_RETENTION_MS } from '../../lib/backends/redis/redis.options';
-import {
-  SEM_ACQUIRE,
-  SEM_RELEASE,
-  semaphoreKeys,
-} from '../../lib/backends/redis/redis.semaphore-scripts';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { newOwnerToken } from '../../lib/core/owner-token';
 import { RedisServer } from '../support/redis-server';
 import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
 import { median } from './bench.stats';
+import { connect, PERMITS, type Client } from './semaphore.scenario';
 
 /**
  * Diagnosis (not a test; nothing asserts a time): where an uncontended Redis semaphore cycle
@@ -22,9 +13,9 @@ import { median } from './bench.stats';
  * slices taken in turn (the order reversed every other slice).
  * - engine: LockEngine.acquire + handle.release (what an application calls);
  * - backend: RedisLockBackend.acquire + release alone (no engine);
- * - calls: the backend's two calls alone (its acquire script, then the release it sends);
- * - their-calls: redis-semaphore's acquire script through its own helper, then its ZREM;
- * - theirs: redis-semaphore's `Semaphore` (limit 3).
+ * - calls, their-calls, theirs: the semaphore scenario's `scripts-only`, `their-calls` and
+ *   `redis-semaphore` rows (semaphore.scenario.ts): our two calls alone, redis-semaphore's two
+ *   calls alone, its `Semaphore`.
  * engine − backend is the engine's cost, backend − calls the backend's, theirs − their-calls
  * their class's.
  *
@@ -36,74 +27,37 @@ async function main(slices: number): Promise<void> {
   const server = await RedisServer.start();
   const client = redisClient(server.port);
   const backend = new RedisLockBackend({ client });
-  const engine = new LockEngine({
-    backend: new RedisLockBackend({ client }),
-    keyPrefix: 'layers:',
-    defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
-  });
   const never = new AbortController().signal;
-  const k = semaphoreKeys('layers:calls');
-  const keys = [k.seats, k.fence, k.queue, k.details];
-  const layers: [string, Cycle][] = [
-    [
-      'engine',
-      async () => {
-        const handle = await engine.acquire('engine', { permits: 3 });
-        await handle.release();
-      },
-    ],
-    [
-      'backend',
-      async () => {
-        const request = {
-          key: 'layers:backend',
-          owner: newOwnerToken(),
-          mode: 'exclusive' as const,
-          ttl: BENCH_TTL_MS,
-          permits: 3,
-          wait: BENCH_WAIT_MS,
-          signal: never,
-          onLost: () => undefined,
-        };
-        if (!(await backend.acquire(request)).acquired) throw new Error('backend: not granted');
-        await backend.release(request);
-      },
-    ],
-    [
-      'calls',
-      async () => {
-        const owner = newOwnerToken();
-        const args = [...keys, owner, BENCH_TTL_MS, 3, DEFAULT_FENCE_RETENTION_MS, 'wait'];
-        const reply = await runScript(client, SEM_ACQUIRE, 4, [...args, BENCH_WAIT_MS, '', '1']);
-        if (!(Number(reply) > 0)) throw new Error('calls: not granted');
-        if ((await client.zrem(k.seats, owner)) === 1) return;
-        await runScript(client, SEM_RELEASE, 4, [
-          ...keys,
-          owner,
-          DEFAULT_FENCE_RETENTION_MS,
-          '1',
-          '0',
-        ]);
-      },
-    ],
-    [
-      'their-calls',
-      async () => {
-        const id = newOwnerToken();
-        const reply = await acquireLua(client, ['layers:rc', 3, id, BENCH_TTL_MS, Date.now()]);
-        if (Number(reply) !== 1) throw new Error('their-calls: not granted');
-        await client.zrem('layers:rc', id);
-      },
-    ],
-    [
-      'theirs',
-      async () => {
-        const sem = new Semaphore(client, 'layers:rs', 3, { lockTimeout: BENCH_TTL_MS });
-        await sem.acquire();
-        await sem.release();
-      },
-    ],
+  const rows: [string, Client][] = [
+    ['engine', connect('ours', server.port)],
+    ['calls', connect('scripts-only', server.port)],
+    ['their-calls', connect('their-calls', server.port)],
+    ['theirs', connect('redis-semaphore', server.port)],
   ];
+  const take =
+    (c: Client): Cycle =>
+    async () => {
+      const release = await c.take('layers');
+      await release();
+    };
+  const layers: [string, Cycle][] = rows.map(([name, c]) => [name, take(c)]);
+  layers.splice(1, 0, [
+    'backend',
+    async () => {
+      const request = {
+        key: 'layers:backend',
+        owner: newOwnerToken(),
+        mode: 'exclusive' as const,
+        ttl: BENCH_TTL_MS,
+        permits: PERMITS,
+        wait: BENCH_WAIT_MS,
+        signal: never,
+        onLost: () => undefined,
+      };
+      if (!(await backend.acquire(request)).acquired) throw new Error('backend: not granted');
+      await backend.release(request);
+    },
+  ]);
   const serverCpuUs = async () => {
     const info = await client.info('cpu');
     const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
@@ -138,7 +92,7 @@ async function main(slices: number): Promise<void> {
         `${name.padEnd(12)} client ${median(s.client).toFixed(1).padStart(6)}  server ${median(s.server).toFixed(1).padStart(6)}  wall ${median(s.wall).toFixed(1).padStart(6)}`,
       );
   } finally {
-    await engine.close();
+    for (const [, c] of rows) await c.close();
     await backend.close();
     client.disconnect();
     await server.destroy();

@@ -37,7 +37,7 @@ export const PERMITS = 3;
 const PROCESSES = 8;
 const HOLD_MS = 1;
 const PAUSE_MS = 2;
-type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
+export type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
 /** Slices per round of an uncontended window, the rows taking turns (see runSemaphore). */
 const UNCONTENDED_SLICES = 8;
@@ -72,12 +72,14 @@ export interface SemaphoreResult {
   };
 }
 
-interface Client {
+/** One row's client: `take` acquires a seat of `key` and answers its release. */
+export interface Client {
   take(key: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
-function connect(impl: Impl, port: number): Client {
+/** A row's own connection and code (also used by redis-semaphore.layers.ts). */
+export function connect(impl: Impl, port: number): Client {
   const client = redisClient(port);
   if (impl === 'scripts-only') {
     const args = (key: string) => {
