@@ -1,7 +1,7 @@
 /**
- * What workers and the fenced store record. Times are ms on the machine's clock with sub-ms
- * resolution (performance.timeOrigin + performance.now()), comparable across the harness's
- * processes because they all run on one host.
+ * What workers and the fenced store record. Times are ms on the machine's wall clock with sub-ms
+ * resolution (see `now`), comparable across the harness's processes because they all run on one
+ * host.
  */
 export type Role = 'writer' | 'reader';
 export type Via = 'withLock' | 'acquire' | 'locked';
@@ -80,6 +80,32 @@ export interface NemesisEvent {
  * performance.now and Date.now for the library, but its history stays on the machine's clock.
  */
 const realPerformanceNow = performance.now.bind(performance);
+
+/**
+ * Wall-clock ms at performance.now() 0, measured here rather than read from
+ * performance.timeOrigin: Node takes that from two clock reads at process start, and a process
+ * started on a loaded machine can be descheduled between them (a CI run saw one worker's whole
+ * history 19.8 ms ahead of the store's, which the checker took for a seat over permits and tokens
+ * going backwards). At the instant Date.now() ticks to a new ms, the wall clock is that ms to
+ * within the tick's detection; of three such edges the largest offset wins (a preemption between
+ * the two reads only makes an estimate smaller).
+ */
+function wallClockOffset(): number {
+  let best = -Infinity;
+  for (let edge = 0; edge < 3; edge++) {
+    const from = Date.now();
+    let ms = from;
+    let at = realPerformanceNow();
+    while (ms === from) {
+      ms = Date.now();
+      at = realPerformanceNow();
+    }
+    best = Math.max(best, ms - at);
+  }
+  return best;
+}
+const offset = wallClockOffset();
+
 export function now(): number {
-  return performance.timeOrigin + realPerformanceNow();
+  return offset + realPerformanceNow();
 }
