@@ -12,6 +12,7 @@ import { backendLabel, callBackend } from './backend-call';
 import { callRelease } from './release-call';
 import { closeEngine } from './engine-close';
 import {
+  acquireHandle,
   acquireLease,
   acquireSemaphore,
   findBackend,
@@ -28,7 +29,7 @@ import { ReentrancyScopes } from './reentrancy';
 import { Watchdog } from './watchdog';
 import { checkListener, LockEventBus } from './lock-events';
 import { LockActivity, LockOperator } from './lock-operations';
-import { observeAcquire, reported, runHeld } from './observed-acquire';
+import { observeAcquire, reported, runHeld, unobserved } from './observed-acquire';
 
 export type { LockEngineOptions } from './engine-options';
 
@@ -81,6 +82,7 @@ export class LockEngine {
       ops: this.ops,
       closed: false,
       detached: this.detached,
+      detachedWith: (fn, arg) => this.scopes.detachedWith(fn, arg),
       forgetLease: this.forgetLease,
     };
     for (const [name, backend] of this.backends) {
@@ -129,12 +131,12 @@ export class LockEngine {
    * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
    */
   acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    // Not an async function (one layer less per acquire); a synchronous throw (bad input) still
-    // becomes a rejection.
+    // Not async (one layer less per acquire); a synchronous throw (bad input) still rejects.
     try {
       if (options?.permits !== undefined) return acquireSemaphore(this, this.ctx, key, options);
       if (Array.isArray(key)) return acquireAll(this, key, options);
       const k = key as string;
+      if (unobserved(this)) return acquireHandle(this.ctx, k, options);
       return observeAcquire(this, k, options, (stats) =>
         acquireLease(this.ctx, k, options, stats),
       ).then(handleOf);

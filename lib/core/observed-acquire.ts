@@ -29,6 +29,14 @@ export function templateOf(options: LockOptions | undefined): string | undefined
 }
 
 /**
+ * true when nobody observes acquires (no event listener, no live tracer): observeAcquire would
+ * then run the acquire as it is, so the engine may take it without the outcome object.
+ */
+export function unobserved(engine: ObservedEngine): boolean {
+  return !engine.events.active && !engine.events.tracing;
+}
+
+/**
  * Runs one engine acquire (`run`) with lifecycle events (acquired, busy, acquireFailed) and the
  * tracers' 'acquire' span around it. With nobody listening it is `run()` itself: no event
  * object, no extra async layer. Observation never changes the outcome: it only reads it.

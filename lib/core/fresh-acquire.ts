@@ -1,0 +1,298 @@
+/**
+ * One fresh acquire (no re-entrant hold to reuse), from the checked request to its handle, in ONE
+ * object: it is the request the backend sees (BackendAcquireRequest), the call's budget on the
+ * shared budget clock (budget-clock.ts), the wait's deadline, and the step that turns a grant
+ * into a LockLease. lock-acquirer.ts checks the call and makes one per acquire.
+ *
+ * Before, the acquire was an async function holding five closures (the deadline's arming, the
+ * loss callback, the request literal with its signal getter, the budget's settle callbacks) and a
+ * BackendCall object; its outcome was wrapped in `{ handle }` and unwrapped by one more `.then`.
+ * The uncontended cycle spent more of its CPU there than in the backend (docs/benchmarks.md,
+ * "Redis semaphore"). Nothing here decides differently: same budget, same deadline, same grant.
+ */
+import { MAX_DURATION_MS } from '../backend-kit/limits';
+import { safeValidity } from '../backend-kit/validity';
+import { asUnavailable, WAIT_DEADLINE } from '../backend-kit/wait-loop';
+import { DEADLINE_GRACE_MS } from '../distributed-lock.constants';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  BackendLock,
+  LockBackend,
+  LockMode,
+} from '../interfaces/lock-backend.interface';
+import type { ResolvedLockOptions } from '../interfaces/lock-options.interface';
+import { budgetClock, type Budget } from './budget-clock';
+import type { AcquireContext, AcquireOutcome, FreshAcquirePlan } from './acquire-context';
+import { LockHandle } from './lock-handle';
+import { LockLease } from './lock-lease';
+import { templateOf } from './observed-acquire';
+
+export type { AcquireOutcome, FreshAcquirePlan };
+
+type Settle = (value: LockHandle | AcquireOutcome) => void;
+
+/** Starts the attempt outside every caller's context (see FreshAcquire.run); a plain function, no closure. */
+function startAttempt(a: FreshAcquire): Promise<BackendAcquireResult> {
+  return a.e.runner.run(a.backend, a.label, a, a.stats, a.native ? undefined : a.waitCallback());
+}
+
+export class FreshAcquire implements BackendAcquireRequest, Budget {
+  readonly key: string;
+  readonly owner: string;
+  readonly mode: LockMode;
+  readonly ttl: number;
+  readonly permits: number | undefined;
+  readonly election: { readonly proposal: string } | undefined;
+  readonly wait: number;
+  /** The call's budget runs out at `at` (the budget clock's fields). */
+  readonly at: number;
+  prevBudget: Budget | undefined = undefined;
+  nextBudget: Budget | undefined = undefined;
+
+  readonly backend: LockBackend;
+  readonly label: string;
+  readonly native: boolean;
+  readonly stats: { attempts: number; ahead: number } | undefined;
+  private readonly callerKey: string;
+  private readonly o: ResolvedLockOptions;
+  private readonly plan: FreshAcquirePlan;
+  private readonly startedAt: number;
+  /** Made when first needed: an uncontended grant never reads or aborts the signal. */
+  private controller: AbortController | undefined = undefined;
+  private armed = false;
+  private deadline: ReturnType<typeof setTimeout> | undefined = undefined;
+  private onCancel: (() => void) | undefined = undefined;
+  private lostCallback: ((reason: string, cause?: unknown) => void) | undefined = undefined;
+  private lease: LockLease | undefined = undefined;
+  private attempt: Promise<BackendAcquireResult> | undefined = undefined;
+  private done = false;
+  private resolve!: Settle;
+  private reject!: (error: unknown) => void;
+
+  constructor(
+    readonly e: AcquireContext,
+    plan: FreshAcquirePlan,
+  ) {
+    const o = plan.resolved;
+    this.key = plan.fullKey;
+    this.owner = plan.owner;
+    this.mode = o.mode;
+    this.ttl = o.ttl;
+    this.permits = plan.permits;
+    this.election = plan.proposal === undefined ? undefined : { proposal: plan.proposal };
+    this.wait = o.wait;
+    // The deadline timer starts only when the request really waits (queued or busy at its first
+    // attempt in the engine's wait; for a backend's native wait, when the backend first reads
+    // `signal`, which it must before it sleeps), counting from startedAt: a grant at the first
+    // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
+    // flight is bounded by the call budget (wait + grace) either way, so is a native wait that
+    // never reads the signal. (wait may be up to MAX_DURATION_MS: the grace must not push a timer
+    // past what setTimeout honours.)
+    this.startedAt = performance.now();
+    this.at =
+      this.startedAt +
+      Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, e.operationTimeout));
+    this.backend = plan.backend;
+    this.label = plan.label;
+    this.native = plan.native;
+    this.stats = plan.stats;
+    this.callerKey = plan.key;
+    this.o = o;
+    this.plan = plan;
+  }
+
+  /**
+   * The wait's signal. The caller's own signal is listened to from the first read on (a native
+   * wait) or from onWait: before, the only thing in flight is the first attempt, whose grant is
+   * given back if the caller's signal aborted meanwhile. An uncontended acquire with a signal
+   * (every @Locked call inside an HTTP request) thus adds and removes no listener.
+   */
+  get signal(): AbortSignal {
+    if (this.native && !this.armed) this.onWait();
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  /** Session backends call it when a granted lock is gone; made on first read (Redis never reads it). */
+  get onLost(): (reason: string, cause?: unknown) => void {
+    return (this.lostCallback ??= (reason, cause) => this.lease?.lose(reason, cause));
+  }
+
+  /** How the engine's wait (non-native backends) tells the request it waits. */
+  waitCallback(): () => void {
+    return () => this.onWait();
+  }
+
+  /** Runs the acquire; settles as FreshAcquirePlan.direct says. */
+  start(): Promise<LockHandle | AcquireOutcome> {
+    return new Promise<LockHandle | AcquireOutcome>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.run();
+    });
+  }
+
+  /** The budget ran out before the backend answered (called by the budget clock). */
+  expire(): void {
+    this.done = true;
+    const error = new LockBackendUnavailableError(
+      this.label,
+      `acquire got no answer within ${Math.round(this.at - this.startedAt)} ms`,
+      { key: this.callerKey },
+    );
+    this.e.activity.settled(this.label, 'acquire', error, true);
+    // The answer may still come: give back a grant nobody will use.
+    this.attempt
+      ?.then((late) => (late.acquired ? this.giveBack() : undefined))
+      .catch((cause) =>
+        this.e.activity.releaseFailed(this.o.backend, this.callerKey, 'late-grant', cause),
+      );
+    this.stop(error);
+  }
+
+  private run(): void {
+    const e = this.e;
+    e.activity.enter(this.o.backend, this.callerKey, this.stats);
+    const pre = this.plan.pregranted;
+    let attempt: Promise<BackendAcquireResult>;
+    try {
+      // The wait runs outside the caller's context: sessions, subscriptions and timers a backend
+      // starts for it must not carry one request's reentrancy scope into everyone's callbacks.
+      attempt = pre ? Promise.resolve(pre) : e.detachedWith(startAttempt, this);
+    } catch (error) {
+      // A backend that throws synchronously: its error as it is, as an async function rejected.
+      this.done = true;
+      this.finish();
+      return this.reject(error);
+    }
+    this.attempt = attempt;
+    // One shared timer (budget-clock.ts), not a setTimeout/clearTimeout pair per acquire.
+    budgetClock.add(this);
+    attempt.then(
+      (result) => this.answered(result),
+      (cause) => this.failed(cause),
+    );
+  }
+
+  private answered(result: BackendAcquireResult): void {
+    if (this.done) return; // an answer after the budget ran out: expire() handles it
+    this.done = true;
+    budgetClock.delete(this);
+    this.e.activity.settled(this.label, 'acquire');
+    this.finish();
+    const signal = this.o.signal;
+    if (!result.acquired) {
+      if (signal?.aborted) return this.reject(signal.reason);
+      const error = new LockAcquireTimeoutError(this.callerKey, this.wait, result.retryAfter);
+      return this.plan.direct ? this.reject(error) : this.resolve({ error });
+    }
+    if (signal?.aborted) {
+      // Granted, but the caller cancelled meanwhile: give it back, then reject with its reason.
+      this.giveBack()
+        .catch((cause) =>
+          this.e.activity.releaseFailed(this.o.backend, this.callerKey, 'cancelled', cause),
+        )
+        .then(() => this.reject(signal.reason));
+      return;
+    }
+    try {
+      this.resolve(this.granted(result));
+    } catch (error) {
+      this.reject(error);
+    }
+  }
+
+  private failed(cause: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    budgetClock.delete(this);
+    const error = asUnavailable(cause, this.label, this.callerKey);
+    this.e.activity.settled(this.label, 'acquire', error, true);
+    this.stop(error);
+  }
+
+  /** Gave up (budget, failure): the backend's wait stops now, and the caller gets `error`. */
+  private stop(error: unknown): void {
+    this.abort(WAIT_DEADLINE);
+    this.finish();
+    this.reject(error);
+  }
+
+  /** The grant as a LockLease the watchdog renews, and its handle. */
+  private granted(
+    result: Extract<BackendAcquireResult, { acquired: true }>,
+  ): LockHandle | AcquireOutcome {
+    const e = this.e;
+    const o = this.o;
+    const backend = this.backend;
+    // Validity counts from when the granting request was sent, never from the start of the wait.
+    const grantedAt =
+      result.sentAt ?? (backend.capabilities.sessionBased ? performance.now() : this.startedAt);
+    const lease = new LockLease({
+      key: this.callerKey,
+      fullKey: this.key,
+      owner: this.owner,
+      mode: this.mode,
+      ttl: this.ttl,
+      permits: this.permits,
+      fencingToken: result.fencingToken,
+      backend,
+      backendName: o.backend,
+      grantedAt,
+      validity: Math.min(result.validity ?? Infinity, safeValidity(this.ttl)),
+      maxHold: o.maxHold,
+      minHold: o.minHold,
+      onEnd: e.forgetLease,
+      detached: e.detached,
+    });
+    this.lease = lease;
+    e.held.add(lease);
+    if (this.stats || e.events.active) e.activity.granted(lease, templateOf(this.plan.options));
+    e.watchdogs.get(o.backend)?.add(lease);
+    const scope = this.plan.scope;
+    if (scope) e.scopes.remember(scope, this.plan.id, lease);
+    const handle = new LockHandle(lease, e.ops);
+    return this.plan.direct ? handle : { handle };
+  }
+
+  /** Arms the wait's deadline and the caller's cancel, once, when the request really waits. */
+  private onWait(): void {
+    if (this.armed) return;
+    this.armed = true;
+    const signal = this.o.signal;
+    if (signal?.aborted) return this.abort(signal.reason);
+    if (signal) {
+      this.onCancel = () => this.abort(signal.reason);
+      signal.addEventListener('abort', this.onCancel, { once: true });
+    }
+    const left = this.wait - (performance.now() - this.startedAt);
+    if (left <= 0) this.abort(WAIT_DEADLINE);
+    else this.deadline = this.e.detached(() => setTimeout(() => this.abort(WAIT_DEADLINE), left));
+  }
+
+  /** Aborts the wait's signal (made now if nobody read it yet: a later reader sees it aborted). */
+  private abort(reason: unknown): void {
+    (this.controller ??= new AbortController()).abort(reason);
+  }
+
+  /** What runs once the acquire settles, whatever the outcome. */
+  private finish(): void {
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    this.e.activity.leave(this.o.backend, this.callerKey);
+    if (this.onCancel) this.o.signal?.removeEventListener('abort', this.onCancel);
+  }
+
+  /** Releases a grant nobody will use (late, or cancelled), outside the caller's context. */
+  private giveBack(): Promise<void> {
+    const lock: BackendLock = {
+      key: this.key,
+      owner: this.owner,
+      mode: this.mode,
+      ttl: this.ttl,
+      permits: this.permits,
+    };
+    return this.e.detached(() => this.backend.release(lock));
+  }
+}
