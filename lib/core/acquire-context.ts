@@ -1,4 +1,3 @@
-import type { SteadySet } from '../backend-kit/steady-collections';
 import type { BackendAcquireResult, LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions, ResolvedLockOptions } from '../interfaces/lock-options.interface';
 import type { AcquireRunner } from './acquire-runner';
@@ -8,6 +7,7 @@ import type { LeaseOps, LockHandle } from './lock-handle';
 import type { LockLease } from './lock-lease';
 import type { ResolvedDefaults } from './lock-options';
 import type { ReentrancyScope, ReentrancyScopes } from './reentrancy';
+import type { SlotSet } from './slot-set';
 import type { Watchdog } from './watchdog';
 
 /** The engine's state the acquire path reads and updates; one object per engine, made at construction. */
@@ -21,7 +21,7 @@ export interface AcquireContext {
   readonly activity: LockActivity;
   readonly scopes: ReentrancyScopes;
   readonly runner: AcquireRunner;
-  readonly held: SteadySet<LockLease>;
+  readonly held: SlotSet<LockLease>;
   readonly watchdogs: ReadonlyMap<string, Watchdog>;
   readonly ops: LeaseOps<LockLease>;
   /** Set by LockEngine.close(). */

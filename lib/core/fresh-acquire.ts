@@ -4,11 +4,9 @@
  * shared budget clock (budget-clock.ts), the wait's deadline, and the step that turns a grant
  * into a LockLease. lock-acquirer.ts checks the call and makes one per acquire.
  *
- * Before, the acquire was an async function holding five closures (the deadline's arming, the
- * loss callback, the request literal with its signal getter, the budget's settle callbacks) and a
- * BackendCall object; its outcome was wrapped in `{ handle }` and unwrapped by one more `.then`.
- * The uncontended cycle spent more of its CPU there than in the backend (docs/benchmarks.md,
- * "Redis semaphore"). Nothing here decides differently: same budget, same deadline, same grant.
+ * Before, an async function held five closures and a BackendCall, and its outcome was wrapped
+ * in `{ handle }` and unwrapped by one more `.then`: the uncontended cycle spent more CPU there
+ * than in the backend (docs/benchmarks.md). Same budget, same deadline, same grant as then.
  */
 import { MAX_DURATION_MS } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
@@ -26,6 +24,7 @@ import type {
 import type { ResolvedLockOptions } from '../interfaces/lock-options.interface';
 import { budgetClock, type Budget } from './budget-clock';
 import type { AcquireContext, AcquireOutcome, FreshAcquirePlan } from './acquire-context';
+import type { InFlightAcquire } from './lock-activity';
 import { LockHandle } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { templateOf } from './observed-acquire';
@@ -39,7 +38,7 @@ function startAttempt(a: FreshAcquire): Promise<BackendAcquireResult> {
   return a.e.runner.run(a.backend, a.label, a, a.stats, a.native ? undefined : a.waitCallback());
 }
 
-export class FreshAcquire implements BackendAcquireRequest, Budget {
+export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcquire {
   readonly key: string;
   readonly owner: string;
   readonly mode: LockMode;
@@ -56,7 +55,9 @@ export class FreshAcquire implements BackendAcquireRequest, Budget {
   readonly label: string;
   readonly native: boolean;
   readonly stats: { attempts: number; ahead: number } | undefined;
-  private readonly callerKey: string;
+  readonly callerKey: string;
+  readonly backendName: string;
+  activitySlot = -1;
   private readonly o: ResolvedLockOptions;
   private readonly plan: FreshAcquirePlan;
   private readonly startedAt: number;
@@ -100,6 +101,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget {
     this.native = plan.native;
     this.stats = plan.stats;
     this.callerKey = plan.key;
+    this.backendName = o.backend;
     this.o = o;
     this.plan = plan;
   }
@@ -154,7 +156,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget {
 
   private run(): void {
     const e = this.e;
-    e.activity.enter(this.o.backend, this.callerKey, this.stats);
+    e.activity.enter(this, this.stats);
     const pre = this.plan.pregranted;
     let attempt: Promise<BackendAcquireResult>;
     try {
@@ -280,7 +282,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget {
   /** What runs once the acquire settles, whatever the outcome. */
   private finish(): void {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
-    this.e.activity.leave(this.o.backend, this.callerKey);
+    this.e.activity.leave(this);
     if (this.onCancel) this.o.signal?.removeEventListener('abort', this.onCancel);
   }
 

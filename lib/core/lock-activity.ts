@@ -1,9 +1,9 @@
-import { SteadyMap } from '../backend-kit/steady-collections';
 import type { LockMode } from '../interfaces/lock-backend.interface';
 import type { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockHandle } from './lock-handle';
 import type { LockEventBus } from './lock-events';
 import type { LockLease } from './lock-lease';
+import { SlotSet } from './slot-set';
 
 /** One lock held through this engine, as the live view and LockService.heldLocks() show it. */
 export interface HeldLockInfo {
@@ -26,15 +26,32 @@ export interface WaitingLockInfo {
   readonly waiters: number;
 }
 
+/** An acquire in flight, as LockActivity counts it (FreshAcquire is one). */
+export interface InFlightAcquire {
+  /** The registered backend name. */
+  readonly backendName: string;
+  /** The key as the caller gave it. */
+  readonly callerKey: string;
+  /** Its index in the in-flight set (see SlotSet); -1 outside. */
+  activitySlot: number;
+}
+
 /**
  * What the engine tracks for operators, beside the locks themselves: acquires in flight per key
  * (waiters), when each lease was granted (hold times), and which backends are in an outage (so
  * backendUnavailable/backendRecovered fire once per transition, not once per failed call). Pure
- * bookkeeping, O(1) per call: it never decides anything about a lock.
+ * bookkeeping, O(1) per acquire and grant (the per-key counts are made when read): it never
+ * decides anything about a lock.
  */
 export class LockActivity {
-  /** Acquires in flight: backend name -> key -> count (nested: no joined string per acquire). */
-  private readonly inFlight = new Map<string, SteadyMap<string, number>>();
+  /**
+   * Acquires in flight, each in its own slot (O(1) in and out, no hashing): counts per key are
+   * made when asked, by operators (rare), not on every acquire.
+   */
+  private readonly inFlight = new SlotSet<InFlightAcquire>(
+    (a) => a.activitySlot,
+    (a, i) => (a.activitySlot = i),
+  );
   /** Grant time and template of leases taken while someone listened; deleted when they end. */
   private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
   /** Error label ("default (redis)") -> registered name. */
@@ -45,36 +62,39 @@ export class LockActivity {
   constructor(private readonly events: LockEventBus) {}
 
   /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
-  enter(backend: string, key: string, stats?: { ahead: number }): void {
-    let keys = this.inFlight.get(backend);
-    if (!keys) this.inFlight.set(backend, (keys = new SteadyMap()));
-    const n = keys.get(key) ?? 0;
-    if (stats) stats.ahead = n;
-    keys.set(key, n + 1);
+  enter(acquire: InFlightAcquire, stats?: { ahead: number }): void {
+    if (stats) stats.ahead = this.waitingFor(acquire.backendName, acquire.callerKey);
+    this.inFlight.add(acquire);
   }
 
-  leave(backend: string, key: string): void {
-    const keys = this.inFlight.get(backend);
-    const n = keys?.get(key);
-    if (n === undefined) return;
-    if (n > 1) keys!.set(key, n - 1);
-    else keys!.delete(key);
+  leave(acquire: InFlightAcquire): void {
+    this.inFlight.delete(acquire);
   }
 
   /** Acquires in flight (all keys) for one backend, or for all. */
   waiting(backend?: string): number {
     let n = 0;
-    for (const [name, keys] of this.inFlight)
-      if (backend === undefined || name === backend) for (const count of keys.values()) n += count;
+    for (const a of this.inFlight.snapshot())
+      if (backend === undefined || a.backendName === backend) n++;
     return n;
   }
 
   waitingFor(backend: string, key: string): number {
-    return this.inFlight.get(backend)?.get(key) ?? 0;
+    let n = 0;
+    for (const a of this.inFlight.snapshot())
+      if (a.callerKey === key && a.backendName === backend) n++;
+    return n;
   }
 
+  /** Keys with acquires in flight, by backend, each with how many. */
   waitingLocks(): WaitingLockInfo[] {
-    return [...this.inFlight].flatMap(([backend, keys]) =>
+    const counts = new Map<string, Map<string, number>>();
+    for (const a of this.inFlight.snapshot()) {
+      let keys = counts.get(a.backendName);
+      if (!keys) counts.set(a.backendName, (keys = new Map()));
+      keys.set(a.callerKey, (keys.get(a.callerKey) ?? 0) + 1);
+    }
+    return [...counts].flatMap(([backend, keys]) =>
       [...keys].map(([key, waiters]) => ({ key, backend, waiters })),
     );
   }

@@ -1,5 +1,4 @@
 import { safeValidity } from '../backend-kit/validity';
-import { SteadySet } from '../backend-kit/steady-collections';
 import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -22,7 +21,7 @@ import {
 import { Leadership, type CampaignOptions } from './leader-election';
 import { acquireAll, type LockKeys } from './multi-lock';
 import { LockHandle, type LeaseOps } from './lock-handle';
-import { LockLease } from './lock-lease';
+import { leaseSet, LockLease } from './lock-lease';
 import { validateEngineOptions, type LockEngineOptions } from './engine-options';
 import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
 import { ReentrancyScopes } from './reentrancy';
@@ -44,7 +43,7 @@ export class LockEngine {
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
-  private readonly held = new SteadySet<LockLease>();
+  private readonly held = leaseSet('held');
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();

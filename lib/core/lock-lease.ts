@@ -1,6 +1,7 @@
 import { safeValidity } from '../backend-kit/validity';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { BackendLock, LockBackend, LockMode } from '../interfaces/lock-backend.interface';
+import { SlotSet } from './slot-set';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
@@ -54,6 +55,9 @@ export class LockLease implements BackendLock {
   /** A release before this time leaves the lock to expire then instead (minHold). */
   readonly holdUntil: number;
   renewing = false;
+  /** This lease's index in the engine's held set and in its watchdog's (see SlotSet); -1 outside. */
+  heldSlot = -1;
+  watchSlot = -1;
   /** Made on first use: most locks are released without anyone reading their signal. */
   private controller?: AbortController;
   /** Internal loss callbacks (see onLoss): cheaper than a listener on the signal. */
@@ -165,7 +169,11 @@ export class LockLease implements BackendLock {
    * holdUntil (session backends: a timer releases it then), so it frees on its own at that time.
    */
   release(call: LeaseCall): Promise<void> {
-    const linger = this.state === 'held' ? Math.ceil(this.holdUntil - performance.now()) : 0;
+    // Without minHold (holdUntil -Infinity) there is nothing to linger for, and no clock to read.
+    const linger =
+      this.state === 'held' && this.holdUntil !== -Infinity
+        ? Math.ceil(this.holdUntil - performance.now())
+        : 0;
     if (linger > 0 && !this.releasing) {
       this.state = 'released';
       this.onEnd(this);
@@ -216,5 +224,18 @@ export class LockLease implements BackendLock {
 }
 
 const noop = (): void => undefined;
+
+/** A set of leases, in their `heldSlot` (the engine's held leases) or `watchSlot` (a watchdog's). */
+export function leaseSet(slot: 'held' | 'watch'): SlotSet<LockLease> {
+  return slot === 'held'
+    ? new SlotSet(
+        (l) => l.heldSlot,
+        (l, i) => (l.heldSlot = i),
+      )
+    : new SlotSet(
+        (l) => l.watchSlot,
+        (l, i) => (l.watchSlot = i),
+      );
+}
 
 export { safeValidity };

@@ -1,7 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
-import { SteadySet } from '../backend-kit/steady-collections';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
-import type { LockLease } from './lock-lease';
+import { leaseSet, type LockLease } from './lock-lease';
 
 /** Largest number of locks renewed in one backend call (one pipelined round trip on Redis). */
 const MAX_BATCH = 5_000;
@@ -15,7 +14,7 @@ const MAX_BATCH = 5_000;
  * it fires, would run inside that one request's reentrancy scope.
  */
 export class Watchdog {
-  private readonly leases = new SteadySet<LockLease>();
+  private readonly leases = leaseSet('watch');
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
