@@ -11,9 +11,21 @@ export interface HandoffWaiter {
  * ("owner|token" messages) and this table routes a message to the waiter whose owner it names, so
  * a release wakes exactly the waiter it granted. A grant for an owner that no longer waits here
  * (it gave up, and its "leave" did not reach the server) is given back at once through `giveBack`.
+ *
+ * A waiter registers only once its first attempt answered that it is queued (an uncontended grant
+ * never registers: redis.queued-wait.ts). A handoff can come before that: the release script may
+ * run between our queueing and our reading of the reply, and the message arrives on another
+ * connection. Such a message is kept (`early`) and delivered when the owner registers, which it
+ * does within the same turn of the event loop as reading that reply; a message nobody claims is
+ * dropped after EARLY_MS, as a message for no waiter was before.
  */
+/** How long a handoff waits for its waiter to register (see RedisHandoffs). */
+const EARLY_MS = 10_000;
+
 export class RedisHandoffs {
   private readonly waiting = new SteadyMap<string, HandoffWaiter>();
+  /** Handoffs that came before their waiter registered: owner -> [token, performance.now()]. */
+  private readonly early = new Map<string, [string, number]>();
   /** Waiters that gave up while their leave may not have reached the server: owner -> lock. */
   private readonly abandoned = new Map<string, BackendLock>();
 
@@ -22,6 +34,11 @@ export class RedisHandoffs {
   /** Registers `owner`: `waiter.deliver(token)` on a grant, `deliver('')` when it should re-check. */
   expect(owner: string, waiter: HandoffWaiter): void {
     this.waiting.set(owner, waiter);
+    if (this.early.size === 0) return;
+    const early = this.early.get(owner);
+    if (early === undefined) return;
+    this.early.delete(owner);
+    waiter.deliver(early[0]);
   }
 
   /** Unregisters `owner` if `waiter` is still the one registered for it (an object, not a closure per wait). */
@@ -45,8 +62,15 @@ export class RedisHandoffs {
     const lock = this.abandoned.get(owner);
     if (lock) {
       this.abandoned.delete(owner);
-      this.giveBack(lock);
+      return this.giveBack(lock);
     }
+    if (!token) return; // a re-check for nobody
+    // Before its waiter registered (see the class comment). Stale entries go first: a message
+    // nobody claimed in EARLY_MS never will be (its waiter would have registered by then).
+    const now = performance.now();
+    if (this.early.size > 0)
+      for (const [o, [, at]] of this.early) if (now - at > EARLY_MS) this.early.delete(o);
+    this.early.set(owner, [token, now]);
   }
 
   /** After a reconnect (messages may be lost): every waiter re-checks on the server. */

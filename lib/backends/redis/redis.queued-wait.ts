@@ -55,16 +55,16 @@ export interface QueuedWaitSteps {
  *
  * Not an async function: a grant at the first attempt (the uncontended case) is answered from one
  * `.then`, without the frame of the wait loop (about 600 bytes per acquire); anything else
- * continues in `waitLoop` with that first attempt's outcome.
+ * continues in `waitLoop` with that first attempt's outcome. The waiter registers for handoffs
+ * only there: a handoff that arrives before (the release script ran between our queueing and our
+ * reading of its reply) waits for it in RedisHandoffs (see `claim`), so a grant at the first
+ * attempt touches no table.
  */
 export function queuedWait(
   steps: QueuedWaitSteps,
   request: BackendAcquireRequest,
   phase: Phase,
 ): Promise<BackendAcquireResult> {
-  // The handoff state lives in one object (no closure, and nothing of this frame captured).
-  const waiter = new Waiter();
-  steps.handoffs.expect(request.owner, waiter);
   const sentAt = performance.now();
   let first: Promise<unknown>;
   try {
@@ -72,26 +72,19 @@ export function queuedWait(
   } catch (error) {
     first = Promise.reject(error);
   }
-  const more = () => waitLoop(steps, request, phase, waiter, sentAt, first);
+  const more = () => waitLoop(steps, request, phase, sentAt, first);
   return first.then((answer) => {
     try {
       const reply = steps.reply(answer);
       if (reply[0] !== 1) return more();
       const granted = steps.granted(request, String(reply[1]), sentAt);
-      if (!(granted instanceof Promise)) {
-        steps.handoffs.forget(request.owner, waiter);
-        return granted;
-      }
+      if (!(granted instanceof Promise)) return granted;
       // Replica acknowledgements: their failure is a failed attempt, which the loop retries.
-      return granted.then(
-        (result) => {
-          steps.handoffs.forget(request.owner, waiter);
-          return result;
-        },
-        (error: unknown) => failed(steps, request, phase, waiter, sentAt, error),
+      return granted.then(undefined, (error: unknown) =>
+        failed(steps, request, phase, sentAt, error),
       );
     } catch (error) {
-      return failed(steps, request, phase, waiter, sentAt, error);
+      return failed(steps, request, phase, sentAt, error);
     }
   }, more);
 }
@@ -101,11 +94,10 @@ function failed(
   steps: QueuedWaitSteps,
   request: BackendAcquireRequest,
   phase: Phase,
-  waiter: Waiter,
   sentAt: number,
   error: unknown,
 ): Promise<BackendAcquireResult> {
-  return waitLoop(steps, request, phase, waiter, sentAt, Promise.reject(error));
+  return waitLoop(steps, request, phase, sentAt, Promise.reject(error));
 }
 
 /**
@@ -116,10 +108,13 @@ async function waitLoop(
   steps: QueuedWaitSteps,
   request: BackendAcquireRequest,
   phase: Phase,
-  waiter: Waiter,
   sentAt: number,
   pending: Promise<unknown> | undefined,
 ): Promise<BackendAcquireResult> {
+  // The handoff state lives in one object (no closure, and nothing of this frame captured). A
+  // handoff that came before this registration is delivered by it (see queuedWait).
+  const waiter = new Waiter();
+  steps.handoffs.expect(request.owner, waiter);
   const deadline = sentAt + request.wait;
   let failure: unknown;
   let backoff = 10;
