@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
-import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
+import { SEM_SEAT_FREE, semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/server-process';
@@ -109,7 +109,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await backend.close();
   });
 
-  it('uncontended semaphore (permits 3): acquire = TIME + EXISTS + ZADD + PEXPIRE + INCR, release = one plain ZREM (no script)', async () => {
+  it('uncontended semaphore (permits 3): acquire = one short script (EXISTS + TIME + ZADD + PEXPIRE + INCR), release = one plain ZREM (no script)', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -117,7 +117,14 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await (await engine.acquire('sem-warm', { permits: 3 })).release(); // scripts, subscription
     await (await engine.acquire('sem', { permits: 3 })).release(); // the fence of sem is new here
     await admin.config('RESETSTAT');
+    const evalsha = jest.spyOn(client, 'evalsha');
     for (let i = 0; i < 20; i++) await (await engine.acquire('sem', { permits: 3 })).release();
+    // Every acquire ran the short script (SEM_SEAT_FREE: 3 keys and 3 arguments, not
+    // SEM_ACQUIRE's 4 and 8), with 3 keys.
+    expect(evalsha.mock.calls.map((c) => `${c[0]}/${c[1]}`)).toEqual(
+      Array.from({ length: 20 }, () => `${SEM_SEAT_FREE.sha}/3`),
+    );
+    evalsha.mockRestore();
     // No seat and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
     // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry.
     expect(await commandCalls()).toEqual({

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import {
   SEM_ACQUIRE,
+  SEM_SEAT_FREE,
   SEM_RELEASE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
@@ -110,8 +111,11 @@ describe('RedisLockBackend native semaphore', () => {
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     const tokens = await Promise.all(handles.map(async (h) => (await h).fencingToken));
     for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
-    // Each waiter ran ONE acquire script (its queued attempt); its grant came by message.
+    // Each waiter ran ONE acquire script (its queued attempt); its grant came by message. Before
+    // it, each waiting process's first attempt ran the short free-seat script once, found seats
+    // held, and remembered the key as busy: its later waiters went to SEM_ACQUIRE at once.
     expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(8);
+    expect(counted.bySha.get(SEM_SEAT_FREE.sha)).toBe(3);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
     const info = await redis.admin.info('commandstats');
     const onServer = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(

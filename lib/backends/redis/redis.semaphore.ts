@@ -21,6 +21,7 @@ import {
   SEM_INSPECT,
   SEM_RELEASE,
   SEM_RENEW,
+  SEM_SEAT_FREE,
   semaphoreKeys,
   semaphoreReply,
 } from './redis.semaphore-scripts';
@@ -37,10 +38,25 @@ export interface RedisSemaphoreDeps {
   readonly replicated: ((what: string, key: string) => Promise<void>) | undefined;
 }
 
-/** How long a key counts as contended after a release found its seat marked (see release). */
+/** How long a key counts as busy (attempt) or contended (release) after it was found so. */
 const CONTENDED_MS = 1_000;
-/** At most this many contended keys are remembered (the map is cleared when full). */
+/** At most this many keys are remembered per kind (the map is cleared when full). */
 const CONTENDED_KEYS = 256;
+
+/** Keys found busy or contended lately: key -> when (performance.now()). */
+class RecentKeys {
+  private readonly at = new Map<string, number>();
+
+  has(key: string): boolean {
+    const at = this.at.get(key);
+    return at !== undefined && performance.now() - at < CONTENDED_MS;
+  }
+
+  mark(key: string): void {
+    if (this.at.size >= CONTENDED_KEYS) this.at.clear();
+    this.at.set(key, performance.now());
+  }
+}
 
 /**
  * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted
@@ -51,13 +67,16 @@ const CONTENDED_KEYS = 256;
  * process channel, through the lock's handoff table: one freed seat wakes one waiter, who takes
  * the grant from the message. Every grant gets its own INCR of the key's fence, so tokens grow
  * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick. An
- * uncontended release is a plain ZREM (see release).
+ * uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended release a
+ * plain ZREM (see release).
  */
 export class RedisSemaphore {
   /** What the shared queued wait calls back, built once. */
   private readonly steps: QueuedWaitSteps;
-  /** Keys whose last release found a marked seat, and when (performance.now()). */
-  private readonly contended = new Map<string, number>();
+  /** Keys whose release found a marked seat lately (see release). */
+  private readonly contended = new RecentKeys();
+  /** Keys whose first attempt found a seat held or a waiter lately (see attempt). */
+  private readonly busy = new RecentKeys();
 
   constructor(private readonly d: RedisSemaphoreDeps) {
     this.steps = {
@@ -124,13 +143,11 @@ export class RedisSemaphore {
    */
   release(lock: BackendLock): Promise<void> {
     const client = this.d.source.current;
-    const contended = this.contended.get(lock.key);
-    if (!client?.zrem || (contended !== undefined && performance.now() - contended < CONTENDED_MS))
+    if (!client?.zrem || this.contended.has(lock.key))
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     return client.zrem(semaphoreKeys(lock.key).seats, lock.owner).then((freed) => {
       if (Number(freed) === 1) return;
-      if (this.contended.size >= CONTENDED_KEYS) this.contended.clear();
-      this.contended.set(lock.key, performance.now());
+      this.contended.mark(lock.key);
       // The reply (1 if a seat of ours was freed) is nobody's business here.
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     });
@@ -169,11 +186,35 @@ export class RedisSemaphore {
     return Number(await runScript(client, SEM_FORCE_RELEASE, 4, args)) > 0;
   }
 
-  /** One attempt script, its integer answer (semaphoreReply); not async: no layer of its own. */
+  /**
+   * One attempt, its integer answer (semaphoreReply); not async: no layer of its own. A first
+   * attempt ('wait' or 'try') on a key not found busy within CONTENDED_MS runs SEM_SEAT_FREE,
+   * which only seats when no seat is held and nobody is queued (the uncontended case); when it
+   * answers 0 the key is remembered as busy and SEM_ACQUIRE runs, which serves every case. So a
+   * key in steady contention costs a process the extra round trip about once per CONTENDED_MS.
+   */
   private attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown> {
     const client = this.d.source.current;
     if (!client)
       return Promise.resolve(this.d.source.get()).then(() => this.attempt(request, phase, waitMs));
+    const k = semaphoreKeys(request.key);
+    if (phase === 'recheck' || this.busy.has(request.key))
+      return this.fullAttempt(request, phase, waitMs);
+    const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
+    return runScript(client, SEM_SEAT_FREE, 3, args).then((answer) => {
+      if (Number(answer) > 0) return answer;
+      this.busy.mark(request.key);
+      return this.fullAttempt(request, phase, waitMs);
+    });
+  }
+
+  /** The SEM_ACQUIRE script (every case: seat, queue, re-check). */
+  private fullAttempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown> {
+    const client = this.d.source.current;
+    if (!client)
+      return Promise.resolve(this.d.source.get()).then(() =>
+        this.fullAttempt(request, phase, waitMs),
+      );
     const k = semaphoreKeys(request.key);
     const channel = this.d.subscriber?.ready ? this.d.channel : '';
     const args = [
