@@ -6,8 +6,8 @@ import { runScript } from '../../lib/backends/redis-client';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { DEFAULT_FENCE_RETENTION_MS as FENCE_RETENTION_MS } from '../../lib/backends/redis/redis.options';
 import {
-  SEM_ACQUIRE,
   SEM_RELEASE,
+  SEM_SEAT_FREE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
@@ -21,11 +21,12 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * redis-semaphore 5.8's `Semaphore` (limit 3, its defaults: lockTimeout 10 s, polls every 10 ms
  * for up to 10 s), on the same private server, alternating windows.
  * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency), each round's
- *   window cut into slices the rows take in turn; beside the two
- *   libraries, `scripts-only`: the two calls our Redis semaphore sends per uncontended cycle (the
- *   acquire EVALSHA, then the release's plain ZREM; the same keys and arguments, a new owner
- *   token each) through the same client with none of our JavaScript around them. No library code over these scripts can be
- *   faster than that row: it is the ceiling of ours. And `their-calls`, the same for theirs: the
+ *   window cut into slices the rows take in turn (the order reversed every other slice); beside
+ *   the two libraries, `scripts-only`: the two calls our Redis semaphore sends per uncontended
+ *   cycle (the free-seat script SEM_SEAT_FREE, then the release's plain ZREM; the same keys and
+ *   arguments, a new owner token each) through the same client with none of our JavaScript
+ *   around them. No library code over these scripts can be faster than that row: it is the
+ *   ceiling of ours. And `their-calls`, the same for theirs: the
  *   two calls its `Semaphore` makes per cycle (its acquire script, through its own helper, and a
  *   `ZREM`), without the class around them. Ours ÷ theirs is then our scripts against theirs
  *   (scripts-only ÷ their-calls) times our JavaScript against theirs.
@@ -90,18 +91,9 @@ export function connect(impl: Impl, port: number): Client {
       async take(key) {
         const keys = args(key);
         const owner = newOwnerToken();
-        const seat = [
-          ...keys,
-          owner,
-          BENCH_TTL_MS,
-          PERMITS,
-          FENCE_RETENTION_MS,
-          'wait',
-          BENCH_WAIT_MS,
-          '',
-          '1',
-        ];
-        const reply = await runScript(client, SEM_ACQUIRE, 4, seat);
+        // The uncontended acquire: the short free-seat script (RedisSemaphore.attempt).
+        const seat = [keys[0], keys[1], keys[2], owner, BENCH_TTL_MS, FENCE_RETENTION_MS];
+        const reply = await runScript(client, SEM_SEAT_FREE, 3, seat);
         if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);
         return async () => {
           // As the backend does: the release script only when the ZREM did not free the seat.
@@ -250,8 +242,11 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
       const rotate = round % UNCONTENDED.length;
       const unOrder = [...UNCONTENDED.slice(rotate), ...UNCONTENDED.slice(0, rotate)];
       // Each round's uncontended window is cut into UNCONTENDED_SLICES slices taken in turn by
-      // the three rows (one connection each, warmed up first), so a change of the machine's load
-      // hits every row alike instead of one row's whole window.
+      // the rows (one connection each, warmed up first), so a change of the machine's load hits
+      // every row alike instead of one row's whole window. Every other slice takes them in
+      // reverse order: a row then follows each of its two neighbours equally often. (In a fixed
+      // cyclic order each row always followed the same one and paid part of its garbage: the row
+      // after redis-semaphore's class, which allocates the most, was ours.)
       const clients = new Map<Impl, Client>();
       for (const impl of unOrder) {
         const c = connect(impl, port);
@@ -260,7 +255,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
       }
       const counts = new Map<Impl, number>(unOrder.map((i) => [i, 0]));
       for (let slice = 0; slice < UNCONTENDED_SLICES; slice++) {
-        for (const impl of unOrder) {
+        for (const impl of slice % 2 === 0 ? unOrder : [...unOrder].reverse()) {
           const sliceMs = windowMs / UNCONTENDED_SLICES;
           const s = await loop(
             clients.get(impl)!,
