@@ -49,8 +49,6 @@ export interface FreshAcquirePlan {
   readonly options: LockOptions | undefined;
   readonly resolved: ResolvedLockOptions;
   readonly backend: LockBackend;
-  /** "name (kind)", as errors show the backend. */
-  readonly label: string;
   readonly permits: number | undefined;
   readonly proposal: string | undefined;
   readonly stats: { attempts: number; ahead: number } | undefined;

@@ -1,12 +1,9 @@
 /**
  * One fresh acquire (no re-entrant hold to reuse), from the checked request to its handle, in ONE
- * object: it is the request the backend sees (BackendAcquireRequest), the call's budget on the
- * shared budget clock (budget-clock.ts), the wait's deadline, and the step that turns a grant
- * into a LockLease. lock-acquirer.ts checks the call and makes one per acquire.
- *
- * Before, an async function held five closures and a BackendCall, and its outcome was wrapped
- * in `{ handle }` and unwrapped by one more `.then`: the uncontended cycle spent more CPU there
- * than in the backend (docs/benchmarks.md). Same budget, same deadline, same grant as then.
+ * object: the request the backend sees, the call's budget (budget-clock.ts), the wait's deadline,
+ * and the grant turned into a LockLease. lock-acquirer.ts checks the call and makes one. Before,
+ * an async function held five closures and a BackendCall, and wrapped its outcome in `{ handle }`:
+ * more CPU than the backend (docs/benchmarks.md). Same budget, deadline and grant as then.
  */
 import { MAX_DURATION_MS } from '../backend-kit/limits';
 import { safeValidity } from '../backend-kit/validity';
@@ -22,6 +19,7 @@ import type {
   LockMode,
 } from '../interfaces/lock-backend.interface';
 import type { ResolvedLockOptions } from '../interfaces/lock-options.interface';
+import { backendLabel } from './backend-call';
 import { budgetClock, type Budget } from './budget-clock';
 import type { AcquireContext, AcquireOutcome, FreshAcquirePlan } from './acquire-context';
 import type { InFlightAcquire } from './lock-activity';
@@ -33,9 +31,11 @@ export type { AcquireOutcome, FreshAcquirePlan };
 
 type Settle = (value: LockHandle | AcquireOutcome) => void;
 
-/** Starts the attempt outside every caller's context (see FreshAcquire.run); a plain function, no closure. */
+/** Starts the attempt (no closure: see FreshAcquire.run), a native wait as AcquireRunner would. */
 function startAttempt(a: FreshAcquire): Promise<BackendAcquireResult> {
-  return a.e.runner.run(a.backend, a.label, a, a.stats, a.native ? undefined : a.waitCallback());
+  if (!a.native) return a.e.runner.run(a.backend, a.label, a, a.stats, a.waitCallback());
+  if (a.stats) a.stats.attempts++;
+  return a.backend.acquire!(a);
 }
 
 export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcquire {
@@ -50,9 +50,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   readonly at: number;
   prevBudget: Budget | undefined = undefined;
   nextBudget: Budget | undefined = undefined;
-
   readonly backend: LockBackend;
-  readonly label: string;
   readonly native: boolean;
   readonly stats: { attempts: number; ahead: number } | undefined;
   readonly callerKey: string;
@@ -61,7 +59,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   private readonly o: ResolvedLockOptions;
   private readonly plan: FreshAcquirePlan;
   private readonly startedAt: number;
-  /** Made when first needed: an uncontended grant never reads or aborts the signal. */
+  /** Made when first needed (an uncontended grant never reads or aborts the signal). */
   private controller: AbortController | undefined = undefined;
   private armed = false;
   private deadline: ReturnType<typeof setTimeout> | undefined = undefined;
@@ -85,19 +83,14 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
     this.permits = plan.permits;
     this.election = plan.proposal === undefined ? undefined : { proposal: plan.proposal };
     this.wait = o.wait;
-    // The deadline timer starts only when the request really waits (queued or busy at its first
-    // attempt in the engine's wait; for a backend's native wait, when the backend first reads
-    // `signal`, which it must before it sleeps), counting from startedAt: a grant at the first
-    // attempt (the uncontended case) and wait: 0 (one attempt) never create one. An attempt in
-    // flight is bounded by the call budget (wait + grace) either way, so is a native wait that
-    // never reads the signal. (wait may be up to MAX_DURATION_MS: the grace must not push a timer
-    // past what setTimeout honours.)
+    // The wait's deadline timer starts only when the request really waits (see onWait), counting
+    // from startedAt; the attempt in flight is bounded by the call budget (wait + grace, within
+    // what setTimeout honours) either way, so is a native wait that never reads the signal.
     this.startedAt = performance.now();
     this.at =
       this.startedAt +
       Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, e.operationTimeout));
     this.backend = plan.backend;
-    this.label = plan.label;
     this.native = plan.native;
     this.stats = plan.stats;
     this.callerKey = plan.key;
@@ -107,10 +100,9 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   }
 
   /**
-   * The wait's signal. The caller's own signal is listened to from the first read on (a native
-   * wait) or from onWait: before, the only thing in flight is the first attempt, whose grant is
-   * given back if the caller's signal aborted meanwhile. An uncontended acquire with a signal
-   * (every @Locked call inside an HTTP request) thus adds and removes no listener.
+   * The wait's signal. The caller's signal is listened to only from onWait: before, only the first
+   * attempt is in flight, and its grant is given back if the caller's signal aborted meanwhile. So
+   * an uncontended acquire with a signal (@Locked in an HTTP request) adds no listener.
    */
   get signal(): AbortSignal {
     if (this.native && !this.armed) this.onWait();
@@ -120,6 +112,11 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   /** Session backends call it when a granted lock is gone; made on first read (Redis never reads it). */
   get onLost(): (reason: string, cause?: unknown) => void {
     return (this.lostCallback ??= (reason, cause) => this.lease?.lose(reason, cause));
+  }
+
+  /** "name (kind)", as errors show the backend; made when needed (an uncontended grant never is). */
+  get label(): string {
+    return backendLabel(this.e.backends, this.o.backend);
   }
 
   /** How the engine's wait (non-native backends) tells the request it waits. */
@@ -182,7 +179,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
     if (this.done) return; // an answer after the budget ran out: expire() handles it
     this.done = true;
     budgetClock.delete(this);
-    this.e.activity.settled(this.label, 'acquire');
+    if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
     this.finish();
     const signal = this.o.signal;
     if (!result.acquired) {
@@ -259,7 +256,10 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
     return this.plan.direct ? handle : { handle };
   }
 
-  /** Arms the wait's deadline and the caller's cancel, once, when the request really waits. */
+  /**
+   * Arms the deadline and the caller's cancel, once, when the request waits: busy or queued in the
+   * engine's wait, or a native wait's first read of `signal` (before it sleeps; a grant never).
+   */
   private onWait(): void {
     if (this.armed) return;
     this.armed = true;

@@ -14,7 +14,6 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import type { AcquireContext } from './acquire-context';
 import { waitsNatively } from './acquire-runner';
-import { backendLabel } from './backend-call';
 import { FreshAcquire, type AcquireOutcome } from './fresh-acquire';
 import { ELECTION_PROPOSAL } from './leader-election';
 import { LockHandle } from './lock-handle';
@@ -141,7 +140,6 @@ function startAcquire(
       options,
       resolved: o,
       backend,
-      label: backendLabel(e.backends, o.backend),
       permits: permits || undefined,
       proposal: (options as { [ELECTION_PROPOSAL]?: string } | undefined)?.[ELECTION_PROPOSAL],
       stats,

@@ -129,7 +129,7 @@ export class RedisLockBackend implements LockBackend {
     const sentAt = performance.now();
     const reply = await attempt(this.o, this.channel(), request, 'try', 0);
     if (reply[0] !== 1) return busy(reply);
-    return this.granted(request, String(reply[1]), sentAt);
+    return this.granted(request, reply[1], sentAt);
   }
 
   /**
@@ -205,7 +205,7 @@ export class RedisLockBackend implements LockBackend {
   /** The grant's result; with `replicas`, once they acknowledged it. */
   private granted(
     request: BackendAttempt,
-    token: string,
+    token: string | number,
     sentAt: number,
   ): BackendAcquireResult | Promise<BackendAcquireResult> {
     const result = { acquired: true, fencingToken: BigInt(token), sentAt };

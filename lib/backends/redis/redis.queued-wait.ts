@@ -30,7 +30,8 @@ export interface QueuedWaitSteps {
   /** A grant's last step (replica acknowledgements where configured; none: the result at once). */
   granted(
     request: BackendAttempt,
-    token: string,
+    /** Decimal string (a handoff's message) or integer (a script's reply: no string to parse). */
+    token: string | number,
     sentAt: number,
   ): BackendAcquireResult | Promise<BackendAcquireResult>;
   /** Owner-checked renewal of one grant: false when it is no longer ours. */
@@ -77,7 +78,7 @@ export function queuedWait(
     try {
       const reply = steps.reply(answer);
       if (reply[0] !== 1) return more();
-      const granted = steps.granted(request, String(reply[1]), sentAt);
+      const granted = steps.granted(request, reply[1], sentAt);
       if (!(granted instanceof Promise)) return granted;
       // Replica acknowledgements: their failure is a failed attempt, which the loop retries.
       return granted.then(undefined, (error: unknown) =>
@@ -145,7 +146,7 @@ async function waitLoop(
         const reply = steps.reply(answer);
         failure = undefined;
         backoff = 10;
-        if (reply[0] === 1) return await steps.granted(request, String(reply[1]), sentAt);
+        if (reply[0] === 1) return await steps.granted(request, reply[1], sentAt);
         last = busy(reply);
         if (phase === 'try') {
           // The first wait of this backend: subscribe before queueing, so a handoff is never

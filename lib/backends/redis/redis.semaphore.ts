@@ -95,7 +95,7 @@ export class RedisSemaphore {
     const sentAt = performance.now();
     const reply = semaphoreReply(await this.attempt(request, 'try', 0));
     if (reply[0] !== 1) return busy(reply);
-    return this.granted(request, String(reply[1]), sentAt);
+    return this.granted(request, reply[1], sentAt);
   }
 
   /** A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts. */
@@ -256,7 +256,7 @@ export class RedisSemaphore {
   /** The grant's result; with `replicas`, once they acknowledged it (else the seat is given back). */
   private granted(
     request: BackendAttempt,
-    token: string,
+    token: string | number,
     sentAt: number,
   ): BackendAcquireResult | Promise<BackendAcquireResult> {
     const result = { acquired: true, fencingToken: BigInt(token), sentAt };
