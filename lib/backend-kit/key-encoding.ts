@@ -48,11 +48,18 @@ function tooLong(value: unknown, maxLength: number): InvalidLockOptionsError {
   );
 }
 
+/**
+ * The last key that passed checkLockKey with the default limit: a key used again (a job's, a hot
+ * resource's) is not scanned again. A string is a value: the same string passes the same way.
+ */
+let lastChecked = '';
+
 /** Checks a final key (prefix included): a non-empty string, no control characters, within the limit. */
 export function checkLockKey(key: unknown, maxLength = MAX_KEY_LENGTH): string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new InvalidLockOptionsError('key', key, 'a non-empty string');
   }
+  if (key === lastChecked && maxLength === MAX_KEY_LENGTH) return key;
   if (key.length > maxLength) {
     throw new InvalidLockOptionsError(
       'key',
@@ -74,5 +81,6 @@ export function checkLockKey(key: unknown, maxLength = MAX_KEY_LENGTH): string {
       'no lone UTF-16 surrogates (UTF-8 backends would merge them into U+FFFD)',
     );
   }
+  if (maxLength === MAX_KEY_LENGTH) lastChecked = key;
   return key;
 }
