@@ -35,7 +35,7 @@ export interface AcquireContext {
 }
 
 /** An acquire's outcome as the observed path reads it (observed-acquire.ts). */
-export interface AcquireOutcome {
+export interface LeaseOutcome {
   handle?: LockHandle;
   error?: unknown;
 }

@@ -21,15 +21,15 @@ import type {
 import type { ResolvedLockOptions } from '../interfaces/lock-options.interface';
 import { backendLabel } from './backend-call';
 import { budgetClock, type Budget } from './budget-clock';
-import type { AcquireContext, AcquireOutcome, FreshAcquirePlan } from './acquire-context';
+import type { AcquireContext, LeaseOutcome, FreshAcquirePlan } from './acquire-context';
 import type { InFlightAcquire } from './lock-activity';
 import { LockHandle } from './lock-handle';
 import { LockLease } from './lock-lease';
 import { templateOf } from './observed-acquire';
 
-export type { AcquireOutcome, FreshAcquirePlan };
+export type { LeaseOutcome, FreshAcquirePlan };
 
-type Settle = (value: LockHandle | AcquireOutcome) => void;
+type Settle = (value: LockHandle | LeaseOutcome) => void;
 
 /** Starts the attempt (no closure: see FreshAcquire.run), a native wait as AcquireRunner would. */
 function startAttempt(a: FreshAcquire): Promise<BackendAcquireResult> {
@@ -125,8 +125,8 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   }
 
   /** Runs the acquire; settles as FreshAcquirePlan.direct says. */
-  start(): Promise<LockHandle | AcquireOutcome> {
-    return new Promise<LockHandle | AcquireOutcome>((resolve, reject) => {
+  start(): Promise<LockHandle | LeaseOutcome> {
+    return new Promise<LockHandle | LeaseOutcome>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
       this.run();
@@ -222,7 +222,7 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
   /** The grant as a LockLease the watchdog renews, and its handle. */
   private granted(
     result: Extract<BackendAcquireResult, { acquired: true }>,
-  ): LockHandle | AcquireOutcome {
+  ): LockHandle | LeaseOutcome {
     const e = this.e;
     const o = this.o;
     const backend = this.backend;

@@ -14,7 +14,7 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import type { AcquireContext } from './acquire-context';
 import { waitsNatively } from './acquire-runner';
-import { FreshAcquire, type AcquireOutcome } from './fresh-acquire';
+import { FreshAcquire, type LeaseOutcome } from './fresh-acquire';
 import { ELECTION_PROPOSAL } from './leader-election';
 import { LockHandle } from './lock-handle';
 import { resolveLockOptions } from './lock-options';
@@ -51,8 +51,8 @@ export function acquireLease(
   options?: LockOptions,
   stats?: { attempts: number; ahead: number },
   permits?: number,
-): Promise<AcquireOutcome> {
-  return startAcquire(e, key, options, stats, permits, false) as Promise<AcquireOutcome>;
+): Promise<LeaseOutcome> {
+  return startAcquire(e, key, options, stats, permits, false) as Promise<LeaseOutcome>;
 }
 
 /**
@@ -76,7 +76,7 @@ function startAcquire(
   stats: { attempts: number; ahead: number } | undefined,
   permits: number | undefined,
   direct: boolean,
-): Promise<LockHandle | AcquireOutcome> {
+): Promise<LockHandle | LeaseOutcome> {
   try {
     // Synchronously, before anything else: only the acquire an owning call starts with is its own lock.
     const scope = e.scopes.claim();

@@ -58,7 +58,7 @@ export interface QueuedWaitSteps {
  * `.then`, without the frame of the wait loop (about 600 bytes per acquire); anything else
  * continues in `waitLoop` with that first attempt's outcome. The waiter registers for handoffs
  * only there: a handoff that arrives before (the release script ran between our queueing and our
- * reading of its reply) waits for it in RedisHandoffs (see `claim`), so a grant at the first
+ * reading of its reply) waits for it in RedisHandoffs (see `expect`), so a grant at the first
  * attempt touches no table.
  */
 export function queuedWait(
