@@ -73,17 +73,12 @@ export class LockActivity {
 
   /** Acquires in flight (all keys) for one backend, or for all. */
   waiting(backend?: string): number {
-    let n = 0;
-    for (const a of this.inFlight.snapshot())
-      if (backend === undefined || a.backendName === backend) n++;
-    return n;
+    return this.inFlight.countWhere((a) => backend === undefined || a.backendName === backend);
   }
 
   waitingFor(backend: string, key: string): number {
-    let n = 0;
-    for (const a of this.inFlight.snapshot())
-      if (a.callerKey === key && a.backendName === backend) n++;
-    return n;
+    // Read in place: an observed acquire asks this on entry (stats.ahead), so no array per call.
+    return this.inFlight.countWhere((a) => a.callerKey === key && a.backendName === backend);
   }
 
   /** Keys with acquires in flight, by backend, each with how many. */

@@ -27,6 +27,7 @@ describe('SlotSet', () => {
     s.add(z);
     expect(s.size).toBe(3);
     expect([...s].map((i) => i.name)).toEqual(['x', 'y', 'z']);
+    expect(s.countWhere((i) => i.name !== 'y')).toBe(2);
     expect(s.delete(x)).toBe(true);
     expect(s.delete(x)).toBe(false);
     expect(s.has(x)).toBe(false);

@@ -56,6 +56,13 @@ export class SlotSet<T> implements Iterable<T> {
     this.count = 0;
   }
 
+  /** How many items pass `test`, read in place (no snapshot: `test` must not change the set). */
+  countWhere(test: (item: T) => boolean): number {
+    let n = 0;
+    for (let i = 0; i < this.count; i++) if (test(this.items[i] as T)) n++;
+    return n;
+  }
+
   /** The items now, in a new array. */
   snapshot(): T[] {
     return this.items.slice(0, this.count) as T[];

@@ -43,8 +43,11 @@ const CONTENDED_MS = 1_000;
 /** At most this many keys are remembered per kind (the map is cleared when full). */
 const CONTENDED_KEYS = 256;
 
-/** Keys found busy or contended lately: key -> when (performance.now()). */
-class RecentKeys {
+/**
+ * Keys marked lately (found busy, or contended): key -> when (performance.now()). Not the
+ * `recentKeys` cache of derived key names: this remembers what the server answered.
+ */
+class RecentMarks {
   private readonly at = new Map<string, number>();
 
   has(key: string): boolean {
@@ -74,9 +77,9 @@ export class RedisSemaphore {
   /** What the shared queued wait calls back, built once. */
   private readonly steps: QueuedWaitSteps;
   /** Keys whose release found a marked seat lately (see release). */
-  private readonly contended = new RecentKeys();
+  private readonly contended = new RecentMarks();
   /** Keys whose first attempt found a seat held or a waiter lately (see attempt). */
-  private readonly busy = new RecentKeys();
+  private readonly busy = new RecentMarks();
 
   constructor(private readonly d: RedisSemaphoreDeps) {
     this.steps = {
