@@ -32,7 +32,13 @@ import { sleep, summarize, type Summary } from './bench.stats';
  *   (scripts-only ÷ their-calls) times our JavaScript against theirs.
  * - contended: 8 worker processes (this file, forked), one client each, all on one semaphore of 3:
  *   acquire (waiting), hold 1 ms, release, pause 2 ms (acquisitions/s, wait of each acquire).
- * The worker processes are started, and have loaded, before the first window. Nothing asserts a time.
+ * The worker processes are started, and have loaded, before the first window. Before round 0,
+ * every row runs unmeasured (`prewarm`): uncontended PREWARM_UNCONTENDED_MS each, contended
+ * PREWARM_CONTENDED_MS each, so the rounds measure code V8 has optimized, as in a server that has
+ * been up a while. Without it, round 0 measured the JIT's warm-up: a contended worker does ~150
+ * acquisitions/s, far too few for V8 to tier up in the 1 s warm-up of a window (ours needed ~15 s
+ * to reach its steady rate; its CPU per acquisition fell from 1.9 to 0.8 ms meanwhile, theirs
+ * from 1.3 to 0.7 ms). The rows are warmed alike; the report says so. Nothing asserts a time.
  */
 export const PERMITS = 3;
 const PROCESSES = 8;
@@ -40,6 +46,9 @@ const HOLD_MS = 1;
 const PAUSE_MS = 2;
 export type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
+/** Unmeasured running of each row before round 0 (see the comment above; quick runs: a tenth). */
+const PREWARM_UNCONTENDED_MS = 2_000;
+const PREWARM_CONTENDED_MS = 12_000;
 /** Slices per round of an uncontended window, the rows taking turns (see runSemaphore). */
 const UNCONTENDED_SLICES = 8;
 /** The uncontended rows (the two floors need no worker: they are measured uncontended only). */
@@ -219,6 +228,23 @@ function runOn(child: ChildProcess, job: Job): Promise<number[]> {
   });
 }
 
+/**
+ * Runs every row unmeasured before round 0 (in this process, uncontended; in the workers,
+ * contended), so that the rounds measure optimized code (see the comment at the top).
+ */
+async function prewarm(workers: ChildProcess[], port: number, divisor: number): Promise<void> {
+  for (const impl of UNCONTENDED) {
+    const c = connect(impl, port);
+    await loop(c, `prewarm:${impl}`, performance.now() + PREWARM_UNCONTENDED_MS / divisor, 0, 0);
+    await c.close();
+  }
+  for (const impl of IMPLS) {
+    const durationMs = PREWARM_CONTENDED_MS / divisor;
+    const job = { impl, port, key: `prewarm:${impl}`, durationMs, warmUpMs: 0 };
+    await Promise.all(workers.map((w) => runOn(w, job)));
+  }
+}
+
 function row(impl: Impl, samples: number[], windowMs: number, rounds: number): SemaphoreRow {
   return {
     impl,
@@ -237,6 +263,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
   const co = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
   const workers = await startWorkers();
   try {
+    await prewarm(workers, port, ctx.quick ? 10 : 1);
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? IMPLS : [...IMPLS].reverse();
       const rotate = round % UNCONTENDED.length;
@@ -332,7 +359,9 @@ export function semaphoreSection(r: SemaphoreResult): string {
     `## Semaphore (Redis, permits ${r.permits}; ${r.rounds} rounds of ${r.windowMs} ms, alternating)`,
     '',
     "Uncontended: one client, acquire + release (latency = the cycle); each round's window in " +
-      `${UNCONTENDED_SLICES} slices, the rows taking turns. Contended: ` +
+      `${UNCONTENDED_SLICES} slices, the rows taking turns. Before round 0 each row ran unmeasured ` +
+      `(${PREWARM_UNCONTENDED_MS / 1000} s uncontended, ${PREWARM_CONTENDED_MS / 1000} s contended; ` +
+      `quick runs a tenth), so V8 had optimized every row's code. Contended: ` +
       `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait).`,
     '',
     '| row | contender | acquisitions/s | median ms | p99 ms | samples |',
