@@ -153,7 +153,6 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
 
   private run(): void {
     const e = this.e;
-    e.activity.enter(this, this.stats);
     const pre = this.plan.pregranted;
     let attempt: Promise<BackendAcquireResult>;
     try {
@@ -166,6 +165,9 @@ export class FreshAcquire implements BackendAcquireRequest, Budget, InFlightAcqu
       this.finish();
       return this.reject(error);
     }
+    // In flight from here: counted once its first attempt is on its way, so the bookkeeping
+    // runs while the request travels, not before it leaves (nothing reads the count in between).
+    e.activity.enter(this, this.stats);
     this.attempt = attempt;
     // One shared timer (budget-clock.ts), not a setTimeout/clearTimeout pair per acquire.
     budgetClock.add(this);

@@ -189,8 +189,11 @@ export class LockLease implements BackendLock {
       return this.releasing;
     }
     this.state = 'released';
+    // The request leaves first; the engine forgets the lease while it travels (synchronously:
+    // no watchdog tick or inspect can run in between).
+    const op = this.backendRelease();
     this.onEnd(this);
-    this.releasing = call(this.backendRelease(), 'release', this);
+    this.releasing = call(op, 'release', this);
     return this.releasing;
   }
 

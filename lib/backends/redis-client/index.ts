@@ -10,7 +10,13 @@ export type {
   RedisSubscriberLike,
 } from './redis-client.types';
 export { REDIS_CLIENT_METHODS } from './redis-client.types';
-export { redisScript, runScript, runScriptBatch, type RedisScript } from './redis.script';
+export {
+  redisScript,
+  runScript,
+  runScriptBatch,
+  runScriptThen,
+  type RedisScript,
+} from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';

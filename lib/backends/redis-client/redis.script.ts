@@ -36,6 +36,28 @@ export function runScript(
 }
 
 /**
+ * runScript(...).then(onReply) with one promise and one reaction fewer: the reply goes to onReply
+ * from EVALSHA's own promise; only a NOSCRIPT error takes the EVAL path (then onReply as well).
+ * For the hot path: the semaphore's free-seat attempt.
+ */
+export function runScriptThen<R>(
+  client: RedisClientLike,
+  script: RedisScript,
+  numKeys: number,
+  args: readonly (string | number)[],
+  onReply: (reply: RedisReply) => R | PromiseLike<R>,
+): Promise<R> {
+  try {
+    return client.evalsha(script.sha, numKeys, ...args).then(onReply, (error: unknown) => {
+      if (isNoScript(error)) return client.eval(script.source, numKeys, ...args).then(onReply);
+      throw error;
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
  * One script over many argument lists in one pipelined round trip (replies in order). Calls the
  * server answered NOSCRIPT go again in one more pipeline with EVAL. Any other error rejects.
  */

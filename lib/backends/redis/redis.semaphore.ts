@@ -8,6 +8,7 @@ import type {
 import {
   runScript,
   runScriptBatch,
+  runScriptThen,
   type RedisClientLike,
   type RedisClientSource,
   type RedisSubscriber,
@@ -204,7 +205,7 @@ export class RedisSemaphore {
     if (phase === 'recheck' || this.busy.has(request.key))
       return this.fullAttempt(request, phase, waitMs);
     const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
-    return runScript(client, SEM_SEAT_FREE, 3, args).then((answer) => {
+    return runScriptThen(client, SEM_SEAT_FREE, 3, args, (answer) => {
       if (Number(answer) > 0) return answer;
       this.busy.mark(request.key);
       return this.fullAttempt(request, phase, waitMs);
