@@ -48,7 +48,16 @@ export type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
 /** Unmeasured running of each row before round 0 (see the comment above; quick runs: a tenth). */
 const PREWARM_UNCONTENDED_MS = 2_000;
-const PREWARM_CONTENDED_MS = 12_000;
+const PREWARM_CONTENDED_MS = 20_000;
+/**
+ * The unmeasured warm-up of each contended window. 1 s was too short: the workers sit idle
+ * through each round's uncontended window (~25 s), and ours, the first contended row after it in
+ * rounds 0 and 2, ran at 890-1,300/s there against 1,360-1,560/s in round 1 (after theirs), in
+ * five runs out of five; with 3 s, 1,630-1,660/s in both. (Not V8's bytecode flushing: the same
+ * with --no-flush-bytecode; nor this process: it used 6-17 ms of CPU per window.) Theirs, a
+ * poller, moved by 5 % or less.
+ */
+const CONTENDED_WARM_UP_MS = 3_000;
 /** Slices per round of an uncontended window, the rows taking turns (see runSemaphore). */
 const UNCONTENDED_SLICES = 8;
 /** The uncontended rows (the two floors need no worker: they are measured uncontended only). */
@@ -259,6 +268,7 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
   const rounds = ctx.quick ? 2 : 3;
   const windowMs = ctx.quick ? 1_000 : 4_000;
   const warmUpMs = ctx.quick ? 300 : 1_000;
+  const contendedWarmUpMs = ctx.quick ? 300 : CONTENDED_WARM_UP_MS;
   const un = new Map<Impl, number[]>(UNCONTENDED.map((i) => [i, []]));
   const co = new Map<Impl, number[]>(IMPLS.map((i) => [i, []]));
   const workers = await startWorkers();
@@ -302,7 +312,8 @@ export async function runSemaphore(ctx: BenchContext): Promise<SemaphoreResult> 
         );
       }
       for (const impl of order) {
-        const job = { impl, port, key: `c${round}:${impl}`, durationMs: windowMs, warmUpMs };
+        const key = `c${round}:${impl}`;
+        const job = { impl, port, key, durationMs: windowMs, warmUpMs: contendedWarmUpMs };
         const all = (await Promise.all(workers.map((w) => runOn(w, job)))).flat();
         co.get(impl)!.push(...all);
         const p99 = summarize(all).p99;
@@ -362,7 +373,8 @@ export function semaphoreSection(r: SemaphoreResult): string {
       `${UNCONTENDED_SLICES} slices, the rows taking turns. Before round 0 each row ran unmeasured ` +
       `(${PREWARM_UNCONTENDED_MS / 1000} s uncontended, ${PREWARM_CONTENDED_MS / 1000} s contended; ` +
       `quick runs a tenth), so V8 had optimized every row's code. Contended: ` +
-      `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait).`,
+      `${r.processes} processes, hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms (latency = each acquire's wait), ` +
+      `each window after ${CONTENDED_WARM_UP_MS / 1000} s unmeasured on another key (quick runs 0.3 s).`,
     '',
     '| row | contender | acquisitions/s | median ms | p99 ms | samples |',
     '| :-- | :-- | --: | --: | --: | --: |',

@@ -1,0 +1,93 @@
+import { resolve } from 'node:path';
+import { RedisServer } from '../support/redis-server';
+import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
+import { connect, PERMITS, type Client } from './semaphore.scenario';
+
+/**
+ * Diagnosis (not a test; nothing asserts a time): the uncontended Redis semaphore cycle of one or
+ * more copies of lib/ against redis-semaphore's `Semaphore`, the rows taking turns every BLOCK
+ * cycles (100: about 10 ms) on one private redis-server, for SECS seconds. On a VM whose speed
+ * drifts by ±10 % within a minute, the semaphore scenario's slices (about a second each) leave a
+ * run's ratio a few points off; blocks this short share every drift, and two runs of this agree
+ * within a point. Each copy of lib/ must live under the project (for node_modules), for example
+ * one made with `git archive <commit> lib | tar -x -C .tmp/old`:
+ *
+ *   LIBS=.tmp/old/lib,lib SECS=60 [CALLS=1] npx ts-node --transpile-only \
+ *     test/bench/redis-semaphore.block-ab.ts
+ *
+ * CALLS=1 adds the scenario's `scripts-only` and `their-calls` rows (the two floors).
+ */
+type Row = [name: string, client: Client];
+
+function ours(dir: string, port: number): Client {
+  // This copy's classes (its own module graph: nothing shared with another copy).
+  const { LockEngine } = require(
+    `${dir}/core/lock-engine`,
+  ) as typeof import('../../lib/core/lock-engine');
+  const { RedisLockBackend } = require(
+    `${dir}/backends/redis/redis.backend`,
+  ) as typeof import('../../lib/backends/redis/redis.backend');
+  const client = redisClient(port);
+  const engine = new LockEngine({
+    backend: new RedisLockBackend({ client }),
+    keyPrefix: 'bench:',
+    defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
+  });
+  return {
+    async take(key) {
+      const handle = await engine.acquire(key, { permits: PERMITS });
+      return () => handle.release();
+    },
+    async close() {
+      await engine.close();
+      client.disconnect();
+    },
+  };
+}
+
+async function cycles(c: Client, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const release = await c.take('block-ab');
+    await release();
+  }
+}
+
+async function main(): Promise<void> {
+  const libs = (process.env.LIBS ?? 'lib').split(',').map((d) => resolve(d));
+  const secs = Number(process.env.SECS ?? 40);
+  const block = Number(process.env.BLOCK ?? 100);
+  const server = await RedisServer.start();
+  const rows: Row[] = libs.map((dir, i) => [`ours ${i} (${dir})`, ours(dir, server.port)]);
+  rows.push(['redis-semaphore', connect('redis-semaphore', server.port)]);
+  if (process.env.CALLS) {
+    rows.push(['scripts-only', connect('scripts-only', server.port)]);
+    rows.push(['their-calls', connect('their-calls', server.port)]);
+  }
+  const ms = rows.map(() => 0);
+  const counts = rows.map(() => 0);
+  try {
+    for (const [, c] of rows) await cycles(c, 3_000); // warm: V8 optimizes each row's code
+    const end = performance.now() + secs * 1_000;
+    for (let turn = 0; performance.now() < end; turn++) {
+      for (let k = 0; k < rows.length; k++) {
+        const j = (k + turn) % rows.length; // each row leads in turn
+        const t = performance.now();
+        await cycles(rows[j][1], block);
+        ms[j] += performance.now() - t;
+        counts[j] += block;
+      }
+    }
+  } finally {
+    for (const [, c] of rows) await c.close();
+    await server.kill();
+  }
+  const us = ms.map((m, j) => (m * 1_000) / counts[j]);
+  const theirs = us[libs.length];
+  rows.forEach(([name], j) =>
+    console.log(
+      `${name.padEnd(40)} ${us[j].toFixed(2)} µs/cycle, rate ÷ redis-semaphore ${(theirs / us[j]).toFixed(3)}`,
+    ),
+  );
+}
+
+void main();
