@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { RedisServer } from '../support/redis-server';
-import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
-import { connect, PERMITS, type Client } from './semaphore.scenario';
+import { redisClient } from './bench.contenders';
+import { connect, oursOver, type Client, type OurClasses } from './semaphore.scenario';
 
 /**
  * Diagnosis (not a test; nothing asserts a time): the uncontended Redis semaphore cycle of one or
@@ -21,28 +21,9 @@ type Row = [name: string, client: Client];
 
 function ours(dir: string, port: number): Client {
   // This copy's classes (its own module graph: nothing shared with another copy).
-  const { LockEngine } = require(
-    `${dir}/core/lock-engine`,
-  ) as typeof import('../../lib/core/lock-engine');
-  const { RedisLockBackend } = require(
-    `${dir}/backends/redis/redis.backend`,
-  ) as typeof import('../../lib/backends/redis/redis.backend');
-  const client = redisClient(port);
-  const engine = new LockEngine({
-    backend: new RedisLockBackend({ client }),
-    keyPrefix: 'bench:',
-    defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
-  });
-  return {
-    async take(key) {
-      const handle = await engine.acquire(key, { permits: PERMITS });
-      return () => handle.release();
-    },
-    async close() {
-      await engine.close();
-      client.disconnect();
-    },
-  };
+  const { LockEngine } = require(`${dir}/core/lock-engine`) as OurClasses;
+  const { RedisLockBackend } = require(`${dir}/backends/redis/redis.backend`) as OurClasses;
+  return oursOver(redisClient(port), { LockEngine, RedisLockBackend });
 }
 
 async function cycles(c: Client, n: number): Promise<void> {

@@ -144,8 +144,22 @@ export function connect(impl: Impl, port: number): Client {
       close: async () => void client.disconnect(),
     };
   }
-  const engine = new LockEngine({
-    backend: new RedisLockBackend({ client }),
+  return oursOver(client);
+}
+
+/** The classes `ours` is built from (redis-semaphore.block-ab.ts passes another copy of lib/'s). */
+export interface OurClasses {
+  LockEngine: typeof LockEngine;
+  RedisLockBackend: typeof RedisLockBackend;
+}
+
+/** The `ours` row over `client` (which it disconnects on close). */
+export function oursOver(
+  client: ReturnType<typeof redisClient>,
+  classes: OurClasses = { LockEngine, RedisLockBackend },
+): Client {
+  const engine = new classes.LockEngine({
+    backend: new classes.RedisLockBackend({ client }),
     keyPrefix: 'bench:',
     defaults: { ttl: BENCH_TTL_MS, wait: BENCH_WAIT_MS },
   });
