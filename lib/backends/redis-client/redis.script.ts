@@ -26,13 +26,24 @@ export function runScript(
   args: readonly (string | number)[],
 ): Promise<RedisReply> {
   try {
-    return client.evalsha(script.sha, numKeys, ...args).catch((error: unknown) => {
-      if (isNoScript(error)) return client.eval(script.source, numKeys, ...args);
-      throw error;
-    });
+    return client
+      .evalsha(script.sha, numKeys, ...args)
+      .catch((error: unknown) => evalOnNoScript(error, client, script, numKeys, args));
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** EVALSHA's failure: EVAL once when it was NOSCRIPT (the script not cached), else the error. */
+function evalOnNoScript(
+  error: unknown,
+  client: RedisClientLike,
+  script: RedisScript,
+  numKeys: number,
+  args: readonly (string | number)[],
+): Promise<RedisReply> {
+  if (isNoScript(error)) return client.eval(script.source, numKeys, ...args);
+  throw error;
 }
 
 /**
@@ -48,10 +59,11 @@ export function runScriptThen<R>(
   onReply: (reply: RedisReply) => R | PromiseLike<R>,
 ): Promise<R> {
   try {
-    return client.evalsha(script.sha, numKeys, ...args).then(onReply, (error: unknown) => {
-      if (isNoScript(error)) return client.eval(script.source, numKeys, ...args).then(onReply);
-      throw error;
-    });
+    return client
+      .evalsha(script.sha, numKeys, ...args)
+      .then(onReply, (error: unknown) =>
+        evalOnNoScript(error, client, script, numKeys, args).then(onReply),
+      );
   } catch (error) {
     return Promise.reject(error);
   }
