@@ -1,6 +1,12 @@
 import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
-import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import {
+  ACQUIRE,
+  LOCK_FREE,
+  lockKeys,
+  RELEASE,
+  RELEASE_UNQUEUED,
+} from '../../lib/backends/redis/redis.scripts';
 import { SEM_SEAT_FREE, semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
@@ -45,7 +51,16 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await (await engine.acquire('warm')).release(); // caches the scripts, creates no fence for 'k*'
     await (await engine.acquire('k0')).release(); // the fence of k0 is new here (TIME once)
     await admin.config('RESETSTAT');
+    const evalsha = jest.spyOn(client, 'evalsha');
     for (let i = 0; i < 20; i++) await (await engine.acquire('k0')).release();
+    // The short scripts: LOCK_FREE with 4 keys (not ACQUIRE's 5 keys and 8 arguments) and
+    // RELEASE_UNQUEUED with 2 (not RELEASE's 5 and 5), taking turns.
+    expect(evalsha.mock.calls.map((c) => `${c[0]}/${c[1]}`)).toEqual(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 2 === 0 ? `${LOCK_FREE.sha}/4` : `${RELEASE_UNQUEUED.sha}/2`,
+      ),
+    );
+    evalsha.mockRestore();
     expect(await commandCalls()).toEqual({
       evalsha: 40,
       exists: 40,
@@ -54,6 +69,34 @@ describe('RedisLockBackend lean path and fence retention', () => {
       get: 20,
       del: 20,
     });
+    await engine.close();
+  });
+
+  it('short scripts step aside: a busy key goes to ACQUIRE (and queues), a release that finds a waiter goes to RELEASE (and hands over)', async () => {
+    const engine = new LockEngine({
+      backend: new RedisLockBackend({ client }),
+      keyPrefix: 'lean:',
+    });
+    const holder = await engine.acquire('handover');
+    const evalsha = jest.spyOn(client, 'evalsha');
+    // LOCK_FREE answers nil (held), then ACQUIRE queues the waiter: two scripts, in that order.
+    const waiter = engine.acquire('handover', { wait: 10_000 });
+    const keys = lockKeys('lean:handover');
+    await eventually(async () => (await admin.zcard(keys.queue)) === 1, 5_000, 10);
+    expect(evalsha.mock.calls.map((c) => c[0])).toEqual([LOCK_FREE.sha, ACQUIRE.sha]);
+    evalsha.mockClear();
+    // RELEASE_UNQUEUED finds the waiter (-1, nothing changed), RELEASE hands the lock over.
+    await holder.release();
+    const next = await waiter;
+    expect(evalsha.mock.calls.map((c) => c[0])).toEqual([RELEASE_UNQUEUED.sha, RELEASE.sha]);
+    expect(await admin.get(keys.writer)).toBe(next.owner);
+    expect(next.fencingToken).toBe(holder.fencingToken + 1n);
+    evalsha.mockClear();
+    // Marked: within the next second both go straight to the full scripts.
+    await next.release();
+    expect(evalsha.mock.calls.map((c) => c[0])).toEqual([RELEASE.sha]);
+    evalsha.mockRestore();
+    expect(await admin.exists(keys.writer)).toBe(0);
     await engine.close();
   });
 

@@ -2,7 +2,9 @@ import Redis from 'ioredis';
 import { LockEngine } from '../../core/lock-engine';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { RedisServer } from '../../../test/support/redis-server';
+import { eventually } from '../../../test/support/server-process';
 import { RedisLockBackend } from './redis.backend';
+import { ACQUIRE, lockKeys, RELEASE, RELEASE_UNQUEUED } from './redis.scripts';
 
 /** Round trips and commands, counted on a real private redis-server (INFO commandstats). */
 describe('RedisLockBackend command budget', () => {
@@ -92,12 +94,23 @@ describe('RedisLockBackend command budget', () => {
     const b = new LockEngine({ backend: new RedisLockBackend({ client: waiterClient }) });
     const held = await a.acquire('wake', { ttl: 30_000 });
     const waiting = b.acquire('wake', { wait: 20_000 });
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(
+      async () => (await admin.zcard(lockKeys(`${a.keyPrefix}wake`).queue)) === 1,
+      5_000,
+      10,
+    );
     await admin.config('RESETSTAT');
+    const holderScripts = jest.spyOn(client, 'evalsha');
+    const waiterScripts = jest.spyOn(waiterClient, 'evalsha');
     await held.release();
     const next = await waiting;
-    // Direct handoff: the release script granted the waiter and told it so; no attempt of its own.
-    expect((await commandCalls()).evalsha).toBe(1);
+    // Direct handoff: the holder's short release script found the waiter (and changed nothing),
+    // the release script granted the waiter and told it so; the waiter made no attempt of its own.
+    expect(holderScripts.mock.calls.map((c) => c[0])).toEqual([RELEASE_UNQUEUED.sha, RELEASE.sha]);
+    expect(waiterScripts.mock.calls.map((c) => c[0])).not.toContain(ACQUIRE.sha);
+    expect((await commandCalls()).evalsha).toBe(2);
+    holderScripts.mockRestore();
+    waiterScripts.mockRestore();
     await next.release();
     await a.close();
     await b.close();

@@ -10,9 +10,25 @@ import type {
   BackendLock,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { parseInspect, runScript, runScriptBatch, toInspection } from '../redis-client';
+import {
+  parseInspect,
+  runScript,
+  runScriptBatch,
+  runScriptThen,
+  toInspection,
+} from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
-import { ACQUIRE, FORCE_RELEASE, INSPECT, lockKeys, RELEASE, RENEW } from './redis.scripts';
+import type { RecentMarks } from './redis.recent-marks';
+import {
+  ACQUIRE,
+  FORCE_RELEASE,
+  INSPECT,
+  LOCK_FREE,
+  lockKeys,
+  RELEASE,
+  RELEASE_UNQUEUED,
+  RENEW,
+} from './redis.scripts';
 
 export type Phase = 'try' | 'wait' | 'recheck';
 
@@ -26,12 +42,52 @@ export function attempt(
   request: BackendAttempt,
   phase: Phase,
   waitMs: number,
+  busy?: RecentMarks,
 ): Promise<[number, string | number]> {
-  return attemptScript(o, channel, request, phase, waitMs).then(attemptReply);
+  return attemptScript(o, channel, request, phase, waitMs, busy).then(attemptReply);
 }
 
-/** The acquire script's own answer (attemptReply reads it): the queued wait adds no .then for it. */
+/**
+ * The acquire script's own answer (attemptReply reads it): the queued wait adds no .then for it.
+ * A first exclusive attempt ('try' or 'wait') on a key not in `busy` runs the short LOCK_FREE,
+ * which only grants a key nobody holds or waits for (the uncontended case); when it answers nil
+ * the key is marked busy and ACQUIRE runs, which serves every case. So a key in steady contention
+ * costs a process the extra round trip about once a second.
+ */
 export function attemptScript(
+  o: ResolvedRedisOptions,
+  channel: string,
+  request: BackendAttempt,
+  phase: Phase,
+  waitMs: number,
+  busy?: RecentMarks,
+): Promise<unknown> {
+  const client = o.source.current;
+  if (!client)
+    return Promise.resolve(o.source.get()).then(() =>
+      attemptScript(o, channel, request, phase, waitMs, busy),
+    );
+  if (!busy || phase === 'recheck' || request.mode !== 'exclusive' || busy.has(request.key))
+    return fullAttempt(o, channel, request, phase, waitMs);
+  const k = lockKeys(request.key);
+  const args = [
+    k.writer,
+    k.readers,
+    k.fence,
+    k.queue,
+    request.owner,
+    request.ttl,
+    o.fenceRetention,
+  ];
+  return runScriptThen(client, LOCK_FREE, 4, args, (answer) => {
+    if (typeof answer === 'string') return answer;
+    busy.mark(request.key);
+    return fullAttempt(o, channel, request, phase, waitMs);
+  });
+}
+
+/** The ACQUIRE script (every case: grant, queue, re-check). */
+function fullAttempt(
   o: ResolvedRedisOptions,
   channel: string,
   request: BackendAttempt,
@@ -41,7 +97,7 @@ export function attemptScript(
   const client = o.source.current;
   if (!client)
     return Promise.resolve(o.source.get()).then(() =>
-      attemptScript(o, channel, request, phase, waitMs),
+      fullAttempt(o, channel, request, phase, waitMs),
     );
   const k = lockKeys(request.key);
   const args = [
@@ -74,16 +130,27 @@ export function busy(reply: [number, string | number]): { acquired: false; retry
 
 /**
  * The owner-checked release script; `leaving` '1' also takes a waiter out of the queue. Answers 1
- * when the lock was ours. Not async (see attempt).
+ * when the lock was ours. Not async (see attempt). An exclusive release (not a waiter's leave) on
+ * a key not in `contended` runs the short RELEASE_UNQUEUED; when it finds waiters queued (-1,
+ * nothing changed) the key is marked contended and RELEASE runs, which hands the lock over.
  */
 export function releaseScript(
   o: ResolvedRedisOptions,
   lock: BackendLock,
   leaving: '0' | '1',
+  contended?: RecentMarks,
 ): Promise<unknown> {
   const client = o.source.current;
-  if (!client) return Promise.resolve(o.source.get()).then(() => releaseScript(o, lock, leaving));
+  if (!client)
+    return Promise.resolve(o.source.get()).then(() => releaseScript(o, lock, leaving, contended));
   const k = lockKeys(lock.key);
+  if (contended && leaving === '0' && lock.mode === 'exclusive' && !contended.has(lock.key)) {
+    return runScriptThen(client, RELEASE_UNQUEUED, 2, [k.writer, k.queue, lock.owner], (answer) => {
+      if (Number(answer) >= 0) return answer;
+      contended.mark(lock.key);
+      return releaseScript(o, lock, leaving);
+    });
+  }
   const args = [
     k.writer,
     k.readers,

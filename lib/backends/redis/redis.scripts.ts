@@ -206,6 +206,32 @@ return pttl()
 `);
 
 /**
+ * lock when free KEYS=W,R,F,Q ARGV=owner,ttl,fenceRetention: the first exclusive attempt on a key
+ * not found busy lately (redis.commands.ts). ACQUIRE's own uncontended path with 4 keys and 3
+ * arguments instead of 5 and 8: the token when granted, else nil (then ACQUIRE runs, which serves
+ * every case).
+ */
+export const LOCK_FREE = redisScript(`${FENCE}
+local W, R, F, Q = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if redis.call('EXISTS', R, Q) == 0 and redis.call('SET', W, ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return fence(F, ARGV[3])
+end
+return false
+`);
+
+/**
+ * release when unqueued KEYS=W,Q ARGV=owner: an exclusive release on a key whose release found
+ * nobody queued lately. Ours and nobody queued: deleted, 1. Not ours: 0 (RELEASE would change
+ * nothing either). Ours with waiters queued: -1, untouched (then RELEASE runs and hands it over).
+ */
+export const RELEASE_UNQUEUED = redisScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+redis.call('DEL', KEYS[1])
+return 1
+`);
+
+/**
  * release KEYS=W,R,F,Q,D ARGV=owner,mode,fenceRetention,probe,leaving
  * Owner-checked: drops our hold if it is ours; with leaving='1' also our queue entry (a waiter
  * that gave up). If anyone waits, hands the lock to the queue's head in the same step. No PUBLISH

@@ -14,6 +14,7 @@ import {
   type RedisSubscriber,
 } from '../redis-client';
 import { busy, type Phase } from './redis.commands';
+import { RecentMarks } from './redis.recent-marks';
 import type { RedisHandoffs } from './redis.handoffs';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import {
@@ -37,29 +38,6 @@ export interface RedisSemaphoreDeps {
   readonly fenceRetention: number;
   /** WAIT for the configured replicas after a grant or renewal; undefined without `replicas`. */
   readonly replicated: ((what: string, key: string) => Promise<void>) | undefined;
-}
-
-/** How long a key counts as busy (attempt) or contended (release) after it was found so. */
-const CONTENDED_MS = 1_000;
-/** At most this many keys are remembered per kind (the map is cleared when full). */
-const CONTENDED_KEYS = 256;
-
-/**
- * Keys marked lately (found busy, or contended): key -> when (performance.now()). Not the
- * `recentKeys` cache of derived key names: this remembers what the server answered.
- */
-class RecentMarks {
-  private readonly at = new Map<string, number>();
-
-  has(key: string): boolean {
-    const at = this.at.get(key);
-    return at !== undefined && performance.now() - at < CONTENDED_MS;
-  }
-
-  mark(key: string): void {
-    if (this.at.size >= CONTENDED_KEYS) this.at.clear();
-    this.at.set(key, performance.now());
-  }
 }
 
 /**
