@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { RedisServer } from '../support/redis-server';
 import { redisClient } from './bench.contenders';
@@ -15,7 +16,10 @@ import { connect, oursOver, type Client, type OurClasses } from './semaphore.sce
  *   LIBS=.tmp/old/lib,lib SECS=60 [CALLS=1] npx ts-node --transpile-only \
  *     test/bench/redis-semaphore.block-ab.ts
  *
- * CALLS=1 adds the scenario's `scripts-only` and `their-calls` rows (the two floors).
+ * CALLS=1 adds the scenario's `scripts-only` and `their-calls` rows (the two floors). Each row
+ * also shows the CPU it cost per cycle: this process's (user and system, process.cpuUsage) and
+ * redis-server's (utime + stime from /proc, in clock ticks of 10 ms: exact only summed over many
+ * blocks, which is what it is).
  */
 type Row = [name: string, client: Client];
 
@@ -24,6 +28,17 @@ function ours(dir: string, port: number): Client {
   const { LockEngine } = require(`${dir}/core/lock-engine`) as OurClasses;
   const { RedisLockBackend } = require(`${dir}/backends/redis/redis.backend`) as OurClasses;
   return oursOver(redisClient(port), { LockEngine, RedisLockBackend });
+}
+
+/** CPU µs used so far by process `pid` (Linux /proc; 0 where there is none). */
+function cpuOf(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime, 100 ticks/s
+  } catch {
+    return 0;
+  }
 }
 
 async function cycles(c: Client, n: number): Promise<void> {
@@ -46,15 +61,23 @@ async function main(): Promise<void> {
   }
   const ms = rows.map(() => 0);
   const counts = rows.map(() => 0);
+  const cpu = rows.map(() => ({ user: 0, system: 0, server: 0 }));
+  const serverPid = server.child?.pid;
   try {
     for (const [, c] of rows) await cycles(c, 3_000); // warm: V8 optimizes each row's code
     const end = performance.now() + secs * 1_000;
     for (let turn = 0; performance.now() < end; turn++) {
       for (let k = 0; k < rows.length; k++) {
         const j = (k + turn) % rows.length; // each row leads in turn
+        const s0 = cpuOf(serverPid);
+        const c0 = process.cpuUsage();
         const t = performance.now();
         await cycles(rows[j][1], block);
         ms[j] += performance.now() - t;
+        const used = process.cpuUsage(c0);
+        cpu[j].user += used.user;
+        cpu[j].system += used.system;
+        cpu[j].server += cpuOf(serverPid) - s0;
         counts[j] += block;
       }
     }
@@ -64,9 +87,12 @@ async function main(): Promise<void> {
   }
   const us = ms.map((m, j) => (m * 1_000) / counts[j]);
   const theirs = us[libs.length];
+  const per = (total: number, j: number) => (total / counts[j]).toFixed(1);
   rows.forEach(([name], j) =>
     console.log(
-      `${name.padEnd(40)} ${us[j].toFixed(2)} µs/cycle, rate ÷ redis-semaphore ${(theirs / us[j]).toFixed(3)}`,
+      `${name.padEnd(40)} ${us[j].toFixed(2)} µs/cycle, rate ÷ redis-semaphore ${(theirs / us[j]).toFixed(3)}; ` +
+        `CPU µs/cycle: this process ${per(cpu[j].user, j)} user + ${per(cpu[j].system, j)} system, ` +
+        `redis-server ${per(cpu[j].server, j)}`,
     ),
   );
 }
