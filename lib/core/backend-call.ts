@@ -9,6 +9,7 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import { budgetClock, type Budget } from './budget-clock';
 import type { LockActivity } from './lock-activity';
+import type { LockLease } from './lock-lease';
 
 /** "name (kind)" per backend, made once (not a template string per call). */
 const labels = new WeakMap<LockBackend, { name: string; kind: string; label: string }>();
@@ -37,16 +38,21 @@ export class BackendCall<T> implements Budget {
   private done = false;
   private resolve!: (value: T) => void;
   private reject!: (error: unknown) => void;
+  /** A lease's release: how its failure is reported (releaseFailed), fixed when the call starts. */
+  private readonly during: 'release' | 'lost-release' | undefined;
 
   constructor(
-    protected readonly activity: LockActivity,
+    private readonly activity: LockActivity,
     private readonly backend: string,
     private readonly what: string,
     private readonly budget: number,
     private readonly key: string | undefined,
     private readonly onLate: (() => void) | undefined,
+    /** The lease this call releases, if it is a release (see callRelease). */
+    private readonly released?: LockLease,
   ) {
     this.at = performance.now() + budget;
+    this.during = released && (released.state === 'lost' ? 'lost-release' : 'release');
   }
 
   start(op: Promise<T>): Promise<T> {
@@ -102,8 +108,15 @@ export class BackendCall<T> implements Budget {
     this.reject(error);
   }
 
-  /** Told of the call's failure before the caller is; may throw an error to reject with instead. */
-  protected report(_error: unknown): void {}
+  /**
+   * Told of the call's failure before the caller is: a release's failure is reported
+   * (releaseFailed), as a `.catch` that rethrows did, without its promise. A field, not a subclass:
+   * a derived constructor's `super()` cost a release more than the rest of this object.
+   */
+  private report(error: unknown): void {
+    const lease = this.released;
+    if (lease) this.activity.releaseFailed(lease.backendName, lease.key, this.during!, error);
+  }
 }
 
 /**
