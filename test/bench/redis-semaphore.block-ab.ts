@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { RedisServer } from '../support/redis-server';
+import { redisSemaphore } from './bench.competitors';
 import { redisClient } from './bench.contenders';
+import { BenchServers } from './bench.servers';
 import { connect, oursOver, type Client, type OurClasses } from './semaphore.scenario';
 
 /**
@@ -16,18 +18,30 @@ import { connect, oursOver, type Client, type OurClasses } from './semaphore.sce
  *   LIBS=.tmp/old/lib,lib SECS=60 [CALLS=1] npx ts-node --transpile-only \
  *     test/bench/redis-semaphore.block-ab.ts
  *
- * CALLS=1 adds the scenario's `scripts-only` and `their-calls` rows (the two floors). Each row
+ * CALLS=1 adds the scenario's `scripts-only` and `their-calls` rows (the two floors). LOCK=1 runs
+ * the plain lock instead, against redis-semaphore's `Mutex`; NEWKEY=1 takes a new key every cycle
+ * (as the uncontended scenario does: a new key's fence is created, with `TIME` and a `SET`). Each row
  * also shows the CPU it cost per cycle: this process's (user and system, process.cpuUsage) and
  * redis-server's (utime + stime from /proc, in clock ticks of 10 ms: exact only summed over many
  * blocks, which is what it is).
  */
 type Row = [name: string, client: Client];
 
+const LOCK = !!process.env.LOCK;
+const NEWKEY = !!process.env.NEWKEY;
+
 function ours(dir: string, port: number): Client {
   // This copy's classes (its own module graph: nothing shared with another copy).
   const { LockEngine } = require(`${dir}/core/lock-engine`) as OurClasses;
   const { RedisLockBackend } = require(`${dir}/backends/redis/redis.backend`) as OurClasses;
-  return oursOver(redisClient(port), { LockEngine, RedisLockBackend });
+  const classes = { LockEngine, RedisLockBackend };
+  return LOCK ? oursOver(redisClient(port), classes, null) : oursOver(redisClient(port), classes);
+}
+
+/** redis-semaphore's `Mutex` (LOCK=1), as the uncontended scenario runs it. */
+async function mutex(port: number): Promise<Client> {
+  const c = await redisSemaphore.connect(BenchServers.attached({ redis: port }));
+  return { take: (key) => c.lock(key), close: () => c.close() };
 }
 
 /** CPU µs used so far by process `pid` (Linux /proc; 0 where there is none). */
@@ -41,9 +55,11 @@ function cpuOf(pid: number | undefined): number {
   }
 }
 
+let serial = 0;
+
 async function cycles(c: Client, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    const release = await c.take('block-ab');
+    const release = await c.take(NEWKEY ? `block-ab:${serial++}` : 'block-ab');
     await release();
   }
 }
@@ -54,8 +70,9 @@ async function main(): Promise<void> {
   const block = Number(process.env.BLOCK ?? 100);
   const server = await RedisServer.start();
   const rows: Row[] = libs.map((dir, i) => [`ours ${i} (${dir})`, ours(dir, server.port)]);
-  rows.push(['redis-semaphore', connect('redis-semaphore', server.port)]);
-  if (process.env.CALLS) {
+  if (LOCK) rows.push(['redis-semaphore Mutex', await mutex(server.port)]);
+  else rows.push(['redis-semaphore', connect('redis-semaphore', server.port)]);
+  if (process.env.CALLS && !LOCK) {
     rows.push(['scripts-only', connect('scripts-only', server.port)]);
     rows.push(['their-calls', connect('their-calls', server.port)]);
   }
@@ -90,7 +107,7 @@ async function main(): Promise<void> {
   const per = (total: number, j: number) => (total / counts[j]).toFixed(1);
   rows.forEach(([name], j) =>
     console.log(
-      `${name.padEnd(40)} ${us[j].toFixed(2)} µs/cycle, rate ÷ redis-semaphore ${(theirs / us[j]).toFixed(3)}; ` +
+      `${name.padEnd(40)} ${us[j].toFixed(2)} µs/cycle, rate ÷ theirs ${(theirs / us[j]).toFixed(3)}; ` +
         `CPU µs/cycle: this process ${per(cpu[j].user, j)} user + ${per(cpu[j].system, j)} system, ` +
         `redis-server ${per(cpu[j].server, j)}`,
     ),

@@ -153,10 +153,14 @@ export interface OurClasses {
   RedisLockBackend: typeof RedisLockBackend;
 }
 
-/** The `ours` row over `client` (which it disconnects on close). */
+/**
+ * The `ours` row over `client` (which it disconnects on close): a semaphore of `permits` seats,
+ * or, with `permits` null, the plain lock (redis-semaphore.block-ab.ts's LOCK rows).
+ */
 export function oursOver(
   client: ReturnType<typeof redisClient>,
   classes: OurClasses = { LockEngine, RedisLockBackend },
+  permits: number | null = PERMITS,
 ): Client {
   const engine = new classes.LockEngine({
     backend: new classes.RedisLockBackend({ client }),
@@ -165,7 +169,7 @@ export function oursOver(
   });
   return {
     async take(key) {
-      const h = await engine.acquire(key, { permits: PERMITS });
+      const h = await engine.acquire(key, permits === null ? undefined : { permits });
       return () => h.release();
     },
     async close() {
