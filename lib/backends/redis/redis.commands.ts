@@ -2,7 +2,8 @@
  * The Redis lock's script calls, one function each, over the resolved options and nothing else:
  * the acquire attempt, release (and a waiter's leave), the renewal batch, inspect, forceRelease,
  * and the WAIT for replica acks. RedisLockBackend (redis.backend.ts) owns the state and the
- * queued-wait loop; these hold no state of their own.
+ * queued-wait loop; these hold no state of their own (the RecentMarks they consult are the
+ * backend's).
  */
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
@@ -16,6 +17,7 @@ import {
   runScriptBatch,
   runScriptThen,
   toInspection,
+  type RedisClientLike,
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import type { RecentMarks } from './redis.recent-marks';
@@ -68,37 +70,25 @@ export function attemptScript(
       attemptScript(o, channel, request, phase, waitMs, busy),
     );
   if (!busy || phase === 'recheck' || request.mode !== 'exclusive' || busy.has(request.key))
-    return fullAttempt(o, channel, request, phase, waitMs);
-  const k = lockKeys(request.key);
-  const args = [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    request.owner,
-    request.ttl,
-    o.fenceRetention,
-  ];
+    return fullAttempt(client, o, channel, request, phase, waitMs);
+  const { writer, readers, fence, queue } = lockKeys(request.key);
+  const args = [writer, readers, fence, queue, request.owner, request.ttl, o.fenceRetention];
   return runScriptThen(client, LOCK_FREE, 4, args, (answer) => {
     if (typeof answer === 'string') return answer;
     busy.mark(request.key);
-    return fullAttempt(o, channel, request, phase, waitMs);
+    return fullAttempt(client, o, channel, request, phase, waitMs);
   });
 }
 
-/** The ACQUIRE script (every case: grant, queue, re-check). */
+/** The ACQUIRE script (every case: grant, queue, re-check) over `client`. */
 function fullAttempt(
+  client: RedisClientLike,
   o: ResolvedRedisOptions,
   channel: string,
   request: BackendAttempt,
   phase: Phase,
   waitMs: number,
 ): Promise<unknown> {
-  const client = o.source.current;
-  if (!client)
-    return Promise.resolve(o.source.get()).then(() =>
-      fullAttempt(o, channel, request, phase, waitMs),
-    );
   const k = lockKeys(request.key);
   const args = [
     k.writer,
