@@ -240,13 +240,10 @@ export class LockActivity {
     else this.answered(name);
   }
 
-  /** For a lease's release: emits releaseFailed, then rethrows (the caller decides what to do). */
-  releaseReporter(lease: LockLease): (error: unknown) => never {
+  /** A lease's release failed: releaseFailed, during 'lost-release' if the lease was lost. */
+  leaseReleaseFailed(lease: LockLease, error: unknown): void {
     const during = lease.state === 'lost' ? 'lost-release' : 'release';
-    return (error) => {
-      this.releaseFailed(lease.backendName, lease.key, during, error);
-      throw error;
-    };
+    this.releaseFailed(lease.backendName, lease.key, during, error);
   }
 
   /** A backend call failed: the first failure of an outage emits backendUnavailable. */

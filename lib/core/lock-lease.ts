@@ -184,7 +184,7 @@ export class LockLease implements BackendLock {
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
       // Its failure is not lost: every caller's `call` reports it (releaseFailed, through
-      // LockActivity.releaseReporter) before this catch; the lock is already lost and reported as such.
+      // LockActivity.leaseReleaseFailed) before this catch; the lock is already lost and reported as such.
       this.releasing = call(this.backendRelease(), 'release', this).catch(() => undefined);
       return this.releasing;
     }
@@ -218,7 +218,7 @@ export class LockLease implements BackendLock {
       return;
     }
     const timer = setTimeout(() => {
-      // Never throw from a timer; `call` (the engine's, with LockActivity.releaseReporter) has
+      // Never throw from a timer; `call` (the engine's, with LockActivity.leaseReleaseFailed) has
       // already emitted releaseFailed when this rejects.
       call(this.backend.release(this.lock), 'release', this).catch(() => undefined);
     }, ms);

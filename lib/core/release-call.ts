@@ -4,8 +4,9 @@ import type { AcquireContext } from './lock-acquirer';
 import type { LockLease } from './lock-lease';
 
 /**
- * The engine's release call: callBackend(...).catch(activity.releaseReporter(lease)), in one
- * object (the budget is the engine's operationTimeout).
+ * The engine's release call: callBackend(...) whose failure is reported
+ * (activity.leaseReleaseFailed) before the caller sees it, in one object (the budget is the
+ * engine's operationTimeout).
  */
 export function callRelease<T>(
   e: Pick<AcquireContext, 'activity' | 'backends' | 'operationTimeout'>,
