@@ -72,9 +72,9 @@ export class RedisLockBackend implements LockBackend {
   /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
   private readonly waitSteps: QueuedWaitSteps;
   /** Keys whose first attempt found them held or queued for lately (see attemptScript). */
-  private readonly busy = new RecentMarks();
+  private readonly busyKeys = new RecentMarks();
   /** Keys whose release found waiters queued lately (see releaseScript). */
-  private readonly contended = new RecentMarks();
+  private readonly contendedKeys = new RecentMarks();
 
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
@@ -96,7 +96,7 @@ export class RedisLockBackend implements LockBackend {
       name: this.name,
       handoffs: this.handoffs,
       attempt: (request, phase, waitMs) =>
-        attemptScript(this.o, this.channel(), request, phase, waitMs, this.busy),
+        attemptScript(this.o, this.channel(), request, phase, waitMs, this.busyKeys),
       reply: attemptReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
@@ -132,7 +132,7 @@ export class RedisLockBackend implements LockBackend {
 
   private async tryLock(request: BackendAttempt): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
-    const reply = await attempt(this.o, this.channel(), request, 'try', 0, this.busy);
+    const reply = await attempt(this.o, this.channel(), request, 'try', 0, this.busyKeys);
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, reply[1], sentAt);
   }
@@ -180,7 +180,12 @@ export class RedisLockBackend implements LockBackend {
   release(lock: BackendLock): Promise<void> {
     if (lock.permits !== undefined) return this.semaphore.release(lock);
     // The reply (1 when the lock was ours) is nobody's business here.
-    return releaseScript(this.o, lock, '0', this.contended) as Promise<unknown> as Promise<void>;
+    return releaseScript(
+      this.o,
+      lock,
+      '0',
+      this.contendedKeys,
+    ) as Promise<unknown> as Promise<void>;
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */

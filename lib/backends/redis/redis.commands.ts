@@ -44,14 +44,14 @@ export function attempt(
   request: BackendAttempt,
   phase: Phase,
   waitMs: number,
-  busy?: RecentMarks,
+  busyKeys?: RecentMarks,
 ): Promise<[number, string | number]> {
-  return attemptScript(o, channel, request, phase, waitMs, busy).then(attemptReply);
+  return attemptScript(o, channel, request, phase, waitMs, busyKeys).then(attemptReply);
 }
 
 /**
  * The acquire script's own answer (attemptReply reads it): the queued wait adds no .then for it.
- * A first exclusive attempt ('try' or 'wait') on a key not in `busy` runs the short LOCK_FREE,
+ * A first exclusive attempt ('try' or 'wait') on a key not in `busyKeys` runs the short LOCK_FREE,
  * which only grants a key nobody holds or waits for (the uncontended case); when it answers nil
  * the key is marked busy and ACQUIRE runs, which serves every case. So a key in steady contention
  * costs a process the extra round trip about once a second.
@@ -62,20 +62,20 @@ export function attemptScript(
   request: BackendAttempt,
   phase: Phase,
   waitMs: number,
-  busy?: RecentMarks,
+  busyKeys?: RecentMarks,
 ): Promise<unknown> {
   const client = o.source.current;
   if (!client)
     return Promise.resolve(o.source.get()).then(() =>
-      attemptScript(o, channel, request, phase, waitMs, busy),
+      attemptScript(o, channel, request, phase, waitMs, busyKeys),
     );
-  if (!busy || phase === 'recheck' || request.mode !== 'exclusive' || busy.has(request.key))
+  if (!busyKeys || phase === 'recheck' || request.mode !== 'exclusive' || busyKeys.has(request.key))
     return fullAttempt(client, o, channel, request, phase, waitMs);
   const { writer, readers, fence, queue } = lockKeys(request.key);
   const args = [writer, readers, fence, queue, request.owner, request.ttl, o.fenceRetention];
   return runScriptThen(client, LOCK_FREE, 4, args, (answer) => {
     if (typeof answer === 'string') return answer;
-    busy.mark(request.key);
+    busyKeys.mark(request.key);
     return fullAttempt(client, o, channel, request, phase, waitMs);
   });
 }
@@ -121,23 +121,30 @@ export function busy(reply: [number, string | number]): { acquired: false; retry
 /**
  * The owner-checked release script; `leaving` '1' also takes a waiter out of the queue. Answers 1
  * when the lock was ours. Not async (see attempt). An exclusive release (not a waiter's leave) on
- * a key not in `contended` runs the short RELEASE_UNQUEUED; when it finds waiters queued (-1,
+ * a key not in `contendedKeys` runs the short RELEASE_UNQUEUED; when it finds waiters queued (-1,
  * nothing changed) the key is marked contended and RELEASE runs, which hands the lock over.
  */
 export function releaseScript(
   o: ResolvedRedisOptions,
   lock: BackendLock,
   leaving: '0' | '1',
-  contended?: RecentMarks,
+  contendedKeys?: RecentMarks,
 ): Promise<unknown> {
   const client = o.source.current;
   if (!client)
-    return Promise.resolve(o.source.get()).then(() => releaseScript(o, lock, leaving, contended));
+    return Promise.resolve(o.source.get()).then(() =>
+      releaseScript(o, lock, leaving, contendedKeys),
+    );
   const k = lockKeys(lock.key);
-  if (contended && leaving === '0' && lock.mode === 'exclusive' && !contended.has(lock.key)) {
+  if (
+    contendedKeys &&
+    leaving === '0' &&
+    lock.mode === 'exclusive' &&
+    !contendedKeys.has(lock.key)
+  ) {
     return runScriptThen(client, RELEASE_UNQUEUED, 2, [k.writer, k.queue, lock.owner], (answer) => {
       if (Number(answer) >= 0) return answer;
-      contended.mark(lock.key);
+      contendedKeys.mark(lock.key);
       return releaseScript(o, lock, leaving);
     });
   }

@@ -56,9 +56,9 @@ export class RedisSemaphore {
   /** What the shared queued wait calls back, built once. */
   private readonly steps: QueuedWaitSteps;
   /** Keys whose release found a marked seat lately (see release). */
-  private readonly contended = new RecentMarks();
+  private readonly contendedKeys = new RecentMarks();
   /** Keys whose first attempt found a seat held or a waiter lately (see attempt). */
-  private readonly busy = new RecentMarks();
+  private readonly busyKeys = new RecentMarks();
 
   constructor(private readonly d: RedisSemaphoreDeps) {
     this.steps = {
@@ -125,11 +125,11 @@ export class RedisSemaphore {
    */
   release(lock: BackendLock): Promise<void> {
     const client = this.d.source.current;
-    if (!client?.zrem || this.contended.has(lock.key))
+    if (!client?.zrem || this.contendedKeys.has(lock.key))
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     return client.zrem(semaphoreKeys(lock.key).seats, lock.owner).then((freed) => {
       if (Number(freed) === 1) return;
-      this.contended.mark(lock.key);
+      this.contendedKeys.mark(lock.key);
       // The reply (1 if a seat of ours was freed) is nobody's business here.
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     });
@@ -180,12 +180,12 @@ export class RedisSemaphore {
     if (!client)
       return Promise.resolve(this.d.source.get()).then(() => this.attempt(request, phase, waitMs));
     const k = semaphoreKeys(request.key);
-    if (phase === 'recheck' || this.busy.has(request.key))
+    if (phase === 'recheck' || this.busyKeys.has(request.key))
       return this.fullAttempt(request, phase, waitMs);
     const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
     return runScriptThen(client, SEM_SEAT_FREE, 3, args, (answer) => {
       if (Number(answer) > 0) return answer;
-      this.busy.mark(request.key);
+      this.busyKeys.mark(request.key);
       return this.fullAttempt(request, phase, waitMs);
     });
   }
