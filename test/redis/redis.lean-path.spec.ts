@@ -152,7 +152,7 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await backend.close();
   });
 
-  it('uncontended semaphore (permits 3): acquire = one short script (EXISTS + TIME + ZADD + PEXPIRE + INCR), release = one plain ZREM (no script)', async () => {
+  it('uncontended semaphore (permits 3): acquire = one short script (EXISTS + ZADD + PEXPIRE + INCR: no TIME), release = one plain ZREM (no script)', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -169,10 +169,10 @@ describe('RedisLockBackend lean path and fence retention', () => {
     );
     evalsha.mockRestore();
     // No seat and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
-    // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry.
+    // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry, and no clock (TIME): the seat is
+    // the set's only one, so the set's expiry is the seat's.
     expect(await commandCalls()).toEqual({
       evalsha: 20,
-      time: 20,
       exists: 20,
       zadd: 20,
       pexpire: 20,

@@ -15,8 +15,8 @@ import { redisProcesses } from './redis-fixture';
  * processes (a backend with its own connections stands for a process) with every seat used, FIFO
  * waiters woken one per freed seat (scripts counted per sha and on the server), an expired seat
  * reclaimed, owner-checked release and renewal, Curator's rule for holders that disagree on N,
- * growing tokens, inspect/forceRelease over the seat layout, and marked seats (a release is one
- * ZREM while nobody queues).
+ * growing tokens, inspect/forceRelease over the seat layout, marked seats (a release is one
+ * ZREM while nobody queues), and clockless seats (an uncontended seat reads no clock).
  */
 const PREFIX = 's:';
 const redis = redisProcesses(PREFIX);
@@ -185,6 +185,51 @@ describe('RedisLockBackend native semaphore', () => {
     await Promise.all([h2.release(), w.release()]);
     expect(await seats('mark')).toBe(0);
     counted.stop();
+  });
+
+  it('clockless seats: an uncontended seat scores inf and expires with its set; inspect and a busy hint read the set; the next script gives it its expiry', async () => {
+    const a = processLike();
+    const set = semaphoreKeys(PREFIX + 'clockless').seats;
+    const first = attempt('clockless', 3, 20_000);
+    expect((await a.backend.tryAcquire(first)).acquired).toBe(true);
+    expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
+    const setTtl = await redis.admin.pttl(set);
+    expect(setTtl).toBeGreaterThan(19_000);
+    expect(setTtl).toBeLessThanOrEqual(20_001);
+    // inspect reads the seat's ms left off the set's expiry, and writes nothing.
+    const seen = await a.backend.inspect(PREFIX + 'clockless');
+    expect(seen.holders.map((h) => h.owner)).toEqual([first.owner]);
+    expect(seen.holders[0].remainingTtl).toBeGreaterThan(19_000);
+    expect(seen.holders[0].remainingTtl).toBeLessThanOrEqual(20_000);
+    expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
+    // A request for 1 permit finds it busy (the full script ran): the seat now has its expiry,
+    // the set's less 1 ms, and the hint is the ms until then.
+    const busy = await a.backend.tryAcquire(attempt('clockless', 1));
+    expect(busy.acquired).toBe(false);
+    const retryAfter = busy.acquired ? undefined : busy.retryAfter;
+    expect(retryAfter).toBeGreaterThan(19_000);
+    expect(retryAfter).toBeLessThanOrEqual(20_000);
+    const [sec, usec] = await redis.admin.time();
+    const serverMs = Number(sec) * 1000 + Number(usec) / 1000;
+    const expiry = Number(await redis.admin.zscore(set, first.owner));
+    expect(expiry - serverMs).toBeGreaterThan(19_000);
+    expect(expiry - serverMs).toBeLessThanOrEqual((await redis.admin.pttl(set)) + 1);
+    // A second seat keeps the first one's expiry, and the set outlives both.
+    const second = attempt('clockless', 3, 5_000);
+    expect((await a.backend.tryAcquire(second)).acquired).toBe(true);
+    expect(Number(await redis.admin.zscore(set, first.owner))).toBe(expiry);
+    await a.backend.release(first);
+    await a.backend.release(second);
+    expect(await seats('clockless')).toBe(0);
+    // A silent holder's clockless seat goes with its set, and the key is free again.
+    const silent = attempt('clockless-silent', 2, 300);
+    const silentGrant = await a.backend.tryAcquire(silent);
+    expect(silentGrant.acquired).toBe(true);
+    expect(await redis.admin.zscore(semaphoreKeys(silent.key).seats, silent.owner)).toBe('inf');
+    await eventually(async () => (await seats('clockless-silent')) === 0);
+    const next = await processLike().engine.acquire('clockless-silent', { permits: 1 });
+    expect(next.fencingToken > (silentGrant as { fencingToken: bigint }).fencingToken).toBe(true);
+    await next.release();
   });
 
   it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {
