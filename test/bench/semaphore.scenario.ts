@@ -39,6 +39,14 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * acquisitions/s, far too few for V8 to tier up in the 1 s warm-up of a window (ours needed ~15 s
  * to reach its steady rate; its CPU per acquisition fell from 1.9 to 0.8 ms meanwhile, theirs
  * from 1.3 to 0.7 ms). The rows are warmed alike; the report says so. Nothing asserts a time.
+ * 20 s was not enough on round 10's machine: back-to-back windows of ours went from 717 to
+ * 1,540-1,610 acquisitions/s (p99 42 -> 7-8 ms, CPU 2.1 -> 0.6 ms per acquisition) over ~45 s,
+ * with no deopt of ours repeated (--trace-deopt: once per worker), and the profile of a slow
+ * window in baseline code (Sparkplug's LoadIC and call builtins) and TurboFan compiling: at
+ * ~150 calls/s a function of the contended path needs tens of seconds of calls to be optimized,
+ * and its compile jobs share the 2 cores with 8 workers. A run with 60 s gave 1,024-1,372/s and
+ * p99 7.9-14.4 ms in its rounds; back-to-back windows were still improving after 60 s (1,619/s,
+ * p99 4.7 ms) and barely dipped after 25 s idle. So 90 s.
  */
 export const PERMITS = 3;
 const PROCESSES = 8;
@@ -48,7 +56,7 @@ export type Impl = 'ours' | 'redis-semaphore' | 'scripts-only' | 'their-calls';
 const IMPLS: Impl[] = ['ours', 'redis-semaphore'];
 /** Unmeasured running of each row before round 0 (see the comment above; quick runs: a tenth). */
 const PREWARM_UNCONTENDED_MS = 2_000;
-const PREWARM_CONTENDED_MS = 20_000;
+const PREWARM_CONTENDED_MS = 90_000;
 /**
  * The unmeasured warm-up of each contended window. 1 s was too short: the workers sit idle
  * through each round's uncontended window (~25 s), and ours, the first contended row after it in
