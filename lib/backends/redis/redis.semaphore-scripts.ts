@@ -189,7 +189,8 @@ return 0
  * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
  * Returns an integer: the token (> 0) when granted; else 0 - (ms until the earliest seat expires
  * + 1), or 0 when that is unknown (semaphoreReply reads it). Uncontended path (no seat held,
- * nobody queued): EXISTS S Q, ZADD S (a clockless seat), PEXPIRE S, INCR F, before any helper is defined.
+ * nobody queued): EXISTS S Q, ZADD S (a clockless seat), PEXPIRE S, INCR F, before any helper is
+ * defined.
  */
 export const SEM_ACQUIRE = redisScript(`${FENCE}
 local S, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4]

@@ -41,15 +41,15 @@ export interface RedisSemaphoreDeps {
 }
 
 /**
- * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted
- * set `{K}:s` of owner -> expiry (server ms; a sole uncontended seat `inf`, expiring with the
- * set: "Clockless seats" in redis.semaphore-scripts.ts) beside the lock's keys, in its hash slot.
- * An attempt is one script: purge expired seats, grant when fewer than the request's own N hold
- * and nobody is queued ahead, else queue (arrival order, with a deadline). Release and forceRelease grant the
- * freed seats to the head waiters in the same script and PUBLISH each grant on the waiter's
- * process channel, through the lock's handoff table: one freed seat wakes one waiter, who takes
- * the grant from the message. Every grant gets its own INCR of the key's fence, so tokens grow
- * per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick. An
+ * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted set
+ * `{K}:s` of owner -> expiry (server ms; a sole uncontended seat `inf`, expiring with the set:
+ * "Clockless seats" in redis.semaphore-scripts.ts) beside the lock's keys, in its hash slot. An
+ * attempt is one script: purge expired seats, grant when fewer than the request's own N hold and
+ * nobody is queued ahead, else queue (arrival order, with a deadline). Release and forceRelease
+ * grant the freed seats to the head waiters in the same script and PUBLISH each grant on the
+ * waiter's process channel, through the lock's handoff table: one freed seat wakes one waiter, who
+ * takes the grant from the message. Every grant gets its own INCR of the key's fence, so tokens
+ * grow per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick. An
  * uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended release a
  * plain ZREM (see release).
  */
