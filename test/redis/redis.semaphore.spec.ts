@@ -232,6 +232,21 @@ describe('RedisLockBackend native semaphore', () => {
     const next = await processLike().engine.acquire('clockless-silent', { permits: 1 });
     expect(next.fencingToken > (silentGrant as { fencingToken: bigint }).fencingToken).toBe(true);
     await next.release();
+    // Its holder's renewal gives a clockless seat its expiry (no other script needs to).
+    const renewed = attempt('clockless-renew', 2, 20_000);
+    expect((await a.backend.tryAcquire(renewed)).acquired).toBe(true);
+    const renewSet = semaphoreKeys(renewed.key).seats;
+    expect(await redis.admin.zscore(renewSet, renewed.owner)).toBe('inf');
+    expect(await a.backend.renew([renewed])).toEqual([true]);
+    // The set's ms left, read before the server's clock: the set outlives the renewed seat.
+    const renewSetLeft = await redis.admin.pttl(renewSet);
+    const [rs, rus] = await redis.admin.time();
+    const renewedExpiry = Number(await redis.admin.zscore(renewSet, renewed.owner));
+    const renewedLeft = renewedExpiry - (Number(rs) * 1000 + Number(rus) / 1000);
+    expect(renewedLeft).toBeGreaterThan(19_000);
+    expect(renewedLeft).toBeLessThanOrEqual(20_000);
+    expect(renewSetLeft).toBeGreaterThanOrEqual(renewedLeft);
+    await a.backend.release(renewed);
   });
 
   it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {

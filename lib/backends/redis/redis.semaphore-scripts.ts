@@ -28,10 +28,13 @@ import { lockKeys, recentKeys, redisScript } from '../redis-client';
  * Clockless seats: the uncontended acquire (SEAT_WHEN_FREE: no seat, nobody queued) reads no clock.
  * Its seat is the set's only one, so the set's own expiry (PEXPIRE ttl + 1) is the seat's; it
  * scores the seat `inf` instead of now + ttl (TIME and its arithmetic were ~1.4 µs of its ~7 µs
- * on the server). Every other script that touches the seats calls settle() first, which gives
- * such a seat its expiry (now + PTTL - 1) before anything else reads a score, purges, adds a
- * seat or moves the set's expiry: so past settle() every score is an expiry, as before, and an
- * `inf` seat only ever exists as the sole seat of a set that expires with it. (An older version
+ * on the server). The full acquire script calls settle() first, which gives such a seat its
+ * expiry (now + PTTL - 1) before it reads a score, purges, marks, queues or adds a seat: so an
+ * `inf` seat only ever exists as the sole seat of a set that expires with it, and while anyone is
+ * queued there is none. The other scripts need no settle(): renew rewrites its own seat's score
+ * (an `inf` seat's renewal is its holder's, the only holder), release serves the queue only
+ * while one exists, inspect reads an `inf` seat's ms left off PTTL, and forceRelease counts it
+ * as live before it deletes the set. (An older version
  * of this library, which does not settle, would never purge such a seat: it would live on as
  * long as that version's other holders kept the set alive. Upgrade all processes that share
  * semaphore keys together; the plain lock is unaffected.)
@@ -263,7 +266,6 @@ export function semaphoreReply(answer: unknown): [number, string | number] {
  */
 export const SEM_RENEW = redisScript(`${FENCE}${COMMON}
 local now = now_ms()
-settle(KEYS[1], now)
 local mine, s = find_seat(KEYS[1], ARGV[1])
 if not mine then return 0 end
 if tonumber(s) <= now then
@@ -292,7 +294,6 @@ ${FENCE}${COMMON}
 redis.call('HDEL', D, ARGV[1])
 if ARGV[4] == '1' then redis.call('ZREM', Q, ARGV[1]) end
 if (released == 1 or ARGV[4] == '1') and redis.call('EXISTS', Q) == 1 then
-  settle(S, now_ms())
   dispatch(S, F, Q, D, ARGV[2], ARGV[3], '')
 end
 return released
