@@ -12,8 +12,8 @@ export { CurrentLock } from './decorators/current-lock.decorator';
 export { LockedJob } from './decorators/locked-job.decorator';
 export type { LockedJobOptions } from './decorators/locked-job.decorator';
 export { LeaderOnly } from './decorators/leader-only.decorator';
-export { Leadership } from './core/leader-election';
-export type { CampaignOptions, LeadershipListener } from './core/leader-election';
+export { Leadership } from './recipes/election';
+export type { CampaignOptions, LeadershipListener } from './recipes/election';
 export { LockedInterceptor, toHttpException } from './interceptors/locked.interceptor';
 export type { LockedMethodDecorator, LockedResult } from './decorators/locked.decorator';
 export { LockService } from './services/lock.service';
@@ -26,11 +26,11 @@ export { LockTesting, LockTestingHelper } from './testing';
 export type { LockTestingApp } from './testing';
 
 // Handles, keys and the framework-free engine (for scripts and workers without Nest)
-export { LockHandle } from './core/lock-handle';
+export { LockHandle } from './core/lease/lock-handle';
 export { LockEngine } from './core/lock-engine';
 export type { LockEngineOptions } from './core/lock-engine';
 export { encodeKeyPart } from './backend-kit/key-encoding';
-export type { LockKey, LockKeyFn } from './core/lock-key';
+export type { LockKey, LockKeyFn } from './core/keys/lock-key';
 export {
   DEFAULT_TTL_MS,
   DEFAULT_WAIT_MS,
@@ -41,7 +41,7 @@ export {
 } from './distributed-lock.constants';
 
 // Operations: events, logs, OpenTelemetry, health, inspection, live view
-export { LOCK_EVENT_TYPES, keyShape } from './core/lock-events';
+export { LOCK_EVENT_TYPES, keyShape } from './core/activity/lock-events';
 export type {
   LockEvent,
   LockEventType,
@@ -57,9 +57,9 @@ export type {
   LockBackendUnavailableEvent,
   LockBackendRecoveredEvent,
   LockForceReleasedEvent,
-} from './core/lock-events';
-export type { HeldLockInfo, WaitingLockInfo } from './core/lock-activity';
-export type { LockInspectionReport, BackendProbeResult } from './core/lock-operations';
+} from './core/activity/lock-events';
+export type { HeldLockInfo, WaitingLockInfo } from './core/activity/lock-activity';
+export type { LockInspectionReport, BackendProbeResult } from './core/activity/lock-operations';
 export type { LockInspection, LockHolderInfo } from './interfaces/lock-backend.interface';
 export { LOCK_METRICS, LOCK_SPANS } from './observability/lock-telemetry';
 export type { LockTelemetryOptions } from './observability/lock-telemetry';

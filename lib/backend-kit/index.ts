@@ -10,25 +10,18 @@ export type {
   BackendAttempt,
   BackendLock,
   BackendWaitPolicy,
+  ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
   LockHolderInfo,
   LockInspection,
   LockMode,
   ReleaseListener,
+  SemaphoreBackend,
   WakeupSource,
 } from '../interfaces/lock-backend.interface';
-export {
-  WAIT_DEADLINE,
-  pollAcquire,
-  sleepFor,
-  raceAbort,
-  asUnavailable,
-  type PollAcquireOptions,
-} from './wait-loop';
+export { WAIT_DEADLINE, sleepFor, raceAbort, asUnavailable } from './wait-loop';
 export { ReleaseNotifier } from './release-notifier';
-export { SteadyMap, SteadySet } from './steady-collections';
-export { LocalWaitQueue } from './local-wait.queue';
 export {
   checkOptionsObject,
   checkKnownOptions,
@@ -41,7 +34,7 @@ export {
   checkClient,
 } from './option-checker';
 export { encodeKeyPart, checkLockKey, LONE_SURROGATE } from './key-encoding';
-export { DRIFT_FACTOR, DRIFT_MARGIN_MS, driftFor, safeValidity, minimumTtl } from './validity';
+export { DRIFT_FACTOR, DRIFT_MARGIN_MS, safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
 export {

@@ -2,13 +2,13 @@
  * LockEngine.close(): resign every election, tell code still running under a lock that it lost it,
  * release every held lock, stop the watchdogs and close the backends' own resources.
  */
-import type { AcquireContext } from './lock-acquirer';
-import { backendLabel, callBackend } from './backend-call';
-import { reported } from './observed-acquire';
+import type { PipelineContext } from './acquire/pipeline-context';
+import { backendLabel, callBackend } from './acquire/backend-call';
+import { reported } from './activity/observe';
 
 /** Closes once (a second call resolves at once); see LockEngine.close. */
 export async function closeEngine(
-  e: AcquireContext,
+  e: PipelineContext,
   elections: ReadonlyMap<string, { resign(): Promise<unknown> }>,
 ): Promise<void> {
   if (e.closed) return;

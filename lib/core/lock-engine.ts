@@ -1,56 +1,53 @@
 import { safeValidity } from '../backend-kit/validity';
 import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
-import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
-import { AcquireRunner } from './acquire-runner';
-import { backendLabel, callBackend } from './backend-call';
-import { callRelease } from './release-call';
+import { acquireSemaphore } from '../recipes/semaphore';
+import { acquireAll } from '../recipes/multi-key';
+import { Leadership, type CampaignOptions } from '../recipes/election';
+import { AcquirePipeline, findBackend } from './acquire/acquire-pipeline';
+import { backendLabel, callBackend } from './acquire/backend-call';
+import type { AcquireCall, PipelineContext } from './acquire/pipeline-context';
+import { ReentrancyScopes } from './acquire/reentrancy';
+import { AcquireRunner } from './acquire/waiting';
+import { checkListener, LockEventBus } from './activity/lock-events';
+import { LockActivity, LockOperator } from './activity/lock-operations';
+import { reported, runHeld } from './activity/observe';
 import { closeEngine } from './engine-close';
-import {
-  acquireHandle,
-  acquireLease,
-  acquireSemaphore,
-  findBackend,
-  handleOf,
-  type AcquireContext,
-} from './lock-acquirer';
-import { Leadership, type CampaignOptions } from './leader-election';
-import { acquireAll, type LockKeys } from './multi-lock';
-import { LockHandle, type LeaseOps } from './lock-handle';
-import { leaseSet, LockLease } from './lock-lease';
-import { validateEngineOptions, type LockEngineOptions } from './engine-options';
-import { resolveLockOptions, type ResolvedDefaults } from './lock-options';
-import { ReentrancyScopes } from './reentrancy';
-import { Watchdog } from './watchdog';
-import { checkListener, LockEventBus } from './lock-events';
-import { LockActivity, LockOperator } from './lock-operations';
-import { observeAcquire, reported, runHeld, unobserved } from './observed-acquire';
+import { validateEngineOptions, type LockEngineOptions } from './keys/engine-options';
+import type { LockKeys } from './keys/key-list';
+import { resolveLockOptions, type ResolvedDefaults } from './keys/lock-options';
+import { LockHandle, type LeaseOps } from './lease/lock-handle';
+import type { LockLease } from './lease/lock-lease';
+import { callRelease } from './lease/release-call';
+import { Watchdog } from './lease/watchdog';
+import type { AcquireMeta, RecipeHost } from './recipe-host';
 
-export type { LockEngineOptions } from './engine-options';
+export type { LockEngineOptions } from './keys/engine-options';
 
 /**
  * The framework-free engine: validates options, resolves keys, runs acquires against a deadline,
  * keeps reentrancy per async context, owns one watchdog per backend, and hands out LockHandles.
  * LockService (the Nest layer) is a thin wrapper over it.
  */
-export class LockEngine {
+export class LockEngine implements RecipeHost {
   readonly backends: ReadonlyMap<string, LockBackend>;
   readonly keyPrefix: string;
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
-  private readonly held = leaseSet('held');
+  private readonly held = new Set<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();
   /** Registered backend names, in registration order. */
   readonly backendNames: readonly string[];
-  /** What the acquire path (lock-acquirer.ts) reads and updates; `closed` lives there. */
-  private readonly ctx: AcquireContext;
+  /** What the acquire pipeline reads and updates; `closed` lives there. */
+  private readonly ctx: PipelineContext;
+  private readonly pipeline: AcquirePipeline;
   readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
   readonly activity = new LockActivity(this.events);
   readonly operator: LockOperator; // inspect, forceRelease, list, probe, heldLocks, waitingLocks
@@ -81,9 +78,9 @@ export class LockEngine {
       ops: this.ops,
       closed: false,
       detached: this.detached,
-      detachedWith: (fn, arg) => this.scopes.detachedWith(fn, arg),
       forgetLease: this.forgetLease,
     };
+    this.pipeline = new AcquirePipeline(this.ctx);
     for (const [name, backend] of this.backends) {
       const minTtl = backend.capabilities.minTtl;
       if (minTtl !== undefined && this.defaults.ttl < minTtl) {
@@ -96,7 +93,6 @@ export class LockEngine {
       this.watchdogs.set(
         name,
         new Watchdog(
-          backend,
           (op, what, budget) => this.call(op, this.label(name), what, budget),
           undefined,
           (leases, error) => this.activity.renewFailed(name, leases, error),
@@ -122,30 +118,35 @@ export class LockEngine {
   }
 
   backend(name = DEFAULT_BACKEND_NAME): LockBackend {
-    return findBackend(this, name);
+    return findBackend(this.ctx, name);
   }
 
   /**
-   * Acquires `key` (or every key of an array, all or nothing, in canonical order), waiting up to
-   * `wait` ms. Throws LockAcquireTimeoutError when still busy at the deadline.
+   * Acquires `key` (or every key of an array, all or nothing, in canonical order; or a seat of a
+   * semaphore with `permits`), waiting up to `wait` ms. Throws LockAcquireTimeoutError when still
+   * busy at the deadline. `meta` tells observation where the call came from (@Locked's template).
    */
-  acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    // Not async (one layer less per acquire); a synchronous throw (bad input) still rejects.
+  acquire(key: LockKeys, options?: LockOptions, meta?: AcquireMeta): Promise<LockHandle> {
     try {
-      if (options?.permits !== undefined) return acquireSemaphore(this, this.ctx, key, options);
-      if (Array.isArray(key)) return acquireAll(this, key, options);
-      const k = key as string;
-      if (unobserved(this)) return acquireHandle(this.ctx, k, options);
-      return observeAcquire(this, k, options, (stats) =>
-        acquireLease(this.ctx, k, options, stats),
-      ).then(handleOf);
+      if (options?.permits !== undefined) return acquireSemaphore(this, key, options, meta);
+      if (Array.isArray(key)) return acquireAll(this, key, options, meta);
+      return this.pipeline.acquire({ key: key as string, options, keyTemplate: meta?.keyTemplate });
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
+  /** The pipeline's acquire of one key (RecipeHost). */
+  acquireOne(call: AcquireCall): Promise<LockHandle> {
+    return this.pipeline.acquire(call);
+  }
+
   /** Tries once (never waits, whatever the defaults): the handle, or null when the lock is busy. */
-  async tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
+  async tryAcquire(
+    key: LockKeys,
+    options?: LockOptions,
+    meta?: AcquireMeta,
+  ): Promise<LockHandle | null> {
     const wait = options?.wait;
     if (wait !== undefined && wait !== 0) {
       throw new InvalidLockOptionsError(
@@ -155,18 +156,12 @@ export class LockEngine {
         String(key),
       );
     }
-    if (Array.isArray(key) || options?.permits !== undefined) {
-      return this.acquire(key, { ...options, wait: 0 }).catch((error) => {
-        if (error instanceof LockAcquireTimeoutError) return null;
-        throw error;
-      });
+    try {
+      return await this.acquire(key, { ...options, wait: 0 }, meta);
+    } catch (error) {
+      if (error instanceof LockAcquireTimeoutError) return null;
+      throw error;
     }
-    const k = key as string;
-    const o = { ...options, wait: 0 };
-    const result = await observeAcquire(this, k, o, (stats) => acquireLease(this.ctx, k, o, stats));
-    if (result.handle) return result.handle;
-    if (result.error instanceof LockAcquireTimeoutError) return null;
-    throw result.error;
   }
 
   /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
@@ -237,7 +232,7 @@ export class LockEngine {
   /** Runs fn outside every caller's async context (see ReentrancyScopes.detached). */
   private readonly detached = <T>(fn: () => T): T => this.scopes.detached(fn);
 
-  /** Made once per engine: a closure made in acquireLease would keep that call's context alive. */
+  /** Made once per engine: a closure made per acquire would keep that call's context alive. */
   private readonly forgetLease = (lease: LockLease): void => {
     this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
@@ -294,6 +289,3 @@ export class LockEngine {
     return callBackend(this.activity, op, backend, what, budget, key);
   }
 }
-
-export { raceLost } from './lock-handle';
-export { DistributedLockError };

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { isIdentifier } from '../core/parameter-names';
+import { isIdentifier } from '../core/keys/parameter-names';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 
 /** Metadata on (prototype, method): `{ [parameterIndex]: name }` given by @KeyParam. */

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { engineRegistry } from '../core/engine-registry';
-import type { CampaignOptions } from '../core/leader-election';
+import type { CampaignOptions } from '../recipes/election';
 import { LEADER_ONLY_METADATA } from '../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 

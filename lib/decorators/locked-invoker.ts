@@ -1,6 +1,6 @@
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import type { LockEngine } from '../core/lock-engine';
-import type { LockHandle } from '../core/lock-handle';
+import type { LockHandle } from '../core/lease/lock-handle';
 import { checkLockKey } from '../backend-kit/key-encoding';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
@@ -9,10 +9,9 @@ import type { LockedMethod } from '../interfaces/locked-method.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
-import { holdTimes, retryAfterHints } from '../core/hold-times';
+import { holdTimes, retryAfterHints } from '../core/activity/hold-times';
 import { withRequestSignal } from '../interceptors/request-signal';
-import { KEY_TEMPLATE } from '../core/lock-events';
-import { reported, runHeld } from '../core/observed-acquire';
+import { reported, runHeld } from '../core/activity/observe';
 
 /**
  * Runs a @Locked method: resolve the key from the real arguments (after Nest's pipes, so the same
@@ -120,7 +119,6 @@ function optionsFor(engine: LockEngine, method: LockedMethod): LockOptions {
   if (cached?.engine === engine) return cached.options;
   const { onBusy = engine.defaults.onBusy, retryAfter: _retryAfter, ...rest } = method.options;
   const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }) };
-  (options as { [KEY_TEMPLATE]?: string })[KEY_TEMPLATE] = method.key.template;
   acquireOptions.set(method, { engine, options: Object.freeze(options) });
   return options;
 }
@@ -135,8 +133,8 @@ async function acquireFor(
   // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
   const signal = withRequestSignal(undefined);
   try {
-    // A spread copies the KEY_TEMPLATE symbol too.
-    return await engine.acquire(key, signal ? { ...base, signal } : base);
+    const meta = { keyTemplate: method.key.template };
+    return await engine.acquire(key, signal ? { ...base, signal } : base, meta);
   } catch (error) {
     if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
       const backend = method.options.backend ?? 'default';

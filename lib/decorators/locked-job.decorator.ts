@@ -1,5 +1,5 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { checkDuration } from '../core/lock-options';
+import { checkDuration } from '../core/keys/lock-options';
 import { MIN_TTL_MS } from '../distributed-lock.constants';
 import { Locked, type LockedMethodDecorator } from './locked.decorator';
 

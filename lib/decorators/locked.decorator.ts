@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { Observable } from 'rxjs';
 import { CURRENT_LOCK_PARAM_METADATA, LOCKED_METADATA } from '../distributed-lock.constants';
-import { parseParameterNames, type LockKey } from '../core/lock-key';
-import { compileLockKeys } from '../core/multi-lock';
-import { checkPermits } from '../core/semaphore';
-import { checkDuration, checkMode, checkOnBusy } from '../core/lock-options';
+import { parseParameterNames, type LockKey } from '../core/keys/lock-key';
+import { compileLockKeys } from '../core/keys/key-list';
+import { checkPermits } from '../recipes/semaphore';
+import { checkDuration, checkMode, checkOnBusy } from '../core/keys/lock-options';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedOptions } from '../interfaces/lock-options.interface';
 import { MIN_TTL_MS } from '../distributed-lock.constants';

@@ -1,5 +1,5 @@
 import { HttpException, type ArgumentsHost } from '@nestjs/common';
-import { estimateRetryAfter } from '../core/hold-times';
+import { estimateRetryAfter } from '../core/activity/hold-times';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockEngine } from '../core/lock-engine';
-import type { BackendProbeResult } from '../core/lock-operations';
+import type { BackendProbeResult } from '../core/activity/lock-operations';
 
 /** One entry of a Terminus health result: `{ [key]: { status, ...details } }`. */
 export type LockHealthResult = Record<string, { status: 'up' | 'down'; [detail: string]: unknown }>;

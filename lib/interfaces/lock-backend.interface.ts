@@ -26,18 +26,6 @@ export interface LockBackendCapabilities {
   readonly maxKeyLength: number;
   /** Smallest ttl (ms) that works on this backend (Redlock: leaves validity after drift). Checked at start-up against defaults.ttl, and per call. */
   readonly minTtl?: number;
-  /**
-   * true when the backend grants semaphores natively: it honours BackendLock.permits in tryAcquire,
-   * acquire, renew, release and inspect. Without it the core builds a semaphore of N from N seat
-   * locks `<key>#<i>`.
-   */
-  readonly semaphore?: boolean;
-  /**
-   * true when the backend lays out leader-election campaigns (BackendAttempt.election) as its
-   * ecosystem's own election does, so other tools' candidates for the same name compete with ours
-   * (etcd: concurrency.Election / `etcdctl elect`; ZooKeeper: Curator's LeaderLatch).
-   */
-  readonly election?: boolean;
 }
 
 /** Identifies one grant: the full key, the 128-bit owner token, and the mode. */
@@ -47,14 +35,6 @@ export interface BackendLock {
   readonly mode: LockMode;
   /** Time to live in ms the backend should give the lock (on acquire and on each renewal). */
   readonly ttl: number;
-  /**
-   * Semaphore grants only (backends with capabilities.semaphore): at most `permits` holders of `key`
-   * at once; an integer from 2 to MAX_PERMITS, mode is 'exclusive'. A request is granted only while
-   * fewer than ITS OWN `permits` hold the key (Curator's rule: holders that disagree on N each count
-   * against their own N). Each grant's fencing token is larger than every earlier grant's of the key.
-   * Absent for locks.
-   */
-  readonly permits?: number;
 }
 
 /** One attempt: a BackendLock plus the signals the engine gives every call that may grant it. */
@@ -70,20 +50,41 @@ export interface BackendAttempt extends BackendLock {
    * lease revoked, node deleted). Safe to call more than once; ignored before the grant or after release.
    */
   readonly onLost: (reason: string, cause?: unknown) => void;
-  /**
-   * Leader-election campaigns only (LockService.campaign, key `election:<name>`): the candidate's
-   * proposal. A backend with capabilities.election stores the grant in its ecosystem's election
-   * layout with the proposal as its value (etcd: `<key>/<lease hex>` = proposal, as
-   * concurrency.Election; ZooKeeper: Curator LeaderLatch `latch-` nodes with the proposal as data);
-   * others ignore it. Absent for locks.
-   */
-  readonly election?: { readonly proposal: string };
 }
 
 /** A waiting acquire, for backends that queue natively (LockBackend.acquire). */
 export interface BackendAcquireRequest extends BackendAttempt {
   /** ms the caller may wait (> 0 when the engine calls acquire; 0 goes to tryAcquire). */
   readonly wait: number;
+}
+
+/**
+ * Optional native semaphores (LockService `permits: N`): at most N holders of one key at once.
+ * A backend without it gets seat locks from the semaphore recipe (`<key>#<i>`, one per permit).
+ * A request is granted only while fewer than its own `permits` hold the key (Curator's rule); each
+ * grant's fencing token is larger than every earlier grant's of the key. Seats are exclusive.
+ */
+export interface SemaphoreBackend {
+  /** ONE attempt at a seat, as LockBackend.tryAcquire. */
+  tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult>;
+  /** Optional native queued wait for a seat, as LockBackend.acquire. */
+  acquire?(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult>;
+  /** Renews held seats, as LockBackend.renew. */
+  renew(seats: readonly BackendLock[]): Promise<boolean[]>;
+  /** Owner-checked release of a seat, as LockBackend.release. */
+  release(seat: BackendLock): Promise<void>;
+}
+
+/**
+ * Optional leader-election layout (LockService.campaign, key `election:<name>`): the backend stores
+ * the grant as its ecosystem's own election does, with the candidate's proposal as its value, so
+ * other tools' candidates compete with ours (etcd: concurrency.Election / `etcdctl elect`;
+ * ZooKeeper: Curator's LeaderLatch). A term is renewed and released as a lock (LockBackend.renew,
+ * release). A backend without it holds the election as a plain lock of the key.
+ */
+export interface ElectionBackend {
+  tryAcquire(request: BackendAttempt, proposal: string): Promise<BackendAcquireResult>;
+  acquire?(request: BackendAcquireRequest, proposal: string): Promise<BackendAcquireResult>;
 }
 
 /** Waits for a release of one key; see WakeupSource.listen. */
@@ -202,6 +203,12 @@ export interface LockBackend {
    * exist yet): a session-based backend should not implement this.
    */
   tryAcquireAll?(requests: readonly BackendAttempt[]): Promise<BackendAcquireResult[] | null>;
+
+  /** Optional native semaphores (see SemaphoreBackend). */
+  readonly semaphore?: SemaphoreBackend;
+
+  /** Optional leader-election layout (see ElectionBackend). */
+  readonly election?: ElectionBackend;
 
   /**
    * Renew many held locks at once (the watchdog batches every due lock of this backend into one

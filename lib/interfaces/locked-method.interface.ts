@@ -1,4 +1,4 @@
-import type { CompiledLockKeys } from '../core/multi-lock';
+import type { CompiledLockKeys } from '../core/keys/key-list';
 import type { LockedOptions } from './lock-options.interface';
 
 /** What @Locked recorded about one method. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
-import type { LockEvent } from '../core/lock-events';
+import type { LockEvent } from '../core/activity/lock-events';
 
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {

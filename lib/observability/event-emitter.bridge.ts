@@ -1,5 +1,5 @@
 import type { ModuleRef } from '@nestjs/core';
-import type { LockEventBus } from '../core/lock-events';
+import type { LockEventBus } from '../core/activity/lock-events';
 
 /** The name an event is emitted under on @nestjs/event-emitter: 'lock.acquired', 'lock.lost', ... */
 export function lockEventName(type: string): string {

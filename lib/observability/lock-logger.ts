@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import type { LockEvent, LockEventBus } from '../core/lock-events';
+import type { LockEvent, LockEventBus } from '../core/activity/lock-events';
 
 /** Least severe level the lock logger writes; false writes nothing. */
 export type LockLogLevel = 'debug' | 'log' | 'warn' | 'error';

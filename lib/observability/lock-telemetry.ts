@@ -1,4 +1,4 @@
-import { keyShape, type LockEvent, type LockSpanInfo } from '../core/lock-events';
+import { keyShape, type LockEvent, type LockSpanInfo } from '../core/activity/lock-events';
 import type { LockEngine } from '../core/lock-engine';
 
 /** The slice of @opentelemetry/api this module uses (structural: the package stays an optional peer). */

@@ -1,15 +1,15 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { LockEngine } from '../core/lock-engine';
-import type { LockHandle } from '../core/lock-handle';
-import type { LockKeys } from '../core/multi-lock';
-import type { CampaignOptions, Leadership } from '../core/leader-election';
+import type { LockHandle } from '../core/lease/lock-handle';
+import type { LockKeys } from '../core/keys/key-list';
+import type { CampaignOptions, Leadership } from '../recipes/election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
-import { holdTimes } from '../core/hold-times';
+import { holdTimes } from '../core/activity/hold-times';
 import { withRequestSignal } from '../interceptors/request-signal';
 import { Observable } from 'rxjs';
-import type { LockEvent } from '../core/lock-events';
-import type { HeldLockInfo, WaitingLockInfo } from '../core/lock-activity';
-import type { BackendProbeResult, LockInspectionReport } from '../core/lock-operations';
+import type { LockEvent } from '../core/activity/lock-events';
+import type { HeldLockInfo, WaitingLockInfo } from '../core/activity/lock-activity';
+import type { BackendProbeResult, LockInspectionReport } from '../core/activity/lock-operations';
 
 /**
  * The injectable face of the lock engine: acquire / tryAcquire / withLock. Keys are used as given

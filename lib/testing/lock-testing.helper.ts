@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockEngine } from '../core/lock-engine';
-import { reported } from '../core/observed-acquire';
-import type { LockHandle } from '../core/lock-handle';
+import { reported } from '../core/activity/observe';
+import type { LockHandle } from '../core/lease/lock-handle';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 
 /**

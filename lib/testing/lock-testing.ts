@@ -1,7 +1,7 @@
 import { MemoryLockBackend } from '../backends/memory/memory.backend';
 import { engineRegistry } from '../core/engine-registry';
 import { LockEngine, type LockEngineOptions } from '../core/lock-engine';
-import type { LockHandle } from '../core/lock-handle';
+import type { LockHandle } from '../core/lease/lock-handle';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { LockTestingHelper } from './lock-testing.helper';
 

@@ -1,5 +1,5 @@
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
-import { newOwnerToken } from '../../lib/core/owner-token';
+import { newOwnerToken } from '../../lib/core/acquire/owner-token';
 import { RedisServer } from '../support/redis-server';
 import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
 import { median } from './bench.stats';

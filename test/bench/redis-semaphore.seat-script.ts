@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { redisScript, type RedisScript } from '../../lib/backends/redis-client';
-import { newOwnerToken } from '../../lib/core/owner-token';
+import { newOwnerToken } from '../../lib/core/acquire/owner-token';
 import { RedisServer } from '../support/redis-server';
 import { redisClient } from './bench.contenders';
 

@@ -1,5 +1,5 @@
 import { runScript } from '../../lib/backends/redis-client';
-import { newOwnerToken } from '../../lib/core/owner-token';
+import { newOwnerToken } from '../../lib/core/acquire/owner-token';
 import { RedisServer } from '../support/redis-server';
 import { redisClient } from './bench.contenders';
 import { median } from './bench.stats';

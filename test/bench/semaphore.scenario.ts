@@ -11,7 +11,7 @@ import {
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
-import { newOwnerToken } from '../../lib/core/owner-token';
+import { newOwnerToken } from '../../lib/core/acquire/owner-token';
 import { BENCH_TTL_MS, BENCH_WAIT_MS, redisClient } from './bench.contenders';
 import type { BenchContext } from './bench.context';
 import { sleep, summarize, type Summary } from './bench.stats';

@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { RedisLockBackend, type RedisClientLike } from '../../lib/backends/redis/redis.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { redisClient } from './bench.contenders';
 import type { BenchContext } from './bench.context';

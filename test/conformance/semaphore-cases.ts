@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { LockEngine } from '../../lib/core/lock-engine';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
@@ -70,22 +71,38 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     await Promise.all([b.release(), c.release()]);
   });
 
+  it('semaphore: callers that name another N never hold more than the larger N at once', async () => {
+    const { engine: e } = await ctx.engine();
+    const { engine: other } = await ctx.engine();
+    const k = key('sem-mixed');
+    const one = await e.acquire(k, { permits: 1 });
+    const holders: LockHandle[] = [];
+    for (let i = 0; i < 2; i++) {
+      // A backend that records N refuses the other N; one that does not counts each against its own.
+      const h = await other.tryAcquire(k, { permits: 2 }).catch((error: unknown) => {
+        expect(error).toMatchObject({ name: 'InvalidLockOptionsError', option: 'permits' });
+        return null;
+      });
+      if (h) holders.push(h);
+    }
+    expect(holders.length).toBeLessThanOrEqual(1);
+    await Promise.all([one.release(), ...holders.map((h) => h.release())]);
+  });
+
   it('semaphore: a lost seat aborts its handle’s signal; bad permits are rejected naming the option', async () => {
     const { engine: e } = await ctx.engine();
     const k = key('sem-lost');
-    // permits: 1 is the key's own exclusive lock.
-    const h = await e.acquire(k, { permits: 1, ttl: Math.max(ctx.ttl(), 300) });
-    await ctx.forceDelete(`conf:${k}`);
-    expect(await untilAborted(h.signal, 15_000)).toBeInstanceOf(LockLostError);
-    await h.release();
-    // A seat of a semaphore of 2, freed behind its holder's back (native layout or seat locks).
-    const s = await e.acquire(`${k}-2`, { permits: 2, ttl: Math.max(ctx.ttl(), 300) });
     const backend = e.backend();
-    if (backend.capabilities.semaphore)
-      expect(await backend.forceRelease!(`conf:${k}-2`)).toBe(true);
-    else for (const i of [0, 1]) await ctx.forceDelete(`conf:${k}-2#${i}`);
-    expect(await untilAborted(s.signal, 15_000)).toBeInstanceOf(LockLostError);
-    await s.release();
+    // A seat freed behind its holder's back (native layout, or the seat locks `<key>#<i>`);
+    // permits: 1 is a semaphore of one like any other.
+    for (const permits of [1, 2]) {
+      const sem = `${k}-${permits}`;
+      const s = await e.acquire(sem, { permits, ttl: Math.max(ctx.ttl(), 300) });
+      if (backend.semaphore) expect(await backend.forceRelease!(`conf:${sem}`)).toBe(true);
+      else for (let i = 0; i < permits; i++) await ctx.forceDelete(`conf:${sem}#${i}`);
+      expect(await untilAborted(s.signal, 15_000)).toBeInstanceOf(LockLostError);
+      await s.release();
+    }
     for (const permits of [0, 1.5, -1, '2', 1_001]) {
       await expect(e.acquire(k, { permits: permits as number })).rejects.toMatchObject({
         name: 'InvalidLockOptionsError',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';

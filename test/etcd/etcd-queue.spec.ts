@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
 import { eventually } from '../support/server-process';

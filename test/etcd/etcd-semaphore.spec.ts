@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { etcdSemaphorePrefix } from '../../lib/backends/etcd/etcd.keys';
 import type { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { eventually } from '../support/server-process';
 import { etcdFixture } from './etcd-fixture';
 

@@ -8,7 +8,7 @@
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import type { BackendLock, LockBackend } from '../../lib/interfaces/lock-backend.interface';
 
 const [hosts, key, sessionTtl, ttl] = process.argv.slice(2);

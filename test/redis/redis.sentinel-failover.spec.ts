@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { encodeKeyPart } from '../../lib/backend-kit/key-encoding';
-import { compileLockKey, type CompiledLockKey } from '../../lib/core/lock-key';
+import { compileLockKey, type CompiledLockKey } from '../../lib/core/keys/lock-key';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 
 /**

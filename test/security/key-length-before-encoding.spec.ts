@@ -1,6 +1,6 @@
 import * as keyEncoding from '../../lib/backend-kit/key-encoding';
 import { MAX_KEY_LENGTH } from '../../lib/backend-kit/limits';
-import { compileLockKey } from '../../lib/core/lock-key';
+import { compileLockKey } from '../../lib/core/keys/lock-key';
 import { LockKeyResolutionError } from '../../lib/errors/lock-key-resolution.error';
 
 /**

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { compileLockKey, parseParameterNames } from '../../lib/core/lock-key';
+import { compileLockKey, parseParameterNames } from '../../lib/core/keys/lock-key';
 import { KeyParam } from '../../lib/decorators/key-param.decorator';
 import { Locked } from '../../lib/decorators/locked.decorator';
 import { LOCKED_METADATA } from '../../lib/distributed-lock.constants';

@@ -1,6 +1,6 @@
 import { MemoryLockBackend } from '../../lib/backends/memory/memory.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 
 /**
  * Issue 14.5: reentrancy leaked through shared async context. Timers started under

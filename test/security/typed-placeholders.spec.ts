@@ -1,4 +1,4 @@
-import { compileLockKey } from '../../lib/core/lock-key';
+import { compileLockKey } from '../../lib/core/keys/lock-key';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { LockKeyResolutionError } from '../../lib/errors/lock-key-resolution.error';
 

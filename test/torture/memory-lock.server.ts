@@ -21,9 +21,11 @@ function lockOf(m: JsonMessage): BackendLock {
     owner: String(m.owner),
     mode: m.mode as LockMode,
     ttl: Number(m.ttl),
-    ...(m.permits === undefined ? {} : { permits: Number(m.permits) }),
   };
 }
+
+/** The lock contract, or the semaphore's for a seat (`permits` on acquire, `seat` on the rest). */
+const holderOf = (m: JsonMessage) => (m.seat === true ? backend.semaphore : backend);
 
 void serveJsonLines(
   port,
@@ -33,14 +35,15 @@ void serveJsonLines(
       case 'acquire': {
         const controller = new AbortController();
         mine.set(m.id as number, controller);
-        const result = await backend.tryAcquire({
-          ...lockOf(m),
-          signal: controller.signal,
-          onLost: () => undefined,
-        });
+        const request = { ...lockOf(m), signal: controller.signal, onLost: () => undefined };
+        const result =
+          m.permits === undefined
+            ? await backend.tryAcquire(request)
+            : await backend.semaphore.tryAcquire(request, Number(m.permits));
         mine.delete(m.id as number);
         // The client is gone (connection cut): nobody will use this grant, give it back.
-        if (result.acquired && socket.destroyed) await backend.release(lockOf(m));
+        const holder = m.permits === undefined ? backend : backend.semaphore;
+        if (result.acquired && socket.destroyed) await holder.release(lockOf(m));
         return result.acquired
           ? { acquired: true, fencingToken: result.fencingToken.toString() }
           : { acquired: false, retryAfter: result.retryAfter };
@@ -49,9 +52,9 @@ void serveJsonLines(
         mine.get(m.target as number)?.abort();
         return undefined;
       case 'renew':
-        return { results: await backend.renew((m.locks as JsonMessage[]).map(lockOf)) };
+        return { results: await holderOf(m).renew((m.locks as JsonMessage[]).map(lockOf)) };
       case 'release':
-        await backend.release(lockOf(m));
+        await holderOf(m).release(lockOf(m));
         return { ok: true };
       default:
         throw new Error(`unknown request ${String(m.type)}`);

@@ -4,6 +4,7 @@ import type {
   BackendLock,
   LockBackend,
   LockBackendCapabilities,
+  SemaphoreBackend,
 } from '../../lib/backend-kit';
 import { JsonLinesClient, type JsonMessage } from './json-lines.channel';
 
@@ -20,8 +21,6 @@ export class MemoryRemoteBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
-    // The hosted MemoryLockBackend grants semaphores natively; permits travel with every call.
-    semaphore: true,
   };
   private readonly client: JsonLinesClient;
 
@@ -36,8 +35,22 @@ export class MemoryRemoteBackend implements LockBackend {
    * Try-once requests in the engine's own wait loop (as the SQL backends poll), so the grant's
    * validity is dated by this process's clock from the request that won it.
    */
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    const { key, owner, mode, ttl, permits } = request;
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.attempt(request, undefined);
+  }
+
+  /** The hosted MemoryLockBackend grants semaphores natively; seats are its semaphore's. */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: (request, permits) => this.attempt(request, permits),
+    renew: (seats) => this.renewAll(seats, true),
+    release: (seat) => this.releaseOne(seat, true),
+  };
+
+  private async attempt(
+    request: BackendAttempt,
+    permits: number | undefined,
+  ): Promise<BackendAcquireResult> {
+    const { key, owner, mode, ttl } = request;
     const m = await this.client.call({
       type: 'acquire',
       key,
@@ -52,16 +65,25 @@ export class MemoryRemoteBackend implements LockBackend {
       : { acquired: false, retryAfter: m.retryAfter as number | undefined };
   }
 
-  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+  renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    return this.renewAll(locks, false);
+  }
+
+  private async renewAll(locks: readonly BackendLock[], seat: boolean): Promise<boolean[]> {
     const m = await this.client.call({
       type: 'renew',
+      seat,
       locks: locks.map((l) => ({ ...l }) as unknown as JsonMessage),
     }).answer;
     return m.results as boolean[];
   }
 
-  async release(lock: BackendLock): Promise<void> {
-    await this.client.call({ type: 'release', ...lock }).answer;
+  release(lock: BackendLock): Promise<void> {
+    return this.releaseOne(lock, false);
+  }
+
+  private async releaseOne(lock: BackendLock, seat: boolean): Promise<void> {
+    await this.client.call({ type: 'release', seat, ...lock }).answer;
   }
 
   async close(): Promise<void> {

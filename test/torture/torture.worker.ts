@@ -128,7 +128,7 @@ async function main(): Promise<void> {
   // A native semaphore orders its grants' tokens per key; the core's seat-based one hands out the
   // token of whichever seat `<key>#<i>` was free, and the handle does not say which seat: no order
   // to check (an empty map tells the checker so).
-  const nativeSemaphore = backend.capabilities.semaphore === true;
+  const nativeSemaphore = backend.semaphore !== undefined;
   const seatTokens = (kind: Workload, tokens: [string, string][]) =>
     Object.fromEntries(kind === 'semaphore' && !nativeSemaphore ? [] : tokens);
   const kinds = new Map<string, Workload>();

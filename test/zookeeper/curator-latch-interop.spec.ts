@@ -22,7 +22,7 @@ const fresh = fx.freshElection;
 describe('Curator LeaderLatch interop', () => {
   it('declares the election capability and lays a campaign out as a LeaderLatch participant', async () => {
     const ours = engine();
-    expect(backends[backends.length - 1].capabilities.election).toBe(true);
+    expect(backends[backends.length - 1].election).toBeDefined();
     const { election, path } = fresh('layout');
     expect(path).toBe(`/locks/lock:election:${election}`);
     const leadership = ours.leadership(election, { proposal: 'ours-a:1' });
@@ -61,15 +61,17 @@ describe('Curator LeaderLatch interop', () => {
     await curator.start('c2', path, 'java-c2');
     await curator.isLeader('c2');
     // One deterministic attempt in the campaign layout: refused while Curator's latch leads.
-    const attempt = await backend.tryAcquire({
-      key: `lock:election:${election}`,
-      owner: randomBytes(16).toString('hex'),
-      mode: 'exclusive',
-      ttl: 5_000,
-      signal: new AbortController().signal,
-      onLost: () => undefined,
-      election: { proposal: 'ours-probe' },
-    });
+    const attempt = await backend.election!.tryAcquire(
+      {
+        key: `lock:election:${election}`,
+        owner: randomBytes(16).toString('hex'),
+        mode: 'exclusive',
+        ttl: 5_000,
+        signal: new AbortController().signal,
+        onLost: () => undefined,
+      },
+      'ours-probe',
+    );
     expect(attempt.acquired).toBe(false);
     expect(await children(path)).toHaveLength(1); // the refused try left no node behind
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { LockEngine } from '../../lib/core/lock-engine';
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { eventually } from '../support/server-process';

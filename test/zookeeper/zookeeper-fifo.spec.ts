@@ -1,4 +1,4 @@
-import type { LockHandle } from '../../lib/core/lock-handle';
+import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { eventually } from '../support/server-process';
 import { zooKeeperFixture } from './zookeeper-fixture';

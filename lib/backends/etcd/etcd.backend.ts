@@ -5,9 +5,11 @@ import type {
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
+  ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
+  SemaphoreBackend,
 } from '../../interfaces/lock-backend.interface';
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
 import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
@@ -50,8 +52,6 @@ export class EtcdLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
-    semaphore: true,
-    election: true,
   };
   readonly sessionTtl: number;
   readonly prefix: string;
@@ -192,19 +192,44 @@ export class EtcdLockBackend implements LockBackend {
     return this.slotFor(request, request.wait === 0);
   }
 
-  private slotFor(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
-    if (this.closed)
-      return Promise.reject(
-        new LockBackendUnavailableError(this.name, 'the backend was closed', { key: request.key }),
-      );
-    if (request.permits !== undefined) {
-      try {
-        etcdLockPrefix(request.key, this.prefix);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return this.semaphores.acquire(request, tryOnce);
+  /** Native semaphores: seats under the key's semaphore prefix (etcd.semaphore.ts). */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: (request, permits) => this.seatFor(request, permits, true),
+    acquire: (request, permits) => this.seatFor(request, permits, request.wait === 0),
+    renew: (seats) => renewHeld(seats, this.slots, this.semaphores, this.callTimeout, true),
+    release: (seat) => this.semaphores.release(seat),
+  };
+
+  /** Campaigns laid out as concurrency.Election: the proposal is the value of our key. */
+  readonly election: ElectionBackend = {
+    tryAcquire: (request, proposal) => this.slotFor(request, true, proposal),
+    acquire: (request, proposal) => this.slotFor(request, request.wait === 0, proposal),
+  };
+
+  private seatFor(
+    request: BackendAttempt,
+    permits: number,
+    tryOnce: boolean,
+  ): Promise<BackendAcquireResult> {
+    if (this.closed) return Promise.reject(this.closedError(request.key));
+    try {
+      etcdLockPrefix(request.key, this.prefix);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    return this.semaphores.acquire(request, permits, tryOnce);
+  }
+
+  private closedError(key: string): LockBackendUnavailableError {
+    return new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
+  }
+
+  private slotFor(
+    request: BackendAttempt,
+    tryOnce: boolean,
+    proposal?: string,
+  ): Promise<BackendAcquireResult> {
+    if (this.closed) return Promise.reject(this.closedError(request.key));
     if (request.mode !== 'exclusive' && request.mode !== 'shared')
       return Promise.reject(
         new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
@@ -220,7 +245,7 @@ export class EtcdLockBackend implements LockBackend {
       slot = new LockSlot(request.key, lockPrefix, this.ctx);
       this.slots.set(request.key, slot);
     }
-    return slot.acquire(request, tryOnce);
+    return slot.acquire(request, tryOnce, proposal);
   }
 
   /**
@@ -232,7 +257,6 @@ export class EtcdLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
-    if (lock.permits !== undefined) return this.semaphores.release(lock);
     await this.slots.get(lock.key)?.release(lock.owner);
   }
 

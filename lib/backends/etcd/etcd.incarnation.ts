@@ -21,6 +21,8 @@ export class Waiter {
     tryOnce: boolean,
     private readonly done: (result: BackendAcquireResult) => void,
     private readonly failed: (error: unknown) => void,
+    /** An election campaign's proposal (see ElectionBackend); absent for locks. */
+    readonly proposal?: string,
   ) {
     this.givingUp = tryOnce || request.signal.aborted;
   }

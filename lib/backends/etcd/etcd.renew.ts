@@ -14,6 +14,8 @@ export async function renewHeld(
   slots: ReadonlyMap<string, LockSlot>,
   semaphores: EtcdSemaphores,
   callTimeout: number,
+  /** true: every lock is a semaphore's seat. */
+  seats = false,
 ): Promise<boolean[]> {
   const results = locks.map(() => false);
   const items: { i: number; key: Buffer; rev: bigint; leaseId: string; lose: () => void }[] = [];
@@ -21,7 +23,7 @@ export async function renewHeld(
   const lost = 'its etcd key was deleted or replaced behind its back';
   locks.forEach((lock, i) => {
     // The local validity check runs before any request: a paused process finds out here, not from etcd.
-    if (lock.permits !== undefined) {
+    if (seats) {
       const seat = semaphores.heldBy(lock);
       if (!seat?.session.alive) return;
       client = seat.session.client;

@@ -56,8 +56,11 @@ export class EtcdSemaphores {
   }
 
   /** Queues a seat on etcd until granted, or (tryOnce / signal aborted) busy after an answer. */
-  async acquire(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
-    const permits = request.permits as number;
+  async acquire(
+    request: BackendAttempt,
+    permits: number,
+    tryOnce: boolean,
+  ): Promise<BackendAcquireResult> {
     const semPrefix = Buffer.from(etcdSemaphorePrefix(request.key, this.ctx.prefix));
     let session: EtcdSession | undefined;
     let key: Buffer | undefined;

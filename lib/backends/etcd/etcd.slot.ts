@@ -44,9 +44,13 @@ export class LockSlot {
   }
 
   /** Acquires for `request`; a try-once (`tryOnce`) answers busy after etcd's first answer. */
-  acquire(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
+  acquire(
+    request: BackendAttempt,
+    tryOnce: boolean,
+    proposal?: string,
+  ): Promise<BackendAcquireResult> {
     return new Promise((resolve, reject) => {
-      const w = new Waiter(request, tryOnce, resolve, reject);
+      const w = new Waiter(request, tryOnce, resolve, reject, proposal);
       request.signal.addEventListener('abort', () => this.abandon(w), { once: true });
       const cur = this.current;
       if (!cur && this.queue.length === 0) return this.start([w]);
@@ -113,7 +117,7 @@ export class LockSlot {
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
     if (group.length === 0) return this.pump();
-    const inc = new Incarnation(group[0].mode, group[0].request.election?.proposal);
+    const inc = new Incarnation(group[0].mode, group[0].proposal);
     for (const w of group) this.join(inc, w);
     this.current = inc;
     void this.run(inc);

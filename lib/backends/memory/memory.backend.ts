@@ -8,6 +8,7 @@ import {
   type BackendLock,
   type LockBackend,
   type LockBackendCapabilities,
+  type SemaphoreBackend,
 } from '../../backend-kit';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 
@@ -37,8 +38,9 @@ export interface MemoryLockBackendOptions {
  * fencing tokens come from ONE process-wide counter, so within a key every grant's token is larger
  * than every earlier grant's (across holders, expiry and backend instances) while the state kept
  * per key ends with its last holder: a key's entry is deleted when it is free, so a million
- * request ids leave nothing behind. Semaphores (`permits`) keep their holders in a map of their own
- * per key, granted while fewer than the request's own N hold. Scope: one process; use a networked
+ * request ids leave nothing behind. Semaphores (the `semaphore` extension) keep their holders in a
+ * map of their own per key with the N they agreed on; a request naming another N while seats are
+ * held is refused with InvalidLockOptionsError. Scope: one process; use a networked
  * backend for several.
  */
 export class MemoryLockBackend implements LockBackend {
@@ -48,11 +50,10 @@ export class MemoryLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: MAX_KEY_LENGTH,
-    semaphore: true,
   };
   private readonly entries = new Map<string, Entry>();
-  /** Semaphores (BackendLock.permits): holder owner -> expiry, per key; deleted when empty. */
-  private readonly semaphores = new Map<string, { seats: Map<string, number>; token: bigint }>();
+  /** Semaphores: holder owner -> expiry, and the holders' N, per key; deleted when empty. */
+  private readonly semaphores = new Map<string, Semaphore>();
   private readonly notifier = new ReleaseNotifier();
   readonly wakeups = this.notifier;
   private readonly now: () => number;
@@ -71,15 +72,29 @@ export class MemoryLockBackend implements LockBackend {
     return this.attempt(request);
   }
 
+  /** Native semaphores: seats of one key, granted while fewer than the holders' agreed N hold. */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: async (request, permits) => this.takeSeat(request, permits, this.now()),
+    renew: async (seats) => {
+      const now = this.now();
+      return seats.map((seat) => {
+        const live = this.liveSeats(seat.key, now);
+        if (!live?.has(seat.owner)) return false;
+        live.set(seat.owner, now + seat.ttl);
+        return true;
+      });
+    },
+    release: async (seat) => {
+      const sem = this.semaphores.get(seat.key);
+      if (!sem?.seats.delete(seat.owner)) return;
+      if (sem.seats.size === 0) this.semaphores.delete(seat.key);
+      this.notifier.notify(seat.key);
+    },
+  };
+
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     const now = this.now();
     return locks.map((lock) => {
-      if (lock.permits !== undefined) {
-        const seats = this.liveSeats(lock.key, now);
-        if (!seats?.has(lock.owner)) return false;
-        seats.set(lock.owner, now + lock.ttl);
-        return true;
-      }
       const entry = this.live(lock.key, now);
       if (lock.mode === 'exclusive') {
         if (entry?.writer?.owner !== lock.owner) return false;
@@ -93,12 +108,6 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
-    if (lock.permits !== undefined) {
-      const sem = this.semaphores.get(lock.key);
-      if (!sem?.seats.delete(lock.owner)) return;
-      if (sem.seats.size === 0) this.semaphores.delete(lock.key);
-      return this.notifier.notify(lock.key);
-    }
     const entry = this.entries.get(lock.key);
     if (!entry) return;
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
@@ -120,7 +129,6 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
-    if (request.permits !== undefined) return this.takeSeat(request, request.permits, now);
     const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
@@ -139,13 +147,22 @@ export class MemoryLockBackend implements LockBackend {
     return { acquired: true, fencingToken: entry.token };
   }
 
-  /** One seat of a semaphore: granted while fewer than the request's own `permits` hold the key. */
+  /** One seat of a semaphore: granted while fewer than `permits` (the holders' N) hold the key. */
   private takeSeat(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
     const seats = this.liveSeats(request.key, now);
+    const agreed = seats && seats.size > 0 ? this.semaphores.get(request.key)?.permits : undefined;
+    if (agreed !== undefined && agreed !== permits)
+      throw new InvalidLockOptionsError(
+        'permits',
+        permits,
+        `${agreed} (the permits this semaphore's holders use)`,
+        request.key,
+      );
     if (seats && seats.size >= permits)
       return { acquired: false, retryAfter: Math.ceil(Math.min(...seats.values()) - now) };
     const token = ++lastFencingToken;
-    const sem = this.semaphores.get(request.key) ?? { seats: new Map<string, number>(), token };
+    const sem = this.semaphores.get(request.key) ?? { seats: new Map(), token, permits };
+    sem.permits = permits;
     sem.seats.set(request.owner, now + request.ttl);
     sem.token = token;
     this.semaphores.set(request.key, sem);
@@ -259,4 +276,11 @@ export class MemoryLockBackend implements LockBackend {
 
   /** Always reachable (in-process). */
   async ping(): Promise<void> {}
+}
+
+interface Semaphore {
+  readonly seats: Map<string, number>;
+  token: bigint;
+  /** The N every holder of the key uses. */
+  permits: number;
 }

@@ -11,6 +11,7 @@ import type {
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
+  SemaphoreBackend,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { checkSqlKey, type StoredMode } from '../sql/sql-lock.rules';
@@ -59,7 +60,6 @@ export class MySqlLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
-    semaphore: true,
   };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
@@ -111,11 +111,22 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.tryRow(request, undefined);
+  }
+
+  /** Native semaphores: seat rows of the key, renewed and released as lock rows. */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: (request, permits) => this.tryRow(request, permits),
+    renew: (seats) => this.renew(seats),
+    release: (seat) => this.release(seat),
+  };
+
+  private async tryRow(request: BackendAttempt, permits: number | undefined) {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
     await this.doorbell.ready();
-    return this.attempt(request);
+    return this.attempt(request, permits);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -217,8 +228,11 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   /** The acquire transaction (mysql.acquire.ts), then the doorbell and the ticket's bookkeeping. */
-  private async attempt(request: BackendAttempt): Promise<BackendAcquireResult> {
-    const { key: fullKey, owner, mode, permits } = request;
+  private async attempt(
+    request: BackendAttempt,
+    permits: number | undefined,
+  ): Promise<BackendAcquireResult> {
+    const { key: fullKey, owner, mode } = request;
     // The engine's waits pass the whole BackendAcquireRequest: only a request that waits queues.
     const waits = ((request as Partial<BackendAcquireRequest>).wait ?? 0) > 0;
     const req = { key: bytes(fullKey), owner, mode, ttl: request.ttl, permits, waits };

@@ -8,6 +8,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
   LockMode,
+  SemaphoreBackend,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
@@ -55,7 +56,6 @@ export class PostgresLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
-    semaphore: true,
   };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
@@ -91,10 +91,21 @@ export class PostgresLockBackend implements LockBackend {
     this.wakeups = this.listener;
   }
 
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.tryRow(request, undefined);
+  }
+
+  /** Native semaphores: seat rows of the key, renewed and released as lock rows. */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: (request, permits) => this.tryRow(request, permits),
+    renew: (seats) => this.renew(seats),
+    release: (seat) => this.release(seat),
+  };
+
+  private async tryRow(request: BackendAttempt, permits: number | undefined) {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    return this.attempt(request.key, request.owner, request.mode, request.ttl, request.permits);
+    return this.attempt(request.key, request.owner, request.mode, request.ttl, permits);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {

@@ -62,7 +62,6 @@ export class RedisLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: false,
     maxKeyLength: 512,
-    semaphore: true,
   };
   private readonly o: ResolvedRedisOptions;
   private readonly subscriber: RedisSubscriber | undefined;
@@ -105,8 +104,8 @@ export class RedisLockBackend implements LockBackend {
     };
   }
 
-  /** Native semaphores (permits), sharing this backend's client, channel and handoff table. */
-  private get semaphore(): RedisSemaphore {
+  /** Native semaphores, sharing this backend's client, channel and handoff table. */
+  get semaphore(): RedisSemaphore {
     return (this.seats ??= new RedisSemaphore({
       source: this.o.source,
       subscriber: this.subscriber,
@@ -125,12 +124,7 @@ export class RedisLockBackend implements LockBackend {
     return this.o.source.current;
   }
 
-  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    if (request.permits !== undefined) return this.semaphore.tryAcquire(request);
-    return this.tryLock(request);
-  }
-
-  private async tryLock(request: BackendAttempt): Promise<BackendAcquireResult> {
+  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
     const reply = await attempt(this.o, this.channel(), request, 'try', 0, this.busyKeys);
     if (reply[0] !== 1) return busy(reply);
@@ -142,7 +136,6 @@ export class RedisLockBackend implements LockBackend {
    * Not an async function: once subscribed it is the queued wait itself, with no layer of its own.
    */
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    if (request.permits !== undefined) return this.semaphore.acquire(request);
     // The first acquire that may wait starts the subscription (without waiting for it) and makes
     // a plain attempt; acquires that come while it is on its way wait for it, then queue.
     // A failed subscription is not an error of this acquire: until it is live, our attempts send no
@@ -167,8 +160,6 @@ export class RedisLockBackend implements LockBackend {
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
-    if (locks.some((l) => l.permits !== undefined))
-      return this.semaphore.renewMixed(locks, (plain) => this.renew(plain));
     const results = await renewScripts(this.o, locks);
     // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
     // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
@@ -178,7 +169,6 @@ export class RedisLockBackend implements LockBackend {
   }
 
   release(lock: BackendLock): Promise<void> {
-    if (lock.permits !== undefined) return this.semaphore.release(lock);
     // The reply (1 when the lock was ours) is nobody's business here.
     return releaseScript(
       this.o,

@@ -1,4 +1,3 @@
-import { SteadyMap } from '../../backend-kit/steady-collections';
 import type { BackendLock } from '../../interfaces/lock-backend.interface';
 
 /** A waiter of this process: `deliver(token)` on a grant (fencing token, decimal string), `deliver('')` to re-check. */
@@ -23,7 +22,7 @@ export interface HandoffWaiter {
 const EARLY_MS = 10_000;
 
 export class RedisHandoffs {
-  private readonly waiting = new SteadyMap<string, HandoffWaiter>();
+  private readonly waiting = new Map<string, HandoffWaiter>();
   /** Handoffs that came before their waiter registered: owner -> [token, performance.now()]. */
   private readonly early = new Map<string, [string, number]>();
   /** Waiters that gave up while their leave may not have reached the server: owner -> lock. */

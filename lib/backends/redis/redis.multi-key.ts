@@ -48,8 +48,8 @@ return out
 /**
  * The Redis backend's tryAcquireAll: every key in one script when they share one server: always
  * on a standalone (or Sentinel-managed) primary, on Cluster only when every key's hash tag maps to
- * one slot (else null: the engine takes them one at a time in canonical order). Semaphores and
- * mixed modes are not batched (null).
+ * one slot (else null: the engine takes them one at a time in canonical order). Mixed modes are
+ * not batched (null).
  */
 export async function acquireAllInOneScript(
   client: RedisClientLike,
@@ -57,7 +57,7 @@ export async function acquireAllInOneScript(
   fenceRetention: number,
 ): Promise<BackendAcquireResult[] | null> {
   const mode = requests[0]?.mode;
-  if (!mode || requests.some((r) => r.permits !== undefined || r.mode !== mode)) return null;
+  if (!mode || requests.some((r) => r.mode !== mode)) return null;
   if (client.isCluster && new Set(requests.map((r) => slotOf(r.key))).size > 1) return null;
   const keys: string[] = [];
   const args: (string | number)[] = [fenceRetention, mode];

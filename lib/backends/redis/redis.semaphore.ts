@@ -4,6 +4,7 @@ import type {
   BackendAttempt,
   BackendLock,
   LockInspection,
+  SemaphoreBackend,
 } from '../../interfaces/lock-backend.interface';
 import {
   runScript,
@@ -53,7 +54,7 @@ export interface RedisSemaphoreDeps {
  * uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended release a
  * plain ZREM (see release).
  */
-export class RedisSemaphore {
+export class RedisSemaphore implements SemaphoreBackend {
   /** What the shared queued wait calls back, built once. */
   private readonly steps: QueuedWaitSteps;
   /** Keys whose release found a marked seat lately (see release). */
@@ -65,7 +66,7 @@ export class RedisSemaphore {
     this.steps = {
       name: 'redis',
       handoffs: d.handoffs,
-      attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs),
+      attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs, 1),
       reply: semaphoreReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       renewOne: async (request) => (await this.renew([request]))[0],
@@ -74,20 +75,23 @@ export class RedisSemaphore {
     };
   }
 
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+  async tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
-    const reply = semaphoreReply(await this.attempt(request, 'try', 0));
+    const reply = semaphoreReply(await this.attempt(request, 'try', 0, permits));
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, reply[1], sentAt);
   }
 
   /** A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts. */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    // Subscribe before queueing, so a handoff is never announced before we listen (once live: no
-    // extra step; not an async function, so no layer of its own either).
+  acquire(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult> {
+    const steps: QueuedWaitSteps = {
+      ...this.steps,
+      attempt: (r, phase, waitMs) => this.attempt(r, phase, waitMs, permits),
+    };
+    // Subscribe before queueing, so a handoff is never announced before we listen.
     if (!this.d.subscriber?.ready)
-      return this.steps.subscribe().then(() => queuedWait(this.steps, request, 'wait'));
-    return queuedWait(this.steps, request, 'wait');
+      return steps.subscribe().then(() => queuedWait(steps, request, 'wait'));
+    return queuedWait(steps, request, 'wait');
   }
 
   /** Owner-checked renewals of many seats: one pipelined round trip (concurrent calls on Cluster). */
@@ -102,19 +106,6 @@ export class RedisSemaphore {
     if (this.d.replicated && results.some(Boolean))
       await this.d.replicated('renewal', locks[0].key);
     return results;
-  }
-
-  /** Renews a batch that mixes locks and seats: seats here, the rest through `renewLocks`. */
-  async renewMixed(
-    locks: readonly BackendLock[],
-    renewLocks: (locks: readonly BackendLock[]) => Promise<boolean[]>,
-  ): Promise<boolean[]> {
-    const seats = locks.filter((l) => l.permits !== undefined);
-    const plain = locks.filter((l) => l.permits === undefined);
-    const [a, b] = await Promise.all([this.renew(seats), renewLocks(plain)]);
-    let i = 0;
-    let j = 0;
-    return locks.map((l) => (l.permits !== undefined ? a[i++] : b[j++]));
   }
 
   /**
@@ -176,27 +167,39 @@ export class RedisSemaphore {
    * answers 0 the key is remembered as busy and SEM_ACQUIRE runs, which serves every case. So a
    * key in steady contention costs a process the extra round trip about once per CONTENDED_MS.
    */
-  private attempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown> {
+  private attempt(
+    request: BackendAttempt,
+    phase: Phase,
+    waitMs: number,
+    permits: number,
+  ): Promise<unknown> {
     const client = this.d.source.current;
     if (!client)
-      return Promise.resolve(this.d.source.get()).then(() => this.attempt(request, phase, waitMs));
+      return Promise.resolve(this.d.source.get()).then(() =>
+        this.attempt(request, phase, waitMs, permits),
+      );
     const k = semaphoreKeys(request.key);
     if (phase === 'recheck' || this.busyKeys.has(request.key))
-      return this.fullAttempt(request, phase, waitMs);
+      return this.fullAttempt(request, phase, waitMs, permits);
     const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
     return runScriptThen(client, SEM_SEAT_FREE, 3, args, (answer) => {
       if (Number(answer) > 0) return answer;
       this.busyKeys.mark(request.key);
-      return this.fullAttempt(request, phase, waitMs);
+      return this.fullAttempt(request, phase, waitMs, permits);
     });
   }
 
   /** The SEM_ACQUIRE script (every case: seat, queue, re-check). */
-  private fullAttempt(request: BackendAttempt, phase: Phase, waitMs: number): Promise<unknown> {
+  private fullAttempt(
+    request: BackendAttempt,
+    phase: Phase,
+    waitMs: number,
+    permits: number,
+  ): Promise<unknown> {
     const client = this.d.source.current;
     if (!client)
       return Promise.resolve(this.d.source.get()).then(() =>
-        this.fullAttempt(request, phase, waitMs),
+        this.fullAttempt(request, phase, waitMs, permits),
       );
     const k = semaphoreKeys(request.key);
     const channel = this.d.subscriber?.ready ? this.d.channel : '';
@@ -207,7 +210,7 @@ export class RedisSemaphore {
       k.details,
       request.owner,
       request.ttl,
-      request.permits ?? 1,
+      permits,
       this.d.fenceRetention,
       phase,
       waitMs,

@@ -5,9 +5,11 @@ import type {
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
+  ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
+  SemaphoreBackend,
 } from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
@@ -25,7 +27,7 @@ import {
   type CuratorRecipe,
   type NodeNames,
 } from './zookeeper.nodes';
-import type { SessionState } from './zookeeper.session';
+import type { SessionState, ZooKeeperSession } from './zookeeper.session';
 import { ZooKeeperHoldings } from './zookeeper.holdings';
 import { ZooKeeperSessions } from './zookeeper.sessions';
 
@@ -62,8 +64,6 @@ export class ZooKeeperLockBackend implements LockBackend {
     fencing: 'strict',
     sessionBased: true,
     maxKeyLength: 512,
-    election: true,
-    semaphore: true,
   };
   /** Counters for monitoring and tests. */
   readonly stats: ZooKeeperLockStats = {
@@ -147,110 +147,167 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
   /** One attempt: create our node, list the directory once; not first: delete it, busy. */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.contend(request, true);
+    return this.contend(request, true, {});
   }
 
   /** Queued wait in the directory's sequence order, bounded by request.signal. */
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return this.contend(request, request.wait === 0);
+    return this.contend(request, request.wait === 0, {});
   }
 
-  private async contend(request: BackendAttempt, tryOnce: boolean): Promise<BackendAcquireResult> {
-    const dir = lockDirectory(this.basePath, request.key);
-    const lockName = lockNameFor(this.nodeNames, this.curatorRecipe, request);
-    const prefix = nodePrefix(protectedId(request.owner), lockName);
-    const data = request.election ? Buffer.from(request.election.proposal, 'utf8') : undefined;
+  /** Native semaphores: Curator's InterProcessSemaphoreV2 layout (zookeeper.semaphore.ts). */
+  readonly semaphore: SemaphoreBackend = {
+    tryAcquire: (request, permits) => this.contend(request, true, { permits }),
+    acquire: (request, permits) => this.contend(request, request.wait === 0, { permits }),
+    renew: (seats) => this.holdings.renew(seats),
+    release: (seat) => this.holdings.release(seat, lockDirectory(this.basePath, seat.key), true),
+  };
+
+  /** Campaigns as Curator LeaderLatch participants (kazoo Election contenders with 'kazoo'). */
+  readonly election: ElectionBackend = {
+    tryAcquire: (request, proposal) => this.contend(request, true, { proposal }),
+    acquire: (request, proposal) => this.contend(request, request.wait === 0, { proposal }),
+  };
+
+  /** Contends on a session until granted or busy; a session that expires meanwhile is replaced. */
+  private async contend(
+    request: BackendAttempt,
+    tryOnce: boolean,
+    form: ContendForm,
+  ): Promise<BackendAcquireResult> {
     for (;;) {
       const session = this.sessions.current(request.key);
       if (!session.connected) {
-        // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
-        const ok =
-          tryOnce && !session.fresh
-            ? false
-            : await session.whenConnected(tryOnce ? undefined : request.signal);
-        if (!ok) {
-          if (session.dead && this.sessions.renewable && !request.signal.aborted) continue;
-          // Cancelled by the caller during a first connect that has not failed yet: let the engine
-          // throw the caller's reason. Reaching the deadline unconnected is an outage.
-          if (
-            session.state === 'connecting' &&
-            request.signal.aborted &&
-            request.signal.reason !== WAIT_DEADLINE
-          )
-            return { acquired: false };
-          throw new LockBackendUnavailableError(
-            this.name,
-            `not connected to ZooKeeper (${session.lostReason ?? session.state})`,
-            { key: request.key },
-          );
-        }
+        const connected = await this.connect(session, request, tryOnce);
+        if (connected === 'retry') continue;
+        if (connected === 'cancelled') return { acquired: false };
       }
       this.sessions.checkNegotiated(session, request.key);
-      const contender: ZooKeeperContender =
-        request.permits !== undefined
-          ? new SemaphoreContender(
-              session,
-              dir,
-              request.owner,
-              request.permits,
-              tryOnce,
-              this.stats,
-              this.acl,
-            )
-          : new Contender(
-              session,
-              dir,
-              prefix,
-              request.owner,
-              request.mode === 'exclusive',
-              tryOnce,
-              this.stats,
-              this.acl,
-              data,
-            );
-      const run = this.holdings.run(contender);
-      let outcome: Awaited<typeof run> | typeof ABORTED;
-      try {
-        outcome = tryOnce ? await run : await raceAbort(run, request.signal, () => ABORTED);
-      } catch (error) {
-        this.holdings.settle(contender);
-        const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
-        if (expired && this.sessions.renewable && !request.signal.aborted) continue; // queue again on a fresh session
-        throw new LockBackendUnavailableError(
-          this.name,
-          expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed',
-          { key: request.key, cause: error },
-        );
-      }
-      if (outcome === ABORTED) {
-        const unanswered = contender.serverCall || !session.connected;
-        this.holdings.abandon(contender, run);
-        if (unanswered)
-          throw new LockBackendUnavailableError(
-            this.name,
-            'ZooKeeper did not answer before the wait deadline',
-            { key: request.key },
-          );
-        return { acquired: false };
-      }
-      this.holdings.settle(contender);
-      if (!outcome) return { acquired: false };
-      if (this.closed) {
-        // Granted while closing: delete the node now. A failure is the error's cause (the node then
-        // stays until its session ends: at once for an owned client, which close() closes).
-        let cause: unknown;
-        await zk.release(session.client, outcome.path).catch((e: unknown) => (cause = e));
-        throw new LockBackendUnavailableError(
-          this.name,
-          cause === undefined
-            ? 'the backend was closed'
-            : 'the backend was closed, and deleting the node granted meanwhile failed',
-          { key: request.key, cause },
-        );
-      }
-      this.holdings.hold(request, session, contender, outcome);
-      return { acquired: true, fencingToken: outcome.czxid };
+      const result = await this.contendOn(session, request, tryOnce, form);
+      if (result !== 'retry') return result;
     }
+  }
+
+  /** Waits for a session that is down: 'ok', 'retry' on a fresh session, or 'cancelled'; else throws. */
+  private async connect(
+    session: ZooKeeperSession,
+    request: BackendAttempt,
+    tryOnce: boolean,
+  ): Promise<'ok' | 'retry' | 'cancelled'> {
+    // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
+    const ok =
+      tryOnce && !session.fresh
+        ? false
+        : await session.whenConnected(tryOnce ? undefined : request.signal);
+    if (ok) return 'ok';
+    if (session.dead && this.sessions.renewable && !request.signal.aborted) return 'retry';
+    // Cancelled by the caller during a first connect that has not failed yet: let the engine
+    // throw the caller's reason. Reaching the deadline unconnected is an outage.
+    const signal = request.signal;
+    if (session.state === 'connecting' && signal.aborted && signal.reason !== WAIT_DEADLINE)
+      return 'cancelled';
+    throw new LockBackendUnavailableError(
+      this.name,
+      `not connected to ZooKeeper (${session.lostReason ?? session.state})`,
+      { key: request.key },
+    );
+  }
+
+  /** The contender of `form`: a semaphore's lease, or a lock's (or latch's) node. */
+  private contender(
+    session: ZooKeeperSession,
+    request: BackendAttempt,
+    tryOnce: boolean,
+    form: ContendForm,
+  ): ZooKeeperContender {
+    const dir = lockDirectory(this.basePath, request.key);
+    const { owner } = request;
+    if (form.permits !== undefined)
+      return new SemaphoreContender(
+        session,
+        dir,
+        owner,
+        form.permits,
+        tryOnce,
+        this.stats,
+        this.acl,
+      );
+    const election = form.proposal !== undefined;
+    const lockName = lockNameFor(this.nodeNames, this.curatorRecipe, request.mode, election);
+    const prefix = nodePrefix(protectedId(owner), lockName);
+    const data = election ? Buffer.from(form.proposal as string, 'utf8') : undefined;
+    const exclusive = request.mode === 'exclusive';
+    return new Contender(
+      session,
+      dir,
+      prefix,
+      owner,
+      exclusive,
+      tryOnce,
+      this.stats,
+      this.acl,
+      data,
+    );
+  }
+
+  /** One contention on `session`: the result, or 'retry' when the session expired meanwhile. */
+  private async contendOn(
+    session: ZooKeeperSession,
+    request: BackendAttempt,
+    tryOnce: boolean,
+    form: ContendForm,
+  ): Promise<BackendAcquireResult | 'retry'> {
+    const contender = this.contender(session, request, tryOnce, form);
+    const run = this.holdings.run(contender);
+    let outcome: Awaited<typeof run> | typeof ABORTED;
+    try {
+      outcome = tryOnce ? await run : await raceAbort(run, request.signal, () => ABORTED);
+    } catch (error) {
+      this.holdings.settle(contender);
+      const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
+      if (expired && this.sessions.renewable && !request.signal.aborted) return 'retry'; // queue again on a fresh session
+      throw new LockBackendUnavailableError(
+        this.name,
+        expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed',
+        { key: request.key, cause: error },
+      );
+    }
+    if (outcome === ABORTED) {
+      const unanswered = contender.serverCall || !session.connected;
+      this.holdings.abandon(contender, run);
+      if (unanswered)
+        throw new LockBackendUnavailableError(
+          this.name,
+          'ZooKeeper did not answer before the wait deadline',
+          { key: request.key },
+        );
+      return { acquired: false };
+    }
+    this.holdings.settle(contender);
+    if (!outcome) return { acquired: false };
+    if (this.closed) return this.grantedWhileClosing(session, request, outcome.path);
+    this.holdings.hold(request, session, contender, outcome);
+    return { acquired: true, fencingToken: outcome.czxid };
+  }
+
+  /**
+   * Granted while closing: delete the node now. A failure is the error's cause (the node then
+   * stays until its session ends: at once for an owned client, which close() closes).
+   */
+  private async grantedWhileClosing(
+    session: ZooKeeperSession,
+    request: BackendAttempt,
+    path: string,
+  ): Promise<never> {
+    let cause: unknown;
+    await zk.release(session.client, path).catch((e: unknown) => (cause = e));
+    throw new LockBackendUnavailableError(
+      this.name,
+      cause === undefined
+        ? 'the backend was closed'
+        : 'the backend was closed, and deleting the node granted meanwhile failed',
+      { key: request.key, cause },
+    );
   }
 
   /** One exists() per lock, pipelined on the session: one round trip for the batch. */
@@ -269,4 +326,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     await this.holdings.close(Math.max(this.sessions.latest?.sessionTimeout ?? 0, 1_000));
     await this.sessions.close();
   }
+}
+
+/** What a contention takes: a lock's node, a semaphore's lease (permits) or a latch (proposal). */
+interface ContendForm {
+  readonly permits?: number;
+  readonly proposal?: string;
 }

@@ -127,12 +127,13 @@ export function nodePrefix(id: string, lockName: string): string {
 export function lockNameFor(
   nodeNames: NodeNames,
   curatorRecipe: CuratorRecipe,
-  request: { readonly mode: 'exclusive' | 'shared'; readonly election?: unknown },
+  mode: 'exclusive' | 'shared',
+  election: boolean,
 ): string {
   if (nodeNames === 'kazoo')
-    return request.mode === 'shared' && !request.election ? KAZOO_READ_LOCK_NAME : KAZOO_LOCK_NAME;
-  if (request.election) return LATCH_NAME;
-  if (request.mode === 'shared') return READ_LOCK_NAME;
+    return mode === 'shared' && !election ? KAZOO_READ_LOCK_NAME : KAZOO_LOCK_NAME;
+  if (election) return LATCH_NAME;
+  if (mode === 'shared') return READ_LOCK_NAME;
   return curatorRecipe === 'mutex' ? MUTEX_LOCK_NAME : WRITE_LOCK_NAME;
 }
 

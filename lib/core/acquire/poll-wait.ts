@@ -1,0 +1,119 @@
+import { asUnavailable, sleepFor, WAIT_DEADLINE } from '../../backend-kit/wait-loop';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  ReleaseListener,
+  WakeupSource,
+} from '../../interfaces/lock-backend.interface';
+
+export interface PollAcquireOptions {
+  /** Backend name for errors. */
+  readonly backend: string;
+  /** Wakes the waiter when a release is announced; without it the loop polls with backoff. */
+  readonly notifier?: WakeupSource;
+  /** First poll delay in ms (doubles up to maxDelay, with full jitter). Default 10. */
+  readonly minDelay?: number;
+  /** Largest poll delay in ms. Default 500. */
+  readonly maxDelay?: number;
+  /** With a notifier: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
+  readonly fallbackDelay?: number;
+  /**
+   * Called once the request is about to wait (its first attempt answered busy or failed, or it
+   * starts on a handoff), before the loop reads `request.signal`: the engine starts the wait's
+   * deadline timer here, so an acquire granted at its first attempt never creates one.
+   */
+  readonly onWait?: () => void;
+}
+
+/** One attempt's answer: the result, or the failure (backend unreachable). */
+type Answer = { result?: BackendAcquireResult; failure?: unknown };
+
+async function attemptOnce(attempt: () => Promise<BackendAcquireResult>): Promise<Answer> {
+  try {
+    const sentAt = performance.now();
+    const result = await attempt();
+    return { result: result.acquired ? { sentAt, ...result } : result };
+  } catch (failure) {
+    // The backend says the request itself is wrong: no later attempt can succeed.
+    if (failure instanceof InvalidLockOptionsError) throw failure;
+    return { failure };
+  }
+}
+
+/** How long to sleep before the next attempt: a wake-up, the holder's expiry, or a backoff. */
+function sleepTime(answer: Answer, listening: boolean, delay: number, fallback: number): number {
+  let sleep = listening && answer.failure === undefined ? fallback : Math.random() * delay;
+  const busy = answer.result;
+  if (busy && !busy.acquired && busy.retryAfter !== undefined)
+    sleep = Math.min(sleep, busy.retryAfter + 1);
+  return sleep;
+}
+
+/** Makes wake-ups live (Redis subscribes lazily); false when that failed. */
+function prepare(notifier: WakeupSource, key: string): Promise<boolean> {
+  return notifier.prepare!(key).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * The wait loop the engine runs for every grant without a native queue (memory, Redis, Redlock,
+ * SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep until a
+ * release notification, the lock's own expiry (the attempt's retryAfter) or a jittered backoff,
+ * whichever comes first; stop when the request's signal aborts (deadline or cancel). A failed
+ * attempt (backend unreachable) is retried while the budget lasts; when it runs out, the last
+ * failure surfaces as LockBackendUnavailableError, never as a timeout.
+ */
+export async function pollAcquire(
+  request: BackendAcquireRequest,
+  attempt: () => Promise<BackendAcquireResult>,
+  options: PollAcquireOptions,
+  handoff?: ReleaseListener,
+): Promise<BackendAcquireResult> {
+  const maxDelay = options.maxDelay ?? 500;
+  const fallback = options.fallbackDelay ?? 1_000;
+  // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
+  // its release (or the fallback) before the first attempt instead of attempting in vain.
+  if (handoff) {
+    options.onWait?.();
+    await handoff.wait(fallback, request.signal);
+  }
+  let delay = options.minDelay ?? 10;
+  let prepared = false;
+  for (;;) {
+    const listener = options.notifier?.listen(request.key);
+    const answer = await attemptOnce(attempt);
+    if (answer.result?.acquired) {
+      listener?.dispose();
+      return answer.result;
+    }
+    if (request.wait > 0) options.onWait?.();
+    if (request.wait === 0 || request.signal.aborted) {
+      listener?.dispose();
+      if (answer.failure !== undefined)
+        throw asUnavailable(answer.failure, options.backend, request.key);
+      return answer.result as BackendAcquireResult;
+    }
+    if (!prepared) {
+      // First wait: make wake-ups live, then re-attempt at once, so a release announced before
+      // they were live is not missed. Without them: poll.
+      prepared = true;
+      if (options.notifier?.prepare) {
+        listener?.dispose();
+        if (await prepare(options.notifier, request.key)) continue;
+      }
+    }
+    const sleep = sleepTime(answer, listener !== undefined, delay, fallback);
+    delay = Math.min(delay * 2, maxDelay);
+    if (listener) await listener.wait(sleep, request.signal);
+    else await sleepFor(sleep, request.signal);
+    // A cancelled waiter (its caller gave up, e.g. the HTTP client went away) makes no further
+    // attempt: one sent now could take the lock after a release and hold it for nobody.
+    if (request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) {
+      listener?.dispose();
+      return answer.result ?? { acquired: false };
+    }
+  }
+}

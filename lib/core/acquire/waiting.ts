@@ -1,0 +1,64 @@
+import type {
+  BackendAcquireRequest,
+  BackendAcquireResult,
+  LockBackend,
+} from '../../interfaces/lock-backend.interface';
+import type { GrantForm } from './grant-form';
+import { pollAcquire } from './poll-wait';
+import { LocalWaitQueue } from './wait-line';
+
+/**
+ * The engine's wait, for every grant whose backend form has no native queued wait: a FIFO line
+ * per key in this process (only its head attempts, so a release wakes one waiter per process),
+ * woken by the backend's wake-ups, the busy answer's retryAfter or a jittered backoff, until the
+ * request's signal aborts (deadline or cancel). `wait: 0` is one attempt. After a local grant the
+ * next head waits for the release before attempting: one attempt per handoff. Grants that many
+ * callers of one process may hold at once (a semaphore's seats) do not queue in the line.
+ */
+export class AcquireRunner {
+  private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
+
+  /** `record.attempts` counts attempts; `onWait` is called once the request really waits. */
+  run(
+    backend: LockBackend,
+    form: GrantForm,
+    label: string,
+    request: BackendAcquireRequest,
+    record: { attempts: number },
+    onWait: () => void,
+  ): Promise<BackendAcquireResult> {
+    const options = { backend: label, notifier: backend.wakeups, ...backend.waitPolicy, onWait };
+    if (form.manyHolders) {
+      const attempt = () => {
+        record.attempts++;
+        return form.tryAcquire(request);
+      };
+      return pollAcquire(request, attempt, options);
+    }
+    const line = this.line(backend, label);
+    const attempt = () => {
+      record.attempts++;
+      return line.attempt(() => form.tryAcquire(request));
+    };
+    const wakeups = backend.wakeups;
+    // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is not.
+    const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
+    return line.run(
+      request,
+      (handoff) => pollAcquire(request, attempt, options, handoff),
+      listen,
+      onWait,
+    );
+  }
+
+  /** Waiters queued in this process's lines for `backend` (heads included). */
+  waiting(backend: LockBackend): number {
+    return this.lines.get(backend)?.waiting ?? 0;
+  }
+
+  private line(backend: LockBackend, label: string): LocalWaitQueue {
+    let line = this.lines.get(backend);
+    if (!line) this.lines.set(backend, (line = new LocalWaitQueue(label)));
+    return line;
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The pipeline's one observation hook: lifecycle events (acquired, busy, acquireFailed) and the
+ * tracers' 'acquire' span around every acquire, and the 'held' span around a locked call.
+ * Observation only reads an outcome, never changes it; with nobody listening or tracing it is the
+ * call itself.
+ */
+import { DEFAULT_BACKEND_NAME } from '../../distributed-lock.constants';
+import { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.error';
+import type { LockBackend, LockMode } from '../../interfaces/lock-backend.interface';
+import type { AcquireCall, AcquireRecord } from '../acquire/pipeline-context';
+import type { LockHandle } from '../lease/lock-handle';
+import type { ResolvedDefaults } from '../keys/lock-options';
+import type { LockActivity } from './lock-activity';
+import type { LockEventBus, LockSpanInfo } from './lock-events';
+
+/** What observation reads of the engine. */
+export interface ObservedEngine {
+  readonly events: LockEventBus;
+  readonly activity: LockActivity;
+  readonly defaults: ResolvedDefaults;
+  readonly backends: ReadonlyMap<string, LockBackend>;
+}
+
+/** For a failure already emitted as an event (releaseFailed): the caller need not see it again. */
+export function reported(): void {}
+
+type Outcome = 'acquired' | 'reentered' | 'busy' | 'timeout' | 'failed';
+
+function outcomeOf(record: AcquireRecord, error: unknown, wait: number): Outcome {
+  if (error === undefined) return record.attempts === 0 ? 'reentered' : 'acquired';
+  if (!(error instanceof LockAcquireTimeoutError)) return 'failed';
+  return wait === 0 ? 'busy' : 'timeout';
+}
+
+/** Runs one acquire (`run`) under observation; see the file's header. */
+export function observed(
+  engine: ObservedEngine,
+  call: AcquireCall,
+  run: (record: AcquireRecord) => Promise<LockHandle>,
+): Promise<LockHandle> {
+  const record: AcquireRecord = { attempts: 0, ahead: 0 };
+  const { events } = engine;
+  if (!events.active && !events.tracing) return run(record);
+  const backend = call.options?.backend ?? DEFAULT_BACKEND_NAME;
+  const mode: LockMode = call.options?.mode ?? engine.defaults.mode;
+  const wait = call.options?.wait ?? engine.defaults.wait;
+  const startedAt = performance.now();
+  const report = (handle: LockHandle | undefined, error?: unknown): void => {
+    if (!events.active) return;
+    const waitMs = performance.now() - startedAt;
+    const outcome = outcomeOf(record, error, wait);
+    const base = { key: call.key, keyTemplate: call.keyTemplate, backend, waitMs };
+    if (outcome === 'failed') engine.activity.acquireFailed({ ...base, mode, error });
+    else engine.activity.acquired({ ...base, requested: mode, handle, error, record, outcome });
+  };
+  const observe = () =>
+    run(record).then(
+      (handle) => (report(handle), handle),
+      (error: unknown) => {
+        report(undefined, error);
+        throw error;
+      },
+    );
+  if (!events.tracing) return observe();
+  const info: LockSpanInfo = {
+    kind: 'acquire',
+    key: call.key,
+    keyTemplate: call.keyTemplate,
+    backend,
+    backendKind: engine.backends.get(backend)?.name ?? backend,
+    mode,
+  };
+  // A busy answer is an outcome of the span ('busy', 'timeout'), not its failure.
+  const settled = () =>
+    observe().then(
+      (handle): Settled => ({ handle }),
+      (error: unknown): Settled => {
+        if (error instanceof LockAcquireTimeoutError) return { error };
+        throw error;
+      },
+    );
+  return events
+    .wrap(info, settled, (r) => outcomeOf(record, r.error, wait))
+    .then((r) => r.handle ?? Promise.reject(r.error));
+}
+
+type Settled = { handle?: LockHandle; error?: unknown };
+
+/** Runs a locked call inside the tracers (a 'held' span, active for the work inside); plain otherwise. */
+export function runHeld<T>(
+  engine: ObservedEngine,
+  handle: LockHandle,
+  backend: string | undefined,
+  fn: () => T | Promise<T>,
+  keyTemplate?: string,
+): Promise<T> {
+  if (!engine.events.tracing) {
+    // Never on a lost lock: that throws here, synchronously, into the caller's try.
+    handle.throwIfLost();
+    try {
+      return Promise.resolve(fn());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  const name = backend ?? DEFAULT_BACKEND_NAME;
+  const info: LockSpanInfo = {
+    kind: 'held',
+    key: handle.key,
+    keyTemplate,
+    backend: name,
+    backendKind: engine.backends.get(name)?.name ?? name,
+    mode: handle.mode,
+  };
+  return engine.events.wrap(
+    info,
+    () => Promise.resolve().then(fn),
+    () => 'ok',
+  );
+}

@@ -1,0 +1,20 @@
+import { MAX_DURATION_MS } from '../../backend-kit/limits';
+import { BackendCall, backendLabel } from '../acquire/backend-call';
+import type { PipelineContext } from '../acquire/pipeline-context';
+import type { LockLease } from './lock-lease';
+
+/**
+ * The engine's release call: callBackend(...) whose failure is reported
+ * (activity.leaseReleaseFailed) before the caller sees it, in one object (the budget is the
+ * engine's operationTimeout).
+ */
+export function callRelease<T>(
+  e: Pick<PipelineContext, 'activity' | 'backends' | 'operationTimeout'>,
+  op: Promise<T>,
+  what: string,
+  lease: LockLease,
+): Promise<T> {
+  const budget = Math.min(e.operationTimeout, MAX_DURATION_MS);
+  const label = backendLabel(e.backends, lease.backendName);
+  return new BackendCall<T>(e.activity, label, what, budget, lease.key, undefined, lease).start(op);
+}

@@ -1,0 +1,169 @@
+import { hostname } from 'node:os';
+import type { GrantForm } from '../core/acquire/pipeline-context';
+import { reported } from '../core/activity/observe';
+import type { LockHandle } from '../core/lease/lock-handle';
+import type { RecipeHost } from '../core/recipe-host';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import type { LockBackend } from '../interfaces/lock-backend.interface';
+
+/** Options of a campaign. All durations in ms. */
+export interface CampaignOptions {
+  /** How long leadership survives a leader that went silent (crash, pause, partition). Default: the module's ttl. */
+  ttl?: number;
+  /** Registered backend name. Default 'default'. */
+  backend?: string;
+  /**
+   * What this candidate announces while it leads (etcd: the value `etcdctl elect -l` prints;
+   * ZooKeeper: the LeaderLatch node's data, Curator's participant id). Default `<hostname>:<pid>`.
+   */
+  proposal?: string;
+}
+
+export type LeadershipListener = (leader: boolean, term: LockHandle | undefined) => void;
+
+/** Each round of waiting is bounded so a campaign re-checks resign() and backend health. */
+const ROUND_MS = 60_000;
+/** Pause after a failed round (backend unavailable) before campaigning again. */
+const BACKOFF_MS = 1_000;
+
+/**
+ * Leader election over the lock machinery, on every backend: campaigning is waiting for the
+ * exclusive lock `election:<name>`; leading is holding it (the watchdog renews it); leadership
+ * ends when the lock is lost (expiry, session loss, forceRelease: the term's signal aborts at
+ * once) or on resign(). After a loss the instance campaigns again. Safety is the lock's: at most
+ * one instance holds it within its validity, and each term carries the lock's fencing token, so
+ * a deposed leader's late writes can be refused downstream. A leader that is paused past its ttl
+ * learns of the loss on its next read of `isLeader`/`term.signal` (checked synchronously).
+ */
+export class Leadership {
+  private current: LockHandle | undefined;
+  private resigned = false;
+  private readonly cancel = new AbortController();
+  private readonly listeners = new Set<LeadershipListener>();
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly host: RecipeHost,
+    readonly name: string,
+    private readonly options: CampaignOptions = {},
+  ) {
+    this.loop = host.runInScope(() => this.campaign());
+  }
+
+  /** true while this instance leads (its term's lock is held and valid). */
+  get isLeader(): boolean {
+    return this.current?.held ?? false;
+  }
+
+  /** The current term's handle (fencing token, signal that aborts when leadership is lost). */
+  get term(): LockHandle | undefined {
+    return this.isLeader ? this.current : undefined;
+  }
+
+  /** Calls `listener(true, term)` on every win and `listener(false)` on every loss; returns an unsubscribe. */
+  onChange(listener: LeadershipListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves with the term once this instance leads (at once if it does). */
+  whenLeader(): Promise<LockHandle> {
+    const term = this.term;
+    if (term) return Promise.resolve(term);
+    return new Promise((resolve) => {
+      const off = this.onChange((leader, t) => {
+        if (leader && t) {
+          off();
+          resolve(t);
+        }
+      });
+    });
+  }
+
+  /** Stops campaigning and gives up leadership (releases the lock). Idempotent. */
+  async resign(): Promise<void> {
+    this.resigned = true;
+    this.cancel.abort(new Error(`leadership of "${this.name}" resigned`));
+    await this.loop;
+  }
+
+  private async campaign(): Promise<void> {
+    while (!this.resigned) {
+      let term: LockHandle;
+      try {
+        term = await this.round();
+      } catch (error) {
+        if (this.resigned) break;
+        if (!(error instanceof LockAcquireTimeoutError))
+          await pause(BACKOFF_MS, this.cancel.signal);
+        continue;
+      }
+      this.current = term;
+      this.emit(true, term);
+      await untilEither(term.signal, this.cancel.signal);
+      this.current = undefined;
+      // Listeners learn of the loss at once, not after the release: on a cut connection the
+      // release can take until the backend gives the connection up.
+      this.emit(false, undefined);
+      // A failed release is already logged and emitted by the engine ('releaseFailed'); the ttl frees it.
+      await term.release().catch(reported);
+    }
+  }
+
+  /** One round of waiting for the term's lock, in the backend's election layout where it has one. */
+  private round(): Promise<LockHandle> {
+    const { ttl, backend } = this.options;
+    const options = { ttl, backend, wait: ROUND_MS, signal: this.cancel.signal };
+    const proposal = this.options.proposal ?? `${hostname()}:${process.pid}`;
+    const form = electionForm(this.host.backend(backend), proposal);
+    return this.host.acquireOne({ key: `election:${this.name}`, options, form });
+  }
+
+  private emit(leader: boolean, term: LockHandle | undefined): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(leader, term);
+      } catch (error) {
+        // A listener's failure must not stop the campaign; it is reported, not swallowed.
+        process.emitWarning(
+          `a leadership listener of "${this.name}" threw: ${String(error)}`,
+          'DistributedLockWarning',
+        );
+      }
+    }
+  }
+}
+
+/** A campaign's form of grant on `backend`: its election layout, or (none) the plain lock. */
+function electionForm(backend: LockBackend, proposal: string): GrantForm | undefined {
+  const election = backend.election;
+  if (!election) return undefined;
+  const acquire = election.acquire;
+  return {
+    tryAcquire: (request) => election.tryAcquire(request, proposal),
+    acquire: acquire && ((request) => acquire.call(election, request, proposal)),
+    holder: backend,
+    reentry: '',
+    manyHolders: false,
+  };
+}
+
+function untilEither(a: AbortSignal, b: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (a.aborted || b.aborted) return resolve();
+    const done = () => {
+      a.removeEventListener('abort', done);
+      b.removeEventListener('abort', done);
+      resolve();
+    };
+    a.addEventListener('abort', done, { once: true });
+    b.addEventListener('abort', done, { once: true });
+  });
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}

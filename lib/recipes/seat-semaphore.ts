@@ -1,0 +1,94 @@
+/**
+ * A semaphore of N over plain locks, for backends without a native one: N seats, each an
+ * ordinary exclusive lock `<key>#<i>`, so at most N hold at once by the seats' own mutual
+ * exclusion. A caller tries every seat once per round, starting at a random seat to spread load;
+ * when all are busy it sleeps until a seat is released (the backend's wake-ups for the seat keys),
+ * a backoff, or the deadline. Re-entrant: a context that already holds a seat re-enters it.
+ * Holders that disagree on N each use seats 0..N-1 of their own N, so at most the largest N among
+ * them hold at once: keep N in one place for the bound you intend.
+ */
+import type { RecipeHost } from '../core/recipe-host';
+import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import type { ReleaseListener } from '../interfaces/lock-backend.interface';
+import type { LockOptions } from '../interfaces/lock-options.interface';
+import type { LockHandle } from '../core/lease/lock-handle';
+import { CompositeLease, compositeHandle } from './composite-lease';
+
+/** The lock key of seat `i` of semaphore `key` (template values are %-encoded: no value forges '#'). */
+export function seatKey(key: string, i: number): string {
+  return `${key}#${i}`;
+}
+
+export async function acquireSeat(
+  host: RecipeHost,
+  key: string,
+  permits: number,
+  options: LockOptions,
+): Promise<LockHandle> {
+  const o = host.resolveOptions({ ...options, permits: undefined }, key);
+  const seats = Array.from({ length: permits }, (_, i) => seatKey(key, i));
+  const wrap = (seat: LockHandle) => compositeHandle(new CompositeLease([seat], o.ttl, [key]));
+  const once: LockOptions = { ...options, permits: undefined, wait: 0 };
+  // Re-entrant: this context already holds one of the seats.
+  const mine = seats.find((s) => host.current(s, o.backend));
+  if (mine) return wrap(await host.acquireOne({ key: mine, options: once }));
+  const wakeups = host.backend(o.backend).wakeups;
+  const deadline = performance.now() + o.wait;
+  let delay = 10;
+  // As the engine's own wait: a seat attempt that fails (backend unreachable) is retried while the
+  // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
+  const round = { failure: undefined as unknown };
+  for (;;) {
+    const listeners = wakeups ? seats.map((s) => wakeups.listen(host.keyPrefix + s)) : [];
+    try {
+      const seat = await tryEverySeat(host, seats, once, round);
+      if (seat) return wrap(seat);
+      const left = deadline - performance.now();
+      if (left <= 0) throw round.failure ?? new LockAcquireTimeoutError(key, o.wait);
+      options.signal?.throwIfAborted();
+      const sleep = Math.min(left, listeners.length ? 1_000 : Math.random() * delay);
+      delay = Math.min(delay * 2, 500);
+      await firstOf(listeners, sleep, options.signal);
+      options.signal?.throwIfAborted();
+    } finally {
+      for (const l of listeners) l.dispose();
+    }
+  }
+}
+
+/** One round: each seat once, from a random start; a seat's handle, or null when all are busy. */
+async function tryEverySeat(
+  host: RecipeHost,
+  seats: readonly string[],
+  once: LockOptions,
+  round: { failure: unknown },
+): Promise<LockHandle | null> {
+  const start = Math.floor(Math.random() * seats.length);
+  for (let n = 0; n < seats.length; n++) {
+    try {
+      return await host.acquireOne({ key: seats[(start + n) % seats.length], options: once });
+    } catch (error) {
+      if (error instanceof LockBackendUnavailableError) round.failure = error;
+      else if (!(error instanceof LockAcquireTimeoutError)) throw error;
+    }
+  }
+  return null;
+}
+
+/** Resolves when any listener fires, after `ms`, or when `signal` aborts. */
+function firstOf(listeners: ReleaseListener[], ms: number, signal?: AbortSignal): Promise<void> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(onAbort, Math.max(0, ms));
+  const waits = listeners.map((l) => l.wait(ms, stop.signal));
+  return Promise.race([
+    new Promise<void>((r) => stop.signal.addEventListener('abort', () => r(), { once: true })),
+    ...waits,
+  ]).finally(() => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+    stop.abort();
+  });
+}
