@@ -1,0 +1,125 @@
+import { MemoryLockBackend } from '../../backends/memory/memory.backend';
+import { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.error';
+import type {
+  BackendAcquireResult,
+  BackendAttempt,
+  BackendLock,
+} from '../../interfaces/lock-backend.interface';
+import type { LockEvent } from '../activity/lock-events';
+import { LockEngine } from '../lock-engine';
+import type { GrantForm } from './grant-form';
+
+/** A grant form over the memory backend that records what the pipeline asked of it. */
+function recordingForm(backend: MemoryLockBackend): GrantForm & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    tryAcquire: (request: BackendAttempt) => {
+      calls.push(`try ${request.key}`);
+      return backend.tryAcquire(request);
+    },
+    holder: {
+      renew: (locks: readonly BackendLock[]) => {
+        calls.push(`renew ${locks.length}`);
+        return backend.renew(locks);
+      },
+      release: (lock: BackendLock) => {
+        calls.push(`release ${lock.key}`);
+        return backend.release(lock);
+      },
+    },
+    reentry: '#form',
+    manyHolders: false,
+  };
+}
+
+describe('the acquire pipeline', () => {
+  let backend: MemoryLockBackend;
+  let engine: LockEngine;
+  beforeEach(() => {
+    backend = new MemoryLockBackend();
+    engine = new LockEngine({ backend, defaults: { ttl: 300, wait: 0 } });
+  });
+  afterEach(() => engine.close());
+
+  it('has one result shape: a handle, or a rejection with LockAcquireTimeoutError when busy', async () => {
+    const held = await engine.acquireOne({ key: 'k', options: undefined });
+    expect(held.fencingToken).toBeGreaterThan(0n);
+    const busy = engine.acquireOne({ key: 'k', options: { wait: 50 } });
+    await expect(busy).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await held.release();
+  });
+
+  it('takes, renews and releases a grant through the form it is given, never the lock contract', async () => {
+    const form = recordingForm(backend);
+    const handle = await engine.acquireOne({ key: 'f', options: { ttl: 150 }, form });
+    // The watchdog renews at ttl/3 through the form's holder.
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (form.calls.some((c) => c.startsWith('renew'))) resolve(clearInterval(timer));
+      }, 10);
+    });
+    expect(handle.held).toBe(true);
+    await handle.release();
+    expect(form.calls[0]).toBe('try lock:f');
+    expect(form.calls).toContain('release lock:f');
+  });
+
+  it('turns a grant a recipe made into a lease without an attempt, with its token and owner', async () => {
+    const owner = 'a'.repeat(32);
+    const request = {
+      key: 'lock:g',
+      owner,
+      mode: 'exclusive' as const,
+      ttl: 300,
+      signal: new AbortController().signal,
+      onLost: () => undefined,
+    };
+    const result = (await backend.tryAcquire(request)) as BackendAcquireResult & {
+      acquired: true;
+    };
+    const form = recordingForm(backend);
+    const handle = await engine.acquireOne({
+      key: 'g',
+      options: undefined,
+      form,
+      granted: { owner, result },
+    });
+    expect(form.calls).toEqual([]);
+    expect(handle.owner).toBe(owner);
+    expect(handle.fencingToken).toBe(result.fencingToken);
+    await handle.release();
+    expect(await backend.tryAcquire({ ...request, owner: 'b'.repeat(32) })).toMatchObject({
+      acquired: true,
+    });
+  });
+
+  it('re-enters a hold of the same form in one owning call; another form of the key is another grant', async () => {
+    const form = recordingForm(backend);
+    await engine.runInScope(async () => {
+      const outer = await engine.acquireOne({ key: 'r', options: undefined });
+      const inner = await engine.acquireOne({ key: 'r', options: undefined });
+      expect(inner.fencingToken).toBe(outer.fencingToken);
+      // The form's grant of the same key is not the lock: it attempts (and finds the key busy).
+      await expect(engine.acquireOne({ key: 'r', options: undefined, form })).rejects.toThrow(
+        LockAcquireTimeoutError,
+      );
+      expect(form.calls).toEqual(['try lock:r']);
+      await inner.release();
+      await outer.release();
+    });
+  });
+
+  it('reports each acquire once to its one observation hook, with the template it came from', async () => {
+    const events: LockEvent[] = [];
+    engine.events.on((e) => events.push(e), ['acquired', 'busy']);
+    const meta = { keyTemplate: 'order:<id>' };
+    const handle = await engine.acquire('order:1', undefined, meta);
+    expect(await engine.tryAcquire('order:1', undefined, meta)).toBeNull();
+    await handle.release();
+    expect(events.map((e) => [e.type, 'keyTemplate' in e ? e.keyTemplate : undefined])).toEqual([
+      ['acquired', 'order:<id>'],
+      ['busy', 'order:<id>'],
+    ]);
+  });
+});
