@@ -35,7 +35,7 @@ const SCENARIOS = [
   'semaphore',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
-const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out'];
+const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out', '--report'];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
