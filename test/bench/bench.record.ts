@@ -189,7 +189,7 @@ function scaling(r: RecordResults, charts: string[]): string[] {
       ]),
     ),
     '',
-    ...charts.map((c) => `![${c.replace(/\.svg$/, '')}](bench/${c})`),
+    charts.map((c) => `![${c.replace(/\.svg$/, '')}](bench/${c})`).join(' '),
   ];
 }
 
