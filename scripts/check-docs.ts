@@ -6,7 +6,11 @@
  *    fragment on purpose); one preceded by `<!-- snippet: pending REASON -->` is checked but its
  *    errors only warn (code that lands with another change; the check says when it compiles);
  * 2. every relative link and #anchor resolves: the file exists, and the anchor is a heading of the
- *    target Markdown file (GitHub's slugs).
+ *    target Markdown file (GitHub's slugs);
+ * 3. the docs speak to users (scripts/docs-hygiene.ts): no commit hash, "round N", issue reference
+ *    or dated run in README.md or docs/, none of the first three in lib/'s comments, and no image
+ *    under docs/ that no doc links;
+ * 4. the run of record's tables in docs/benchmarks.md are what `npm run bench -- --report` makes.
  * Exit 1 listing every problem as file:line.
  */
 import {
@@ -20,6 +24,7 @@ import {
 } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { checkImages, checkLibComments, checkMarkdown } from './docs-hygiene';
 
 const root = resolve(__dirname, '..');
 const problems: string[] = [];
@@ -211,13 +216,26 @@ function checkSnippets(snippets: Snippet[]): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-function main(): void {
+/** The record block of docs/benchmarks.md and its charts are current (generated, never typed). */
+async function checkRecord(): Promise<void> {
+  const { staleParts } = await import('../test/bench/bench.record');
+  for (const part of await staleParts())
+    problems.push(
+      `${part}: the run of record's output is stale: run \`npm run bench -- --report\``,
+    );
+}
+
+async function main(): Promise<void> {
   const files = markdownFiles();
   const scans = new Map(files.map((f) => [f, scan(f)] as const));
   const all = [...scans.values()].flatMap((s) => s.snippets);
   const checked = all.filter((s) => s.marker !== 'partial');
   checkSnippets(checked);
   const links = checkLinks(files, scans);
+  checkMarkdown(root, files, problems);
+  const libFiles = checkLibComments(root, problems);
+  const images = checkImages(root, files, problems);
+  await checkRecord();
   const partial = all.filter((s) => s.marker === 'partial');
   for (const w of warnings) console.warn(`warning: ${w}`);
   for (const p of problems) console.error(p);
@@ -225,9 +243,12 @@ function main(): void {
     `docs:check: ${files.length} Markdown files, ${checked.length} TypeScript blocks type-checked` +
       ` (${checked.filter((s) => s.marker === 'pending').length} pending), ${partial.length} skipped as partial` +
       `${partial.length ? ` (${partial.map((s) => `${s.file}:${s.line}`).join(', ')})` : ''}, ${links} relative links checked:` +
-      ` ${problems.length} problem(s)`,
+      ` ${images} images under docs/, comments of ${libFiles} lib files: ${problems.length} problem(s)`,
   );
   process.exitCode = problems.length > 0 ? 1 : 0;
 }
 
-main();
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { BenchResults } from './bench.report';
 
 /**
  * Plain SVG charts drawn from a run's JSON (no browser, no dependency): the scaling curve
  * (handoffs/s and p99 wait against workers, log axes) and the contended handoff bars. Also runs
- * standalone: `ts-node test/bench/bench.chart.ts test/bench/results/bench-full.json`.
+ * standalone: `ts-node test/bench/bench.chart.ts test/bench/results/record.json` (writes beside the JSON).
  */
 const COLORS = [
   '#1f77b4',
@@ -200,7 +200,5 @@ if (require.main === module) {
   const file = process.argv[2];
   if (!file) throw new Error('usage: bench.chart.ts <results.json>');
   const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
-  console.log(
-    writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), results.name).join('\n'),
-  );
+  console.log(writeCharts(results, dirname(file), results.name).join('\n'));
 }

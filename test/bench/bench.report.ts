@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname } from 'node:path';
 import { writeCharts } from './bench.chart';
 import type { ContendedResult } from './contended.scenario';
 import type { DecoratorResult } from './decorator.scenario';
@@ -254,7 +254,7 @@ export function scalingSection(s: ScalingResult, charts: string[], where = 'in-p
     '',
     mdTable(['contender', ...counts.map((n) => `${n} workers`)], rows),
     '',
-    ...charts.map((c) => `![${c}](../../docs/bench/${c})`),
+    ...charts.map((c) => `![${c}](${c})`),
     skippedNote(s.skipped),
   ].join('\n');
 }
@@ -270,7 +270,7 @@ if (require.main === module) {
   const file = process.argv[2];
   if (!file) throw new Error('usage: bench.report.ts <results.json>');
   const results = JSON.parse(readFileSync(file, 'utf8')) as BenchResults;
-  const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), results.name);
+  const charts = writeCharts(results, dirname(file), results.name);
   // The semaphore section, as run.ts appends it (loaded only here: it pulls in the contenders).
   const semaphore = (results as { semaphore?: unknown }).semaphore;
   const tail = semaphore

@@ -1,8 +1,7 @@
 import { fork } from 'node:child_process';
 import Redis from 'ioredis';
-import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { LockEngine, RedisLockBackend } from '../../lib';
 import { RELEASE } from '../../lib/backends/redis/redis.scripts';
-import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
 
 /**

@@ -12,15 +12,19 @@ import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphor
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
+import { reportMain } from './bench.record';
 
 /** Worker processes for the contended scenarios: 8 application instances. */
 const WORKER_PROCESSES = 8;
 
 /**
  * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore]
- * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the scenarios (ours and
- * the competitors alternating, in this one process, against the same servers), writes
- * test/bench/results/<name>.json and .md and the charts under docs/bench/. Nothing asserts a time.
+ * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the
+ * scenarios (ours and the competitors alternating, in this one process, against the same servers),
+ * writes test/bench/results/<name>.json, .md and <name>-*.svg (git ignores all but the record).
+ * `npm run bench -- --report [--check]`: no servers; regenerates the record's tables in
+ * docs/benchmarks.md and its charts in docs/bench/ from test/bench/results/record.json.
+ * Nothing asserts a time.
  */
 const SCENARIOS = [
   'uncontended',
@@ -31,10 +35,18 @@ const SCENARIOS = [
   'semaphore',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
+const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out', '--report'];
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  if (args.includes('--report')) {
+    process.exitCode = await reportMain(args);
+    return;
+  }
   const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const unknown = args.filter((a) => !KNOWN_FLAGS.some((f) => a === f || a.startsWith(`${f}=`)));
+  if (unknown.length > 0)
+    throw new Error(`unknown argument(s) ${unknown.join(' ')} (known: ${KNOWN_FLAGS.join(' ')})`);
   const quick = args.includes('--quick');
   const scenarios = (flag('scenarios')?.split(',') ?? [...SCENARIOS]) as Scenario[];
   const systems = (flag('systems')?.split(',') ?? ALL_SYSTEMS) as System[];
@@ -108,7 +120,7 @@ async function main(): Promise<void> {
   const dir = join(__dirname, 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
-  const charts = writeCharts(results, join(__dirname, '..', '..', 'docs', 'bench'), name);
+  const charts = writeCharts(results, dir, name);
   const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
   const report = renderReport(results, charts) + (semaphore ? semaphoreSection(semaphore) : '');
   writeFileSync(join(dir, `${name}.md`), report);
@@ -140,7 +152,7 @@ function packageVersions(): Record<string, string> {
 }
 
 main().then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (error) => {
     console.error(error);
     process.exit(1);

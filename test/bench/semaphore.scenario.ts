@@ -39,7 +39,7 @@ import { sleep, summarize, type Summary } from './bench.stats';
  * acquisitions/s, far too few for V8 to tier up in the 1 s warm-up of a window (ours needed ~15 s
  * to reach its steady rate; its CPU per acquisition fell from 1.9 to 0.8 ms meanwhile, theirs
  * from 1.3 to 0.7 ms). The rows are warmed alike; the report says so. Nothing asserts a time.
- * 20 s was not enough on round 10's machine: back-to-back windows of ours went from 717 to
+ * 20 s was not enough on a 2-core machine: back-to-back windows of ours went from 717 to
  * 1,540-1,610 acquisitions/s (p99 42 -> 7-8 ms, CPU 2.1 -> 0.6 ms per acquisition) over ~45 s,
  * with no deopt of ours repeated (--trace-deopt: once per worker), and the profile of a slow
  * window in baseline code (Sparkplug's LoadIC and call builtins) and TurboFan compiling: at
@@ -105,7 +105,7 @@ export interface Client {
   close(): Promise<void>;
 }
 
-/** A row's own connection and code (also used by redis-semaphore.layers.ts). */
+/** A row's own connection and code. */
 export function connect(impl: Impl, port: number): Client {
   const client = redisClient(port);
   if (impl === 'scripts-only') {
@@ -155,7 +155,7 @@ export function connect(impl: Impl, port: number): Client {
   return oursOver(client);
 }
 
-/** The classes `ours` is built from (redis-semaphore.block-ab.ts passes another copy of lib/'s). */
+/** The classes `ours` is built from (a caller may pass another copy of lib/'s). */
 export interface OurClasses {
   LockEngine: typeof LockEngine;
   RedisLockBackend: typeof RedisLockBackend;
@@ -163,7 +163,7 @@ export interface OurClasses {
 
 /**
  * The `ours` row over `client` (which it disconnects on close): a semaphore of `permits` seats,
- * or, with `permits` null, the plain lock (redis-semaphore.block-ab.ts's LOCK rows).
+ * or, with `permits` null, the plain lock.
  */
 export function oursOver(
   client: ReturnType<typeof redisClient>,

@@ -11,7 +11,7 @@ export interface TurnOutcome {
 const hex = (key: Buffer) => key.toString('hex');
 
 /**
- * Waits for our turn without a read after the predecessor's delete (issue 19): ONE watch over the
+ * Waits for our turn without a read after the predecessor's delete: ONE watch over the
  * lock's whole range `NAME/`, deletes only. etcd delivers one watcher's events complete and in
  * revision order from its start, so the waiter keeps the set of older contenders itself:
  * - the set is complete at the read it starts from (a listing of every older contender; none can

@@ -33,7 +33,7 @@ interface Row {
 }
 
 /**
- * The acquire transaction (issue 19: the longest-waiting waiter wins). READ COMMITTED: X-lock the
+ * The acquire transaction (the longest-waiting waiter wins). READ COMMITTED: X-lock the
  * key's mutex row, lock and read every row of the key, then decide:
  * - a live conflicting holder: busy. A waiting request writes (or, past half its life, refreshes) a
  *   TICKET: a row of mode 'queued' under its own owner, dated with its arrival by the server's clock.

@@ -43,7 +43,7 @@ const TICKET_MARGIN_MS = 250;
  * statements (renew: ONE statement for a whole batch). The engine runs the waits (one waiter per
  * key and process attempts); this process's releases wake its own waiters at once, other
  * processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell) and poll only where
- * they must. Across processes the longest-waiting waiter wins (issue 19): a waiting request that
+ * they must. Across processes the longest-waiting waiter wins: a waiting request that
  * finds the key busy leaves a ticket row dated by the server, and a grant goes only to the holder
  * of the oldest live ticket (or to anyone when there is none); see mysql.acquire.ts.
  *

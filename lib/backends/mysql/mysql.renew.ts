@@ -4,7 +4,7 @@ import { PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql
 
 /**
  * Batched renewal: every lock of a watchdog tick in ONE statement per chunk of up to 128, sent in
- * a fixed shape (padded) so the server prepares a bounded set of statements (issue 14.9).
+ * a fixed shape (padded) so the server prepares a bounded set of statements.
  * Returns one answer per lock, in the order given: still ours and live, renewed.
  */
 export async function renewLocks(

@@ -10,7 +10,7 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
  *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
  *                semaphores of this version need no migration).
- *                Also a waiter's TICKET (mode 'queued', issue 19): expires_at is when it lapses, fence
+ *                Also a waiter's TICKET (mode 'queued'): expires_at is when it lapses, fence
  *                holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
@@ -42,7 +42,7 @@ export interface MySqlStatements {
 export const QUEUED = 'queued';
 
 /**
- * The only batch sizes a renew statement comes in (issue 14.9): every distinct statement text is
+ * The only batch sizes a renew statement comes in: every distinct statement text is
  * one more server-side prepared statement on every pooled connection, and the server-wide table of
  * them (max_prepared_stmt_count) is shared with every other application. A batch is padded to the
  * next size, and one over the largest is sent in chunks of it: at most 4 renew and 4 alive shapes.
