@@ -6,6 +6,7 @@ import {
   SEM_RELEASE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
+import type { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { eventually } from '../support/server-process';
 import { redisProcesses } from './redis-fixture';
@@ -35,6 +36,10 @@ const attempt = (key: string, permits: number, ttl = 30_000) => ({
   signal: never,
   onLost: () => undefined,
 });
+
+/** One seat attempt on the backend's native semaphore, with the request's own N. */
+const trySeat = (b: RedisLockBackend, request: ReturnType<typeof attempt>) =>
+  b.semaphore.tryAcquire(request, request.permits);
 
 /** Counts each process's scripts by sha. */
 function countScripts(procs: { client: Redis }[]): { bySha: Map<string, number>; stop(): void } {
@@ -129,8 +134,8 @@ describe('RedisLockBackend native semaphore', () => {
   it('a seat whose holder went silent expires and goes to a waiter with a larger token', async () => {
     const a = processLike();
     const b = processLike();
-    const silent = await a.backend.tryAcquire(attempt('expire', 2, 300));
-    const other = await a.backend.tryAcquire(attempt('expire', 2, 30_000));
+    const silent = await trySeat(a.backend, attempt('expire', 2, 300));
+    const other = await trySeat(a.backend, attempt('expire', 2, 30_000));
     expect(silent.acquired && other.acquired).toBe(true);
     const started = performance.now();
     const next = await b.engine.acquire('expire', { permits: 2, wait: 10_000 });
@@ -144,14 +149,14 @@ describe('RedisLockBackend native semaphore', () => {
   it('release and renew act only for the owner', async () => {
     const { backend } = processLike();
     const mine = attempt('owner', 2);
-    expect((await backend.tryAcquire(mine)).acquired).toBe(true);
+    expect((await trySeat(backend, mine)).acquired).toBe(true);
     const stranger = { ...mine, owner: owner() };
-    await backend.release(stranger);
-    expect(await backend.renew([stranger, mine])).toEqual([false, true]);
+    await backend.semaphore.release(stranger);
+    expect(await backend.semaphore.renew([stranger, mine])).toEqual([false, true]);
     expect(await seats('owner')).toBe(1);
-    await backend.release(mine);
+    await backend.semaphore.release(mine);
     expect(await seats('owner')).toBe(0);
-    expect(await backend.renew([mine])).toEqual([false]);
+    expect(await backend.semaphore.renew([mine])).toEqual([false]);
   });
 
   it('marked seats: one ZREM releases while nobody queues; seats held when a waiter queues are marked, still renewed, and released by the script, which serves the waiter', async () => {
@@ -191,7 +196,7 @@ describe('RedisLockBackend native semaphore', () => {
     const a = processLike();
     const set = semaphoreKeys(PREFIX + 'clockless').seats;
     const first = attempt('clockless', 3, 20_000);
-    expect((await a.backend.tryAcquire(first)).acquired).toBe(true);
+    expect((await trySeat(a.backend, first)).acquired).toBe(true);
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
     const setTtl = await redis.admin.pttl(set);
     expect(setTtl).toBeGreaterThan(19_000);
@@ -204,7 +209,7 @@ describe('RedisLockBackend native semaphore', () => {
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
     // A request for 1 permit finds it busy (the full script ran): the seat now has its expiry,
     // the set's less 1 ms, and the hint is the ms until then.
-    const busy = await a.backend.tryAcquire(attempt('clockless', 1));
+    const busy = await trySeat(a.backend, attempt('clockless', 1));
     expect(busy.acquired).toBe(false);
     const retryAfter = busy.acquired ? undefined : busy.retryAfter;
     expect(retryAfter).toBeGreaterThan(19_000);
@@ -218,14 +223,14 @@ describe('RedisLockBackend native semaphore', () => {
     expect(expiry - serverMs).toBeLessThanOrEqual(setLeft + 1);
     // A second seat keeps the first one's expiry, and the set outlives both.
     const second = attempt('clockless', 3, 5_000);
-    expect((await a.backend.tryAcquire(second)).acquired).toBe(true);
+    expect((await trySeat(a.backend, second)).acquired).toBe(true);
     expect(Number(await redis.admin.zscore(set, first.owner))).toBe(expiry);
-    await a.backend.release(first);
-    await a.backend.release(second);
+    await a.backend.semaphore.release(first);
+    await a.backend.semaphore.release(second);
     expect(await seats('clockless')).toBe(0);
     // A silent holder's clockless seat goes with its set, and the key is free again.
     const silent = attempt('clockless-silent', 2, 300);
-    const silentGrant = await a.backend.tryAcquire(silent);
+    const silentGrant = await trySeat(a.backend, silent);
     expect(silentGrant.acquired).toBe(true);
     expect(await redis.admin.zscore(semaphoreKeys(silent.key).seats, silent.owner)).toBe('inf');
     await eventually(async () => (await seats('clockless-silent')) === 0);
@@ -234,10 +239,10 @@ describe('RedisLockBackend native semaphore', () => {
     await next.release();
     // Its holder's renewal gives a clockless seat its expiry (no other script needs to).
     const renewed = attempt('clockless-renew', 2, 20_000);
-    expect((await a.backend.tryAcquire(renewed)).acquired).toBe(true);
+    expect((await trySeat(a.backend, renewed)).acquired).toBe(true);
     const renewSet = semaphoreKeys(renewed.key).seats;
     expect(await redis.admin.zscore(renewSet, renewed.owner)).toBe('inf');
-    expect(await a.backend.renew([renewed])).toEqual([true]);
+    expect(await a.backend.semaphore.renew([renewed])).toEqual([true]);
     // The set's ms left, read before the server's clock: the set outlives the renewed seat.
     const renewSetLeft = await redis.admin.pttl(renewSet);
     const [rs, rus] = await redis.admin.time();
@@ -246,14 +251,14 @@ describe('RedisLockBackend native semaphore', () => {
     expect(renewedLeft).toBeGreaterThan(19_000);
     expect(renewedLeft).toBeLessThanOrEqual(20_000);
     expect(renewSetLeft).toBeGreaterThanOrEqual(renewedLeft);
-    await a.backend.release(renewed);
+    await a.backend.semaphore.release(renewed);
   });
 
   it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {
     const { backend } = processLike();
-    expect((await backend.tryAcquire(attempt('hint', 2, 20_000))).acquired).toBe(true);
-    expect((await backend.tryAcquire(attempt('hint', 2, 8_000))).acquired).toBe(true);
-    const busy = await backend.tryAcquire(attempt('hint', 2));
+    expect((await trySeat(backend, attempt('hint', 2, 20_000))).acquired).toBe(true);
+    expect((await trySeat(backend, attempt('hint', 2, 8_000))).acquired).toBe(true);
+    const busy = await trySeat(backend, attempt('hint', 2));
     expect(busy.acquired).toBe(false);
     const retryAfter = busy.acquired ? undefined : busy.retryAfter;
     expect(retryAfter).toBeGreaterThan(7_000);
@@ -262,12 +267,12 @@ describe('RedisLockBackend native semaphore', () => {
 
   it("Curator's rule: a request counts the holders against its own N", async () => {
     const { backend } = processLike();
-    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
-    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
-    expect((await backend.tryAcquire(attempt('rule', 2))).acquired).toBe(false);
-    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(true);
-    expect((await backend.tryAcquire(attempt('rule', 3))).acquired).toBe(false);
-    expect((await backend.tryAcquire(attempt('rule', 4))).acquired).toBe(true);
+    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await trySeat(backend, attempt('rule', 2))).acquired).toBe(false);
+    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(false);
+    expect((await trySeat(backend, attempt('rule', 4))).acquired).toBe(true);
   });
 
   it('inspect shows seats and waiters; forceRelease frees every seat and their holders learn', async () => {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * Published types never import an optional peer (issue 12): a user without etcd3 or
+ * Published types never import an optional peer: a user without etcd3 or
  * node-zookeeper-client installed compiles with `skipLibCheck: false`. The `.d.ts` files are
  * emitted from these sources, so no source (not even `import type`) may name a driver module.
  */

@@ -19,7 +19,7 @@ class GatedBackend extends MemoryLockBackend {
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('AcquireRunner: the local line', () => {
-  // Regression (7f6b403): "try once before joining the line when nobody of this process is queued"
+  // Regression: "try once before joining the line when nobody of this process is queued"
   // let a second arrival attempt while the first's attempt was still in flight; answered out of
   // order, the later arrival got the lock first.
   it('an arrival while the head of an empty line is still attempting queues behind it, whatever order the answers come in', async () => {
