@@ -1,5 +1,13 @@
-import { keyShape, type LockEvent, type LockSpanInfo } from '../core/activity/lock-events';
+import { keyShape, type LockTracer } from '../core/activity/lock-events';
 import type { LockEngine } from '../core/lock-engine';
+import {
+  createLockInstruments,
+  observeLockGauges,
+  recordLockEvents,
+  type Attributes,
+  type KeyAttributeOf,
+  type OtelMeter,
+} from './lock-metrics';
 
 /** The slice of @opentelemetry/api this module uses (structural: the package stays an optional peer). */
 export interface OtelApiLike {
@@ -26,27 +34,6 @@ interface OtelSpan {
 interface OtelTracer {
   startSpan(name: string, options?: { attributes?: Attributes }): OtelSpan;
 }
-type Attributes = Record<string, string | number | boolean>;
-interface OtelInstrument {
-  record?(value: number, attributes?: Attributes): void;
-  add?(value: number, attributes?: Attributes): void;
-}
-interface OtelObservable {
-  addCallback(
-    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
-  ): void;
-  removeCallback(
-    cb: (result: { observe(value: number, attributes?: Attributes): void }) => void,
-  ): void;
-}
-interface OtelMeter {
-  createHistogram(name: string, options?: { unit?: string; description?: string }): OtelInstrument;
-  createCounter(name: string, options?: { unit?: string; description?: string }): OtelInstrument;
-  createObservableGauge(
-    name: string,
-    options?: { unit?: string; description?: string },
-  ): OtelObservable;
-}
 
 export interface LockTelemetryOptions {
   /**
@@ -57,16 +44,7 @@ export interface LockTelemetryOptions {
   keyAttribute?: 'template' | 'key' | ((key: string, template: string | undefined) => string);
 }
 
-/** Instrument names, as exported (Prometheus shows dots as underscores, plus a unit suffix). */
-export const LOCK_METRICS = {
-  waitDuration: 'lock.wait.duration',
-  holdDuration: 'lock.hold.duration',
-  acquisitions: 'lock.acquisitions',
-  losses: 'lock.losses',
-  renewFailures: 'lock.renew.failures',
-  held: 'lock.held',
-  waiters: 'lock.waiters',
-} as const;
+export { LOCK_METRICS } from './lock-metrics';
 
 export const LOCK_SPANS = { acquire: 'lock.acquire', held: 'lock.held' } as const;
 
@@ -97,44 +75,34 @@ export function instrumentEngine(
   const keyOf = keyAttribute(options.keyAttribute ?? 'template');
   const tracer = api.trace.getTracer(SCOPE);
   const meter = api.metrics.getMeter(SCOPE);
-  const wait = meter.createHistogram(LOCK_METRICS.waitDuration, {
-    unit: 'ms',
-    description: 'Time from an acquire call to its grant or give-up',
-  });
-  const hold = meter.createHistogram(LOCK_METRICS.holdDuration, {
-    unit: 'ms',
-    description: 'Time a lock was held, until released or lost',
-  });
-  const acquisitions = meter.createCounter(LOCK_METRICS.acquisitions, {
-    description: 'Acquire calls by outcome (acquired, reentered, busy, timeout, error, skipped)',
-  });
-  const losses = meter.createCounter(LOCK_METRICS.losses, {
-    description: 'Held locks lost (expired, deleted, force-released, session ended)',
-  });
-  const renewFailures = meter.createCounter(LOCK_METRICS.renewFailures, {
-    description: 'Locks whose renewal call failed (backend slow or unreachable)',
-  });
-  const held = meter.createObservableGauge(LOCK_METRICS.held, {
-    description: 'Locks held by this process',
-  });
-  const waiters = meter.createObservableGauge(LOCK_METRICS.waiters, {
-    description: 'Acquire calls in flight in this process',
-  });
+  const instruments = createLockInstruments(meter);
+  const stopObserving = observeLockGauges(engine, instruments);
+  const stopTracing = engine.events.trace(spanTracer(api, tracer, keyOf), tracerLive(api));
 
-  const observeHeld = (result: { observe(value: number, attributes?: Attributes): void }) => {
-    const counts = new Map<string, number>([...engine.backends.keys()].map((n) => [n, 0]));
-    for (const lock of engine.operator.heldLocks())
-      counts.set(lock.backend, (counts.get(lock.backend) ?? 0) + 1);
-    for (const [backend, n] of counts) result.observe(n, { 'lock.backend': backend });
-  };
-  const observeWaiters = (result: { observe(value: number, attributes?: Attributes): void }) => {
-    for (const backend of engine.backends.keys())
-      result.observe(engine.activity.waiting(backend), { 'lock.backend': backend });
-  };
-  held.addCallback(observeHeld);
-  waiters.addCallback(observeWaiters);
+  // Metrics: the API has no proxy for meters, so instruments made from the no-op meter stay no-ops
+  // even if an SDK registers later. With the no-op meter, listening would only build events (and
+  // make every acquire and release emit them) for instruments that drop them.
+  if (meter === api.createNoopMeter?.()) {
+    return () => {
+      stopTracing();
+      stopObserving();
+    };
+  }
+  const stopListening = recordLockEvents(engine, instruments, keyOf);
 
-  const stopTracing = engine.events.trace((info: LockSpanInfo, fn, outcome) => {
+  return () => {
+    stopTracing();
+    stopListening();
+    stopObserving();
+  };
+}
+
+/**
+ * The engine's tracer: a span per acquire or locked call, made the active context of the work
+ * inside, ended with its outcome (and, on a throw, the error).
+ */
+function spanTracer(api: OtelApiLike, tracer: OtelTracer, keyOf: KeyAttributeOf): LockTracer {
+  return (info, fn, outcome) => {
     const attributes: Attributes = {
       'lock.key': keyOf(info.key, info.keyTemplate),
       'lock.backend': info.backend,
@@ -175,86 +143,6 @@ export function instrumentEngine(
         },
       ),
     );
-  }, tracerLive(api));
-
-  // Metrics: the API has no proxy for meters, so instruments made from the no-op meter stay no-ops
-  // even if an SDK registers later. With the no-op meter, listening would only build events (and
-  // make every acquire and release emit them) for instruments that drop them.
-  if (meter === api.createNoopMeter?.()) {
-    return () => {
-      stopTracing();
-      held.removeCallback(observeHeld);
-      waiters.removeCallback(observeWaiters);
-    };
-  }
-  const stopListening = engine.events.on((e: LockEvent) => {
-    switch (e.type) {
-      case 'acquired': {
-        const attrs = {
-          'lock.key': keyOf(e.key, e.keyTemplate),
-          'lock.backend': e.backend,
-          'lock.mode': e.mode,
-          'lock.outcome': e.reentrant ? 'reentered' : 'acquired',
-        };
-        acquisitions.add?.(1, attrs);
-        if (!e.reentrant) wait.record?.(e.waitMs, attrs);
-        break;
-      }
-      case 'busy': {
-        const attrs = {
-          'lock.key': keyOf(e.key, e.keyTemplate),
-          'lock.backend': e.backend,
-          'lock.mode': e.mode,
-          'lock.outcome': e.timedOut ? 'timeout' : 'busy',
-        };
-        acquisitions.add?.(1, attrs);
-        wait.record?.(e.waitMs, attrs);
-        break;
-      }
-      case 'acquireFailed': {
-        const attrs = {
-          'lock.key': keyOf(e.key, e.keyTemplate),
-          'lock.backend': e.backend,
-          'lock.mode': e.mode,
-          'lock.outcome': 'error',
-        };
-        acquisitions.add?.(1, attrs);
-        wait.record?.(e.waitMs, attrs);
-        break;
-      }
-      case 'skipped':
-        acquisitions.add?.(1, {
-          'lock.key': keyOf(e.key, e.keyTemplate),
-          'lock.backend': e.backend,
-          'lock.outcome': 'skipped',
-        });
-        break;
-      case 'released':
-      case 'lost': {
-        const attrs = {
-          'lock.key': keyOf(e.key, e.keyTemplate),
-          'lock.backend': e.backend,
-          'lock.mode': e.mode,
-          'lock.end': e.type,
-        };
-        hold.record?.(e.heldMs, attrs);
-        if (e.type === 'lost')
-          losses.add?.(1, { 'lock.key': attrs['lock.key'], 'lock.backend': e.backend });
-        break;
-      }
-      case 'renewFailed':
-        renewFailures.add?.(e.keys.length, { 'lock.backend': e.backend });
-        break;
-      default:
-        break;
-    }
-  });
-
-  return () => {
-    stopTracing();
-    stopListening();
-    held.removeCallback(observeHeld);
-    waiters.removeCallback(observeWaiters);
   };
 }
 
@@ -277,9 +165,7 @@ function tracerLive(api: OtelApiLike): () => boolean {
   return () => provider.getDelegate!() !== noop;
 }
 
-function keyAttribute(
-  option: NonNullable<LockTelemetryOptions['keyAttribute']>,
-): (key: string, template: string | undefined) => string {
+function keyAttribute(option: NonNullable<LockTelemetryOptions['keyAttribute']>): KeyAttributeOf {
   if (option === 'key') return (key) => key;
   if (typeof option === 'function') return option;
   // Shapes are few (that is their point): cache them, so an event costs a map lookup, not a regex.

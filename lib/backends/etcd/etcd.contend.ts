@@ -1,9 +1,16 @@
 import { sleepFor } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { EtcdClientLike } from './etcd.client';
 import type { Incarnation } from './etcd.incarnation';
-import { createContender, findBlocker, type Contender } from './etcd.ops';
+import {
+  createContender,
+  findBlocker,
+  type Blocker,
+  type Contender,
+  type Position,
+} from './etcd.ops';
 import type { EtcdSession } from './etcd.session';
-import { waitForTurn } from './etcd.turn';
+import { waitForTurn, type TurnOutcome } from './etcd.turn';
 import { waitForDelete } from './etcd.watch';
 
 /** What the queue loop needs of its LockSlot. */
@@ -56,27 +63,7 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
       if (!pos.blocker) return hooks.grant(inc);
       hooks.settleGivingUp(inc);
       if (inc.waiters.size === 0) return;
-      // Few older contenders: one watch over the lock's range proves our turn from its events
-      // (no re-read after the predecessor's delete); else watch the predecessor and re-read.
-      const watched = pos.older
-        ? await waitForTurn(
-            client,
-            c,
-            pos.rev,
-            pos.older,
-            pos.revision,
-            wake.signal,
-            hooks.recheckInterval,
-            hooks.callTimeout,
-          )
-        : await waitForDelete(
-            client,
-            pos.blocker,
-            pos.revision,
-            wake.signal,
-            hooks.recheckInterval,
-            hooks.callTimeout,
-          );
+      const watched = await watchTurn(client, c, pos, pos.blocker, wake.signal, hooks);
       if (watched.outcome === 'granted') {
         // Proven at the revision of the last older contender's delete: our key lived, none older.
         if (inc.state !== 'waiting' || !session.alive) continue;
@@ -100,4 +87,36 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
       backoff = Math.min(backoff * 2, 1_000);
     }
   }
+}
+
+/** Waits for our turn behind `blocker` (the older contender `pos` names); never rejects. */
+function watchTurn(
+  client: EtcdClientLike,
+  c: Contender,
+  pos: Position,
+  blocker: Blocker,
+  signal: AbortSignal,
+  hooks: ContendHooks,
+): Promise<TurnOutcome> {
+  // Few older contenders: one watch over the lock's range proves our turn from its events
+  // (no re-read after the predecessor's delete); else watch the predecessor and re-read.
+  return pos.older
+    ? waitForTurn(
+        client,
+        c,
+        pos.rev,
+        pos.older,
+        pos.revision,
+        signal,
+        hooks.recheckInterval,
+        hooks.callTimeout,
+      )
+    : waitForDelete(
+        client,
+        blocker,
+        pos.revision,
+        signal,
+        hooks.recheckInterval,
+        hooks.callTimeout,
+      );
 }

@@ -48,6 +48,15 @@ export function checkEtcdOptions(options: unknown): CheckedEtcdOptions {
     KNOWN,
     'an object { client } or { clientFactory } (+ sessionTtl?, prefix?, callTimeout?)',
   );
+  checkClientChoice(o);
+  const sessionTtl = checkSessionTtl(o.sessionTtl);
+  const callTimeout = checkCallTimeout(o.callTimeout);
+  const prefix = checkPrefix(o.prefix);
+  return { client: o.client, clientFactory: o.clientFactory, sessionTtl, prefix, callTimeout };
+}
+
+/** Exactly one of `client` and `clientFactory`, and a factory must be a function. */
+function checkClientChoice(o: EtcdLockBackendOptions): void {
   if ((o.client === undefined) === (o.clientFactory === undefined)) {
     throw new InvalidLockOptionsError(
       o.client === undefined ? 'client' : 'clientFactory',
@@ -62,7 +71,11 @@ export function checkEtcdOptions(options: unknown): CheckedEtcdOptions {
       'a function returning an etcd3 Etcd3 client (or a Promise of one)',
     );
   }
-  const ttl = o.sessionTtl === undefined ? DEFAULT_ETCD_SESSION_TTL_MS : o.sessionTtl;
+}
+
+/** `sessionTtl` (default applied): whole seconds in ms, at least 2000. */
+function checkSessionTtl(value: EtcdLockBackendOptions['sessionTtl']): number {
+  const ttl = value === undefined ? DEFAULT_ETCD_SESSION_TTL_MS : value;
   if (
     typeof ttl !== 'number' ||
     !Number.isInteger(ttl) ||
@@ -76,9 +89,14 @@ export function checkEtcdOptions(options: unknown): CheckedEtcdOptions {
       'whole seconds in ms, at least 2000 (etcd leases are whole seconds; etcd raises shorter ones to its 2 s minimum)',
     );
   }
+  return ttl;
+}
+
+/** `callTimeout` (default applied): an integer number of ms up to MAX_CALL_TIMEOUT_MS. */
+function checkCallTimeout(value: EtcdLockBackendOptions['callTimeout']): number {
   const callTimeout = checkDuration(
     'callTimeout',
-    o.callTimeout === undefined ? DEFAULT_ETCD_CALL_TIMEOUT_MS : o.callTimeout,
+    value === undefined ? DEFAULT_ETCD_CALL_TIMEOUT_MS : value,
     1,
   );
   if (callTimeout > MAX_CALL_TIMEOUT_MS) {
@@ -88,7 +106,12 @@ export function checkEtcdOptions(options: unknown): CheckedEtcdOptions {
       `an integer number of ms from 1 to ${MAX_CALL_TIMEOUT_MS}`,
     );
   }
-  const prefix = o.prefix === undefined ? '' : o.prefix;
+  return callTimeout;
+}
+
+/** `prefix` (default ''): a short string without control characters. */
+function checkPrefix(value: EtcdLockBackendOptions['prefix']): string {
+  const prefix = value === undefined ? '' : value;
   if (
     typeof prefix !== 'string' ||
     prefix.length > MAX_PREFIX_LENGTH ||
@@ -100,5 +123,5 @@ export function checkEtcdOptions(options: unknown): CheckedEtcdOptions {
       `a string of at most ${MAX_PREFIX_LENGTH} characters without control characters`,
     );
   }
-  return { client: o.client, clientFactory: o.clientFactory, sessionTtl: ttl, prefix, callTimeout };
+  return prefix;
 }

@@ -8,7 +8,13 @@ import type {
 } from '../../interfaces/lock-backend.interface';
 import { deleteUntilGone } from './etcd.cleanup';
 import { etcdSemaphorePrefix } from './etcd.keys';
-import { createSeat, markSeat, seatPosition, waitForSeatChange } from './etcd.seats';
+import {
+  createSeat,
+  markSeat,
+  seatPosition,
+  waitForSeatChange,
+  type SeatPosition,
+} from './etcd.seats';
 import type { EtcdSession } from './etcd.session';
 
 export interface SemaphoreContext {
@@ -84,11 +90,7 @@ export class EtcdSemaphores {
           rev = undefined;
         }
         unsubscribe = s.onLost(stop);
-        const deadline = Date.now() + this.ctx.callTimeout;
-        const pos =
-          rev === undefined
-            ? await createSeat(s.client, semPrefix, key as Buffer, s.id, permits, deadline)
-            : await seatPosition(s.client, semPrefix, key as Buffer, rev, permits, deadline);
+        const pos = await this.readSeat(s, semPrefix, key as Buffer, rev, permits);
         answered = true;
         failure = undefined;
         backoff = 20;
@@ -97,13 +99,7 @@ export class EtcdSemaphores {
         if (pos.granted) return this.grant(request, s, key as Buffer, pos.rev, permits, waited);
         if (tryOnce || request.signal.aborted || !pos.watch) continue;
         waited = true;
-        const watched = await waitForSeatChange(
-          s.client,
-          pos.watch,
-          pos.revision,
-          wake.signal,
-          this.ctx.recheckInterval,
-        );
+        const watched = await this.watchSeat(s, pos.watch, pos.revision, wake.signal);
         if (watched.failure !== undefined) {
           failure = watched.failure;
           await sleepFor(Math.random() * backoff, wake.signal);
@@ -120,20 +116,7 @@ export class EtcdSemaphores {
         request.signal.removeEventListener('abort', stop);
       }
     }
-    // Giving up: our seat (if a create may have reached etcd) must not stay behind, or it would
-    // hold a seat or a place in line until our lease ends. The key is ours alone (lease + owner).
-    if (session && key && session.alive) {
-      const deletion = deleteUntilGone(session, key, undefined, this.ctx.callTimeout, () => {
-        // each failure is retried by deleteUntilGone; the first one is reported below
-      });
-      try {
-        await deletion.first;
-      } catch (error) {
-        failure ??= error;
-      }
-    }
-    if (failure !== undefined) throw this.unavailable(request.key, 'etcd did not answer', failure);
-    return { acquired: false };
+    return this.giveUp(request, session, key, failure);
   }
 
   /** Renewal found the seat gone, or an operator freed it: its holder has lost it. */
@@ -159,6 +142,53 @@ export class EtcdSemaphores {
     await deletion.first.catch((error: unknown) => {
       throw this.unavailable(lock.key, 'deleting the semaphore seat failed', error);
     });
+  }
+
+  /** One txn: creates our seat (no `rev` yet) or re-reads the position of the one we created. */
+  private readSeat(
+    s: EtcdSession,
+    semPrefix: Buffer,
+    key: Buffer,
+    rev: bigint | undefined,
+    permits: number,
+  ): Promise<SeatPosition> {
+    const deadline = Date.now() + this.ctx.callTimeout;
+    return rev === undefined
+      ? createSeat(s.client, semPrefix, key, s.id, permits, deadline)
+      : seatPosition(s.client, semPrefix, key, rev, permits, deadline);
+  }
+
+  /** Waits until our place may have changed (or the recheck interval passes); never rejects. */
+  private watchSeat(
+    s: EtcdSession,
+    watch: NonNullable<SeatPosition['watch']>,
+    readRevision: string,
+    signal: AbortSignal,
+  ): ReturnType<typeof waitForSeatChange> {
+    return waitForSeatChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
+  }
+
+  /** Ends a wait that was not granted: removes our seat, then answers busy or the last failure. */
+  private async giveUp(
+    request: BackendAttempt,
+    session: EtcdSession | undefined,
+    key: Buffer | undefined,
+    failure: unknown,
+  ): Promise<BackendAcquireResult> {
+    // Giving up: our seat (if a create may have reached etcd) must not stay behind, or it would
+    // hold a seat or a place in line until our lease ends. The key is ours alone (lease + owner).
+    if (session && key && session.alive) {
+      const deletion = deleteUntilGone(session, key, undefined, this.ctx.callTimeout, () => {
+        // each failure is retried by deleteUntilGone; the first one is reported below
+      });
+      try {
+        await deletion.first;
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) throw this.unavailable(request.key, 'etcd did not answer', failure);
+    return { acquired: false };
   }
 
   private grant(

@@ -125,25 +125,21 @@ async function waitLoop(
       if (!pending) {
         if (request.signal.aborted) break;
         if (waiter.handed) {
-          const token = waiter.handed;
-          waiter.handed = '';
-          const result = await handedOver(steps, request, token, sentAt);
+          const result = await handedOver(steps, request, waiter.take(), sentAt);
           if (result) return result;
           phase = 'recheck';
         }
       }
       let sleep: number;
       try {
-        let answer: unknown;
-        if (pending) {
-          const p = pending;
-          pending = undefined;
-          answer = await p;
-        } else {
+        if (!pending) {
           sentAt = performance.now();
-          answer = await steps.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt)));
+          pending = steps.attempt(request, phase, Math.max(1, Math.ceil(deadline - sentAt)));
         }
-        const reply = steps.reply(answer);
+        // Cleared before the await: a failed attempt must not be awaited again.
+        const p = pending;
+        pending = undefined;
+        const reply = steps.reply(await p);
         failure = undefined;
         backoff = 10;
         if (reply[0] === 1) return await steps.granted(request, reply[1], sentAt);
@@ -156,10 +152,7 @@ async function waitLoop(
           continue;
         }
         phase = 'recheck';
-        sleep = Math.min(
-          RECHECK_MS,
-          last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1,
-        );
+        sleep = recheckAfter(last);
       } catch (error) {
         failure = error;
         if (phase === 'wait') phase = 'recheck';
@@ -173,9 +166,25 @@ async function waitLoop(
   } finally {
     steps.handoffs.forget(request.owner, waiter);
   }
+  return giveUp(steps, request, deadline, failure, last);
+}
+
+/** A wait that ends ungranted: leaves the queue, then answers busy or throws its last failure. */
+async function giveUp(
+  steps: QueuedWaitSteps,
+  request: BackendAcquireRequest,
+  deadline: number,
+  failure: unknown,
+  last: { acquired: false; retryAfter?: number } | undefined,
+): Promise<BackendAcquireResult> {
   await leave(steps, request, deadline);
   if (failure !== undefined) throw asUnavailable(failure, steps.name, request.key);
   return last ?? { acquired: false };
+}
+
+/** When a busy waiter re-checks: just after the holder's ttl, and at least every RECHECK_MS. */
+function recheckAfter(last: { retryAfter?: number }): number {
+  return Math.min(RECHECK_MS, last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1);
 }
 
 /** A wait's handoff state: the token handed to it, and how to wake its sleep. */
@@ -186,6 +195,13 @@ class Waiter implements HandoffWaiter {
   deliver(token: string): void {
     if (token) this.handed = token;
     this.wake?.();
+  }
+
+  /** The token handed to us, cleared (a handoff is taken once). */
+  take(): string {
+    const token = this.handed;
+    this.handed = '';
+    return token;
   }
 }
 

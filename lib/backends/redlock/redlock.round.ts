@@ -29,28 +29,9 @@ export async function attemptRound(
   round: Round,
 ): Promise<BackendAcquireResult> {
   if (m.duplicate) throw m.duplicate;
-  const k = lockKeys(request.key);
-  // An attempt of a wait registers this process where its subscription is live, so the next
-  // release there wakes it (and only one process). The score orders processes the same way on
-  // every master, so they tend to wake the same one.
-  const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
-  const score = Date.now();
-  const args = (i: number) => [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    request.owner,
-    request.ttl,
-    request.mode,
-    o.fenceRetention,
-    wait > 0 && m.subscriptions?.live(i) ? processChannel : '',
-    score,
-    wait + 1_000,
-  ];
+  const args = acquireArgs(o, processChannel, m, request);
   const n = m.clients.length;
   const q = m.quorum;
-  const granted = (r: unknown) => Array.isArray(r) && r[0] === 1;
   const startedAt = performance.now();
   // After the validity budget a grant is useless. When the caller gives up (deadline or cancel),
   // the round still runs ROUND_TAIL_MS, so a cancelled waiter usually learns the truth (busy or
@@ -85,13 +66,7 @@ export async function attemptRound(
   // Redlock's validity, ttl - elapsed - drift, is counted from now.
   const validity = Math.floor(request.ttl - elapsed - drift(o, request.ttl));
   if (c.yes >= q && validity > 0) {
-    let fencingToken = 0n;
-    for (const o of outcomes) {
-      if (o?.ok && granted(o.value)) {
-        const token = BigInt((o.value as [number, string | number])[1]);
-        if (token > fencingToken) fencingToken = token;
-      }
-    }
+    const fencingToken = highestToken(outcomes);
     // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl - elapsed - drift).
     return {
       acquired: true,
@@ -112,6 +87,51 @@ export async function attemptRound(
   }
   if (c.answered < q) throw unavailable(name, m, 'acquire', c, request.key, timeout);
   return { acquired: false, retryAfter: retryAfter(o, m, outcomes, c.yes) };
+}
+
+/** Whether one master's answer to ACQUIRE is a grant (`[1, token]`). */
+function granted(r: unknown): boolean {
+  return Array.isArray(r) && r[0] === 1;
+}
+
+/** The ACQUIRE script's arguments for master `i` (its KEYS first). */
+function acquireArgs(
+  o: ResolvedRedlockOptions,
+  processChannel: string,
+  m: Masters,
+  request: BackendAttempt,
+): (i: number) => (string | number)[] {
+  const k = lockKeys(request.key);
+  // An attempt of a wait registers this process where its subscription is live, so the next
+  // release there wakes it (and only one process). The score orders processes the same way on
+  // every master, so they tend to wake the same one.
+  const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
+  const score = Date.now();
+  return (i: number) => [
+    k.writer,
+    k.readers,
+    k.fence,
+    k.queue,
+    request.owner,
+    request.ttl,
+    request.mode,
+    o.fenceRetention,
+    wait > 0 && m.subscriptions?.live(i) ? processChannel : '',
+    score,
+    wait + 1_000,
+  ];
+}
+
+/** The fencing token of a granted round: the highest token among the masters that granted. */
+function highestToken(outcomes: readonly Outcome<unknown>[]): bigint {
+  let fencingToken = 0n;
+  for (const o of outcomes) {
+    if (o?.ok && granted(o.value)) {
+      const token = BigInt((o.value as [number, string | number])[1]);
+      if (token > fencingToken) fencingToken = token;
+    }
+  }
+  return fencingToken;
 }
 
 /** Owner-checked release on every master at once; resolves with how many answered. */
