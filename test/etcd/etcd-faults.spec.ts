@@ -7,7 +7,7 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { EtcdCluster } from '../support/etcd-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { HolderProcess } from './etcd-holder';
 
 /**

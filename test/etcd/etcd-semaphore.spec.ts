@@ -5,7 +5,7 @@ import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { etcdSemaphorePrefix } from '../../lib/backends/etcd/etcd.keys';
 import type { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lock-handle';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { etcdFixture } from './etcd-fixture';
 
 /**

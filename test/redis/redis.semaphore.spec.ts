@@ -7,7 +7,7 @@ import {
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { redisProcesses } from './redis-fixture';
 
 /**

@@ -7,7 +7,7 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import type { BackendLock, LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * Cases both SQL backends must pass beyond the shared conformance suite: real holder processes

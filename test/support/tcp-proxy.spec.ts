@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { eventually } from './server-process';
+import { eventually } from './eventually';
 import { TcpProxy } from './tcp-proxy';
 
 /**

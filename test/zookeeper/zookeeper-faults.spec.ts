@@ -4,7 +4,7 @@ import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import {
   connectedZkClient,
   FaultProxy,

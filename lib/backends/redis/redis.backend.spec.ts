@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { LockEngine } from '../../core/lock-engine';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { RedisServer } from '../../../test/support/redis-server';
-import { eventually } from '../../../test/support/server-process';
+import { eventually } from '../../../test/support/eventually';
 import { RedisLockBackend } from './redis.backend';
 import { ACQUIRE, lockKeys, RELEASE, RELEASE_UNQUEUED } from './redis.scripts';
 
