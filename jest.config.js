@@ -1,22 +1,29 @@
 /**
- * Two test tiers, as Jest projects over the same specs:
- * - `unit` (`npm run test:unit`): every spec that starts no server. It runs in seconds on any
- *   machine: the engine, option checking, key templates, the memory conformance suite, the module,
- *   the sample app e2e, the torture checker...
+ * Three test tiers, as Jest projects over the same specs:
+ * - `unit` (`npm run test:unit`): pure logic, in seconds: the lib specs and every test spec that
+ *   reaches no server, no child process, no browser, no socket and no conformance suite (the
+ *   engine, option checking, key templates, the module without HTTP, the torture checker...).
+ * - `component` (`npm run test:component`): specs that need no server program but run real
+ *   machinery: the conformance suite over the memory and example backends, the sample app e2e and
+ *   every Nest app driven over HTTP (supertest), the live view in Chromium, the toy server, the
+ *   holder-process harness and the TCP proxy.
  * - `integration` (`npm run test:integration`): every spec that starts a server (Redis, etcd,
  *   ZooKeeper, MariaDB, PostgreSQL) through a harness of test/support/, directly or through a
  *   helper.
- * `npm test` runs both. The split is computed, not listed: a spec is `integration` when it imports,
- * directly or through other files under test/ (static or lazy `import()`), one of SERVER_HARNESSES;
- * so a new spec lands in the right tier without editing this file. The check over-approximates (a
- * spec that imports a harness module but starts nothing is `integration`): list such specs in
- * UNIT_ALTHOUGH_IMPORTED.
+ * `npm test` runs all three. The split is computed, not listed: the specs' relative imports are
+ * followed through test/ and sample-app/ (static, `require` or lazy `import()`; `import type` loads
+ * nothing and is not followed); a spec is `integration` when it reaches one of SERVER_HARNESSES,
+ * else `component` when it reaches one of COMPONENT_FILES or imports one of COMPONENT_MODULES, else
+ * `unit`. So a new spec lands in the right tier without editing this file. The check
+ * over-approximates (a spec that imports a harness module only to read a table from it, or a
+ * class whose socket it never opens): list such specs in UNIT_ALTHOUGH_IMPORTED.
  */
 const { readFileSync, readdirSync, existsSync, statSync } = require('node:fs');
 const { dirname, join, relative, resolve } = require('node:path');
 
 const root = __dirname;
-const SERVER_HARNESSES = new Set(
+const inRepo = (files) => new Set(files.map((file) => join(root, file)));
+const SERVER_HARNESSES = inRepo(
   [
     'redis-server',
     'redis-sentinel',
@@ -24,13 +31,22 @@ const SERVER_HARNESSES = new Set(
     'zookeeper-server',
     'mariadb-server',
     'postgres-server',
-  ].map((name) => join(root, 'test/support', `${name}.ts`)),
+  ].map((name) => `test/support/${name}.ts`),
 );
-const testDir = join(root, 'test');
-/** Specs that reach a harness module only to read a table from it (they start nothing). */
-const UNIT_ALTHOUGH_IMPORTED = new Set(
-  ['test/torture/torture-options.spec.ts'].map((file) => join(root, file)), // backend names
+/** Local files that make a spec `component`: the conformance suite. */
+const COMPONENT_FILES = inRepo(['test/conformance/lock-conformance.ts']);
+/** Packages whose import makes a spec `component`: processes, sockets, HTTP, a browser. */
+const COMPONENT_MODULES = new Set(
+  ['child_process', 'net', 'http', 'https', 'http2', 'dgram', 'worker_threads', 'cluster']
+    .flatMap((name) => [name, `node:${name}`])
+    .concat(['supertest', 'playwright-core', 'ws']),
 );
+/** Specs that import a harness or a socket module but start nothing (reason beside each). */
+const UNIT_ALTHOUGH_IMPORTED = inRepo([
+  'test/torture/torture-options.spec.ts', // reads the backend names of torture.backends
+  'test/torture/history.checker.spec.ts', // drives FencedStore in-process; never listens
+]);
+const followed = [join(root, 'test'), join(root, 'sample-app')].map((dir) => dir + '/');
 
 const walk = (dir) =>
   readdirSync(dir).flatMap((name) => {
@@ -47,51 +63,58 @@ function resolveImport(from, spec) {
   );
 }
 
-const IMPORTS = /(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)['"](\.[^'"]*)['"]/g;
+const TYPE_ONLY = /^\s*(?:import|export)\s+type\s[^;]*?from\s*['"][^'"]*['"]/gm;
+const IMPORTS =
+  /(?:from\s+|import\s*\(\s*|require\s*\(\s*|jest\.mock\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm;
 const importsOf = new Map();
-/** The files under test/ that `file` imports (relative imports only). */
-function localImports(file) {
+/** What `file` loads: `local` files under test/ or sample-app/, and bare `modules`. */
+function importsOfFile(file) {
   if (!importsOf.has(file)) {
-    const src = readFileSync(file, 'utf8');
-    const targets = [...src.matchAll(IMPORTS)].map(([, spec]) => resolveImport(file, spec));
-    importsOf.set(
-      file,
-      targets.filter((t) => t !== undefined && t.startsWith(testDir + '/')),
-    );
+    const src = readFileSync(file, 'utf8').replace(TYPE_ONLY, '');
+    const specs = [...src.matchAll(IMPORTS)].map(([, spec]) => spec);
+    const local = specs
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => resolveImport(file, spec))
+      .filter((t) => t !== undefined && followed.some((dir) => t.startsWith(dir)));
+    importsOf.set(file, { local, modules: specs.filter((spec) => !spec.startsWith('.')) });
   }
   return importsOf.get(file);
 }
 
-/** True when `file` reaches a server harness through relative imports (lib/ never does). */
-function reachesServer(file, seen = new Set()) {
-  if (SERVER_HARNESSES.has(file)) return true;
+/** True when `file` reaches, through relative imports, a file that satisfies `hit`. */
+function reaches(file, hit, seen = new Set()) {
+  if (hit(file)) return true;
   if (seen.has(file)) return false;
   seen.add(file);
-  return localImports(file).some((target) => reachesServer(target, seen));
+  return importsOfFile(file).local.some((target) => reaches(target, hit, seen));
 }
+const startsServer = (file) => SERVER_HARNESSES.has(file);
+const runsMachinery = (file) =>
+  COMPONENT_FILES.has(file) || importsOfFile(file).modules.some((m) => COMPONENT_MODULES.has(m));
 
 const specs = ['lib', 'test']
   .flatMap((dir) => walk(join(root, dir)))
   .filter((f) => f.endsWith('.spec.ts'));
-const asMatch = (files) => files.map((f) => `<rootDir>/${relative(root, f)}`);
-const integration = specs.filter((f) => !UNIT_ALTHOUGH_IMPORTED.has(f) && reachesServer(f));
-const unit = specs.filter((f) => !integration.includes(f));
+const tierOf = (spec) => {
+  if (UNIT_ALTHOUGH_IMPORTED.has(spec)) return 'unit';
+  if (reaches(spec, startsServer)) return 'integration';
+  return reaches(spec, runsMachinery) ? 'component' : 'unit';
+};
+const tiers = { unit: [], component: [], integration: [] };
+for (const spec of specs) tiers[tierOf(spec)].push(`<rootDir>/${relative(root, spec)}`);
 
-const project = (displayName, files) => ({
+const project = (displayName) => ({
   displayName,
   testEnvironment: 'node',
   rootDir: root,
   roots: ['<rootDir>/lib', '<rootDir>/test'],
-  testMatch: asMatch(files),
+  testMatch: tiers[displayName],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   moduleFileExtensions: ['ts', 'js', 'json'],
 });
 
 module.exports = {
-  projects: [project('unit', unit), project('integration', integration)],
+  projects: [project('unit'), project('component'), project('integration')],
   testTimeout: 60000,
-  // Servers started by a spec are stopped in its afterAll; this catches a leaked handle instead of
-  // hanging CI.
-  forceExit: true,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };

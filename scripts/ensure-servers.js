@@ -5,7 +5,8 @@
  * a JDK (javac) for the Curator interop program, python3-kazoo for the kazoo interop tests, and chromium for the live view's browser test.
  * Missing ones are installed with apt-get when we are
  * root on Debian/Ubuntu; otherwise it fails naming the packages to install. Never starts or touches
- * the machine's own services.
+ * the machine's own services. `node scripts/ensure-servers.js component` checks only what the
+ * component tier needs (chromium); without an argument, everything.
  */
 'use strict';
 const { execFileSync, spawnSync } = require('node:child_process');
@@ -71,6 +72,7 @@ const needs = [
     what: 'chromium (the live view is tested in a real headless browser)',
     ok: () => existsSync('/usr/bin/chromium'),
     pkg: ['chromium'],
+    tier: 'component',
   },
   {
     what: 'setpriv + ps (the PostgreSQL harness runs postgres as its own user)',
@@ -79,7 +81,8 @@ const needs = [
   },
 ];
 
-const missing = needs.filter((n) => !n.ok());
+const tier = process.argv[2];
+const missing = needs.filter((n) => (tier === undefined || n.tier === tier) && !n.ok());
 if (missing.length === 0) process.exit(0);
 const pkgs = [...new Set(missing.flatMap((n) => n.pkg))];
 console.log(
@@ -99,7 +102,7 @@ execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...pk
   stdio: 'inherit',
   env,
 });
-const still = needs.filter((n) => !n.ok());
+const still = missing.filter((n) => !n.ok());
 if (still.length) {
   console.error(
     `ensure-servers: still missing after apt-get: ${still.map((n) => n.what).join(', ')}`,

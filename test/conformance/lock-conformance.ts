@@ -6,7 +6,7 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { CrashableBackend, untilAborted, MutexProbe } from './conformance-tools';
 import { describeMultiKeyCases } from './multi-key-cases';
 import { describeSemaphoreCases } from './semaphore-cases';

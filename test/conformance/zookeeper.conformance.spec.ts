@@ -4,18 +4,18 @@ import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import {
   connectedZkClient,
-  FaultProxy,
   newZkClient,
   ZooKeeperEnsemble,
   ZooKeeperServer,
 } from '../support/zookeeper-server';
+import { TcpProxy } from '../support/tcp-proxy';
 import { describeLockConformance, type ConformanceFixture } from './lock-conformance';
 
 /** Session timeout of every backend's client: a silent holder's locks vanish after this long. */
 const SESSION_MS = 1_500;
 
 /**
- * Every backend talks to the servers through its own FaultProxy, so `crash` can make exactly that
+ * Every backend talks to the servers through its own TcpProxy, so `crash` can make exactly that
  * process go silent (its bytes stop flowing; the server expires its session) without touching the
  * others. Backends get a clientFactory, so they open a new session after an expiry or an outage.
  */
@@ -24,7 +24,7 @@ function fixture(
   outage: ConformanceFixture['outage'],
 ): () => Promise<ConformanceFixture> {
   return async () => {
-    const proxies = new Map<LockBackend, FaultProxy>();
+    const proxies = new Map<LockBackend, TcpProxy>();
     const admin: ZooKeeperClientLike = await connectedZkClient(
       ports()
         .map((p) => `127.0.0.1:${p}`)
@@ -37,7 +37,7 @@ function fixture(
     return {
       ttl: SESSION_MS,
       createBackend: async () => {
-        const proxy = await FaultProxy.start(ports());
+        const proxy = await TcpProxy.start(ports().map((port) => ({ port })));
         const backend = new ZooKeeperLockBackend({
           clientFactory: () => newZkClient(proxy.connectionString, SESSION_MS),
           sessionTimeout: SESSION_MS,
@@ -49,7 +49,7 @@ function fixture(
         const dir = lockDirectory('/locks', fullKey);
         for (const child of await list(dir)) await remove(`${dir}/${child}`);
       },
-      crash: async (backend) => proxies.get(backend)?.freeze(),
+      crash: async (backend) => proxies.get(backend)?.blackhole(),
       outage,
       closeAll: async () => {
         admin.close();

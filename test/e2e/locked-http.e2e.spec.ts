@@ -14,7 +14,7 @@ import {
   type LockBackend,
 } from '../../lib';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { RedisServer } from '../support/redis-server';
 import { Ledger, OrdersController, PaymentService, ROUTE_TAG } from './orders.fixture';
 

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockService } from '../../lib';
 import { DemoModule } from '../../sample-app/home/demo.module';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /** `npm run demo` greets a visitor: `/` lists the demo's routes and how to see a 409, and the 409 recipe works. */
 describe('sample app home page', () => {

@@ -5,7 +5,7 @@ import request from 'supertest';
 import { LockService } from '../../lib';
 import { AppModule } from '../../sample-app/app.module';
 import { ReportJob } from '../../sample-app/jobs/report.job';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /** The sample app, booted as `npm run demo` boots it (memory backend), driven over HTTP. */
 describe('sample app', () => {

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { EtcdLockBackend, encodeEtcdLockName } from '../../lib/backends/etcd';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
-import { eventually, freePort } from '../support/server-process';
+import { eventually } from '../support/eventually';
+import { freePort } from '../support/server-process';
 import { etcdFixture } from './etcd-fixture';
 
 /**

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { EtcdCluster } from '../support/etcd-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { etcdFixture } from './etcd-fixture';
 
 /**

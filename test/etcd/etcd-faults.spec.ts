@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { LockEngine } from '../../lib/core/lock-engine';
@@ -7,8 +8,17 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { EtcdCluster } from '../support/etcd-server';
-import { eventually } from '../support/server-process';
-import { HolderProcess } from './etcd-holder';
+import { eventually } from '../support/eventually';
+import { HolderProcess } from '../support/holder-harness';
+
+/** A holder in its own process (holder.process.ts): its session's TTL and its lock ttl, in ms. */
+const startHolder = (hosts: string[], key: string, sessionTtl: number, ttl: number) =>
+  HolderProcess.start(join(__dirname, 'holder.process.ts'), [
+    hosts.join(','),
+    key,
+    String(sessionTtl),
+    String(ttl),
+  ]);
 
 /**
  * Faults against a real 3-member etcd cluster: the leader dies under a held lock and queued
@@ -107,7 +117,7 @@ describe('etcd backend: faults (3-member cluster)', () => {
 
   it('a SIGKILLed holder process: its lock frees once its session lease expires', async () => {
     const k = key('sigkill');
-    const holder = HolderProcess.start(cluster.hosts(), k, 2_000, 2_000);
+    const holder = startHolder(cluster.hosts(), k, 2_000, 2_000);
     holders.push(holder);
     const acquired = await holder.next('acquired');
     const { engine: e } = engine(2_000);
@@ -125,11 +135,11 @@ describe('etcd backend: faults (3-member cluster)', () => {
   it('a holder SIGSTOPped past its lease: another owner gets a larger token; on SIGCONT its signal aborts before any renewal goes out', async () => {
     const k = key('sigstop');
     // Lock ttl 3 s: the watchdog renews every second, so renewals are due when the process resumes.
-    const holder = HolderProcess.start(cluster.hosts(), k, 2_000, 3_000);
+    const holder = startHolder(cluster.hosts(), k, 2_000, 3_000);
     holders.push(holder);
     const acquired = await holder.next('acquired');
     await holder.next('renew-result');
-    holder.signal('SIGSTOP');
+    holder.stop();
     const stoppedAt = Date.now();
     const { engine: e } = engine(2_000);
     const next = await e.acquire(k, { wait: 20_000 });
@@ -139,7 +149,7 @@ describe('etcd backend: faults (3-member cluster)', () => {
     expect(next.fencingToken > BigInt(acquired.token as string)).toBe(true);
 
     const seen = holder.messages.length;
-    holder.signal('SIGCONT');
+    holder.cont();
     const lost = await holder.next('lost', seen);
     expect(String(lost.reason)).toMatch(/session/);
     const after = holder.messages.slice(seen);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import type { LockInspection } from '../../lib/interfaces/lock-backend.interface';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { etcdFixture } from './etcd-fixture';
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { etcdFixture } from './etcd-fixture';
 
 /**

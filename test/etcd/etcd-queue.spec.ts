@@ -3,7 +3,7 @@ import { EtcdLockBackend } from '../../lib/backends/etcd';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { etcdFixture } from './etcd-fixture';
 
 /**

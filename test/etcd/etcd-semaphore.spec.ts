@@ -1,11 +1,11 @@
-import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { etcdSemaphorePrefix } from '../../lib/backends/etcd/etcd.keys';
 import type { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
+import { HolderProcess, type HolderMessage } from '../support/holder-harness';
 import { etcdFixture } from './etcd-fixture';
 
 /**
@@ -138,37 +138,29 @@ describe('etcd backend: native semaphores', () => {
     const atN: number[] = [];
     const tokens = new Set<string>();
     const workers = Array.from({ length: 4 }, () =>
-      fork(
-        join(__dirname, 'semaphore.process.ts'),
-        [etcd.cluster.hosts().join(','), n, String(PERMITS), String(ROUNDS)],
-        { execArgv: ['-r', 'ts-node/register/transpile-only'], cwd: join(__dirname, '..', '..') },
-      ),
+      HolderProcess.start(join(__dirname, 'semaphore.process.ts'), [
+        etcd.cluster.hosts().join(','),
+        n,
+        String(PERMITS),
+        String(ROUNDS),
+      ]),
     );
-    const done = workers.map(
-      (w) =>
-        new Promise<void>((resolve, reject) => {
-          w.on(
-            'message',
-            (m: { type: string; token?: string; error?: string; worker?: number }) => {
-              if (m.type === 'enter') {
-                entries++;
-                tokens.add(m.token as string);
-                most = Math.max(most, ++inside);
-                if (inside === PERMITS) atN.push(entries);
-              } else if (m.type === 'exit') {
-                inside--;
-                w.send({ type: 'ack', worker: m.worker });
-              } else if (m.type === 'done') resolve();
-              else if (m.type === 'error') reject(new Error(m.error));
-            },
-          );
-          w.once('exit', (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
-        }),
-    );
+    for (const w of workers)
+      w.child.on('message', (m: HolderMessage) => {
+        if (m.type === 'enter') {
+          entries++;
+          tokens.add(m.token as string);
+          most = Math.max(most, ++inside);
+          if (inside === PERMITS) atN.push(entries);
+        } else if (m.type === 'exit') {
+          inside--;
+          w.send({ type: 'ack', worker: m.worker });
+        }
+      });
     try {
-      await Promise.all(done);
+      await Promise.all(workers.map((w) => w.next('done', 0, 200_000)));
     } finally {
-      for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+      await Promise.all(workers.map((w) => w.kill()));
     }
     expect(entries).toBe(4 * 2 * ROUNDS);
     expect(tokens.size).toBe(entries); // a new seat, a new create revision, for every grant

@@ -4,7 +4,7 @@ import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { EtcdCluster } from '../support/etcd-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * The waiter's turn proven from one watch over the lock's range (issue 19, etcd.turn.ts): a waiter

@@ -1,6 +1,6 @@
 /**
- * A separate holder process for the etcd fault tests (run with ts-node by etcd-holder.ts): it
- * acquires one lock through the real backend and reports over IPC, in order, what happens to it:
+ * A separate holder process for the etcd fault tests (started with test/support/holder-harness.ts):
+ * it acquires one lock through the real backend and reports, in order, what happens to it:
  * `acquired` (token, lease), each watchdog renewal (`renew`: whether the handle's signal had already
  * aborted when the backend had decided, i.e. before any request could go out; `renew-result`) and
  * `lost`. Arguments: hosts (comma-separated), key, sessionTtl ms, lock ttl ms.
@@ -10,11 +10,11 @@ import { EtcdLockBackend } from '../../lib/backends/etcd';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import type { BackendLock, LockBackend } from '../../lib/interfaces/lock-backend.interface';
+import { runHolder } from '../support/holder-harness';
 
 const [hosts, key, sessionTtl, ttl] = process.argv.slice(2);
-const send = (message: Record<string, unknown>) => process.send?.(message);
 
-async function main(): Promise<void> {
+runHolder(async ({ send }) => {
   const client = new Etcd3({ hosts: hosts.split(',') });
   const inner = new EtcdLockBackend({ client, sessionTtl: Number(sessionTtl) });
   // eslint-disable-next-line prefer-const -- read by the renew wrapper before it is assigned
@@ -51,10 +51,4 @@ async function main(): Promise<void> {
     send({ type: 'lost', reason: (h.signal.reason as Error).message }),
   );
   send({ type: 'acquired', token: h.fencingToken.toString(), lease: inner.sessionLeaseId });
-}
-
-setInterval(() => undefined, 1 << 30);
-main().catch((error) => {
-  send({ type: 'error', error: String(error) });
-  process.exit(1);
 });

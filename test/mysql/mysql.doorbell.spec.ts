@@ -2,7 +2,7 @@ import { createPool, type Pool } from 'mysql2/promise';
 import { MySqlLockBackend, type MySqlPoolLike } from '../../lib/backends/mysql';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { MariaDbServer } from '../support/mariadb-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import type { LoggedStatement } from '../sql/sql-backend.cases';
 
 /** Counts what a backend sends, over a real mysql2 pool. */

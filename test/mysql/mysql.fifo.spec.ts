@@ -1,4 +1,4 @@
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { mysqlWaiters } from './mysql-waiters.fixture';
 
 /**

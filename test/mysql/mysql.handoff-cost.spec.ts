@@ -1,5 +1,5 @@
 import type { Pool } from 'mysql2/promise';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { mysqlWaiters } from './mysql-waiters.fixture';
 
 /**

@@ -3,7 +3,7 @@ import { PostgresLockBackend } from '../../lib/backends/postgres';
 import { keyDigest } from '../../lib/backends/sql/key-digest';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { PostgresServer } from '../support/postgres-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * Issue 14.10: a release's NOTIFY carried the full key in clear, so any role that may LISTEN on the

@@ -5,7 +5,7 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { RedisServer } from '../support/redis-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * RedisLockBackend (standalone) under process faults: a SIGSTOPped server (the holder cannot renew)

@@ -4,7 +4,7 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { RedisServer } from '../support/redis-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /** inspect(key) and forceRelease(key) on a real redis-server (LockInspection contract). */
 let server: RedisServer;

@@ -10,7 +10,7 @@ import {
 import { SEM_SEAT_FREE, semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * The uncontended path and the fence's footprint, read from a real redis-server: which commands an

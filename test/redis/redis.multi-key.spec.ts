@@ -5,7 +5,7 @@ import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { RedisClusterServers, RedisServer } from '../support/redis-server';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * Multi-key locks on Redis (a key array): every key in ONE script when the keys share a server

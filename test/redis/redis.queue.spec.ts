@@ -1,5 +1,5 @@
 import { ACQUIRE, lockKeys, RELEASE } from '../../lib/backends/redis/redis.scripts';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { redisProcesses } from './redis-fixture';
 
 /**

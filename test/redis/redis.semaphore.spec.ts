@@ -8,7 +8,7 @@ import {
 } from '../../lib/backends/redis/redis.semaphore-scripts';
 import type { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { redisProcesses } from './redis-fixture';
 
 /**

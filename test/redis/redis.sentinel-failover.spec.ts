@@ -8,7 +8,7 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
 import { RedisSentinelGroup, SENTINEL_MASTER_NAME } from '../support/redis-sentinel';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * RedisLockBackend over ioredis Sentinel-managed clients, on a private primary + replica + 3

@@ -4,7 +4,7 @@ import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.e
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { MutexProbe, untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { RedlockMasters } from './redlock.servers';
 
 /**

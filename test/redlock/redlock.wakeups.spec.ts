@@ -1,7 +1,7 @@
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { RedlockMasters } from './redlock.servers';
 
 /**

@@ -1,5 +1,5 @@
 import { LockEngine, MemoryLockBackend, type Leadership } from '../../lib';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /** Leadership over the lock machinery (in-process engines sharing one memory backend). */
 describe('leader election (memory)', () => {

@@ -8,7 +8,7 @@ import {
   LockService,
   MemoryLockBackend,
 } from '../../lib';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * @LockedJob stacked with @Cron / @Interval / @Timeout in either order: the scheduler registers

@@ -1,7 +1,7 @@
 import { MemoryLockBackend } from '../../lib/backends/memory/memory.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { BackendAttempt } from '../../lib/interfaces/lock-backend.interface';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 
 /**
  * Issue 14.4: a release woke every waiter of the key: 100 / 200 / 400 waiters cost 5k / 20k / 81k

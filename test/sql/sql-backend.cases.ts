@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { LockEngine } from '../../lib/core/lock-engine';
@@ -7,7 +6,8 @@ import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unava
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import type { BackendLock, LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
+import { HolderProcess } from '../support/holder-harness';
 
 /**
  * Cases both SQL backends must pass beyond the shared conformance suite: real holder processes
@@ -66,14 +66,14 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
   describe(`${name}: SQL backend`, () => {
     let f: SqlFixture;
     let engines: LockEngine[] = [];
-    const children = new Set<ChildProcess>();
+    const holders = new Set<HolderProcess>();
 
     beforeAll(async () => {
       f = await setup();
     });
     afterEach(async () => {
-      for (const child of children) child.kill('SIGKILL');
-      children.clear();
+      await Promise.all([...holders].map((h) => h.kill()));
+      holders.clear();
       await Promise.all(engines.map((e) => e.close()));
       engines = [];
     });
@@ -104,49 +104,27 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
     async function holderProcess(
       k: string,
       ttl: number,
-    ): Promise<{ child: ChildProcess; fence: bigint }> {
-      const script = join(__dirname, 'sql-holder.process.ts');
-      const child = spawn(
-        process.execPath,
-        [
-          '-r',
-          'ts-node/register/transpile-only',
-          script,
-          f.kind,
-          JSON.stringify(f.connection),
-          k,
-          String(ttl),
-        ],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      children.add(child);
-      let err = '';
-      child.stderr!.on('data', (d) => (err += d));
-      const line = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (d) => {
-          out += d;
-          if (out.includes('\n')) resolve(out.split('\n')[0]);
-        });
-        child.once('exit', (code) =>
-          reject(new Error(`holder exited (${code}) before holding: ${err}`)),
-        );
-      });
-      return { child, fence: BigInt((JSON.parse(line) as { fence: string }).fence) };
+    ): Promise<{ holder: HolderProcess; fence: bigint }> {
+      const holder = HolderProcess.start(join(__dirname, 'sql-holder.process.ts'), [
+        f.kind,
+        JSON.stringify(f.connection),
+        k,
+        String(ttl),
+      ]);
+      holders.add(holder);
+      const held = await holder.next('held');
+      return { holder, fence: BigInt(held.fence as string) };
     }
 
     it('a SIGKILLed holder process: its lock frees after its ttl, is taken over, and the next fence is larger', async () => {
       const { engine: e } = engine();
       const k = key('killed');
       const ttl = 1_000;
-      const { child, fence } = await holderProcess(k, ttl);
+      const { holder, fence } = await holderProcess(k, ttl);
       // Alive, the child's watchdog keeps the lock past several ttls.
       await new Promise((r) => setTimeout(r, ttl * 2)); // time itself is under test
       expect(await e.tryAcquire(k)).toBeNull();
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
+      await holder.kill();
       const next = await e.acquire(k, { wait: 10_000 });
       expect(next.fencingToken > fence).toBe(true);
       expect(await f.holderRows(k)).toBe(1); // the dead holder's row was taken over, not left behind

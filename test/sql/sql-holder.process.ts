@@ -1,16 +1,17 @@
 /**
- * A separate holder process for the SQL fault tests: takes one lock and keeps it (the watchdog
- * renews it) until it is SIGKILLed. Usage: node -r ts-node/register/transpile-only
- * sql-holder.process.ts <mysql|postgres> <connection JSON> <key> <ttl ms>. Prints one JSON line
- * {"fence":"<token>"} once it holds the lock.
+ * A separate holder process for the SQL fault tests (started with test/support/holder-harness.ts):
+ * takes one lock and keeps it (the watchdog renews it) until it is SIGKILLed. Arguments:
+ * mysql|postgres, the connection options as JSON, key, ttl ms. Reports `held` (fence) once it
+ * holds the lock.
  */
 import { createPool } from 'mysql2/promise';
 import { Pool } from 'pg';
 import { MySqlLockBackend } from '../../lib/backends/mysql';
 import { PostgresLockBackend } from '../../lib/backends/postgres';
 import { LockEngine } from '../../lib/core/lock-engine';
+import { runHolder } from '../support/holder-harness';
 
-async function main(): Promise<void> {
+runHolder(async ({ send }) => {
   const [kind, connection, key, ttl] = process.argv.slice(2);
   const options = JSON.parse(connection) as Record<string, unknown>;
   let backend;
@@ -23,11 +24,5 @@ async function main(): Promise<void> {
   }
   const engine = new LockEngine({ backend, keyPrefix: '' });
   const handle = await engine.acquire(key, { ttl: Number(ttl), wait: 10_000 });
-  process.stdout.write(`${JSON.stringify({ fence: handle.fencingToken.toString() })}\n`);
-  setInterval(() => undefined, 1_000); // stay alive, holding the lock, until killed
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`${String((error as Error)?.stack ?? error)}\n`);
-  process.exit(1);
+  send({ type: 'held', fence: handle.fencingToken.toString() });
 });

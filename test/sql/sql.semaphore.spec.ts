@@ -1,4 +1,3 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
@@ -9,6 +8,7 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
+import { HolderProcess, type HolderMessage } from '../support/holder-harness';
 
 /**
  * Native SQL semaphores (holder rows with mode 'semaphore') beyond the conformance cases: four OS
@@ -75,7 +75,7 @@ const kinds: [string, () => Promise<Setup>][] = [
 describe.each(kinds)('%s: native semaphores', (kind, setup) => {
   let s: Setup;
   let engines: LockEngine[] = [];
-  const children = new Set<ChildProcess>();
+  const children = new Set<HolderProcess>();
   const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
   const engine = (table?: string) => {
     const e = new LockEngine({
@@ -91,7 +91,7 @@ describe.each(kinds)('%s: native semaphores', (kind, setup) => {
     s = await setup();
   }, 120_000);
   afterEach(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    await Promise.all([...children].map((child) => child.kill()));
     children.clear();
     await Promise.all(engines.map((e) => e.close()));
     engines = [];
@@ -104,27 +104,28 @@ describe.each(kinds)('%s: native semaphores', (kind, setup) => {
     let most = 0;
     let grants = 0;
     const tokens = new Set<string>();
-    const run = () =>
-      new Promise<void>((resolve, reject) => {
-        const child = fork(
-          join(__dirname, 'sql-semaphore.process.ts'),
-          [kind, JSON.stringify(s.connection), k, '3', '3', '5', '15'],
-          { execArgv: ['-r', 'ts-node/register/transpile-only'], stdio: 'inherit' },
-        );
-        children.add(child);
-        child.on('message', (m: { type: string; id: number; token?: string }) => {
-          if (m.type === 'enter') {
-            most = Math.max(most, ++inside);
-            grants++;
-            tokens.add(m.token!);
-          } else if (m.type === 'exit') inside--;
-          else if (m.type === 'done') return resolve();
-          child.send({ type: 'ack', id: m.id });
-        });
-        child.once('exit', (code) =>
-          code === 0 ? resolve() : reject(new Error(`contender exited with ${code}`)),
-        );
+    const run = async () => {
+      const child = HolderProcess.start(join(__dirname, 'sql-semaphore.process.ts'), [
+        kind,
+        JSON.stringify(s.connection),
+        k,
+        '3',
+        '3',
+        '5',
+        '15',
+      ]);
+      children.add(child);
+      child.child.on('message', (m: HolderMessage) => {
+        if (m.type === 'enter') {
+          most = Math.max(most, ++inside);
+          grants++;
+          tokens.add(m.token as string);
+        } else if (m.type === 'exit') inside--;
+        else return;
+        child.send({ type: 'ack', id: m.id });
       });
+      await child.next('done', 0, 110_000);
+    };
     await Promise.all([run(), run(), run(), run()]);
     expect(grants).toBe(4 * 3 * 5);
     expect(tokens.size).toBe(grants); // every grant its own fencing token

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { eventually, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { eventually } from './eventually';
+import { freePorts, removeDir, ServerProcess, tempDir } from './server-process';
 
 const run = promisify(execFile);
 

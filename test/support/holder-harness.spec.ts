@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HolderProcess } from './holder-harness';
-import { eventually } from './server-process';
+import { eventually } from './eventually';
 
 const SCRIPT = join(__dirname, 'fixtures', 'echo-holder.process.ts');
 

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { eventually } from './eventually';
+import { freePorts, removeDir, ServerProcess, tempDir } from './server-process';
 import { TcpProxy } from './tcp-proxy';
 
 /**

@@ -65,27 +65,6 @@ export async function waitForPort(
   }
 }
 
-/** Polls `check` until it returns truthy (or throws the last error after timeoutMs). */
-export async function eventually<T>(
-  check: () => T | Promise<T>,
-  timeoutMs = 10_000,
-  intervalMs = 20,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-      last = new Error('condition still false');
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > until) throw last;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 export interface ServerProcessOptions {
   /** Label for logs and errors. */
   name: string;

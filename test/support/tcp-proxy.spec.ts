@@ -1,9 +1,9 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { eventually } from './server-process';
+import { eventually } from './eventually';
 import { TcpProxy } from './tcp-proxy';
 
 /**
- * The faults the ZooKeeper suites use (through FaultProxy) on the one shared proxy: round-robin
+ * The faults the ZooKeeper suites use on the one shared proxy: round-robin
  * over several servers, holding only replies, drop-and-refuse. The nemesis's faults (blackhole,
  * delay, resetAll) are covered by test/torture/tcp-proxy.spec.ts.
  */

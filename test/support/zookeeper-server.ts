@@ -3,7 +3,6 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { freePort, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
-import { TcpProxy } from './tcp-proxy';
 
 /**
  * Private ZooKeeper servers from Debian's `zookeeper` package (jars under /usr/share/java), run
@@ -181,50 +180,6 @@ export class ZooKeeperEnsemble {
   async destroy(): Promise<void> {
     await Promise.all(this.servers.map((s) => s.kill()));
     removeDir(this.dir);
-  }
-}
-
-/**
- * ZooKeeper's names for the shared fault proxy (test/support/tcp-proxy.ts), one per client, round-robin
- * over the servers: `freeze()` holds every byte both ways (sockets stay open: the process behind
- * looks hung, like SIGSTOP, and its session expires on the server), `drop()` cuts every connection
- * and refuses new ones (the client sees a disconnection), `freezeReplies()` holds only the answers,
- * `restore()` undoes all of them. Bytes are held, never discarded, so a thawed stream stays valid.
- * New code can use TcpProxy directly: blackhole(), drop(), blackhole('replies'), heal().
- */
-export class FaultProxy {
-  private constructor(private readonly proxy: TcpProxy) {}
-
-  static async start(upstreams: number[]): Promise<FaultProxy> {
-    return new FaultProxy(await TcpProxy.start(upstreams.map((port) => ({ port }))));
-  }
-
-  get port(): number {
-    return this.proxy.port;
-  }
-
-  get connectionString(): string {
-    return this.proxy.connectionString;
-  }
-
-  freeze(): void {
-    this.proxy.blackhole();
-  }
-
-  freezeReplies(): void {
-    this.proxy.blackhole('replies');
-  }
-
-  drop(): void {
-    this.proxy.drop();
-  }
-
-  restore(): void {
-    this.proxy.heal();
-  }
-
-  close(): Promise<void> {
-    return this.proxy.close();
   }
 }
 

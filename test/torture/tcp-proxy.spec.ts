@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { TcpProxy } from '../support/tcp-proxy';
 
 /** The nemesis's network faults, checked against a real echo server on loopback. */

@@ -1,4 +1,4 @@
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { compileCuratorTool, CuratorTool } from './curator-tool';
 import { zooKeeperFixture } from './zookeeper-fixture';
 

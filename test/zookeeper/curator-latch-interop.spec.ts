@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { compileCuratorLatchTool, CuratorLatchTool } from './curator-latch-tool';
 import { zooKeeperFixture } from './zookeeper-fixture';
 

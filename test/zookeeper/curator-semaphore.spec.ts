@@ -3,7 +3,7 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { compileCuratorSemaphoreTool, CuratorSemaphoreTool } from './curator-semaphore-tool';
 import { zooKeeperFixture } from './zookeeper-fixture';
 

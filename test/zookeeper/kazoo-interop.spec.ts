@@ -1,5 +1,5 @@
 import type { NodeNames } from '../../lib/backends/zookeeper/zookeeper.nodes';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { zooKeeperFixture } from './zookeeper-fixture';
 import { KazooTool } from './kazoo-tool';
 

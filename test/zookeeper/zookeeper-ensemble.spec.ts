@@ -1,6 +1,6 @@
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { newZkClient, ZooKeeperEnsemble } from '../support/zookeeper-server';
 
 /**

@@ -1,17 +1,14 @@
+import { join } from 'node:path';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
 import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
 import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
-import {
-  connectedZkClient,
-  FaultProxy,
-  newZkClient,
-  ZooKeeperServer,
-} from '../support/zookeeper-server';
-import { HolderProcess } from './holder-process';
+import { eventually } from '../support/eventually';
+import { connectedZkClient, newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { TcpProxy } from '../support/tcp-proxy';
+import { HolderProcess } from '../support/holder-harness';
 
 /**
  * Faults against a real standalone ZooKeeper: holders killed or stopped in their own process, a
@@ -25,7 +22,7 @@ let server: ZooKeeperServer;
 let admin: ZooKeeperClientLike;
 const engines: LockEngine[] = [];
 const holders: HolderProcess[] = [];
-const proxies: FaultProxy[] = [];
+const proxies: TcpProxy[] = [];
 let n = 0;
 
 function engine(
@@ -65,12 +62,13 @@ afterAll(async () => {
 /** A fresh key held by a holder process (session SHORT_SESSION_MS), and an engine of ours to take it over. */
 async function heldByAnotherProcess(name: string) {
   const { key } = fresh(name);
-  const { holder, token } = await HolderProcess.start(
+  const holder = HolderProcess.start(join(__dirname, 'holder.process.ts'), [
     server.connectionString,
     key,
-    SHORT_SESSION_MS,
-  );
+    String(SHORT_SESSION_MS),
+  ]);
   holders.push(holder);
+  const token = BigInt((await holder.next('held', 0, 60_000)).token as string);
   const ours = engine(server.connectionString, SHORT_SESSION_MS).engine;
   return { key, holder, token, ours };
 }
@@ -90,19 +88,19 @@ it('SIGKILL of the holder process: the lock frees after the session timeout, wit
 
 it('SIGSTOP of the holder: its session expires, the next owner gets a larger token, and after SIGCONT the holder learns it lost the lock', async () => {
   const { key, holder, token, ours } = await heldByAnotherProcess('sigstop');
-  holder.signal('SIGSTOP');
+  holder.stop();
   const h = await ours.acquire(key, { wait: 20_000 });
   expect(h.fencingToken > token).toBe(true);
-  holder.signal('SIGCONT');
+  holder.cont();
   // It hears either the deletion of its node (queued before the server closed the connection) or the expiry itself.
-  expect(await holder.line(/^lost /)).toMatch(/session expired|node was deleted/);
+  expect(String((await holder.next('lost')).reason)).toMatch(/session expired|node was deleted/);
   expect(h.held).toBe(true);
   await h.release();
   await holder.kill();
 });
 
 it('a connection cut longer than the session timeout: in doubt first, then the signal aborts; a fresh session serves later acquires', async () => {
-  const proxy = await FaultProxy.start([server.port]);
+  const proxy = await TcpProxy.start({ port: server.port });
   proxies.push(proxy);
   const { engine: cut, backend } = engine(proxy.connectionString, SHORT_SESSION_MS, 60_000);
   const other = engine(server.connectionString, SHORT_SESSION_MS).engine;
@@ -117,7 +115,7 @@ it('a connection cut longer than the session timeout: in doubt first, then the s
   const next = await other.acquire(key, { wait: 20_000 });
   expect(next.fencingToken > h.fencingToken).toBe(true);
   await h.release(); // a lost handle's release is harmless
-  proxy.restore();
+  proxy.heal();
   // The old client reconnects, hears EXPIRED; the backend opens a new session from clientFactory.
   await next.release();
   const again = await cut.acquire(key, { wait: 20_000 });
@@ -127,7 +125,7 @@ it('a connection cut longer than the session timeout: in doubt first, then the s
 });
 
 it('a create whose answer was lost is found again by its _c_<uuid>- prefix: one node, no orphan', async () => {
-  const proxy = await FaultProxy.start([server.port]);
+  const proxy = await TcpProxy.start({ port: server.port });
   proxies.push(proxy);
   const { engine: e, backend } = engine(proxy.connectionString, 8_000);
   const { key, dir } = fresh('lostcreate');
@@ -135,14 +133,14 @@ it('a create whose answer was lost is found again by its _c_<uuid>- prefix: one 
   await new Promise<void>((resolve, reject) =>
     admin.mkdirp(dir, (error) => (error ? reject(error) : resolve())),
   );
-  proxy.freezeReplies();
+  proxy.blackhole('replies');
   const acquiring = e.acquire(key, { wait: 20_000 });
   const created = await eventually(async () => {
     const list = await children(dir);
     return list.length === 1 ? list[0] : undefined;
   });
   proxy.drop(); // the create happened; its answer dies with the connection (CONNECTION_LOSS)
-  proxy.restore();
+  proxy.heal();
   const h = await acquiring;
   expect(backend.stats.sessions).toBe(1); // same session: the node is still ours
   expect(await children(dir)).toEqual([created]);
@@ -200,7 +198,7 @@ it('server restart with a holder and two queued waiters: sessions survive, grant
 });
 
 it('with only a user client (no clientFactory), an expired session makes acquires fail clearly, never hang', async () => {
-  const proxy = await FaultProxy.start([server.port]);
+  const proxy = await TcpProxy.start({ port: server.port });
   proxies.push(proxy);
   const client = await connectedZkClient(proxy.connectionString, SHORT_SESSION_MS);
   const backend = new ZooKeeperLockBackend({ client });
@@ -211,7 +209,7 @@ it('with only a user client (no clientFactory), an expired session makes acquire
   proxy.drop();
   expect(await untilAborted(h.signal, 20_000)).toBeInstanceOf(LockLostError);
   await eventually(async () => (await children(dir)).length === 0, 20_000); // the server expired the session
-  proxy.restore();
+  proxy.heal();
   await eventually(() => backend.connectionState === 'expired', 20_000);
   await expect(e.acquire(key, { wait: 1_000 })).rejects.toMatchObject({
     name: 'LockBackendUnavailableError',

@@ -1,6 +1,6 @@
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { zooKeeperFixture } from './zookeeper-fixture';
 
 /**

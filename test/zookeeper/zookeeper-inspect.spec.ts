@@ -3,7 +3,7 @@ import { protectedId } from '../../lib/backends/zookeeper/zookeeper.nodes';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockInspection } from '../../lib/interfaces/lock-backend.interface';
 import { untilAborted } from '../conformance/conformance-tools';
-import { eventually } from '../support/server-process';
+import { eventually } from '../support/eventually';
 import { newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
 
 /**

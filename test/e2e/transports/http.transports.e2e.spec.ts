@@ -24,7 +24,7 @@ import {
   LockService,
   LockTesting,
 } from '../../../lib';
-import { eventually } from '../../support/server-process';
+import { eventually } from '../../support/eventually';
 import {
   ArrivalGuard,
   httpGet,

@@ -11,7 +11,8 @@ import { request as httpRequest, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { DistributedLockModule, LockTesting } from '../../../lib';
-import { eventually, freePort } from '../../support/server-process';
+import { eventually } from '../../support/eventually';
+import { freePort } from '../../support/server-process';
 import { leaksNothing, redisEnv, Runs } from './items.fixture';
 import {
   ItemsGateway,

@@ -2,7 +2,7 @@ import { Pool } from 'pg';
 import { LockBackendUnavailableError, LockEngine } from '../../../lib';
 import { PostgresLockBackend } from '../../../lib/backends/postgres';
 import { PostgresServer } from '../../support/postgres-server';
-import { eventually } from '../../support/server-process';
+import { eventually } from '../../support/eventually';
 import { TcpProxy } from '../../support/tcp-proxy';
 
 /**

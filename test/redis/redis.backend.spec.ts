@@ -1,10 +1,15 @@
 import Redis from 'ioredis';
-import { LockEngine } from '../../core/lock-engine';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { RedisServer } from '../../../test/support/redis-server';
-import { eventually } from '../../../test/support/server-process';
-import { RedisLockBackend } from './redis.backend';
-import { ACQUIRE, lockKeys, RELEASE, RELEASE_UNQUEUED } from './redis.scripts';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
+import { RedisServer } from '../support/redis-server';
+import { eventually } from '../support/eventually';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import {
+  ACQUIRE,
+  lockKeys,
+  RELEASE,
+  RELEASE_UNQUEUED,
+} from '../../lib/backends/redis/redis.scripts';
 
 /** Round trips and commands, counted on a real private redis-server (INFO commandstats). */
 describe('RedisLockBackend command budget', () => {
