@@ -66,6 +66,7 @@ export const LOCK_METRICS = {
   renewFailures: 'lock.renew.failures',
   held: 'lock.held',
   waiters: 'lock.waiters',
+  fencingStale: 'lock.fencing.stale',
 } as const;
 
 export const LOCK_SPANS = { acquire: 'lock.acquire', held: 'lock.held' } as const;
