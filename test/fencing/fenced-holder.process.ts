@@ -5,8 +5,8 @@
  * looking at its handle's signal (a careless holder: the fence alone must refuse it), and reports
  * `wrote`. Usage: fenced-holder.process.ts <redis|postgres|mysql|guard> <config JSON> <key> <ttl>.
  * - redis: RedisFencedStore.set(resource, token, 'holder');
- * - postgres / mysql: the column form (UPDATE accounts ... fence) and the table form
- *   (transaction() over the fence table), both reported;
+ * - postgres / mysql: the column form (UPDATE accounts ... fence, row 3) and the table form
+ *   (transaction() over the fence table, writing row 4), both reported;
  * - guard: an HTTP call to `config.url` with fencingHeaders(handle) (the caller side of @Fenced).
  * The lock is taken through a Nest application context (DistributedLockModule + LockService).
  */
@@ -81,12 +81,12 @@ async function writer(kind: Kind, config: Config) {
         })();
   const write = async (handle: LockHandle): Promise<Outcome> => {
     const column = await sql.store.update(
-      { table: 'accounts', set: { owner: 'holder' }, where: { id: 1 } },
+      { table: 'accounts', set: { owner: 'holder' }, where: { id: 3 } },
       handle,
     );
     const table = await sql.store.transaction(config.resource, handle, async (tx) => {
       await sql.store.update(
-        { table: 'accounts', set: { owner: 'holder-tx' }, where: { id: 2 } },
+        { table: 'accounts', set: { owner: 'holder-tx' }, where: { id: 4 } },
         handle,
         tx,
       );
