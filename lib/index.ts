@@ -92,6 +92,9 @@ export type {
   LockMode,
 } from './interfaces/lock-backend.interface';
 
+// Fenced resources: the storage side of fencing tokens (Redis, SQL, between services)
+export * from './fencing';
+
 // Errors
 export * from './errors';
 

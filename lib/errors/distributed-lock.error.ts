@@ -7,7 +7,9 @@ export type DistributedLockErrorCode =
   | 'INVALID_LOCK_OPTIONS'
   | 'LOCK_KEY_RESOLUTION'
   | 'LOCK_MODULE_MISSING'
-  | 'REQUEST_ABORTED';
+  | 'REQUEST_ABORTED'
+  | 'STALE_FENCING_TOKEN'
+  | 'FENCING_TOKEN_MISSING';
 
 /**
  * Base of every error of this package. Carries a stable `code`, the lock `key` involved (when there

@@ -8,3 +8,5 @@ export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { LockKeyResolutionError } from './lock-key-resolution.error';
 export { LockModuleMissingError } from './lock-module-missing.error';
 export { RequestAbortedError } from './request-aborted.error';
+export { StaleFencingTokenError } from './stale-fencing-token.error';
+export { FencingTokenMissingError } from './fencing-token-missing.error';

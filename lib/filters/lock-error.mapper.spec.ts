@@ -3,7 +3,14 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
 import { LockLostError } from '../errors/lock-lost.error';
-import { lockErrorResponse, resolveErrorMapping, retryAfterSeconds } from './lock-error.mapper';
+import { FencingTokenMissingError } from '../errors/fencing-token-missing.error';
+import { StaleFencingTokenError } from '../errors/stale-fencing-token.error';
+import {
+  defaultLockException,
+  lockErrorResponse,
+  resolveErrorMapping,
+  retryAfterSeconds,
+} from './lock-error.mapper';
 
 describe('lockErrorResponse', () => {
   const secret = 'tenant:acme/order:42';
@@ -33,6 +40,24 @@ describe('lockErrorResponse', () => {
       for (const leak of [secret, 'ECONNREFUSED', '10.1.2.3', 'redis', 'TypeError'])
         expect(text).not.toContain(leak);
     }
+  });
+
+  it('a stale fencing token is 409 STALE_FENCING_TOKEN on every transport, a missing one 400', () => {
+    const stale = new StaleFencingTokenError({ resource: secret, token: 4n, highest: 9n });
+    const response = lockErrorResponse(stale);
+    expect(response).toMatchObject({ status: 409, code: 'STALE_FENCING_TOKEN' });
+    expect(JSON.stringify(response)).not.toContain(secret);
+    expect(
+      lockErrorResponse(new FencingTokenMissingError('x-fencing-token', 'none')),
+    ).toMatchObject({ status: 400, code: 'FENCING_TOKEN_MISSING' });
+    const http = defaultLockException('http', stale, response!) as { getStatus(): number };
+    expect(http.getStatus()).toBe(409);
+    for (const transport of ['rpc', 'ws'])
+      expect(
+        (defaultLockException(transport, stale, response!) as { getError(): unknown }).getError(),
+      ).toMatchObject({ code: 'STALE_FENCING_TOKEN' });
+    const gql = defaultLockException('graphql', stale, response!) as { extensions: unknown };
+    expect(gql.extensions).toMatchObject({ code: 'STALE_FENCING_TOKEN' });
   });
 
   it('busy answers carry retryAfter in ms (the remaining ttl for a key without history)', () => {

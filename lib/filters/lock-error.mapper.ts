@@ -25,6 +25,16 @@ const ANSWERS: Partial<Record<string, { status: number; error: string; message: 
     error: 'Conflict',
     message: 'The operation lost its lock and was stopped; retry',
   },
+  STALE_FENCING_TOKEN: {
+    status: 409,
+    error: 'Conflict',
+    message: 'A newer lock holder has written this resource; this write was refused',
+  },
+  FENCING_TOKEN_MISSING: {
+    status: 400,
+    error: 'Bad Request',
+    message: 'The request carries no valid fencing token',
+  },
   LOCK_KEY_RESOLUTION: {
     status: 400,
     error: 'Bad Request',

@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
+import { fencingEvents, type StaleFencingEvent } from '../fencing/fencing-events';
 
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {
@@ -52,10 +53,11 @@ export class LiveViewState implements OnModuleDestroy {
   private timer: NodeJS.Timeout | undefined;
   private listing: BackendListing[] = [];
   private lister: NodeJS.Timeout | undefined;
-  private readonly stop: () => void;
+  private readonly stops: (() => void)[];
 
   constructor(@Inject(LockEngine) private readonly engine: LockEngine) {
-    this.stop = engine.events.on((e) => this.record(e));
+    // Lock events, and this process's refused fenced writes (type 'fencing.stale').
+    this.stops = [engine.events.on((e) => this.record(e)), fencingEvents.on((e) => this.record(e))];
   }
 
   snapshot(): LiveViewSnapshot {
@@ -135,13 +137,13 @@ export class LiveViewState implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    this.stop();
+    for (const stop of this.stops) stop();
     clearTimeout(this.timer);
     this.stopListing();
     this.pages.clear();
   }
 
-  private record(e: LockEvent): void {
+  private record(e: LockEvent | StaleFencingEvent): void {
     this.recent.unshift(toJson(e));
     if (this.recent.length > LIVE_VIEW_RECENT) this.recent.length = LIVE_VIEW_RECENT;
     if (this.pages.size === 0 || this.timer) return;
@@ -154,7 +156,7 @@ export class LiveViewState implements OnModuleDestroy {
   }
 }
 
-function toJson(e: LockEvent): Record<string, unknown> {
+function toJson(e: LockEvent | StaleFencingEvent): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(e)) {
     if (typeof v === 'bigint') out[k] = String(v);

@@ -37,6 +37,7 @@ export const LOCK_METRICS = {
   renewFailures: 'lock.renew.failures',
   held: 'lock.held',
   waiters: 'lock.waiters',
+  fencingStale: 'lock.fencing.stale',
 } as const;
 
 /** The instruments of one engine, made from one meter. */

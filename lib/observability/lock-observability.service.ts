@@ -15,6 +15,8 @@ import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.
 import type { LockObservabilityOptions } from '../interfaces/observability-options.interface';
 import { bridgeEventEmitter } from './event-emitter.bridge';
 import { LOCK_LOG_LEVELS, LOCK_LOGGER_CONTEXT, subscribeLockLogger } from './lock-logger';
+import { fencingEvents } from '../fencing/fencing-events';
+import { instrumentFencing } from './fencing-telemetry';
 import { instrumentEngine, loadOpenTelemetry } from './lock-telemetry';
 
 /**
@@ -41,11 +43,11 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
     const { logging = 'log', telemetry = true, eventEmitter = true } = this.options;
     if (logging !== false)
       this.stops.push(subscribeLockLogger(this.engine.events, this.logger, logging));
-    if (telemetry !== false) {
-      const api = loadOpenTelemetry();
-      if (api)
-        this.stops.push(instrumentEngine(this.engine, api, telemetry === true ? {} : telemetry));
-    }
+    const api = telemetry === false ? undefined : loadOpenTelemetry();
+    if (api && telemetry !== false)
+      this.stops.push(instrumentEngine(this.engine, api, telemetry === true ? {} : telemetry));
+    // Refused fenced writes of this process (every fenced store reports to `fencingEvents`).
+    this.stops.push(instrumentFencing(fencingEvents, api, this.logger, logging));
     if (eventEmitter) {
       const stop = bridgeEventEmitter(this.engine.events, this.moduleRef);
       if (stop) this.stops.push(stop);

@@ -1,0 +1,50 @@
+import type { Pool, PoolClient } from 'pg';
+import { SqlFencedStore, type SqlFencedStoreOptions, type SqlOutcome } from './sql-fenced.store';
+
+/** What the store needs of pg: `query` (Pool, PoolClient or Client); `connect` for transaction(). */
+export interface PgQueryableLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  connect?(): Promise<PgQueryableLike & { release(error?: Error | boolean): void }>;
+}
+
+export type PostgresFencedStoreOptions = SqlFencedStoreOptions<Pool | PoolClient | PgQueryableLike>;
+
+/**
+ * Fenced writes to PostgreSQL over your pg Pool (or a client inside your transaction): a fence
+ * column compared and set in the same UPDATE, or a fence table row advanced in the same
+ * transaction as your writes (see SqlFencedStore).
+ */
+export class PostgresFencedStore extends SqlFencedStore<PgQueryableLike> {
+  constructor(options: PostgresFencedStoreOptions) {
+    super('postgres', options as SqlFencedStoreOptions<PgQueryableLike>);
+  }
+
+  protected async exec(q: PgQueryableLike, sql: string, values: unknown[]): Promise<SqlOutcome> {
+    const result = await q.query(sql, values);
+    return {
+      rows: result.rows as Record<string, unknown>[],
+      count: result.rowCount ?? 0,
+      insertId: 0,
+    };
+  }
+
+  protected async inTransaction<T>(
+    fn: (tx: PgQueryableLike) => Promise<{ commit: boolean; value: T }>,
+  ): Promise<T> {
+    if (typeof this.client.connect !== 'function')
+      throw new TypeError('transaction() needs a pg Pool (its connect()); pass a Pool as client');
+    const tx = await this.client.connect();
+    let broken: Error | undefined;
+    try {
+      await tx.query('BEGIN');
+      const { commit, value } = await fn(tx);
+      await tx.query(commit ? 'COMMIT' : 'ROLLBACK');
+      return value;
+    } catch (error) {
+      await tx.query('ROLLBACK').catch((e: Error) => (broken = e));
+      throw error;
+    } finally {
+      tx.release(broken ?? false);
+    }
+  }
+}

@@ -1,0 +1,126 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+
+/**
+ * The SQL both fenced stores send, per dialect. Identifiers are quoted (a name may be
+ * `schema.table`); values are always bound parameters; tokens are bound as decimal strings and
+ * cast to BIGINT in the statement, so a token past 2^53 is compared exactly (MySQL would compare a
+ * bare string with a number as a double).
+ */
+export type SqlDialect = 'postgres' | 'mysql';
+
+/** The default fence table, and the default fence column of the column form. */
+export const DEFAULT_FENCE_TABLE = 'lock_fences';
+export const DEFAULT_FENCE_COLUMN = 'fence';
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+
+/** `name` (or `schema.name`) quoted for `dialect`; anything but plain identifiers is refused. */
+export function quoteName(dialect: SqlDialect, name: string, option: string): string {
+  const parts = typeof name === 'string' ? name.split('.') : [];
+  if (parts.length === 0 || parts.length > 2 || !parts.every((p) => NAME.test(p)))
+    throw new InvalidLockOptionsError(option, name, 'an identifier or schema.identifier');
+  const q = dialect === 'postgres' ? '"' : '`';
+  return parts.map((p) => `${q}${p}${q}`).join('.');
+}
+
+/** The fence table: one row per resource, its highest accepted token. */
+export function fenceTableDdl(dialect: SqlDialect, table = DEFAULT_FENCE_TABLE): string {
+  const t = quoteName(dialect, table, 'table');
+  return dialect === 'postgres'
+    ? `CREATE TABLE IF NOT EXISTS ${t} (resource VARCHAR(255) PRIMARY KEY, token BIGINT NOT NULL)`
+    : `CREATE TABLE IF NOT EXISTS ${t} (resource VARCHAR(255) NOT NULL PRIMARY KEY, ` +
+        'token BIGINT NOT NULL) ENGINE=InnoDB';
+}
+
+/** The column form's DDL: a nullable BIGINT fence column on your own table. */
+export function fenceColumnDdl(
+  dialect: SqlDialect,
+  table: string,
+  column = DEFAULT_FENCE_COLUMN,
+): string {
+  const t = quoteName(dialect, table, 'table');
+  return `ALTER TABLE ${t} ADD COLUMN ${quoteName(dialect, column, 'fenceColumn')} BIGINT NULL`;
+}
+
+/**
+ * Records `token` for a resource unless it is older than the row's (one statement; its row lock
+ * is held until the caller's transaction ends, which orders concurrent holders).
+ * PostgreSQL: the upsert's WHERE skips the update of a newer row, so RETURNING yields no row.
+ * MySQL: a stale token leaves the row as it is and puts the highest token into the OK packet's
+ * insert id (LAST_INSERT_ID(expr)); an accepted one leaves the insert id 0.
+ */
+export function advanceStatement(dialect: SqlDialect, table: string): string {
+  const t = quoteName(dialect, table, 'table');
+  return dialect === 'postgres'
+    ? `INSERT INTO ${t} AS f (resource, token) VALUES ($1, $2::bigint) ` +
+        'ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token ' +
+        'WHERE f.token <= EXCLUDED.token RETURNING token'
+    : `INSERT INTO ${t} (resource, token) VALUES (?, CAST(? AS SIGNED)) ` +
+        'ON DUPLICATE KEY UPDATE token = IF(token <= VALUES(token), VALUES(token), ' +
+        'LAST_INSERT_ID(token))';
+}
+
+export function highestStatement(dialect: SqlDialect, table: string): string {
+  const t = quoteName(dialect, table, 'table');
+  return dialect === 'postgres'
+    ? `SELECT token::text AS token FROM ${t} WHERE resource = $1`
+    : `SELECT CAST(token AS CHAR) AS token FROM ${t} WHERE resource = ?`;
+}
+
+/** What the column form updates: `set` columns where every `where` column equals its value. */
+export interface FencedUpdateSpec {
+  /** Your table (or schema.table). */
+  table: string;
+  /** Columns to set, with their values (bound parameters). */
+  set: Record<string, unknown>;
+  /** The row(s): column = value for each entry, ANDed. At least one. */
+  where: Record<string, unknown>;
+  /** The fence column (BIGINT NULL). Default 'fence'. */
+  fenceColumn?: string;
+}
+
+/** One UPDATE that writes only rows whose fence is not newer than `token`, and sets it to `token`. */
+export function fencedUpdateStatement(
+  dialect: SqlDialect,
+  spec: FencedUpdateSpec,
+  token: string,
+): { sql: string; values: unknown[]; select: { sql: string; values: unknown[] } } {
+  const fence = quoteName(dialect, spec.fenceColumn ?? DEFAULT_FENCE_COLUMN, 'fenceColumn');
+  const sets = entries(spec.set, 'set');
+  const wheres = entries(spec.where, 'where');
+  if (sets.some(([c]) => c === (spec.fenceColumn ?? DEFAULT_FENCE_COLUMN)))
+    throw new InvalidLockOptionsError('set', spec.set, 'columns other than the fence column');
+  const values: unknown[] = [];
+  const param = (v: unknown) => (
+    values.push(v),
+    dialect === 'postgres' ? `$${values.length}` : '?'
+  );
+  const cast = (p: string) => (dialect === 'postgres' ? `${p}::bigint` : `CAST(${p} AS SIGNED)`);
+  const col = (c: string, option: string) => quoteName(dialect, c, option);
+  const assign = sets.map(([c, v]) => `${col(c, 'set')} = ${param(v)}`);
+  const tokenParam = param(token);
+  assign.push(`${fence} = ${cast(tokenParam)}`);
+  const match = wheres.map(([c, v]) => `${col(c, 'where')} = ${param(v)}`).join(' AND ');
+  // PostgreSQL reuses the token's parameter; MySQL's `?` are positional, so it is bound twice.
+  const current = cast(dialect === 'postgres' ? tokenParam : param(token));
+  const table = quoteName(dialect, spec.table, 'table');
+  const sql =
+    `UPDATE ${table} SET ${assign.join(', ')} WHERE ${match} ` +
+    `AND (${fence} IS NULL OR ${fence} <= ${current})`;
+  const selectValues = wheres.map(([, v]) => v);
+  let n = 0;
+  const sp = () => (dialect === 'postgres' ? `$${++n}` : '?');
+  const highest = dialect === 'postgres' ? `MAX(${fence})::text` : `CAST(MAX(${fence}) AS CHAR)`;
+  const selectWhere = wheres.map(([c]) => `${col(c, 'where')} = ${sp()}`).join(' AND ');
+  const select = {
+    sql: `SELECT ${highest} AS token FROM ${table} WHERE ${selectWhere}`,
+    values: selectValues,
+  };
+  return { sql, values, select };
+}
+
+function entries(record: Record<string, unknown>, option: string): [string, unknown][] {
+  const list = record && typeof record === 'object' ? Object.entries(record) : [];
+  if (list.length === 0) throw new InvalidLockOptionsError(option, record, 'at least one column');
+  return list;
+}
