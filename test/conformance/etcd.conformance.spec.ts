@@ -45,8 +45,8 @@ function etcdFixture(size: number) {
   const teardown = async () => {
     await cluster?.destroy();
   };
-  return [setup, teardown] as const;
+  return { setup, teardown };
 }
 
-describeLockConformance('etcd (single node)', ...etcdFixture(1));
-describeLockConformance('etcd (3-member cluster)', ...etcdFixture(3));
+describeLockConformance({ name: 'etcd (single node)', ...etcdFixture(1) });
+describeLockConformance({ name: 'etcd (3-member cluster)', ...etcdFixture(3) });

@@ -10,9 +10,9 @@ import { describeLockConformance } from './lock-conformance';
 let server: ToyLockServer;
 const backends = new Set<ToyLockBackend>();
 
-describeLockConformance(
-  'example (toy JSON-lines server)',
-  async () => {
+describeLockConformance({
+  name: 'example (toy JSON-lines server)',
+  setup: async () => {
     server = await ToyLockServer.start();
     return {
       createBackend: () => {
@@ -28,5 +28,5 @@ describeLockConformance(
       },
     };
   },
-  async () => server?.stop(),
-);
+  teardown: async () => server?.stop(),
+});

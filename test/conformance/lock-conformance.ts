@@ -35,12 +35,18 @@ export interface ConformanceFeatures {
   outage?: boolean;
 }
 
-export function describeLockConformance(
-  name: string,
-  setup: () => Promise<ConformanceFixture>,
-  teardown: () => Promise<void> = async () => undefined,
-  features: ConformanceFeatures = {},
-): void {
+/** One backend's run of the suite: its name, its fixture, and what it cannot be asked to do. */
+export interface ConformanceOptions {
+  readonly name: string;
+  /** Starts the backend's servers and says how to make backends over them. */
+  readonly setup: () => Promise<ConformanceFixture>;
+  /** Stops what setup started. */
+  readonly teardown?: () => Promise<void>;
+  readonly features?: ConformanceFeatures;
+}
+
+export function describeLockConformance(options: ConformanceOptions): void {
+  const { name, setup, teardown = async () => undefined, features = {} } = options;
   describe(`${name}: lock conformance`, () => {
     let fixture: ConformanceFixture;
     let engines: LockEngine[] = [];

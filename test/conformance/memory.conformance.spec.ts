@@ -8,9 +8,9 @@ class SharedMemory {
 
 let shared = new SharedMemory();
 
-describeLockConformance(
-  'memory',
-  async () => {
+describeLockConformance({
+  name: 'memory',
+  setup: async () => {
     shared = new SharedMemory();
     return {
       // Engines over one in-process store; close() of one engine must not disturb the others.
@@ -20,6 +20,5 @@ describeLockConformance(
       closeAll: async () => shared.store.close(),
     };
   },
-  undefined,
-  { outage: false },
-);
+  features: { outage: false },
+});

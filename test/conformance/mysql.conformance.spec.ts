@@ -6,9 +6,9 @@ import { describeLockConformance } from './lock-conformance';
 let server: MariaDbServer;
 let pools: Pool[] = [];
 
-describeLockConformance(
-  'mysql (MariaDB 10.11)',
-  async () => {
+describeLockConformance({
+  name: 'mysql (MariaDB 10.11)',
+  setup: async () => {
     server = await MariaDbServer.start();
     const connect = () => {
       const pool = createPool({ ...server.connection, connectionLimit: 4, connectTimeout: 2_000 });
@@ -28,5 +28,5 @@ describeLockConformance(
       },
     };
   },
-  async () => server?.destroy(),
-);
+  teardown: async () => server?.destroy(),
+});

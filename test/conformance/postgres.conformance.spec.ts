@@ -6,9 +6,9 @@ import { describeLockConformance } from './lock-conformance';
 let server: PostgresServer;
 let pools: Pool[] = [];
 
-describeLockConformance(
-  'postgres 15',
-  async () => {
+describeLockConformance({
+  name: 'postgres 15',
+  setup: async () => {
     server = await PostgresServer.start();
     const connect = () => {
       const pool = new Pool({ ...server.connection, max: 4, connectionTimeoutMillis: 2_000 });
@@ -29,5 +29,5 @@ describeLockConformance(
       },
     };
   },
-  async () => server?.destroy(),
-);
+  teardown: async () => server?.destroy(),
+});

@@ -38,9 +38,9 @@ function redisFixture(
 
 let server: RedisServer;
 
-describeLockConformance(
-  'redis standalone',
-  async () => {
+describeLockConformance({
+  name: 'redis standalone',
+  setup: async () => {
     server = await RedisServer.start();
     return redisFixture(
       () =>
@@ -53,14 +53,14 @@ describeLockConformance(
       { stop: () => server.kill(), start: () => server.start() },
     );
   },
-  async () => server?.destroy(),
-);
+  teardown: async () => server?.destroy(),
+});
 
 let cluster: RedisClusterServers;
 
-describeLockConformance(
-  'redis cluster (3 masters)',
-  async () => {
+describeLockConformance({
+  name: 'redis cluster (3 masters)',
+  setup: async () => {
     cluster = await RedisClusterServers.start(3);
     return redisFixture(
       () =>
@@ -81,5 +81,5 @@ describeLockConformance(
       },
     );
   },
-  async () => cluster?.destroy(),
-);
+  teardown: async () => cluster?.destroy(),
+});

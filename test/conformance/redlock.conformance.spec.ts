@@ -4,9 +4,9 @@ import { describeLockConformance } from './lock-conformance';
 
 let masters: RedlockMasters;
 
-describeLockConformance(
-  'redlock (5 masters)',
-  async () => {
+describeLockConformance({
+  name: 'redlock (5 masters)',
+  setup: async () => {
     masters = await RedlockMasters.start(5);
     return {
       createBackend: () => masters.backend(),
@@ -25,5 +25,5 @@ describeLockConformance(
       closeAll: async () => masters.closeClients(),
     };
   },
-  async () => masters?.destroy(),
-);
+  teardown: async () => masters?.destroy(),
+});

@@ -62,23 +62,23 @@ function fixture(
 
 let server: ZooKeeperServer;
 
-describeLockConformance(
-  'zookeeper standalone',
-  async () => {
+describeLockConformance({
+  name: 'zookeeper standalone',
+  setup: async () => {
     server = await ZooKeeperServer.start();
     return fixture(() => [server.port], {
       stop: () => server.kill(),
       start: () => server.start(),
     })();
   },
-  async () => server?.destroy(),
-);
+  teardown: async () => server?.destroy(),
+});
 
 let ensemble: ZooKeeperEnsemble;
 
-describeLockConformance(
-  'zookeeper 3-server ensemble',
-  async () => {
+describeLockConformance({
+  name: 'zookeeper 3-server ensemble',
+  setup: async () => {
     ensemble = await ZooKeeperEnsemble.start(3);
     return fixture(() => ensemble.ports, {
       stop: async () => {
@@ -90,5 +90,5 @@ describeLockConformance(
       },
     })();
   },
-  async () => ensemble?.destroy(),
-);
+  teardown: async () => ensemble?.destroy(),
+});
