@@ -43,11 +43,11 @@ export class AcquirePipeline {
 
   /** The handle of `call`'s grant; rejects with LockAcquireTimeoutError when busy at the deadline. */
   acquire(call: AcquireCall): Promise<LockHandle> {
-    return observed(this.e, call, (record) => this.start(call, record));
+    return observed(this.e, call, this);
   }
 
   /** Checks the call, re-enters a hold this context owns, or starts an Acquisition. */
-  private start(call: AcquireCall, record: AcquireRecord): Promise<LockHandle> {
+  start(call: AcquireCall, record: AcquireRecord): Promise<LockHandle> {
     const e = this.e;
     try {
       // Synchronously, before anything else: only the acquire an owning call starts with is its own.

@@ -149,7 +149,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       return this.reject(error);
     }
     // In flight from here: counted once its first attempt is on its way.
-    e.activity.enter(this, this.plan.record);
+    e.activity.enter(this);
     this.attempt = attempt;
     budgetClock.add(this);
     attempt.then(

@@ -29,10 +29,9 @@ const lockForms = new WeakMap<LockBackend, GrantForm>();
 export function lockForm(backend: LockBackend): GrantForm {
   let form = lockForms.get(backend);
   if (!form) {
-    const acquire = backend.acquire?.bind(backend);
     form = {
-      tryAcquire: (request) => backend.tryAcquire(request),
-      acquire,
+      tryAcquire: backend.tryAcquire.bind(backend),
+      acquire: backend.acquire?.bind(backend),
       holder: backend,
       reentry: '',
       manyHolders: false,

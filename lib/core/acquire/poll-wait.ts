@@ -26,19 +26,13 @@ export interface PollAcquireOptions {
   readonly onWait?: () => void;
 }
 
-/** One attempt's answer: the result, or the failure (backend unreachable). */
+/** One busy or failed attempt: its answer (busy), or its failure (backend unreachable). */
 type Answer = { result?: BackendAcquireResult; failure?: unknown };
 
-async function attemptOnce(attempt: () => Promise<BackendAcquireResult>): Promise<Answer> {
-  try {
-    const sentAt = performance.now();
-    const result = await attempt();
-    return { result: result.acquired ? { sentAt, ...result } : result };
-  } catch (failure) {
-    // The backend says the request itself is wrong: no later attempt can succeed.
-    if (failure instanceof InvalidLockOptionsError) throw failure;
-    return { failure };
-  }
+/** The loop's state across attempts. */
+interface WaitState {
+  delay: number;
+  prepared: boolean;
 }
 
 /** How long to sleep before the next attempt: a wake-up, the holder's expiry, or a backoff. */
@@ -59,6 +53,47 @@ function prepare(notifier: WakeupSource, key: string): Promise<boolean> {
 }
 
 /**
+ * After a busy or failed attempt: the answer to give (no wait left, or cancelled), or undefined
+ * once it slept and the loop should attempt again.
+ */
+async function afterBusy(
+  request: BackendAcquireRequest,
+  options: PollAcquireOptions,
+  listener: ReleaseListener | undefined,
+  answer: Answer,
+  state: WaitState,
+): Promise<BackendAcquireResult | undefined> {
+  if (request.wait > 0) options.onWait?.();
+  if (request.wait === 0 || request.signal.aborted) {
+    listener?.dispose();
+    if (answer.failure !== undefined)
+      throw asUnavailable(answer.failure, options.backend, request.key);
+    return answer.result as BackendAcquireResult;
+  }
+  if (!state.prepared) {
+    // First wait: make wake-ups live, then re-attempt at once, so a release announced before
+    // they were live is not missed. Without them: poll.
+    state.prepared = true;
+    if (options.notifier?.prepare) {
+      listener?.dispose();
+      if (await prepare(options.notifier, request.key)) return undefined;
+    }
+  }
+  const fallback = options.fallbackDelay ?? 1_000;
+  const sleep = sleepTime(answer, listener !== undefined, state.delay, fallback);
+  state.delay = Math.min(state.delay * 2, options.maxDelay ?? 500);
+  if (listener) await listener.wait(sleep, request.signal);
+  else await sleepFor(sleep, request.signal);
+  // A cancelled waiter (its caller gave up, e.g. the HTTP client went away) makes no further
+  // attempt: one sent now could take the lock after a release and hold it for nobody.
+  if (request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) {
+    listener?.dispose();
+    return answer.result ?? { acquired: false };
+  }
+  return undefined;
+}
+
+/**
  * The wait loop the engine runs for every grant without a native queue (memory, Redis, Redlock,
  * SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep until a
  * release notification, the lock's own expiry (the attempt's retryAfter) or a jittered backoff,
@@ -72,48 +107,34 @@ export async function pollAcquire(
   options: PollAcquireOptions,
   handoff?: ReleaseListener,
 ): Promise<BackendAcquireResult> {
-  const maxDelay = options.maxDelay ?? 500;
-  const fallback = options.fallbackDelay ?? 1_000;
   // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
   // its release (or the fallback) before the first attempt instead of attempting in vain.
   if (handoff) {
     options.onWait?.();
-    await handoff.wait(fallback, request.signal);
+    await handoff.wait(options.fallbackDelay ?? 1_000, request.signal);
   }
-  let delay = options.minDelay ?? 10;
-  let prepared = false;
+  let state: WaitState | undefined; // made at the first busy answer (a grant needs none)
   for (;;) {
     const listener = options.notifier?.listen(request.key);
-    const answer = await attemptOnce(attempt);
-    if (answer.result?.acquired) {
-      listener?.dispose();
-      return answer.result;
-    }
-    if (request.wait > 0) options.onWait?.();
-    if (request.wait === 0 || request.signal.aborted) {
-      listener?.dispose();
-      if (answer.failure !== undefined)
-        throw asUnavailable(answer.failure, options.backend, request.key);
-      return answer.result as BackendAcquireResult;
-    }
-    if (!prepared) {
-      // First wait: make wake-ups live, then re-attempt at once, so a release announced before
-      // they were live is not missed. Without them: poll.
-      prepared = true;
-      if (options.notifier?.prepare) {
+    let answer: Answer;
+    try {
+      const sentAt = performance.now();
+      const result = await attempt();
+      if (result.acquired) {
         listener?.dispose();
-        if (await prepare(options.notifier, request.key)) continue;
+        return { sentAt, ...result };
       }
+      answer = { result };
+    } catch (failure) {
+      // The backend says the request itself is wrong: no later attempt can succeed.
+      if (failure instanceof InvalidLockOptionsError) {
+        listener?.dispose();
+        throw failure;
+      }
+      answer = { failure };
     }
-    const sleep = sleepTime(answer, listener !== undefined, delay, fallback);
-    delay = Math.min(delay * 2, maxDelay);
-    if (listener) await listener.wait(sleep, request.signal);
-    else await sleepFor(sleep, request.signal);
-    // A cancelled waiter (its caller gave up, e.g. the HTTP client went away) makes no further
-    // attempt: one sent now could take the lock after a release and hold it for nobody.
-    if (request.signal.aborted && request.signal.reason !== WAIT_DEADLINE) {
-      listener?.dispose();
-      return answer.result ?? { acquired: false };
-    }
+    state ??= { delay: options.minDelay ?? 10, prepared: false };
+    const done = await afterBusy(request, options, listener, answer, state);
+    if (done) return done;
   }
 }

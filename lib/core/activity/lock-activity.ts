@@ -71,9 +71,7 @@ export class LockActivity {
 
   constructor(private readonly events: LockEventBus) {}
 
-  /** Counts an acquire in; `stats.ahead` gets how many acquires of the key were already in flight. */
-  enter(acquire: InFlightAcquire, stats?: { ahead: number }): void {
-    if (stats) stats.ahead = this.waitingFor(acquire.backendName, acquire.callerKey);
+  enter(acquire: InFlightAcquire): void {
     this.inFlight.add(acquire);
   }
 

@@ -32,16 +32,29 @@ function outcomeOf(record: AcquireRecord, error: unknown, wait: number): Outcome
   return wait === 0 ? 'busy' : 'timeout';
 }
 
-/** Runs one acquire (`run`) under observation; see the file's header. */
+/** What observation runs: the pipeline's start of one call, counting into `record`. */
+export interface ObservedRun {
+  start(call: AcquireCall, record: AcquireRecord): Promise<LockHandle>;
+}
+
+/**
+ * The record of acquires nobody observes: shared, written and never read, so an unobserved acquire
+ * allocates none.
+ */
+const UNREAD: AcquireRecord = { attempts: 0, ahead: 0 };
+
+/** Runs one acquire (`pipeline.start`) under observation; see the file's header. */
 export function observed(
   engine: ObservedEngine,
   call: AcquireCall,
-  run: (record: AcquireRecord) => Promise<LockHandle>,
+  pipeline: ObservedRun,
 ): Promise<LockHandle> {
-  const record: AcquireRecord = { attempts: 0, ahead: 0 };
   const { events } = engine;
-  if (!events.active && !events.tracing) return run(record);
+  if (!events.active && !events.tracing) return pipeline.start(call, UNREAD);
   const backend = call.options?.backend ?? DEFAULT_BACKEND_NAME;
+  const ahead = engine.activity.waitingFor(backend, call.key);
+  const record: AcquireRecord = { attempts: 0, ahead };
+  const run = (r: AcquireRecord) => pipeline.start(call, r);
   const mode: LockMode = call.options?.mode ?? engine.defaults.mode;
   const wait = call.options?.wait ?? engine.defaults.wait;
   const startedAt = performance.now();
