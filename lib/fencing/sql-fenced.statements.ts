@@ -67,6 +67,27 @@ export function highestStatement(dialect: SqlDialect, table: string): string {
     : `SELECT CAST(token AS CHAR) AS token FROM ${t} WHERE resource = ?`;
 }
 
+/** Columns of `table` (name, lower-case data type) from information_schema, for checkSchema(). */
+export function columnsStatement(
+  dialect: SqlDialect,
+  table: string,
+): { sql: string; values: unknown[] } {
+  quoteName(dialect, table, 'table');
+  const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table];
+  const where =
+    dialect === 'postgres'
+      ? `table_schema = ${schema ? '$2' : 'current_schema()'} AND table_name = $1`
+      : `table_schema = ${schema ? '?' : 'DATABASE()'} AND table_name = ?`;
+  const values =
+    dialect === 'postgres'
+      ? [name, ...(schema ? [schema] : [])]
+      : [...(schema ? [schema] : []), name];
+  return {
+    sql: `SELECT column_name AS c, LOWER(data_type) AS d FROM information_schema.columns WHERE ${where}`,
+    values,
+  };
+}
+
 /** What the column form updates: `set` columns where every `where` column equals its value. */
 export interface FencedUpdateSpec {
   /** Your table (or schema.table). */

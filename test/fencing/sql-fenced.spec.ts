@@ -96,6 +96,14 @@ describe.each([
     ]);
   });
 
+  it('checkSchema() accepts the documented DDL and names what is missing otherwise', async () => {
+    await f.store.checkSchema([{ table: 'accounts' }]);
+    await expect(f.store.checkSchema([{ table: 'accounts', column: 'balance' }])).rejects.toThrow(
+      /column balance of type \^bigint\$ \(found (integer|int)\); run: ALTER TABLE/,
+    );
+    await expect(f.store.checkSchema([{ table: 'nowhere' }])).rejects.toThrow(/no such column/);
+  });
+
   it('column form: one UPDATE writes with a current token and refuses an older one', async () => {
     const spec = { table: 'accounts', set: { owner: 'w7', balance: 7 }, where: { id: 1 } };
     expect(await f.store.update(spec, 7n)).toMatchObject({ accepted: true, value: 1 });
