@@ -154,7 +154,7 @@ describe('@Fenced between two Nest apps (Redis fence store)', () => {
     const config = JSON.stringify({ port: server.port, url: `${url}/ledger`, resource: key });
     const holder = HolderProcess.start(HOLDER, ['guard', config, key, '600']);
     holders.push(holder);
-    const held = await holder.next('held', 0, 60_000);
+    const held = await holder.next('held', 0, 90_000);
     expect(held).toMatchObject({ status: 200 });
     holder.stop();
     const locks = upstream.get(LockService);
@@ -173,7 +173,7 @@ describe('@Fenced between two Nest apps (Redis fence store)', () => {
       `${next.fencingToken}; key=${encodeURIComponent(key)}`,
     ]);
     await next.release();
-  }, 90_000);
+  }, 150_000);
 
   it("tokens of two keys never interfere: each key's calls are fenced on their own", async () => {
     const locks = upstream.get(LockService);

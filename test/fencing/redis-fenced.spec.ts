@@ -138,7 +138,7 @@ describe('RedisFencedStore (a private redis-server)', () => {
     const config = JSON.stringify({ port: server.port, resource: 'acct:paused' });
     const holder = HolderProcess.start(HOLDER, ['redis', config, key, '600']);
     holders.push(holder);
-    const held = await holder.next('held');
+    const held = await holder.next('held', 0, 90_000);
     expect(held.accepted).toBe(true);
     holder.stop();
     const engine = new LockEngine({
@@ -159,7 +159,7 @@ describe('RedisFencedStore (a private redis-server)', () => {
     } finally {
       await engine.close();
     }
-  }, 60_000);
+  }, 150_000);
 });
 
 describe('RedisFencedStore on Redis Cluster (3 private masters)', () => {

@@ -159,7 +159,7 @@ describe.each([
     const config = JSON.stringify({ connection: f.connection, resource: 'acct:paused' });
     const holder = HolderProcess.start(HOLDER, [f.kind, config, key, '1000']);
     holders.push(holder);
-    const held = await holder.next('held', 0, 60_000);
+    const held = await holder.next('held', 0, 90_000);
     expect(held).toMatchObject({ accepted: true, tableAccepted: true });
     holder.stop();
     const engine = new LockEngine({ backend: f.backend, keyPrefix: 'fenced-test:' });
@@ -184,5 +184,5 @@ describe.each([
     } finally {
       await engine.close();
     }
-  }, 90_000);
+  }, 150_000);
 });
