@@ -23,6 +23,8 @@ import {
 
 /** What the store needs of an ioredis `Redis` or `Cluster` (or any client with these two). */
 export interface RedisFencedClientLike {
+  /** ioredis's options: a `keyPrefix` there prefixes every key the store sends. */
+  readonly options?: { keyPrefix?: string };
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
 }
@@ -49,6 +51,8 @@ export type RedisFencedScript = FencedScript & { readonly user: true };
 export class RedisFencedStore implements FenceStore {
   private readonly client: RedisFencedClientLike;
   private readonly prefix: string;
+  /** The client's own keyPrefix (ioredis adds it to every key, the fence record's too). */
+  private readonly clientPrefix: string;
   private readonly report: (refusal: FencedRefused) => void;
 
   constructor(options: RedisFencedStoreOptions) {
@@ -59,12 +63,17 @@ export class RedisFencedStore implements FenceStore {
       throw new InvalidLockOptionsError('prefix', prefix, 'a string without { or }');
     this.client = options.client as RedisFencedClientLike;
     this.prefix = prefix;
+    this.clientPrefix = this.client.options?.keyPrefix ?? '';
     this.report = staleReporter('redis', options);
   }
 
-  /** The key of `key`'s fence record (same hash slot as `key`). */
+  /**
+   * The key of `key`'s fence record (same hash slot as `key`), as passed to the client. With an
+   * ioredis `keyPrefix` P the server sees P + key and P + this key, so the slot is computed on
+   * P + key (the record's name then holds P twice: once from the client, once in the name).
+   */
   fenceKey(key: string): string {
-    return fenceKeyFor(checkKey(key), this.prefix);
+    return fenceKeyFor(this.clientPrefix + checkKey(key), this.prefix);
   }
 
   /** SET key value [PX px], if `token` is current. */

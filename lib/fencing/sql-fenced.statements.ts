@@ -67,6 +67,27 @@ export function highestStatement(dialect: SqlDialect, table: string): string {
     : `SELECT CAST(token AS CHAR) AS token FROM ${t} WHERE resource = ?`;
 }
 
+/** Columns of `table` (name, lower-case data type) from information_schema, for checkSchema(). */
+export function columnsStatement(
+  dialect: SqlDialect,
+  table: string,
+): { sql: string; values: unknown[] } {
+  quoteName(dialect, table, 'table');
+  const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table];
+  const where =
+    dialect === 'postgres'
+      ? `table_schema = ${schema ? '$2' : 'current_schema()'} AND table_name = $1`
+      : `table_schema = ${schema ? '?' : 'DATABASE()'} AND table_name = ?`;
+  const values =
+    dialect === 'postgres'
+      ? [name, ...(schema ? [schema] : [])]
+      : [...(schema ? [schema] : []), name];
+  return {
+    sql: `SELECT column_name AS c, LOWER(data_type) AS d FROM information_schema.columns WHERE ${where}`,
+    values,
+  };
+}
+
 /** What the column form updates: `set` columns where every `where` column equals its value. */
 export interface FencedUpdateSpec {
   /** Your table (or schema.table). */
@@ -79,44 +100,67 @@ export interface FencedUpdateSpec {
   fenceColumn?: string;
 }
 
+/** Statement texts by shape (dialect, table, fence, set and where columns): built and checked once. */
+const shapes = new Map<string, { sql: string; select: string }>();
+const MAX_SHAPES = 512;
+
 /** One UPDATE that writes only rows whose fence is not newer than `token`, and sets it to `token`. */
 export function fencedUpdateStatement(
   dialect: SqlDialect,
   spec: FencedUpdateSpec,
   token: string,
 ): { sql: string; values: unknown[]; select: { sql: string; values: unknown[] } } {
-  const fence = quoteName(dialect, spec.fenceColumn ?? DEFAULT_FENCE_COLUMN, 'fenceColumn');
   const sets = entries(spec.set, 'set');
   const wheres = entries(spec.where, 'where');
-  if (sets.some(([c]) => c === (spec.fenceColumn ?? DEFAULT_FENCE_COLUMN)))
+  const fenceColumn = spec.fenceColumn ?? DEFAULT_FENCE_COLUMN;
+  const key = [
+    dialect,
+    spec.table,
+    fenceColumn,
+    ...sets.map(([c]) => c),
+    '',
+    ...wheres.map(([c]) => c),
+  ].join('\0');
+  let shape = shapes.get(key);
+  if (!shape) {
+    shape = buildShape(dialect, spec, fenceColumn, sets, wheres);
+    if (shapes.size >= MAX_SHAPES) shapes.clear();
+    shapes.set(key, shape);
+  }
+  const whereValues = wheres.map(([, v]) => v);
+  const values = [...sets.map(([, v]) => v), token, ...whereValues];
+  // PostgreSQL reuses the token's parameter; MySQL's `?` are positional, so it is bound twice.
+  if (dialect === 'mysql') values.push(token);
+  return { sql: shape.sql, values, select: { sql: shape.select, values: whereValues } };
+}
+
+function buildShape(
+  dialect: SqlDialect,
+  spec: FencedUpdateSpec,
+  fenceColumn: string,
+  sets: [string, unknown][],
+  wheres: [string, unknown][],
+): { sql: string; select: string } {
+  const fence = quoteName(dialect, fenceColumn, 'fenceColumn');
+  if (sets.some(([c]) => c === fenceColumn))
     throw new InvalidLockOptionsError('set', spec.set, 'columns other than the fence column');
-  const values: unknown[] = [];
-  const param = (v: unknown) => (
-    values.push(v),
-    dialect === 'postgres' ? `$${values.length}` : '?'
-  );
+  let n = 0;
+  const param = () => (dialect === 'postgres' ? `$${++n}` : '?');
   const cast = (p: string) => (dialect === 'postgres' ? `${p}::bigint` : `CAST(${p} AS SIGNED)`);
   const col = (c: string, option: string) => quoteName(dialect, c, option);
-  const assign = sets.map(([c, v]) => `${col(c, 'set')} = ${param(v)}`);
-  const tokenParam = param(token);
+  const assign = sets.map(([c]) => `${col(c, 'set')} = ${param()}`);
+  const tokenParam = param();
   assign.push(`${fence} = ${cast(tokenParam)}`);
-  const match = wheres.map(([c, v]) => `${col(c, 'where')} = ${param(v)}`).join(' AND ');
-  // PostgreSQL reuses the token's parameter; MySQL's `?` are positional, so it is bound twice.
-  const current = cast(dialect === 'postgres' ? tokenParam : param(token));
+  const match = wheres.map(([c]) => `${col(c, 'where')} = ${param()}`).join(' AND ');
+  const current = cast(dialect === 'postgres' ? tokenParam : param());
   const table = quoteName(dialect, spec.table, 'table');
   const sql =
     `UPDATE ${table} SET ${assign.join(', ')} WHERE ${match} ` +
     `AND (${fence} IS NULL OR ${fence} <= ${current})`;
-  const selectValues = wheres.map(([, v]) => v);
-  let n = 0;
-  const sp = () => (dialect === 'postgres' ? `$${++n}` : '?');
+  n = 0;
   const highest = dialect === 'postgres' ? `MAX(${fence})::text` : `CAST(MAX(${fence}) AS CHAR)`;
-  const selectWhere = wheres.map(([c]) => `${col(c, 'where')} = ${sp()}`).join(' AND ');
-  const select = {
-    sql: `SELECT ${highest} AS token FROM ${table} WHERE ${selectWhere}`,
-    values: selectValues,
-  };
-  return { sql, values, select };
+  const selectWhere = wheres.map(([c]) => `${col(c, 'where')} = ${param()}`).join(' AND ');
+  return { sql, select: `SELECT ${highest} AS token FROM ${table} WHERE ${selectWhere}` };
 }
 
 function entries(record: Record<string, unknown>, option: string): [string, unknown][] {

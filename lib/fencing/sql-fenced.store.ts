@@ -11,6 +11,8 @@ import {
 } from './fencing-token';
 import {
   advanceStatement,
+  columnsStatement,
+  DEFAULT_FENCE_COLUMN,
   DEFAULT_FENCE_TABLE,
   fenceColumnDdl,
   fencedUpdateStatement,
@@ -148,6 +150,40 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
       if (!fence.accepted) return { commit: false, value: fence };
       return { commit: true, value: accepted(resource, fence.token, await fn(tx)) };
     });
+  }
+
+  /**
+   * Checks the schema the store relies on, at start-up: the fence table has `resource` (a
+   * character type) and `token` (BIGINT), and each of `fenceColumns` is a BIGINT column of its
+   * table. Throws InvalidLockOptionsError naming the table, what is missing and the DDL to run.
+   */
+  async checkSchema(fenceColumns: { table: string; column?: string }[] = []): Promise<void> {
+    const expect = [
+      { table: this.table, column: 'resource', type: /char|text/, ddl: this.ddl },
+      { table: this.table, column: 'token', type: /^bigint$/, ddl: this.ddl },
+      ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }) => ({
+        table,
+        column,
+        type: /^bigint$/,
+        ddl: this.columnDdl(table, column),
+      })),
+    ];
+    const tables = new Map<string, Map<string, string>>();
+    for (const e of expect) {
+      if (!tables.has(e.table)) {
+        const { sql, values } = columnsStatement(this.dialect, e.table);
+        const { rows } = await this.exec(this.client, sql, values);
+        tables.set(e.table, new Map(rows.map((r) => [String(r.c).toLowerCase(), String(r.d)])));
+      }
+      const type = tables.get(e.table)?.get(e.column);
+      if (type === undefined || !e.type.test(type))
+        throw new InvalidLockOptionsError(
+          'table',
+          e.table,
+          `a table with column ${e.column} of type ${e.type.source} ` +
+            `(found ${type ?? 'no such column'}); run: ${e.ddl}`,
+        );
+    }
   }
 
   /** The highest token the fence table holds for `resource`, or undefined. */

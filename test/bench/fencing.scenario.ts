@@ -69,18 +69,21 @@ async function alternate(
   };
 }
 
-async function redisRow(): Promise<FencingRow> {
+async function redisRows(): Promise<FencingRow[]> {
   const server = await RedisServer.start();
   const client = new Redis({ host: '127.0.0.1', port: server.port });
   const store = new RedisFencedStore({ client });
   try {
-    return await alternate(
-      'Redis',
-      'SET',
-      2_000,
-      (i) => client.set('bench:plain', String(i)),
-      (i) => store.set('bench:fenced', BigInt(i + 1), String(i)),
-    );
+    const plain = (i: number) => client.set('bench:plain', String(i));
+    return [
+      await alternate('Redis', 'SET, a new token each write', 2_000, plain, (i) =>
+        store.set('bench:fenced', BigInt(i + 1), String(i)),
+      ),
+      // A holder's further writes under one grant: the fence record is only read.
+      await alternate('Redis', 'SET, the same token', 2_000, plain, (i) =>
+        store.set('bench:same', 1n, String(i)),
+      ),
+    ];
   } finally {
     client.disconnect();
     await server.destroy();
@@ -109,7 +112,7 @@ async function sqlRow(kind: 'postgres' | 'mysql'): Promise<FencingRow> {
     await pool.query('INSERT INTO bench (id, value) VALUES (1, 0), (2, 0)');
     return await alternate(
       kind === 'postgres' ? 'PostgreSQL' : 'MariaDB',
-      'UPDATE one row',
+      'UPDATE one row, a new token each write',
       500,
       plain,
       (i) => store.update({ table: 'bench', set: { value: i }, where: { id: 2 } }, BigInt(i + 1)),
@@ -121,7 +124,7 @@ async function sqlRow(kind: 'postgres' | 'mysql'): Promise<FencingRow> {
 }
 
 export async function runFencing(): Promise<FencingRow[]> {
-  return [await redisRow(), await sqlRow('postgres'), await sqlRow('mysql')];
+  return [...(await redisRows()), await sqlRow('postgres'), await sqlRow('mysql')];
 }
 
 export function fencingTable(rows: FencingRow[]): string {

@@ -23,6 +23,7 @@ import {
   DistributedLockFencingModule,
   DistributedLockModule,
   Fenced,
+  fencedValue,
   FENCING_HEADER,
   fencingHeaders,
   LockService,
@@ -153,7 +154,7 @@ describe('@Fenced between two Nest apps (Redis fence store)', () => {
     const config = JSON.stringify({ port: server.port, url: `${url}/ledger`, resource: key });
     const holder = HolderProcess.start(HOLDER, ['guard', config, key, '600']);
     holders.push(holder);
-    const held = await holder.next('held', 0, 60_000);
+    const held = await holder.next('held', 0, 90_000);
     expect(held).toMatchObject({ status: 200 });
     holder.stop();
     const locks = upstream.get(LockService);
@@ -172,7 +173,7 @@ describe('@Fenced between two Nest apps (Redis fence store)', () => {
       `${next.fencingToken}; key=${encodeURIComponent(key)}`,
     ]);
     await next.release();
-  }, 90_000);
+  }, 150_000);
 
   it("tokens of two keys never interfere: each key's calls are fenced on their own", async () => {
     const locks = upstream.get(LockService);
@@ -183,6 +184,35 @@ describe('@Fenced between two Nest apps (Redis fence store)', () => {
     expect((await post('ledger', fencingHeaders(b))).status).toBe(200);
     expect((await post('ledger', fencingHeaders(b))).status).toBe(200);
     await Promise.all([a.release(), b.release()]);
+  });
+
+  it('with both modules in one app, a stale write thrown by a handler is 409 STALE_FENCING_TOKEN', async () => {
+    const store = new RedisFencedStore({ client });
+    @Controller()
+    class WriteController {
+      @Post('write')
+      async write() {
+        return { ok: fencedValue(await store.set('both:1', 1n, 'late')) };
+      }
+    }
+    const ref = await Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRoot({ backend: new RedisLockBackend({ client }) }),
+        DistributedLockFencingModule.forRoot({ store }),
+      ],
+      controllers: [WriteController],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await app.listen(0, '127.0.0.1');
+    try {
+      expect((await store.set('both:1', 2n, 'current')).accepted).toBe(true);
+      const port = (app.getHttpServer().address() as AddressInfo).port;
+      const res = await fetch(`http://127.0.0.1:${port}/write`, { method: 'POST' });
+      expect(res.status).toBe(409);
+      expect(await res.json()).toMatchObject({ code: 'STALE_FENCING_TOKEN' });
+    } finally {
+      await app.close();
+    }
   });
 
   it('over a TCP microservice: withFencing carries the grant; a stale one gets { code: STALE_FENCING_TOKEN }', async () => {

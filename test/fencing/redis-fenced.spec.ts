@@ -138,7 +138,7 @@ describe('RedisFencedStore (a private redis-server)', () => {
     const config = JSON.stringify({ port: server.port, resource: 'acct:paused' });
     const holder = HolderProcess.start(HOLDER, ['redis', config, key, '600']);
     holders.push(holder);
-    const held = await holder.next('held');
+    const held = await holder.next('held', 0, 90_000);
     expect(held.accepted).toBe(true);
     holder.stop();
     const engine = new LockEngine({
@@ -159,7 +159,7 @@ describe('RedisFencedStore (a private redis-server)', () => {
     } finally {
       await engine.close();
     }
-  }, 60_000);
+  }, 150_000);
 });
 
 describe('RedisFencedStore on Redis Cluster (3 private masters)', () => {
@@ -184,6 +184,24 @@ describe('RedisFencedStore on Redis Cluster (3 private masters)', () => {
       expect((await store.set(key, 1n, 'old')).accepted).toBe(false);
       expect(fencedValue(await store.incrby(`${key}:n`, 2n, 1))).toBe(1);
       expect(await client.get(key)).toBe('v');
+    }
+  }, 60_000);
+
+  it('a client with ioredis keyPrefix: the fence is computed on the prefixed key (still one slot)', async () => {
+    const prefixed = new Cluster(
+      cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+      { keyPrefix: 'app:' },
+    );
+    try {
+      const store = new RedisFencedStore({ client: prefixed });
+      for (const key of ['order:9', '{order:9}:total', 'a}b']) {
+        expect((await store.set(key, 5n, 'v')).accepted).toBe(true);
+        expect((await store.set(key, 4n, 'old')).accepted).toBe(false);
+        expect(await client.get(`app:${key}`)).toBe('v');
+        expect(await store.highest(key)).toBe(5n);
+      }
+    } finally {
+      prefixed.disconnect();
     }
   }, 60_000);
 });

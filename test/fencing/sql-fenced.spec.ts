@@ -96,6 +96,14 @@ describe.each([
     ]);
   });
 
+  it('checkSchema() accepts the documented DDL and names what is missing otherwise', async () => {
+    await f.store.checkSchema([{ table: 'accounts' }]);
+    await expect(f.store.checkSchema([{ table: 'accounts', column: 'balance' }])).rejects.toThrow(
+      /column balance of type \^bigint\$ \(found (integer|int)\); run: ALTER TABLE/,
+    );
+    await expect(f.store.checkSchema([{ table: 'nowhere' }])).rejects.toThrow(/no such column/);
+  });
+
   it('column form: one UPDATE writes with a current token and refuses an older one', async () => {
     const spec = { table: 'accounts', set: { owner: 'w7', balance: 7 }, where: { id: 1 } };
     expect(await f.store.update(spec, 7n)).toMatchObject({ accepted: true, value: 1 });
@@ -151,7 +159,7 @@ describe.each([
     const config = JSON.stringify({ connection: f.connection, resource: 'acct:paused' });
     const holder = HolderProcess.start(HOLDER, [f.kind, config, key, '1000']);
     holders.push(holder);
-    const held = await holder.next('held', 0, 60_000);
+    const held = await holder.next('held', 0, 90_000);
     expect(held).toMatchObject({ accepted: true, tableAccepted: true });
     holder.stop();
     const engine = new LockEngine({ backend: f.backend, keyPrefix: 'fenced-test:' });
@@ -176,5 +184,5 @@ describe.each([
     } finally {
       await engine.close();
     }
-  }, 90_000);
+  }, 150_000);
 });
