@@ -17,7 +17,7 @@ import { redisProcesses } from './redis-fixture';
  * waiters woken one per freed seat (scripts counted per sha and on the server), an expired seat
  * reclaimed, owner-checked release and renewal, Curator's rule for holders that disagree on N,
  * growing tokens, inspect/forceRelease over the seat layout, marked seats (a release is one
- * ZREM while nobody queues), and clockless seats (an uncontended seat reads no clock).
+ * ZREM while nobody queues), and lone seats (an uncontended seat reads no clock).
  */
 const PREFIX = 's:';
 const redis = redisProcesses(PREFIX);
@@ -192,24 +192,24 @@ describe('RedisLockBackend native semaphore', () => {
     counted.stop();
   });
 
-  it('clockless seats: an uncontended seat scores inf and expires with its set; inspect and a busy hint read the set; the next script gives it its expiry', async () => {
+  it('lone seats: an uncontended seat scores inf and expires with its set; inspect and a busy hint read the set; the next script gives it its expiry', async () => {
     const a = processLike();
-    const set = semaphoreKeys(PREFIX + 'clockless').seats;
-    const first = attempt('clockless', 3, 20_000);
+    const set = semaphoreKeys(PREFIX + 'lone').seats;
+    const first = attempt('lone', 3, 20_000);
     expect((await trySeat(a.backend, first)).acquired).toBe(true);
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
     const setTtl = await redis.admin.pttl(set);
     expect(setTtl).toBeGreaterThan(19_000);
     expect(setTtl).toBeLessThanOrEqual(20_001);
     // inspect reads the seat's ms left off the set's expiry, and writes nothing.
-    const seen = await a.backend.inspect(PREFIX + 'clockless');
+    const seen = await a.backend.inspect(PREFIX + 'lone');
     expect(seen.holders.map((h) => h.owner)).toEqual([first.owner]);
     expect(seen.holders[0].remainingTtl).toBeGreaterThan(19_000);
     expect(seen.holders[0].remainingTtl).toBeLessThanOrEqual(20_000);
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
     // A request for 1 permit finds it busy (the full script ran): the seat now has its expiry,
     // the set's less 1 ms, and the hint is the ms until then.
-    const busy = await trySeat(a.backend, attempt('clockless', 1));
+    const busy = await trySeat(a.backend, attempt('lone', 1));
     expect(busy.acquired).toBe(false);
     const retryAfter = busy.acquired ? undefined : busy.retryAfter;
     expect(retryAfter).toBeGreaterThan(19_000);
@@ -222,23 +222,23 @@ describe('RedisLockBackend native semaphore', () => {
     expect(expiry - serverMs).toBeGreaterThan(19_000);
     expect(expiry - serverMs).toBeLessThanOrEqual(setLeft + 1);
     // A second seat keeps the first one's expiry, and the set outlives both.
-    const second = attempt('clockless', 3, 5_000);
+    const second = attempt('lone', 3, 5_000);
     expect((await trySeat(a.backend, second)).acquired).toBe(true);
     expect(Number(await redis.admin.zscore(set, first.owner))).toBe(expiry);
     await a.backend.semaphore.release(first);
     await a.backend.semaphore.release(second);
-    expect(await seats('clockless')).toBe(0);
-    // A silent holder's clockless seat goes with its set, and the key is free again.
-    const silent = attempt('clockless-silent', 2, 300);
+    expect(await seats('lone')).toBe(0);
+    // A silent holder's lone seat goes with its set, and the key is free again.
+    const silent = attempt('lone-silent', 2, 300);
     const silentGrant = await trySeat(a.backend, silent);
     expect(silentGrant.acquired).toBe(true);
     expect(await redis.admin.zscore(semaphoreKeys(silent.key).seats, silent.owner)).toBe('inf');
-    await eventually(async () => (await seats('clockless-silent')) === 0);
-    const next = await processLike().engine.acquire('clockless-silent', { permits: 1 });
+    await eventually(async () => (await seats('lone-silent')) === 0);
+    const next = await processLike().engine.acquire('lone-silent', { permits: 1 });
     expect(next.fencingToken > (silentGrant as { fencingToken: bigint }).fencingToken).toBe(true);
     await next.release();
-    // Its holder's renewal gives a clockless seat its expiry (no other script needs to).
-    const renewed = attempt('clockless-renew', 2, 20_000);
+    // Its holder's renewal gives a lone seat its expiry (no other script needs to).
+    const renewed = attempt('lone-renew', 2, 20_000);
     expect((await trySeat(a.backend, renewed)).acquired).toBe(true);
     const renewSet = semaphoreKeys(renewed.key).seats;
     expect(await redis.admin.zscore(renewSet, renewed.owner)).toBe('inf');

@@ -116,7 +116,7 @@ export class LockSlot {
 
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
-    if (group.length === 0) return this.pump();
+    if (group.length === 0) return this.serveNext();
     const inc = new Incarnation(group[0].mode, group[0].proposal);
     for (const w of group) this.join(inc, w);
     this.current = inc;
@@ -272,7 +272,7 @@ export class LockSlot {
     inc.wake.abort();
     if (this.current === inc) this.current = undefined;
     if (!remove || !inc.key || !inc.session) {
-      this.pump();
+      this.serveNext();
       return Promise.resolve();
     }
     const deletion = deleteUntilGone(inc.session, inc.key, inc.rev, this.ctx.callTimeout, (e) => {
@@ -283,7 +283,7 @@ export class LockSlot {
     void cleanup.then(() => {
       if (this.cleanup === cleanup) this.cleanup = undefined;
       this.cleanupFailure = undefined;
-      this.pump();
+      this.serveNext();
     });
     return deletion.first.catch((error: unknown) => {
       throw this.unavailable('deleting the lock key failed', error);
@@ -291,7 +291,7 @@ export class LockSlot {
   }
 
   /** Starts the next local owner(s): the queue head, with the shared waiters right behind a shared head. */
-  private pump(): void {
+  private serveNext(): void {
     if (this.current || this.cleanup) return;
     while (this.queue.length > 0 && this.queue[0].settled) this.queue.shift();
     const head = this.queue.shift();
@@ -304,7 +304,7 @@ export class LockSlot {
 
   private enqueue(w: Waiter): void {
     this.queue.push(w);
-    this.pump();
+    this.serveNext();
   }
 
   private contender(inc: Incarnation): Contender {

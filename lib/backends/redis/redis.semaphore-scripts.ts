@@ -5,7 +5,7 @@ import { lockKeys, recentKeys, redisScript } from '../redis-client';
  * the lock's hash tag `{K}` (so Redis Cluster runs them unchanged):
  *   {K}:s   seats: sorted set owner -> expiry (server ms); the key outlives its latest seat.
  *           The one exception is the sole seat an uncontended acquire makes: score `inf`, and
- *           it expires with the set, 1 ms before it (see "Clockless seats")
+ *           it expires with the set, 1 ms before it (see "Lone seats")
  *   {K}:f   fence: the lock's own counter (a key's lock and semaphore grants share one order)
  *   {K}:sq  waiters in arrival order: sorted set owner -> arrival (server µs)
  *   {K}:sw  waiter details: hash owner -> "deadline|permits|ttl|channel"; after a handoff
@@ -25,7 +25,7 @@ import { lockKeys, recentKeys, redisScript } from '../redis-client';
  * and then the release script runs, which finds either form and serves the queue. Owners are our
  * own hex tokens, so no owner starts with `~`.
  *
- * Clockless seats: the uncontended acquire (SEAT_WHEN_FREE: no seat, nobody queued) reads no clock.
+ * Lone seats: the uncontended acquire (SEAT_WHEN_FREE: no seat, nobody queued) reads no clock.
  * Its seat is the set's only one, so the set's own expiry (PEXPIRE ttl + 1) is the seat's; it
  * scores the seat `inf` instead of now + ttl (TIME and its arithmetic were ~1.4 µs of its ~7 µs
  * on the server). The full acquire script calls settle() first, which gives such a seat its
@@ -76,7 +76,7 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- A clockless seat (score inf; see "Clockless seats") gets its expiry: the set's, less 1 ms. It
+-- A lone seat (score inf; see "Lone seats") gets its expiry: the set's, less 1 ms. It
 -- can only be the set's sole seat, so it is the last one by score.
 local function settle(S, now)
   local last = redis.call('ZRANGE', S, -1, -1, 'WITHSCORES')
@@ -164,7 +164,7 @@ end
 
 /**
  * The uncontended grant (SEM_SEAT_FREE, SEM_ACQUIRE): neither a seat nor a waiter, seat at once,
- * as a clockless seat (score inf; the set expires in ttl + 1 ms: see "Clockless seats").
+ * as a lone seat (score inf; the set expires in ttl + 1 ms: see "Lone seats").
  */
 const SEAT_WHEN_FREE = `
 if redis.call('EXISTS', S, Q) == 0 then
@@ -192,7 +192,7 @@ return 0
  * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
  * Returns an integer: the token (> 0) when granted; else 0 - (ms until the earliest seat expires
  * + 1), or 0 when that is unknown (semaphoreReply reads it). Uncontended path (no seat held,
- * nobody queued): EXISTS S Q, ZADD S (a clockless seat), PEXPIRE S, INCR F, before any helper is
+ * nobody queued): EXISTS S Q, ZADD S (a lone seat), PEXPIRE S, INCR F, before any helper is
  * defined.
  */
 export const SEM_ACQUIRE = redisScript(`${FENCE}
@@ -302,7 +302,7 @@ return released
 /**
  * inspect KEYS=S,F,Q ARGV=-
  * Returns {flat owner/ms-left pairs of live seats, last token or false, queued waiters}. Writes
- * nothing: a clockless seat's ms left are the set's PTTL - 1.
+ * nothing: a lone seat's ms left are the set's PTTL - 1.
  */
 export const SEM_INSPECT = redisScript(`${FENCE}${COMMON}
 local now = now_ms()
@@ -324,7 +324,7 @@ return {flat, redis.call('GET', KEYS[2]) or false, redis.call('ZCARD', KEYS[3])}
  * Frees every seat whoever holds it (the fence is kept) and serves the queue. Returns the seats freed.
  */
 export const SEM_FORCE_RELEASE = redisScript(`${FENCE}${COMMON}
--- A clockless seat counts as live (it is, while its set exists): no settle() before the DEL.
+-- A lone seat counts as live (it is, while its set exists): no settle() before the DEL.
 local n = live(KEYS[1], now_ms())
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[3]) == 1 then
