@@ -1,5 +1,7 @@
 /**
- * The backend kit: everything a lock backend may use, published as
+ * The backend kit: what a lock backend needs and nothing else (the contract and its optional
+ * extensions, the wait hooks, key encoding, the option checker, validity and token helpers, the
+ * errors a backend throws), published as
  * `nestjs-distributed-lock/backend-kit`. The seven built-in backends import only this, the errors
  * and the contract, so a third-party backend can be written from the public API alone
  * (docs/writing-a-backend.md).
@@ -33,16 +35,12 @@ export {
   checkOneOf,
   checkClient,
 } from './option-checker';
-export { encodeKeyPart, checkLockKey, LONE_SURROGATE } from './key-encoding';
-export { DRIFT_FACTOR, DRIFT_MARGIN_MS, safeValidity, minimumTtl } from './validity';
+export { encodeKeyPart, checkLockKey } from './key-encoding';
+export { safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
 export {
   DistributedLockError,
   InvalidLockOptionsError,
-  LockAcquireTimeoutError,
   LockBackendUnavailableError,
-  LockKeyResolutionError,
-  LockLostError,
-  LockNotHeldError,
 } from '../errors';
