@@ -42,7 +42,7 @@ export interface RedisSemaphoreDeps {
 }
 
 /**
- * Native semaphores of the Redis backend (BackendLock.permits): the seats of key K are a sorted set
+ * Native semaphores of the Redis backend (its `semaphore` extension): the seats of key K are a sorted set
  * `{K}:s` of owner -> expiry (server ms; a sole uncontended seat `inf`, expiring with the set:
  * "Clockless seats" in redis.semaphore-scripts.ts) beside the lock's keys, in its hash slot. An
  * attempt is one script: purge expired seats, grant when fewer than the request's own N hold and

@@ -10,7 +10,7 @@ import type { LockMode } from '../../interfaces/lock-backend.interface';
  */
 export interface HolderRow {
   readonly owner: string;
-  /** A lock holder's mode, or 'semaphore' for a seat of the key's semaphore (BackendLock.permits). */
+  /** A lock holder's mode, or 'semaphore' for a seat of the key's semaphore (SemaphoreBackend). */
   readonly mode: StoredMode;
   /** Microseconds until the row expires, by the server's clock (<= 0: expired). */
   readonly leftUs: number;

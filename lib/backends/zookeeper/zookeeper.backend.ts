@@ -49,7 +49,7 @@ const ABORTED = Symbol('aborted');
  * the session timeout (then we can no longer know). Fencing token = our node's czxid: zxids only
  * grow, even when the directory is deleted and recreated.
  *
- * Leader-election campaigns (capabilities.election) are Curator LeaderLatch participants: the
+ * Leader-election campaigns (the `election` extension) are Curator LeaderLatch participants: the
  * node is `_c_<uuid>-latch-<seq>` in the campaign's directory with the proposal as its data
  * (LeaderLatch's participant id); the lowest sequence leads, the others watch their predecessor.
  * With nodeNames 'kazoo' they are kazoo Election contenders instead (`__lock__`, proposal as data).
