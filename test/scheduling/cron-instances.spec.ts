@@ -13,6 +13,9 @@ import { RedisServer } from '../support/redis-server';
 const OFFSETS = [0, 100, 200];
 const TICKS = 6;
 
+/** Every instance spawned, ready or not: stopped in afterAll even when a start timed out. */
+const spawned = new Set<ChildProcess>();
+
 function startInstance(
   port: number,
   offset: number,
@@ -35,6 +38,7 @@ function startInstance(
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  spawned.add(child);
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line === 'ready') resolve(child);
@@ -77,6 +81,7 @@ describe('scheduled jobs on three instances (@nestjs/schedule, real Redis)', () 
     redis = new Redis({ port: server.port, host: '127.0.0.1' });
   });
   afterAll(async () => {
+    await Promise.all([...spawned].map(stop));
     redis?.disconnect();
     await server?.destroy();
   });
