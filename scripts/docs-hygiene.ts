@@ -23,6 +23,11 @@ const ISSUE: Rule = {
   pattern: /\b(?:issues?|PRs?|pull requests?)\s*#?\d+|(?:^|[\s([,;])#\d+\b/i,
 };
 const DATE: Rule = { what: 'a dated run', pattern: /\b20\d\d-[01]\d-[0-3]\d\b/ };
+/** A measured time or speed-up in a code comment: results belong to docs/benchmarks.md. */
+const TIMING: Rule = {
+  what: 'a timing',
+  pattern: /\d(?:\.\d+)?\s?(?:µs|ns)\b|\d(?:\.\d+)?\s?% (?:faster|slower)/i,
+};
 
 /** lib/ paths whose comments are not checked (none: every comment under lib/ is). */
 export const LIB_COMMENTS_EXCLUDED: readonly string[] = [];
@@ -73,7 +78,7 @@ export function checkLibComments(root: string, problems: string[]): number {
         seen.add(range.pos);
         const comment = text.slice(range.pos, range.end);
         comment.split('\n').forEach((line, k) => {
-          const rule = lineRules(line, [HASH, ROUND, ISSUE]);
+          const rule = lineRules(line, [HASH, ROUND, ISSUE, TIMING]);
           if (!rule) return;
           const at = source.getLineAndCharacterOfPosition(range.pos).line + k + 1;
           problems.push(`${relative(root, file)}:${at}: ${rule.what} in a comment: ${line.trim()}`);

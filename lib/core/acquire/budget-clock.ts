@@ -5,7 +5,7 @@
  * next. The armed timer stays armed across calls (held, ref'd, only while a call is pending, so an
  * idle process can exit). A budget fails at its due time, or up to one timer tick later.
  */
-import { AsyncResource } from 'node:async_hooks';
+import { ContextRoot } from './context-root';
 
 export interface Budget {
   /** performance.now() at which the call is out of budget. */
@@ -20,7 +20,7 @@ class BudgetClock {
   private armedAt = Infinity;
   // The timer's callback runs in the context of the module's load, never in one caller's
   // (AsyncLocalStorage: a request's reentrancy scope must not leak into another call's expiry).
-  private readonly scope = new AsyncResource('DistributedLockBudgetClock');
+  private readonly scope = new ContextRoot('DistributedLockBudgetClock');
 
   add(budget: Budget): void {
     if (this.pending.has(budget)) return;

@@ -1,4 +1,5 @@
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ContextRoot } from './context-root';
 import type { LockLease } from '../lease/lock-lease';
 
 /** One owning call: a withLock callback, a @Locked method call, or runInScope's function. */
@@ -37,7 +38,7 @@ export interface ReentrancyScope {
 export class ReentrancyScopes {
   private readonly storage = new AsyncLocalStorage<ReentrancyScope | undefined>();
   /** The context of the engine's construction: no caller's scope, whatever ran since. */
-  private readonly root = new AsyncResource('nestjs-distributed-lock');
+  private readonly root = new ContextRoot('nestjs-distributed-lock');
   /**
    * true once an owning call ran (run()). Until then no context holds a scope, so detached() need
    * not clear ours: and must not, because the first `storage.run` enables the storage's promise

@@ -1,4 +1,4 @@
-import { AsyncResource } from 'node:async_hooks';
+import { ContextRoot } from '../acquire/context-root';
 import type { LeaseHolder, LockLease } from './lock-lease';
 
 /** Largest number of locks renewed in one backend call (one pipelined round trip on Redis). */
@@ -17,7 +17,7 @@ export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
-  private readonly context = new AsyncResource('nestjs-distributed-lock.watchdog');
+  private readonly context = new ContextRoot('nestjs-distributed-lock.watchdog');
 
   constructor(
     private readonly call: <T>(op: Promise<T>, what: string, budget: number) => Promise<T>,
