@@ -5,6 +5,7 @@ import { checkLockKey } from '../backend-kit/key-encoding';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
@@ -190,9 +191,11 @@ function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): 
   } catch (error) {
     // A key built from request values that does not fit is the request's fault (400), not the code's.
     const message =
-      error instanceof DistributedLockError
-        ? error.message.replace(/^Invalid lock option "key": /, '')
-        : String(error);
+      error instanceof InvalidLockOptionsError
+        ? `got ${error.got}; allowed: ${error.allowed}`
+        : error instanceof DistributedLockError
+          ? error.message
+          : String(error);
     throw new LockKeyResolutionError(method.key.template, message);
   }
   return key;
