@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { reason, type BenchContext, type Skipped } from './bench.context';
-import { rotation } from './bench.stats';
+import { procCpuMs, rotation } from './bench.stats';
 import { cannon, startApp } from './decorator.scenario';
 
 /**
@@ -20,6 +20,11 @@ export interface HttpLayerResult {
   loadAverage: { start: number[]; end: number[] };
   /** req/s of each row, one value per run. */
   rows: Partial<Record<HttpLayerRowName, number[]>>;
+  /**
+   * CPU µs the app process spent per request of each row, one value per run (from /proc, 10 ms
+   * resolution): unlike req/s, it hardly moves when other processes share the cores.
+   */
+  cpuUs: Partial<Record<HttpLayerRowName, number[]>>;
   skipped: Skipped[];
 }
 
@@ -42,6 +47,7 @@ export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> 
     runs,
     loadAverage: { start: loadavg().map((l) => Number(l.toFixed(2))), end: [] },
     rows: {},
+    cpuUs: {},
     skipped: [],
   };
   const apps = new Map<string, { child: ChildProcess; port: number }>();
@@ -55,10 +61,14 @@ export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> 
     for (const row of rows) await cannon(apps.get(row.app)!.port, row.route, 1, CONNECTIONS); // warm-up
     for (let run = 0; run < runs; run++) {
       for (const row of rotation(rows, run)) {
-        const rps = await cannon(apps.get(row.app)!.port, row.route, seconds, CONNECTIONS);
+        const app = apps.get(row.app)!;
+        const cpu0 = procCpuMs(app.child.pid);
+        const rps = await cannon(app.port, row.route, seconds, CONNECTIONS);
+        const cpuMs = procCpuMs(app.child.pid) - cpu0;
         (result.rows[row.name] ??= []).push(rps);
+        (result.cpuUs[row.name] ??= []).push((cpuMs * 1000) / (rps * seconds));
       }
-      ctx.log(`http layer run ${run + 1}: ${JSON.stringify(lastOf(result))}`);
+      ctx.log(`http layer run ${run + 1}: req/s ${JSON.stringify(lastOf(result.rows))}`);
     }
   } catch (error) {
     result.skipped.push({ system: apps.has('redis') ? 'memory' : 'redis', reason: reason(error) });
@@ -69,9 +79,9 @@ export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> 
   return result;
 }
 
-function lastOf(r: HttpLayerResult): Record<string, number> {
+function lastOf(rows: HttpLayerResult['rows']): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [name, values] of Object.entries(r.rows)) out[name] = Math.round(values.at(-1)!);
+  for (const [name, values] of Object.entries(rows)) out[name] = Math.round(values.at(-1)!);
   return out;
 }
 
@@ -90,8 +100,8 @@ export function httpLayerSection(r: HttpLayerResult): string {
     '',
     `## HTTP layer (${r.runs} runs, ${r.connections} connections, ${r.seconds} s per row, load ${r.loadAverage.start[0]} → ${r.loadAverage.end[0]})`,
     '',
-    '| route | req/s per run | median | ÷ |',
-    '| :---- | ------------: | -----: | :- |',
+    '| route | req/s per run | median | ÷ | app CPU µs/request per run | median | ÷ |',
+    '| :---- | ------------: | -----: | :- | -------------------------: | -----: | :- |',
   ];
   for (const [name, [label, against]] of Object.entries(LABELS) as [
     HttpLayerRowName,
@@ -101,8 +111,11 @@ export function httpLayerSection(r: HttpLayerResult): string {
     if (!values) continue;
     const base = against && r.rows[against];
     const ratio = base ? `${(median(values) / median(base)).toFixed(2)}× ${against}` : '';
+    const cpu = r.cpuUs[name] ?? [];
+    const cpuBase = against && r.cpuUs[against];
+    const cpuRatio = cpuBase ? `${(median(cpu) / median(cpuBase)).toFixed(2)}× ${against}` : '';
     lines.push(
-      `| ${label} | ${values.map((v) => v.toFixed(0)).join(', ')} | ${median(values).toFixed(0)} | ${ratio} |`,
+      `| ${label} | ${values.map((v) => v.toFixed(0)).join(', ')} | ${median(values).toFixed(0)} | ${ratio} | ${cpu.map((v) => v.toFixed(0)).join(', ')} | ${cpu.length ? median(cpu).toFixed(0) : ''} | ${cpuRatio} |`,
     );
   }
   return `${lines.join('\n')}\n`;
