@@ -1,7 +1,5 @@
 import { ConfigurableModuleBuilder, type Provider } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { InvalidLockOptionsError } from './errors/invalid-lock-options.error';
-import { RequestLifecycleInterceptor } from './interceptors/request-lifecycle.interceptor';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 
 export const {
@@ -12,10 +10,9 @@ export const {
 } = new ConfigurableModuleBuilder<DistributedLockModuleOptions>({ moduleName: 'DistributedLock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createDistributedLockOptions')
-  // requestLifecycle: the global interceptor that stops a lock wait when its client goes away
-  // (HTTP, GraphQL over HTTP, TCP microservices). A global interceptor makes Nest run its
-  // interceptor pipeline for EVERY request, locked or not (measured: a plain Express route 390 vs
-  // 183 µs of CPU per request; docs/benchmarks.md), so an app can opt out with `false`.
+  // requestLifecycle: the middleware that lets a lock wait stop when its HTTP client goes away
+  // (GraphQL over HTTP included). Not a global interceptor: that would put every route, locked or
+  // not, through Nest's interceptor pipeline. `false` registers no middleware.
   .setExtras({ isGlobal: true, requestLifecycle: true }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal,
@@ -23,8 +20,11 @@ export const {
   }))
   .build();
 
+/** Whether DistributedLockModule applies its request-context middleware (the `requestLifecycle` extra). */
+export const REQUEST_LIFECYCLE = Symbol('DistributedLock:requestLifecycle');
+
 function requestLifecycle(enabled: unknown): Provider[] {
   if (typeof enabled !== 'boolean')
     throw new InvalidLockOptionsError('requestLifecycle', enabled, 'true or false');
-  return enabled ? [{ provide: APP_INTERCEPTOR, useClass: RequestLifecycleInterceptor }] : [];
+  return [{ provide: REQUEST_LIFECYCLE, useValue: enabled }];
 }

@@ -1,4 +1,11 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import {
+  Inject,
+  Module,
+  Optional,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+} from '@nestjs/common';
 import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
 import { MemoryLockBackend } from './backends/memory/memory.backend';
 import { LockEngine } from './core/lock-engine';
@@ -6,11 +13,13 @@ import { LockedExplorer } from './discovery/locked.explorer';
 import {
   DistributedLockConfigurableModule,
   DISTRIBUTED_LOCK_MODULE_OPTIONS,
+  REQUEST_LIFECYCLE,
 } from './distributed-lock.module-definition';
 import { LockExceptionFilter } from './filters/lock-exception.filter';
 import { resolveErrorMapping } from './filters/lock-error.mapper';
 import type { DistributedLockModuleOptions } from './interfaces/distributed-lock-module-options.interface';
 import { LockedInterceptor } from './interceptors/locked.interceptor';
+import { requestContextMiddleware } from './interceptors/request-context.middleware';
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
 import { LockObservability } from './observability/lock-observability.service';
@@ -21,7 +30,9 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
  * inject, imports }): global by default (isGlobal: false to import it where needed). Options are
  * validated once, when the engine is built, for both forms: a bad option fails start-up. It also
  * registers a global filter mapping lock errors per transport (`errorMapping`) and, unless
- * `requestLifecycle: false`, a global interceptor that ends a lock wait when the client goes away.
+ * `requestLifecycle: false`, a middleware that lets a lock wait end when its HTTP client goes
+ * away (gateways and message handlers get the same from an interceptor bound to them alone).
+ * Routes that take no lock pay for neither.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -55,7 +66,15 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     DistributedLockHealthIndicator,
   ],
 })
-export class DistributedLockModule extends DistributedLockConfigurableModule {
+export class DistributedLockModule extends DistributedLockConfigurableModule implements NestModule {
+  constructor(@Optional() @Inject(REQUEST_LIFECYCLE) private readonly requestLifecycle?: boolean) {
+    super();
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    if (this.requestLifecycle !== false) consumer.apply(requestContextMiddleware).forRoutes('*');
+  }
+
   /**
    * For tests: forRoot on a fresh in-process MemoryLockBackend with `defaults.wait: 0` (a busy lock
    * fails at once, so a test that holds a key gets its 409 without waiting), plus LockTestingHelper.

@@ -5,6 +5,7 @@ import { checkLockKey } from '../backend-kit/key-encoding';
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
@@ -111,16 +112,34 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
   });
 }
 
-/** The engine options of a @Locked method, made once per method and engine (not per call). */
-const acquireOptions = new WeakMap<LockedMethod, { engine: LockEngine; options: LockOptions }>();
+/**
+ * What a @Locked method's calls share, made once per method and engine (not per call): the engine
+ * options (checked at start-up), the acquire's meta and the key length limit of its backend.
+ */
+interface MethodPlan {
+  engine: LockEngine;
+  options: LockOptions;
+  meta: { keyTemplate: string | undefined };
+  maxKeyLength: number;
+}
+const plans = new WeakMap<LockedMethod, MethodPlan>();
 
-function optionsFor(engine: LockEngine, method: LockedMethod): LockOptions {
-  const cached = acquireOptions.get(method);
-  if (cached?.engine === engine) return cached.options;
+function planFor(engine: LockEngine, method: LockedMethod): MethodPlan {
+  const cached = plans.get(method);
+  if (cached?.engine === engine) return cached;
   const { onBusy = engine.defaults.onBusy, retryAfter: _retryAfter, ...rest } = method.options;
   const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }) };
-  acquireOptions.set(method, { engine, options: Object.freeze(options) });
-  return options;
+  const plan: MethodPlan = {
+    engine,
+    options: Object.freeze(options),
+    meta: Object.freeze({ keyTemplate: method.key.template }),
+    maxKeyLength: Math.min(
+      MAX_KEY_LENGTH,
+      engine.backend(method.options.backend).capabilities.maxKeyLength,
+    ),
+  };
+  plans.set(method, plan);
+  return plan;
 }
 
 async function acquireFor(
@@ -128,29 +147,31 @@ async function acquireFor(
   key: string | string[],
   method: LockedMethod,
 ): Promise<LockHandle | null> {
-  const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
-  const base = optionsFor(engine, method);
-  // Inside an HTTP request, the wait ends when the client goes away (RequestLifecycleInterceptor).
+  const plan = planFor(engine, method);
+  // Inside a request, the wait ends when the client goes away (the module's middleware).
   const signal = withRequestSignal(undefined);
   try {
-    const meta = { keyTemplate: method.key.template };
-    return await engine.acquire(key, signal ? { ...base, signal } : base, meta);
+    return await engine.acquire(
+      key,
+      signal ? { ...plan.options, signal } : plan.options,
+      plan.meta,
+    );
   } catch (error) {
-    if (onBusy === 'skip' && error instanceof LockAcquireTimeoutError) {
-      const backend = method.options.backend ?? 'default';
+    if (!(error instanceof LockAcquireTimeoutError)) throw error;
+    const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
+    if (onBusy === 'skip') {
       if (engine.events.active)
         engine.events.emit({
           type: 'skipped',
           at: Date.now(),
-          backend,
+          backend: method.options.backend ?? 'default',
           key: typeof key === 'string' ? key : key.join(', '),
           keyTemplate: method.key.template,
           where: method.where,
         });
       return null;
     }
-    if (retryAfter !== undefined && error instanceof LockAcquireTimeoutError)
-      retryAfterHints.set(error, retryAfter);
+    if (retryAfter !== undefined) retryAfterHints.set(error, retryAfter);
     throw error;
   }
 }
@@ -179,23 +200,26 @@ export function timed(
 
 function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string | string[] {
   const key = method.key.resolve(args);
+  const { maxKeyLength } = planFor(engine, method);
   try {
-    for (const k of Array.isArray(key) ? key : [key]) {
-      checkLockKey(k);
-      checkLockKey(
-        engine.keyPrefix + k,
-        Math.min(MAX_KEY_LENGTH, engine.backend(method.options.backend).capabilities.maxKeyLength),
-      );
-    }
+    if (typeof key === 'string') checkKey(engine, key, maxKeyLength);
+    else for (const k of key) checkKey(engine, k, maxKeyLength);
   } catch (error) {
     // A key built from request values that does not fit is the request's fault (400), not the code's.
     const message =
-      error instanceof DistributedLockError
-        ? error.message.replace(/^Invalid lock option "key": /, '')
-        : String(error);
+      error instanceof InvalidLockOptionsError
+        ? `got ${error.got}; allowed: ${error.allowed}`
+        : error instanceof DistributedLockError
+          ? error.message
+          : String(error);
     throw new LockKeyResolutionError(method.key.template, message);
   }
   return key;
+}
+
+function checkKey(engine: LockEngine, key: string, maxKeyLength: number): void {
+  checkLockKey(key);
+  checkLockKey(engine.keyPrefix + key, maxKeyLength);
 }
 
 function withHandle(args: unknown[], method: LockedMethod, handle: LockHandle): unknown[] {

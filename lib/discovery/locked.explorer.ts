@@ -31,7 +31,8 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
   ) {
     // Built at compile(): @Locked methods of this module's instances work before init().
     engineRegistry.open(this.engine, (instance) => this.owns(instance));
-    bindToGateways(new Set(this.discovery.getProviders().map((w) => w.metatype)), options ?? {});
+    const classes = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    bindToGateways(new Set(classes.map((w) => w.metatype)), options ?? {});
   }
 
   /** Whether `instance` is one of the providers or controllers Nest created in this container. */

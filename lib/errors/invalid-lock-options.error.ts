@@ -3,6 +3,10 @@ import { DistributedLockError } from './distributed-lock.error';
 /** An option has a value that cannot work. Names the option, the value and what is allowed. */
 export class InvalidLockOptionsError extends DistributedLockError {
   readonly option: string;
+  /** What the option allows (the message's "allowed:" part), for code that explains it further. */
+  readonly allowed: string;
+  /** The value, described safely (strings cut at 80 characters, no object contents). */
+  readonly got: string;
 
   constructor(option: string, value: unknown, allowed: string, key?: string) {
     super(
@@ -13,6 +17,8 @@ export class InvalidLockOptionsError extends DistributedLockError {
       },
     );
     this.option = option;
+    this.allowed = allowed;
+    this.got = describe(value);
   }
 }
 

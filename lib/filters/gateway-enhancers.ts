@@ -5,6 +5,8 @@ import { LockExceptionFilter } from './lock-exception.filter';
 
 /** @nestjs/websockets' marker on @WebSocketGateway classes (a string, so no import of the package). */
 const GATEWAY_METADATA = 'websockets:is_gateway';
+/** @nestjs/microservices' marker on @MessagePattern / @EventPattern methods. */
+const PATTERN_METADATA = 'microservices:pattern';
 
 /**
  * Nest applies neither global filters nor global interceptors to WebSocket gateways. So that
@@ -12,14 +14,19 @@ const GATEWAY_METADATA = 'websockets:is_gateway';
  * the module binds its filter and interceptor to each gateway class at compile (before Nest wires
  * the gateways at init). They go first in the class's lists: a filter or interceptor of your own on
  * the class or method is still asked before ours. Runs again for each module, replacing ours.
+ * Message handlers (@MessagePattern, @EventPattern) get the interceptor on the method alone, so
+ * the HTTP routes of the same controller do not run Nest's interceptor pipeline for it.
  */
 export function bindToGateways(
   classes: Iterable<unknown>,
   options: DistributedLockModuleOptions,
 ): void {
   for (const metatype of classes) {
-    if (typeof metatype !== 'function' || !Reflect.getMetadata(GATEWAY_METADATA, metatype))
+    if (typeof metatype !== 'function') continue;
+    if (!Reflect.getMetadata(GATEWAY_METADATA, metatype)) {
+      bindToMessageHandlers(metatype);
       continue;
+    }
     prepend(
       metatype,
       EXCEPTION_FILTERS_METADATA,
@@ -28,6 +35,22 @@ export function bindToGateways(
     );
     prepend(
       metatype,
+      INTERCEPTORS_METADATA,
+      new RequestLifecycleInterceptor(),
+      RequestLifecycleInterceptor,
+    );
+  }
+}
+
+function bindToMessageHandlers(metatype: Function): void {
+  const proto = metatype.prototype as Record<string, unknown> | undefined;
+  if (!proto) return;
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const method = Object.getOwnPropertyDescriptor(proto, name)?.value;
+    if (typeof method !== 'function' || name === 'constructor') continue;
+    if (Reflect.getMetadata(PATTERN_METADATA, method) === undefined) continue;
+    prepend(
+      method,
       INTERCEPTORS_METADATA,
       new RequestLifecycleInterceptor(),
       RequestLifecycleInterceptor,

@@ -1,5 +1,14 @@
 import 'reflect-metadata';
-import { Controller, Get, Inject, Module, Optional, Param } from '@nestjs/common';
+import {
+  ConflictException,
+  Controller,
+  Get,
+  Inject,
+  Module,
+  Optional,
+  Param,
+} from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import type { LockBackend } from '../../lib';
@@ -13,11 +22,14 @@ const { DistributedLockModule, Locked, MemoryLockBackend, RedisLockBackend } = l
  * The HTTP app of scenario 3, run in its own process so the load generator does not share its
  * event loop: Express (@nestjs/platform-express), one route with @Locked on a per-request key and
  * the same route without it, and (Redis) a route that makes one PING round trip. `node -r ts-node/register/transpile-only decorator.app.ts memory`
- * or `... redis <port>`; prints `PORT <n>` when listening. `... bare`: the same app WITHOUT
- * DistributedLockModule (no global RequestLifecycleInterceptor; only the plain and async routes
- * answer): what the module costs a route that takes no lock.
+ * or `... redis <port>`; prints `PORT <n>` when listening. `... bare [<port>]`: the same app WITHOUT
+ * DistributedLockModule (only the plain, async and, given a Redis port, manual routes answer): what
+ * the module costs a route that takes no lock, and what the lock's two round trips cost written by
+ * hand (the HTTP layer scenario).
  */
 const REDIS = 'BENCH_REDIS';
+const RELEASE =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 
 @Controller()
 class BenchController {
@@ -40,6 +52,24 @@ class BenchController {
     return { id };
   }
 
+  /**
+   * The lock's two Redis round trips written by hand, without the module: SET NX PX with a random
+   * owner, then a compare-and-delete script (the usual single-instance recipe; no fencing, no
+   * renewal, no reentrancy, no waiting).
+   */
+  @Get('manual/:id')
+  async manual(@Param('id') id: string) {
+    const key = `lock:item:${id}`;
+    const owner = randomBytes(16).toString('hex');
+    if ((await this.redis!.set(key, owner, 'PX', 5_000, 'NX')) !== 'OK')
+      throw new ConflictException();
+    try {
+      return { id };
+    } finally {
+      await this.redis!.eval(RELEASE, 1, key, owner);
+    }
+  }
+
   /** One Redis round trip (PING) and no lock: what one round trip costs as this process sees it. */
   @Get('ping/:id')
   async ping(@Param('id') id: string) {
@@ -52,10 +82,12 @@ async function main(): Promise<void> {
   const [kind, port] = process.argv.slice(2);
   let backend: LockBackend;
   let client: Redis | undefined;
-  if (kind === 'redis') {
+  if (port) {
     client = new Redis({ port: Number(port), host: '127.0.0.1', maxRetriesPerRequest: 1 });
     client.on('error', () => undefined);
-    backend = new RedisLockBackend({ client });
+  }
+  if (kind === 'redis') {
+    backend = new RedisLockBackend({ client: client! });
   } else {
     backend = new MemoryLockBackend();
   }

@@ -124,7 +124,7 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
   return { rounds, roundMs, autocannonSeconds, connections: CONNECTIONS, rows, skipped };
 }
 
-function startApp(args: string[]): Promise<{ child: ChildProcess; port: number }> {
+export function startApp(args: string[]): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(
     process.execPath,
     ['-r', 'ts-node/register/transpile-only', join(__dirname, 'decorator.app.ts'), ...args],
@@ -173,14 +173,19 @@ async function sequential(
   }
 }
 
-async function cannon(port: number, route: string, seconds: number): Promise<number> {
+export async function cannon(
+  port: number,
+  route: string,
+  seconds: number,
+  connections = CONNECTIONS,
+): Promise<number> {
   const autocannon = require('autocannon') as (
     opts: object,
   ) => Promise<{ requests: { average: number }; non2xx: number; errors: number }>;
   let n = 0;
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
-    connections: CONNECTIONS,
+    connections,
     duration: seconds,
     requests: [
       { method: 'GET', setupRequest: (req: object) => ({ ...req, path: `/${route}/ac-${n++}` }) },

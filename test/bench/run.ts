@@ -9,6 +9,7 @@ import { runDecorator } from './decorator.scenario';
 import { runWatchdog } from './watchdog.scenario';
 import { runScaling } from './scaling.scenario';
 import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphore.scenario';
+import { httpLayerSection, runHttpLayer, type HttpLayerResult } from './http-layer.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
@@ -18,7 +19,7 @@ import { reportMain } from './bench.record';
 const WORKER_PROCESSES = 8;
 
 /**
- * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore]
+ * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore,http-layer]
  * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the
  * scenarios (ours and the competitors alternating, in this one process, against the same servers),
  * writes test/bench/results/<name>.json, .md and <name>-*.svg (git ignores all but the record).
@@ -33,6 +34,7 @@ const SCENARIOS = [
   'watchdog',
   'scaling',
   'semaphore',
+  'http-layer',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out', '--report'];
@@ -109,6 +111,7 @@ async function main(): Promise<void> {
       if (scenario === 'watchdog') results.watchdog = await runWatchdog(ctx);
       if (scenario === 'scaling') results.scaling = await runScaling(ctx);
       if (scenario === 'semaphore') Object.assign(results, { semaphore: await runSemaphore(ctx) });
+      if (scenario === 'http-layer') Object.assign(results, { httpLayer: await runHttpLayer(ctx) });
     }
   } finally {
     await (await pool?.catch(() => undefined))?.stop();
@@ -122,7 +125,11 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   const charts = writeCharts(results, dir, name);
   const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
-  const report = renderReport(results, charts) + (semaphore ? semaphoreSection(semaphore) : '');
+  const httpLayer = (results as { httpLayer?: HttpLayerResult }).httpLayer;
+  const report =
+    renderReport(results, charts) +
+    (semaphore ? semaphoreSection(semaphore) : '') +
+    (httpLayer ? httpLayerSection(httpLayer) : '');
   writeFileSync(join(dir, `${name}.md`), report);
   ctx.log(
     `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,

@@ -6,10 +6,10 @@ import { DistributedLockModule, InvalidLockOptionsError, MemoryLockBackend } fro
 import { currentRequestSignal } from '../../lib/interceptors/request-signal';
 
 /**
- * `requestLifecycle` (a forRoot/forRootAsync extra, default true): whether the module registers
- * its global RequestLifecycleInterceptor, which gives every request the "client left" signal that
- * lock waits run under. `false` registers no global interceptor at all (so Nest does not run its
- * interceptor pipeline for routes that take no lock); anything but a boolean fails at start-up.
+ * `requestLifecycle` (a forRoot/forRootAsync extra, default true): whether the module applies its
+ * request-context middleware, which gives every HTTP request the "client left" signal that lock
+ * waits run under (no global interceptor either way, so Nest's interceptor pipeline does not run
+ * for routes that take no lock). `false` applies none; anything but a boolean fails at start-up.
  */
 @Controller('probe')
 class ProbeController {
@@ -38,7 +38,7 @@ describe('DistributedLockModule requestLifecycle', () => {
   it.each([
     ['by default, every HTTP request runs under the client-gone signal', {}, true],
     [
-      'requestLifecycle: false registers no global interceptor: requests carry no signal',
+      'requestLifecycle: false applies no middleware: requests carry no signal',
       { requestLifecycle: false },
       false,
     ],

@@ -1,0 +1,122 @@
+import type { ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { reason, type BenchContext, type Skipped } from './bench.context';
+import { procCpuMs, rotation } from './bench.stats';
+import { cannon, startApp } from './decorator.scenario';
+
+/**
+ * The HTTP layer: what the module costs a Nest 11 Express app, each app in its own process and the
+ * load generator (autocannon, 10 connections, a new id per request) in this one. Rows alternate
+ * within each run (the order rotates), and the run is repeated: the bare app without the module,
+ * the module's lock-free route, @Locked on memory, @Locked on Redis, and a route that makes the
+ * lock's two Redis round trips itself (SET NX PX + a compare-and-delete script) without the module.
+ */
+export type HttpLayerRowName = 'bare' | 'module' | 'lockedMemory' | 'lockedRedis' | 'manualRedis';
+
+export interface HttpLayerResult {
+  connections: number;
+  seconds: number;
+  runs: number;
+  loadAverage: { start: number[]; end: number[] };
+  /** req/s of each row, one value per run. */
+  rows: Partial<Record<HttpLayerRowName, number[]>>;
+  /**
+   * CPU µs the app process spent per request of each row, one value per run (from /proc, 10 ms
+   * resolution): unlike req/s, it hardly moves when other processes share the cores.
+   */
+  cpuUs: Partial<Record<HttpLayerRowName, number[]>>;
+  skipped: Skipped[];
+}
+
+const CONNECTIONS = 10;
+
+const ROWS: { name: HttpLayerRowName; app: 'bare' | 'memory' | 'redis'; route: string }[] = [
+  { name: 'bare', app: 'bare', route: 'plain' },
+  { name: 'module', app: 'memory', route: 'plain' },
+  { name: 'lockedMemory', app: 'memory', route: 'locked' },
+  { name: 'lockedRedis', app: 'redis', route: 'locked' },
+  { name: 'manualRedis', app: 'bare', route: 'manual' },
+];
+
+export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> {
+  const runs = ctx.quick ? 1 : 3;
+  const seconds = ctx.quick ? 1 : 4;
+  const result: HttpLayerResult = {
+    connections: CONNECTIONS,
+    seconds,
+    runs,
+    loadAverage: { start: loadavg().map((l) => Number(l.toFixed(2))), end: [] },
+    rows: {},
+    cpuUs: {},
+    skipped: [],
+  };
+  const apps = new Map<string, { child: ChildProcess; port: number }>();
+  try {
+    if (ctx.systems.includes('redis')) await ctx.servers.need('redis');
+    const port = ctx.servers.redis ? String(ctx.servers.redis.port) : undefined;
+    apps.set('bare', await startApp(port ? ['bare', port] : ['bare']));
+    apps.set('memory', await startApp(['memory']));
+    if (port) apps.set('redis', await startApp(['redis', port]));
+    const rows = ROWS.filter((r) => apps.has(r.app) && (r.route !== 'manual' || port));
+    for (const row of rows) await cannon(apps.get(row.app)!.port, row.route, 1, CONNECTIONS); // warm-up
+    for (let run = 0; run < runs; run++) {
+      for (const row of rotation(rows, run)) {
+        const app = apps.get(row.app)!;
+        const cpu0 = procCpuMs(app.child.pid);
+        const rps = await cannon(app.port, row.route, seconds, CONNECTIONS);
+        const cpuMs = procCpuMs(app.child.pid) - cpu0;
+        (result.rows[row.name] ??= []).push(rps);
+        (result.cpuUs[row.name] ??= []).push((cpuMs * 1000) / (rps * seconds));
+      }
+      ctx.log(`http layer run ${run + 1}: req/s ${JSON.stringify(lastOf(result.rows))}`);
+    }
+  } catch (error) {
+    result.skipped.push({ system: apps.has('redis') ? 'memory' : 'redis', reason: reason(error) });
+  } finally {
+    for (const app of apps.values()) app.child.kill('SIGKILL');
+  }
+  result.loadAverage.end = loadavg().map((l) => Number(l.toFixed(2)));
+  return result;
+}
+
+function lastOf(rows: HttpLayerResult['rows']): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, values] of Object.entries(rows)) out[name] = Math.round(values.at(-1)!);
+  return out;
+}
+
+const LABELS: Record<HttpLayerRowName, [string, HttpLayerRowName | undefined]> = {
+  bare: ['bare app, plain route (no module)', undefined],
+  module: ['module, lock-free route', 'bare'],
+  lockedMemory: ['`@Locked` on memory', 'bare'],
+  lockedRedis: ['`@Locked` on Redis', 'manualRedis'],
+  manualRedis: ['SET NX PX + compare-and-delete by hand (no module)', 'bare'],
+};
+
+/** The table: req/s per run, their median, and the median's ratio to the row it is judged against. */
+export function httpLayerSection(r: HttpLayerResult): string {
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+  const lines = [
+    '',
+    `## HTTP layer (${r.runs} runs, ${r.connections} connections, ${r.seconds} s per row, load ${r.loadAverage.start[0]} → ${r.loadAverage.end[0]})`,
+    '',
+    '| route | req/s per run | median | ÷ | app CPU µs/request per run | median | ÷ |',
+    '| :---- | ------------: | -----: | :- | -------------------------: | -----: | :- |',
+  ];
+  for (const [name, [label, against]] of Object.entries(LABELS) as [
+    HttpLayerRowName,
+    [string, HttpLayerRowName | undefined],
+  ][]) {
+    const values = r.rows[name];
+    if (!values) continue;
+    const base = against && r.rows[against];
+    const ratio = base ? `${(median(values) / median(base)).toFixed(2)}× ${against}` : '';
+    const cpu = r.cpuUs[name] ?? [];
+    const cpuBase = against && r.cpuUs[against];
+    const cpuRatio = cpuBase ? `${(median(cpu) / median(cpuBase)).toFixed(2)}× ${against}` : '';
+    lines.push(
+      `| ${label} | ${values.map((v) => v.toFixed(0)).join(', ')} | ${median(values).toFixed(0)} | ${ratio} | ${cpu.map((v) => v.toFixed(0)).join(', ')} | ${cpu.length ? median(cpu).toFixed(0) : ''} | ${cpuRatio} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
