@@ -37,6 +37,7 @@ export { encodeKeyPart, checkLockKey, LONE_SURROGATE } from './key-encoding';
 export { DRIFT_FACTOR, DRIFT_MARGIN_MS, safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
+export { CLOSE_TIMEOUT_MS, within } from './bounded';
 export {
   DistributedLockError,
   InvalidLockOptionsError,
