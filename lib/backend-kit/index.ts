@@ -39,6 +39,7 @@ export { encodeKeyPart, checkLockKey } from './key-encoding';
 export { safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
+export { CLOSE_TIMEOUT_MS, within } from './bounded';
 export {
   DistributedLockError,
   InvalidLockOptionsError,

@@ -17,9 +17,12 @@ export const LONE_SURROGATE = /\p{Cs}/u;
  * Encodes one value for use inside a key (exported for function keys that build their own).
  * `maxLength` bounds the work: a value longer than it fails before any scan (every character
  * encodes to at least one), and encoding stops as soon as the output passes it, so a 10 MB request
- * body costs nothing before its rejection.
+ * body costs nothing before its rejection. Default MAX_KEY_LENGTH: no key can hold a longer part.
  */
-export function encodeKeyPart(value: string | number | bigint, maxLength = Infinity): string {
+export function encodeKeyPart(
+  value: string | number | bigint,
+  maxLength: number = MAX_KEY_LENGTH,
+): string {
   const text = String(value);
   if (text.length > maxLength) throw tooLong(value, maxLength);
   if (LONE_SURROGATE.test(text)) {

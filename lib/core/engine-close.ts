@@ -5,15 +5,25 @@
 import type { PipelineContext } from './acquire/pipeline-context';
 import { backendLabel, callBackend } from './acquire/backend-call';
 import { reported } from './activity/observe';
+import { within } from '../backend-kit/bounded';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 
-/** Closes once (a second call resolves at once); see LockEngine.close. */
+/** What close() adds to operationTimeout for each step that talks to a server (see closeEngine). */
+const CLOSE_GRACE_MS = 1_000;
+
+/**
+ * Closes once (a second call resolves at once); see LockEngine.close. Bounded whatever the servers
+ * do: each resignation and each backend's close() gets operationTimeout + CLOSE_GRACE_MS, then is
+ * reported as failed and left behind, so shutdown never hangs on a stopped server.
+ */
 export async function closeEngine(
   e: PipelineContext,
   elections: ReadonlyMap<string, { resign(): Promise<unknown> }>,
 ): Promise<void> {
   if (e.closed) return;
   e.closed = true;
-  await Promise.all([...elections.values()].map((election) => election.resign()));
+  const budget = e.operationTimeout + CLOSE_GRACE_MS;
+  await Promise.all([...elections.values()].map((election) => within(election.resign(), budget)));
   const leases = [...e.held];
   // Code still running under a lock must learn that it no longer holds it.
   for (const lease of leases) lease.lose('the lock module shut down and released it');
@@ -38,8 +48,18 @@ export async function closeEngine(
   );
   for (const w of e.watchdogs.values()) w.stop();
   await Promise.all(
-    [...e.backends].map(([name, b]) =>
-      b.close().catch((error) => e.activity.failed(name, 'close', error, true)),
-    ),
+    [...e.backends].map(async ([name, b]) => {
+      let failure: unknown;
+      const closing = Promise.resolve()
+        .then(() => b.close())
+        .catch((error: unknown) => {
+          failure = error;
+          throw error;
+        });
+      const outcome = await within(closing, budget);
+      if (outcome === 'late')
+        failure = new LockBackendUnavailableError(name, `close got no answer within ${budget} ms`);
+      if (outcome !== 'done') e.activity.failed(name, 'close', failure, true);
+    }),
   );
 }

@@ -210,7 +210,9 @@ export class LockEngine implements RecipeHost {
         key: name,
       });
     let election = this.elections.get(name);
-    if (!election) this.elections.set(name, (election = new Leadership(this, name, options)));
+    // A resigned campaign is over: campaigning for the same name again starts a new one.
+    if (!election?.active)
+      this.elections.set(name, (election = new Leadership(this, name, options)));
     return election;
   }
 

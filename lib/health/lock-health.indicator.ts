@@ -10,7 +10,8 @@ export type LockHealthResult = Record<string, { status: 'up' | 'down'; [detail: 
  * per backend: its ping() where it has one (memory; others as their helpers add it), else
  * inspect() of a probe key, else a tryAcquire + release of the probe key (a busy answer counts as
  * up: the backend answered). A backend that does not answer within the module's operationTimeout
- * is `down` with the reason. The result has Terminus's shape (`{ [key]: { status, ... } }`), so it
+ * is `down` with a generic reason (no driver text: a health answer often reaches a public
+ * endpoint, and `connect ECONNREFUSED 10.0.0.5:5432` names an address). The result has Terminus's shape (`{ [key]: { status, ... } }`), so it
  * works with HealthCheckService.check() without this package importing @nestjs/terminus.
  *
  * ```ts
@@ -31,7 +32,7 @@ export class DistributedLockHealthIndicator {
     const message =
       down.length === 0
         ? undefined
-        : down.map((r) => `${r.backend} (${r.kind}): ${r.reason}`).join('; ');
+        : down.map((r) => `${r.backend} (${r.kind}): ${publicReason(r)}`).join('; ');
     return { [key]: { status, ...(message ? { message } : {}), backends } };
   }
 }
@@ -42,6 +43,16 @@ function details(r: BackendProbeResult) {
     kind: r.kind,
     via: r.via,
     latencyMs: r.latencyMs,
-    ...(r.reason ? { reason: r.reason } : {}),
+    ...(r.status === 'down' ? { reason: publicReason(r) } : {}),
   };
+}
+
+/** Our own budget's text ("... got no answer within 500 ms") names no address: kept. */
+const NO_ANSWER = /got no answer within \d+ ms/;
+
+/** Why a backend is down, in words that carry nothing of the driver's error text. */
+function publicReason(r: BackendProbeResult): string {
+  if (r.reason && NO_ANSWER.test(r.reason)) return `no answer within the operation timeout`;
+  if (r.code === 'LOCK_BACKEND_UNAVAILABLE') return 'the backend is unavailable';
+  return r.code ? `the probe failed (${r.code})` : 'the probe failed';
 }

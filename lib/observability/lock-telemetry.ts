@@ -165,17 +165,31 @@ function tracerLive(api: OtelApiLike): () => boolean {
   return () => provider.getDelegate!() !== noop;
 }
 
-function keyAttribute(option: NonNullable<LockTelemetryOptions['keyAttribute']>): KeyAttributeOf {
+/** Distinct `lock.key` shapes of raw keys one engine reports at most (see keyAttribute). */
+const MAX_SHAPES = 100;
+const OTHER_SHAPE = '(other)';
+
+/** How `lock.key` is computed for one engine (exported for tests). */
+export function keyAttribute(
+  option: NonNullable<LockTelemetryOptions['keyAttribute']>,
+): KeyAttributeOf {
   if (option === 'key') return (key) => key;
   if (typeof option === 'function') return option;
   // Shapes are few (that is their point): cache them, so an event costs a map lookup, not a regex.
   const shapes = new Map<string, string>();
+  // A hard bound whatever the keys: past MAX_SHAPES distinct shapes, new ones count as OTHER_SHAPE.
+  const seen = new Set<string>();
   return (key, template) => {
     if (template !== undefined) return template;
     let shape = shapes.get(key);
     if (shape === undefined) {
       if (shapes.size >= 10_000) shapes.clear();
-      shapes.set(key, (shape = keyShape(key)));
+      shape = keyShape(key);
+      if (!seen.has(shape)) {
+        if (seen.size >= MAX_SHAPES) shape = OTHER_SHAPE;
+        else seen.add(shape);
+      }
+      shapes.set(key, shape);
     }
     return shape;
   };

@@ -1,8 +1,11 @@
 import { hostname } from 'node:os';
+import { checkLockKey, checkOptionsObject, checkString } from '../backend-kit';
+import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import type { GrantForm } from '../core/acquire/pipeline-context';
 import { reported } from '../core/activity/observe';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { RecipeHost } from '../core/recipe-host';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockBackend } from '../interfaces/lock-backend.interface';
 
@@ -20,6 +23,48 @@ export interface CampaignOptions {
 }
 
 export type LeadershipListener = (leader: boolean, term: LockHandle | undefined) => void;
+
+/** A campaign's option names (any other is rejected, as acquire rejects unknown names). */
+const CAMPAIGN_OPTIONS: readonly string[] = ['ttl', 'backend', 'proposal'];
+/** The longest proposal a candidate may announce. */
+const MAX_PROPOSAL_LENGTH = 1_024;
+
+/**
+ * Validates a campaign as acquire validates a call (the name as a key `election:<name>` on its
+ * backend, ttl, backend, unknown names) plus its proposal, so a bad campaign throws at once
+ * instead of failing every round forever. Returns the options.
+ */
+export function checkCampaign(host: RecipeHost, name: unknown, options: unknown): CampaignOptions {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new InvalidLockOptionsError('name', name, 'a non-empty string');
+  const o =
+    options === undefined
+      ? {}
+      : checkOptionsObject<CampaignOptions>('options', options, CAMPAIGN_OPTIONS);
+  const key = `election:${name}`;
+  const resolved = host.resolveOptions({ ttl: o.ttl, backend: o.backend }, key);
+  checkLockKey(key);
+  const fullKey = host.keyPrefix + key;
+  const max = Math.min(MAX_KEY_LENGTH, host.backend(resolved.backend).capabilities.maxKeyLength);
+  if (fullKey.length > max) checkLockKey(fullKey, max);
+  if (o.proposal !== undefined) {
+    checkString('proposal', o.proposal);
+    if (o.proposal.length > MAX_PROPOSAL_LENGTH)
+      throw new InvalidLockOptionsError(
+        'proposal',
+        o.proposal,
+        `at most ${MAX_PROPOSAL_LENGTH} characters (got ${o.proposal.length})`,
+        key,
+      );
+  }
+  return o;
+}
+
+/** An error no later round can cure: the request itself is wrong (a backend's own key rules). */
+function unrecoverable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === 'INVALID_LOCK_OPTIONS' || code === 'LOCK_KEY_RESOLUTION';
+}
 
 /** Each round of waiting is bounded so a campaign re-checks resign() and backend health. */
 const ROUND_MS = 60_000;
@@ -41,13 +86,25 @@ export class Leadership {
   private readonly cancel = new AbortController();
   private readonly listeners = new Set<LeadershipListener>();
   private readonly loop: Promise<void>;
+  /** Rejects with the error that stopped the campaign (see unrecoverable); whenLeader races it. */
+  private readonly stopped: Promise<never>;
+  private stop!: (error: unknown) => void;
 
+  /** Throws InvalidLockOptionsError at once for a bad name or options (see checkCampaign). */
   constructor(
     private readonly host: RecipeHost,
     readonly name: string,
     private readonly options: CampaignOptions = {},
   ) {
+    this.options = checkCampaign(host, name, options);
+    this.stopped = new Promise<never>((_, reject) => (this.stop = reject));
+    this.stopped.catch(() => undefined); // nobody need be waiting for it
     this.loop = host.runInScope(() => this.campaign());
+  }
+
+  /** false once resigned, or stopped by an error no round can cure: campaign(name) starts anew. */
+  get active(): boolean {
+    return !this.resigned;
   }
 
   /** true while this instance leads (its term's lock is held and valid). */
@@ -66,18 +123,23 @@ export class Leadership {
     return () => this.listeners.delete(listener);
   }
 
-  /** Resolves with the term once this instance leads (at once if it does). */
+  /**
+   * Resolves with the term once this instance leads (at once if it does); rejects if the campaign
+   * stopped on an error no later round can cure (a backend refused the request itself).
+   */
   whenLeader(): Promise<LockHandle> {
     const term = this.term;
     if (term) return Promise.resolve(term);
-    return new Promise((resolve) => {
-      const off = this.onChange((leader, t) => {
+    let off: () => void = () => undefined;
+    const won = new Promise<LockHandle>((resolve) => {
+      off = this.onChange((leader, t) => {
         if (leader && t) {
           off();
           resolve(t);
         }
       });
     });
+    return Promise.race([won, this.stopped]).finally(off);
   }
 
   /** Stops campaigning and gives up leadership (releases the lock). Idempotent. */
@@ -94,6 +156,10 @@ export class Leadership {
         term = await this.round();
       } catch (error) {
         if (this.resigned) break;
+        if (unrecoverable(error)) {
+          this.giveUp(error);
+          break;
+        }
         if (!(error instanceof LockAcquireTimeoutError))
           await pause(BACKOFF_MS, this.cancel.signal);
         continue;
@@ -117,6 +183,16 @@ export class Leadership {
     const proposal = this.options.proposal ?? `${hostname()}:${process.pid}`;
     const form = electionForm(this.host.backend(backend), proposal);
     return this.host.acquireOne({ key: `election:${this.name}`, options, form });
+  }
+
+  /** Stops for good on an error every round would repeat: reported at warn, not per round. */
+  private giveUp(error: unknown): void {
+    this.resigned = true;
+    process.emitWarning(
+      `the campaign for "${this.name}" stopped: ${error instanceof Error ? error.message : String(error)}`,
+      'DistributedLockWarning',
+    );
+    this.stop(error);
   }
 
   private emit(leader: boolean, term: LockHandle | undefined): void {

@@ -7,8 +7,11 @@
  * Holders that disagree on N each use seats 0..N-1 of their own N, so at most the largest N among
  * them hold at once: keep N in one place for the bound you intend.
  */
-import type { RecipeHost } from '../core/recipe-host';
+import { MAX_KEY_LENGTH } from '../backend-kit/limits';
+import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
+import { LockKeyResolutionError } from '../errors/lock-key-resolution.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { ReleaseListener } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
@@ -20,14 +23,45 @@ export function seatKey(key: string, i: number): string {
   return `${key}#${i}`;
 }
 
+/**
+ * Checks that the longest seat key fits the backend, before any seat is tried: a key at the limit
+ * would fit as a lock but not as `<key>#<i>`. From a template (meta.keyTemplate) that is the
+ * request's fault (LockKeyResolutionError, 400 over HTTP), as a plain key's length is.
+ */
+function checkSeatKeys(
+  host: RecipeHost,
+  key: string,
+  longest: string,
+  backend: string,
+  meta?: AcquireMeta,
+): void {
+  const max = Math.min(MAX_KEY_LENGTH, host.backend(backend).capabilities.maxKeyLength);
+  const length = host.keyPrefix.length + longest.length;
+  if (length <= max) return;
+  const seats = `<key>#<seat>, a semaphore over plain locks`;
+  if (meta?.keyTemplate !== undefined)
+    throw new LockKeyResolutionError(
+      meta.keyTemplate,
+      `its seat keys (${seats}) reach ${length} characters with the prefix, more than ${max}`,
+    );
+  throw new InvalidLockOptionsError(
+    'key',
+    key,
+    `a key whose seat keys (${seats}) stay within ${max} characters with the prefix (got ${length})`,
+    key,
+  );
+}
+
 export async function acquireSeat(
   host: RecipeHost,
   key: string,
   permits: number,
   options: LockOptions,
+  meta?: AcquireMeta,
 ): Promise<LockHandle> {
   const o = host.resolveOptions({ ...options, permits: undefined }, key);
   const seats = Array.from({ length: permits }, (_, i) => seatKey(key, i));
+  checkSeatKeys(host, key, seats[seats.length - 1], o.backend, meta);
   const wrap = (seat: LockHandle) => compositeHandle(new CompositeLease([seat], o.ttl, [key]));
   const once: LockOptions = { ...options, permits: undefined, wait: 0 };
   // Re-entrant: this context already holds one of the seats.

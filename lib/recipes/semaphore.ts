@@ -48,7 +48,7 @@ export function acquireSemaphore(
       k,
     );
   const native = host.backend(options.backend).semaphore;
-  if (!native) return acquireSeat(host, k, permits, options);
+  if (!native) return acquireSeat(host, k, permits, options, meta);
   return host.acquireOne({ key: k, options, form: seatForm(native, permits), ...meta });
 }
 

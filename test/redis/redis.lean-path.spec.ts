@@ -85,10 +85,15 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await eventually(async () => (await admin.zcard(keys.queue)) === 1, 5_000, 10);
     expect(evalsha.mock.calls.map((c) => c[0])).toEqual([LOCK_FREE.sha, ACQUIRE.sha]);
     evalsha.mockClear();
-    // RELEASE_UNQUEUED finds the waiter (-1, nothing changed), RELEASE hands the lock over.
+    // RELEASE_UNQUEUED finds the waiter (-1, nothing changed), RELEASE hands the lock over, and
+    // the waiter, woken by the message, confirms its grant with ACQUIRE (the token is the server's).
     await holder.release();
     const next = await waiter;
-    expect(evalsha.mock.calls.map((c) => c[0])).toEqual([RELEASE_UNQUEUED.sha, RELEASE.sha]);
+    expect(evalsha.mock.calls.map((c) => c[0])).toEqual([
+      RELEASE_UNQUEUED.sha,
+      RELEASE.sha,
+      ACQUIRE.sha,
+    ]);
     expect(await admin.get(keys.writer)).toBe(next.owner);
     expect(next.fencingToken).toBe(holder.fencingToken + 1n);
     evalsha.mockClear();

@@ -140,7 +140,7 @@ describe('RedisLockBackend fair queue', () => {
   });
 
   for (const n of [100, 200, 400]) {
-    it(`${n} waiters: at most 1.1 acquire scripts per handoff (counted on the server)`, async () => {
+    it(`${n} waiters: at most 2.5 acquire scripts per handoff: the queued one and the confirming one (counted on the server)`, async () => {
       const procs = Array.from({ length: 4 }, () => processLike());
       const holder = await procs[0].engine.acquire(`herd${n}`);
       const bySha = new Map<string, number>();
@@ -181,7 +181,10 @@ describe('RedisLockBackend fair queue', () => {
       expect(overlap).toBe(false);
       // Everything the server ran went through the counted clients (no hidden script calls).
       expect(serverScripts).toBe([...bySha.values()].reduce((a, b) => a + b, 0));
-      expect(acquires / n).toBeLessThanOrEqual(1.1);
+      // A waiter queues (one script) and, woken by its handoff's message, confirms the grant on
+      // the server (one more): a message is never taken as a grant. Waiters also re-check every
+      // RECHECK_MS (5 s): a long line on a busy machine adds some of those, no herd.
+      expect(acquires / n).toBeLessThanOrEqual(2.5);
       expect(releases).toBe(n + 1);
     });
   }

@@ -84,7 +84,7 @@ describe('RedisLockBackend native semaphore', () => {
     expect(await queued('load')).toBe(0);
   });
 
-  it('waiters are served in arrival order, one per freed seat, with one acquire script each', async () => {
+  it('waiters are served in arrival order, one per freed seat, with two acquire scripts each (queue, confirm)', async () => {
     const procs = Array.from({ length: 4 }, () => processLike());
     const held = [
       await procs[0].engine.acquire('fifo', { permits: 2 }),
@@ -116,10 +116,11 @@ describe('RedisLockBackend native semaphore', () => {
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     const tokens = await Promise.all(handles.map(async (h) => (await h).fencingToken));
     for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
-    // Each waiter ran ONE acquire script (its queued attempt); its grant came by message. Before
-    // it, each waiting process's first attempt ran the short free-seat script once, found seats
-    // held, and remembered the key as busy: its later waiters went to SEM_ACQUIRE at once.
-    expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(8);
+    // Each waiter ran TWO acquire scripts: its queued attempt, and the re-check that confirms the
+    // grant its message announced (a message only wakes). Before them, each waiting process's
+    // first attempt ran the short free-seat script once, found seats held, and remembered the key
+    // as busy: its later waiters went to SEM_ACQUIRE at once.
+    expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(16);
     expect(counted.bySha.get(SEM_SEAT_FREE.sha)).toBe(3);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
     const info = await redis.admin.info('commandstats');

@@ -22,7 +22,9 @@ describe('leader election (memory)', () => {
     const second = await Promise.race(rest.map((l) => l.whenLeader().then(() => l)));
     expect(leaders(ls)).toEqual([second]);
     expect(second.term?.fencingToken).toBeGreaterThan(token1);
-    expect(engines[0].leadership('workers')).toBe(ls[0]); // one campaign per name and engine
+    // One campaign per name and engine (while it campaigns; after resign() a new one starts).
+    const i = ls.indexOf(second);
+    expect(engines[i].leadership('workers')).toBe(second);
   });
 
   it('a leader whose lock is taken away learns it at once (onChange(false), term signal) and campaigns again', async () => {

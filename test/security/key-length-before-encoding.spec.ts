@@ -37,6 +37,17 @@ describe('key length is bounded before encoding (issue 14.2)', () => {
     expect(keyEncoding.encodeKeyPart('é', 6)).toBe('%C3%A9');
   });
 
+  it('encodeKeyPart has a length bound by default: a 100 KB value fails before any scan', () => {
+    // The README's example calls it without one; no key can hold a part longer than MAX_KEY_LENGTH.
+    const from = jest.spyOn(Buffer, 'from');
+    expect(() => keyEncoding.encodeKeyPart('é'.repeat(100_000))).toThrow(
+      new RegExp(`at most ${MAX_KEY_LENGTH}`),
+    );
+    expect(() => keyEncoding.encodeKeyPart('x'.repeat(MAX_KEY_LENGTH + 1))).toThrow();
+    expect(from).not.toHaveBeenCalled();
+    expect(keyEncoding.encodeKeyPart('x'.repeat(MAX_KEY_LENGTH))).toHaveLength(MAX_KEY_LENGTH);
+  });
+
   it('several values share one budget: the second is bounded by what the first left', () => {
     const encode = jest.spyOn(keyEncoding, 'encodeKeyPart');
     const k = compileLockKey('a:<x>:<y>', ['x', 'y'], 'T.m()');

@@ -1,4 +1,4 @@
-import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, sleepFor, within, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
 
@@ -127,6 +127,7 @@ export class PgReleaseListener implements WakeupSource {
     client.removeAllListeners('error');
     client.on('error', () => undefined);
     // The connection is already being given up (broken or closing): a failure to end it changes nothing.
-    await this.connector.close(client).catch(() => undefined);
+    // Bounded: a stopped server never answers the goodbye.
+    await within(this.connector.close(client), CLOSE_TIMEOUT_MS);
   }
 }

@@ -1,4 +1,4 @@
-import { checkClient } from '../../backend-kit';
+import { checkClient, CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { REDIS_CLIENT_METHODS, type RedisClientLike } from './redis-client.types';
 
 /**
@@ -57,14 +57,19 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
   }
 }
 
-/** QUIT (graceful: waits for replies in flight), else disconnect. Never rejects. */
+/**
+ * QUIT (graceful: waits for replies in flight), else disconnect: also when QUIT fails or gets no
+ * answer within CLOSE_TIMEOUT_MS (a stopped server never answers it). Never rejects.
+ */
 export async function quit(client: RedisClientLike): Promise<void> {
-  try {
-    if (typeof client.quit === 'function') await client.quit();
-    else client.disconnect?.();
-  } catch {
-    client.disconnect?.();
-  }
+  const outcome =
+    typeof client.quit === 'function'
+      ? await within(
+          Promise.resolve().then(() => client.quit!()),
+          CLOSE_TIMEOUT_MS,
+        )
+      : 'failed';
+  if (outcome !== 'done') client.disconnect?.();
 }
 
 /** Throws InvalidLockOptionsError unless `client` has every method the backends call. */

@@ -98,7 +98,6 @@ export class RedisLockBackend implements LockBackend {
         attemptScript(this.o, this.channel(), request, phase, waitMs, this.busyKeys),
       reply: attemptReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
-      renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),
       leaveScript: (request) => releaseScript(this.o, request, '1'),
     };

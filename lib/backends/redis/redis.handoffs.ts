@@ -1,6 +1,10 @@
 import type { BackendLock } from '../../interfaces/lock-backend.interface';
 
-/** A waiter of this process: `deliver(token)` on a grant (fencing token, decimal string), `deliver('')` to re-check. */
+/**
+ * A waiter of this process: `deliver(token)` on a message naming it, `deliver('')` to re-check.
+ * Either only wakes it: anyone who can PUBLISH can send a message, so the waiter confirms on the
+ * server (redis.queued-wait.ts) and never takes the message's token.
+ */
 export interface HandoffWaiter {
   deliver(token: string): void;
 }

@@ -1,4 +1,4 @@
-import { asUnavailable, safeValidity } from '../../backend-kit';
+import { asUnavailable } from '../../backend-kit';
 import type {
   BackendAcquireRequest,
   BackendAcquireResult,
@@ -30,12 +30,10 @@ export interface QueuedWaitSteps {
   /** A grant's last step (replica acknowledgements where configured; none: the result at once). */
   granted(
     request: BackendAttempt,
-    /** Decimal string (a handoff's message) or integer (a script's reply: no string to parse). */
+    /** The script's reply: always the server's token, never a message's. */
     token: string | number,
     sentAt: number,
   ): BackendAcquireResult | Promise<BackendAcquireResult>;
-  /** Owner-checked renewal of one grant: false when it is no longer ours. */
-  renewOne(request: BackendAttempt): Promise<boolean>;
   /** Makes the process channel live (failures are not this wait's error: it re-checks instead). */
   subscribe(): Promise<void>;
   /** The leave script: takes a waiter that gave up out of the queue (and gives back a grant that raced with it). */
@@ -45,9 +43,11 @@ export interface QueuedWaitSteps {
 /**
  * The queued wait of the Redis lock and semaphore. The first attempt queues us (phase 'wait'; or,
  * with 'try', makes a plain attempt while the subscription is on its way, then subscribes and
- * queues). Then we sleep until the grant arrives by message on our process channel (the release
- * script granted it to us), a "re-check" message (after a reconnect), the holder's ttl, RECHECK_MS
- * or the signal's abort; a failed attempt is retried with jittered backoff. Resolves
+ * queues). Then we sleep until a handoff message on our process channel (the release script
+ * granted it to us), a "re-check" message (after a reconnect), the holder's ttl, RECHECK_MS or the
+ * signal's abort; a failed attempt is retried with jittered backoff. A message only wakes us: the
+ * 're-check' attempt that follows confirms the grant on the server (and re-dates it, so its
+ * validity counts from that attempt), and its token is the server's. Resolves
  * `{ acquired: false }` once the signal aborts, after leaving the queue.
  *
  * The first attempt does not read `request.signal`: the engine makes its AbortController only when
@@ -124,11 +124,9 @@ async function waitLoop(
     for (;;) {
       if (!pending) {
         if (request.signal.aborted) break;
-        if (waiter.handed) {
-          const result = await handedOver(steps, request, waiter.take(), sentAt);
-          if (result) return result;
-          phase = 'recheck';
-        }
+        // A handoff message only wakes us: anyone who can PUBLISH could have sent it. The
+        // re-check attempt confirms the grant on the server and answers the server's token.
+        if (waiter.take()) phase = 'recheck';
       }
       let sleep: number;
       try {
@@ -187,21 +185,22 @@ function recheckAfter(last: { retryAfter?: number }): number {
   return Math.min(RECHECK_MS, last.retryAfter === undefined ? RECHECK_MS : last.retryAfter + 1);
 }
 
-/** A wait's handoff state: the token handed to it, and how to wake its sleep. */
+/** A wait's handoff state: whether a handoff named us, and how to wake its sleep. */
 class Waiter implements HandoffWaiter {
-  handed = '';
+  handed = false;
   wake: (() => void) | undefined = undefined;
 
+  /** A message's token is not read: a message is a reason to re-check, never a grant. */
   deliver(token: string): void {
-    if (token) this.handed = token;
+    if (token) this.handed = true;
     this.wake?.();
   }
 
-  /** The token handed to us, cleared (a handoff is taken once). */
-  take(): string {
-    const token = this.handed;
-    this.handed = '';
-    return token;
+  /** Whether a handoff named us since the last call (a handoff is taken once). */
+  take(): boolean {
+    const handed = this.handed;
+    this.handed = false;
+    return handed;
   }
 }
 
@@ -218,25 +217,6 @@ function pause(request: BackendAcquireRequest, ms: number, waiter: Waiter): Prom
     request.signal.addEventListener('abort', done, { once: true });
     waiter.wake = done;
   });
-}
-
-/**
- * A grant that arrived by message. It happened after our last request was sent (`sentAt`), so its
- * validity counts from there; when that is long ago, one renewal re-dates it. Undefined when the
- * renewal finds it gone (then the waiter re-checks).
- */
-async function handedOver(
-  steps: QueuedWaitSteps,
-  request: BackendAttempt,
-  token: string,
-  sentAt: number,
-): Promise<BackendAcquireResult | undefined> {
-  if (performance.now() - sentAt > safeValidity(request.ttl) / 2) {
-    const renewedAt = performance.now();
-    if (!(await steps.renewOne(request))) return undefined;
-    sentAt = renewedAt;
-  }
-  return steps.granted(request, token, sentAt);
 }
 
 /** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */

@@ -113,7 +113,8 @@ end
 /**
  * acquire KEYS=W,R,F,Q,D ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe
  * phase 'try': one attempt, never queues. 'wait': attempt, else queue (deadline now + waitMs).
- * 'recheck': a queued waiter looks again: granted by a handoff it missed? grantable now? else it
+ * 'recheck': a queued waiter looks again: granted by a handoff (its message only woke it, and
+ * anyone can PUBLISH) or one it missed? then re-dated to ttl from now. Grantable now? else it
  * stays queued (or queues again if it was dropped). Returns the token (a string) when granted, else
  * the ms until the holder's ttl ends (an integer, -1 unknown): one value, not a table, since a
  * table reply costs the client more to parse. Uncontended exclusive path: EXISTS R Q, SET NX PX,
@@ -168,7 +169,15 @@ if phase == 'recheck' then
     local s = redis.call('ZSCORE', R, owner)
     mine = s and tonumber(s) > now_ms()
   end
-  if mine then return redis.call('GET', F) or fence(F, retention) end
+  if mine then
+    -- Re-dated: the grant may have been made long before this attempt was sent.
+    if mode == 'exclusive' then redis.call('PEXPIRE', W, ttl)
+    else
+      redis.call('ZADD', R, now_ms() + ttl, owner)
+      reader_expiry(R)
+    end
+    return redis.call('GET', F) or fence(F, retention)
+  end
 end
 if redis.call('EXISTS', Q) == 1 then
   -- A reader joins live readers at once unless a writer waits (readers queue only behind one).

@@ -189,7 +189,8 @@ return 0
 /**
  * acquire KEYS=S,F,Q,D ARGV=owner,ttl,permits,fenceRetention,phase,waitMs,channel,probe
  * phase 'try': one attempt, never queues; 'wait': attempt, else queue (deadline now + waitMs);
- * 'recheck': a queued waiter looks again (granted by a handoff it missed? a seat free now?).
+ * 'recheck': a queued waiter looks again (granted by a handoff, whose message only woke it, or
+ * one it missed? then re-dated to ttl from now; a seat free now?).
  * Returns an integer: the token (> 0) when granted; else 0 - (ms until the earliest seat expires
  * + 1), or 0 when that is unknown (semaphoreReply reads it). Uncontended path (no seat held,
  * nobody queued): EXISTS S Q, ZADD S (a lone seat), PEXPIRE S, INCR F, before any helper is
@@ -225,6 +226,8 @@ end
 if phase == 'recheck' then
   local mine, s = find_seat(S, owner)
   if mine and tonumber(s) > now then
+    -- Re-dated: the grant may have been made long before this attempt was sent.
+    seat(S, mine, now + ttl, ttl, false)
     local info = redis.call('HGET', D, owner)
     redis.call('HDEL', D, owner)
     if info and string.sub(info, 1, 1) == '=' then return tonumber(string.sub(info, 2)) end

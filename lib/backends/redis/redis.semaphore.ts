@@ -69,7 +69,6 @@ export class RedisSemaphore implements SemaphoreBackend {
       attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs, 1),
       reply: semaphoreReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
-      renewOne: async (request) => (await this.renew([request]))[0],
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
       leaveScript: (request) => this.releaseScript(request, '1'),
     };

@@ -1,3 +1,4 @@
+import { CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 
 /**
@@ -73,6 +74,7 @@ export class SqlClientSource<P> {
     if (!created) return;
     // A factory that failed made no pool to end; its error already went to the call that used it.
     const pool = await created.catch(() => undefined);
-    if (pool !== undefined) await this.end(pool);
+    // Bounded: a stopped server never answers a pool's goodbye, and shutdown must not wait for it.
+    if (pool !== undefined) await within(this.end(pool), CLOSE_TIMEOUT_MS);
   }
 }

@@ -84,6 +84,11 @@ describe('checkBasePath / lockDirectory', () => {
     ['/zookeeper'],
     ['/zookeeper/quota'],
     ['/a\u0001'],
+    // Characters the server refuses in a path: they failed as backend-unavailable on every acquire.
+    ['/locks\ue000'],
+    ['/locks\ufff0'],
+    ['/a\u0085'],
+    ['/a\ud83d\ude00'],
     [''],
     [42],
     [null],

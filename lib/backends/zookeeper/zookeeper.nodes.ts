@@ -80,9 +80,20 @@ export function encodeLockName(key: string): string {
   return out;
 }
 
-/** Checks a basePath: absolute, no trailing or double slash, no `.`/`..` components, no controls, not under /zookeeper. */
+/**
+ * The UTF-16 code units ZooKeeper's own path check (PathUtils.validatePath) refuses: controls
+ * (C0, DEL, C1), U+D800-U+F8FF (surrogates, so every character above U+FFFF, and the private use
+ * area) and U+FFF0-U+FFFF. Tested per code unit, as the server does (no `u` flag).
+ */
+const ZK_REFUSED = /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]/;
+
+/**
+ * Checks a basePath: absolute, no trailing or double slash, no `.`/`..` components, no character
+ * the server refuses in a path (ZK_REFUSED), not under /zookeeper. A bad one fails at
+ * construction, not as backend-unavailable on every acquire.
+ */
 export function checkBasePath(basePath: unknown): string {
-  const allowed = `an absolute ZooKeeper path like '/locks' (no trailing or double '/', no '.' or '..' components, no control characters, not under '/zookeeper', at most ${MAX_BASE_PATH_LENGTH} characters)`;
+  const allowed = `an absolute ZooKeeper path like '/locks' (no trailing or double '/', no '.' or '..' components, no control characters, none of U+D800-U+F8FF or U+FFF0-U+FFFF, not under '/zookeeper', at most ${MAX_BASE_PATH_LENGTH} characters)`;
   if (
     typeof basePath !== 'string' ||
     basePath.length < 2 ||
@@ -95,6 +106,7 @@ export function checkBasePath(basePath: unknown): string {
   if (
     parts.some((p) => p === '' || p === '.' || p === '..') ||
     CONTROL.test(basePath) ||
+    ZK_REFUSED.test(basePath) ||
     parts[0] === 'zookeeper'
   ) {
     throw new InvalidLockOptionsError('basePath', basePath, allowed);

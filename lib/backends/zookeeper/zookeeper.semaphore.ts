@@ -18,7 +18,7 @@ import {
  * create our lease node, list `leases` with a watch and hold when the count is at most OUR permits
  * (each participant counts against its own N, Curator's rule). Otherwise wait, still holding the
  * mutex, for `leases` to change (a lease returned, by Curator or by us) and count again; finally
- * give the mutex back. Safety does not even need the mutex: a lease counts every node created
+ * give the mutex back. A tryAcquire that finds the mutex busy counts without it. Safety does not even need the mutex: a lease counts every node created
  * before its listing, so of N+1 simultaneous holders the last to list would have seen N+1. The
  * mutex makes waiters queue (FIFO, no herd) and keeps Curator's waiters' turn.
  *
@@ -70,13 +70,16 @@ export class SemaphoreContender extends OwnNode {
       );
       this.mutex = mutex;
       const locked = await mutex.run();
-      if (!locked) return null;
+      // A try that finds the mutex busy (another acquire is counting right now) still counts the
+      // leases, without it: the bound holds without the mutex (see the class comment), and a
+      // free seat must not answer busy.
+      if (!locked && (!this.tryOnce || this.abandoned)) return null;
       let path: string | null;
       try {
         path = await this.lease();
       } finally {
         // Not awaited: nothing of ours needs to wait for it (this session's requests stay in order).
-        this.unlock(locked.path);
+        if (locked) this.unlock(locked.path);
       }
       if (!path) return null;
       // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the token).

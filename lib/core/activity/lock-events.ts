@@ -256,14 +256,24 @@ export class LockEventBus {
   }
 }
 
+/** Segments a shape shows at most (a longer key ends in '…'). */
+const SHAPE_SEGMENTS = 8;
+/** A first segment kept as it is: a short word, as code names a kind of lock. */
+const SHAPE_HEAD = /^[A-Za-z_-]{1,32}$/;
+
 /**
  * The default low-cardinality form of a raw key for metrics and spans: the first ':'-separated
- * segment is kept, every later segment that holds a digit or is long becomes '*'
- * ('order:42' -> 'order:*', 'report:daily' stays).
+ * segment is kept when it is a short word (letters, '_', '-'), else '*'; every later segment
+ * becomes '*', whatever it holds (a slug is a request value as much as an id is), and at most
+ * SHAPE_SEGMENTS are shown ('order:42' -> 'order:*', 'tenant:acme:invoice:abcdef' ->
+ * 'tenant:*:*:*').
  */
 export function keyShape(key: string): string {
   const parts = key.split(':');
-  return parts.map((p, i) => (i > 0 && (/\d/.test(p) || p.length > 32) ? '*' : p)).join(':');
+  let shape = SHAPE_HEAD.test(parts[0]) ? parts[0] : '*';
+  const shown = Math.min(parts.length, SHAPE_SEGMENTS);
+  for (let i = 1; i < shown; i++) shape += ':*';
+  return parts.length > SHAPE_SEGMENTS ? `${shape}:…` : shape;
 }
 
 /** Validates the engine's `onEvent` option. */

@@ -26,8 +26,10 @@ export interface BackendProbeResult {
   /** How the round trip was made: the backend's ping(), inspect() of a probe key, or tryAcquire + release. */
   readonly via: 'ping' | 'inspect' | 'acquire';
   readonly latencyMs: number;
-  /** Why it is down. */
+  /** Why it is down (the error's message: may carry the driver's text, addresses included). */
   readonly reason?: string;
+  /** The error's code when it has one (`LOCK_BACKEND_UNAVAILABLE`, ...). */
+  readonly code?: string;
 }
 
 /** What the operator functions need from the engine. */
@@ -151,7 +153,9 @@ export class LockOperator {
       };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
+      const code = (error as { code?: unknown } | undefined)?.code;
       return {
+        ...(typeof code === 'string' ? { code } : {}),
         backend: name,
         kind: backend.name,
         status: 'down',
