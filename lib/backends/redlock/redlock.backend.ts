@@ -19,6 +19,7 @@ import {
   type ResolvedRedlockOptions,
 } from './redlock.options';
 import { checkDistinct, type Masters, type Round } from './redlock.masters';
+import { listRedlockKeys } from './redlock.list';
 import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
 import { attemptRound, roundTimeout, unavailable, withdraw } from './redlock.round';
@@ -185,6 +186,11 @@ export class RedlockBackend implements LockBackend {
   /** Frees `key` on every master whoever holds it, and wakes one waiting process. */
   async forceRelease(key: string): Promise<boolean> {
     return forceReleaseMasters(await this.setup(), key, this.o.timeout ?? 500);
+  }
+
+  /** Keys under `prefix` a majority holds: SCAN on every master, bounded (redlock.list.ts). */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    return listRedlockKeys(await this.setup(), prefix, limit, this.o.timeout ?? 500);
   }
 
   async close(): Promise<void> {
