@@ -14,6 +14,7 @@ import { LockedInterceptor } from './interceptors/locked.interceptor';
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
 import { LockObservability } from './observability/lock-observability.service';
+import { LockStartupChecks } from './observability/startup-checks';
 import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
 
 /**
@@ -45,6 +46,7 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     LockedInterceptor,
     { provide: APP_FILTER, useClass: LockExceptionFilter },
     LockObservability,
+    LockStartupChecks,
     DistributedLockHealthIndicator,
   ],
   exports: [
