@@ -19,7 +19,7 @@ export {
 } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
-export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';
+export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
 export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';

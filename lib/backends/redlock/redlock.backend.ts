@@ -10,7 +10,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { lockKeys, PubSubWakeups, quit, RENEW, runScriptBatch } from '../redis-client';
+import { lockKeys, PubSubWakeups, quietErrors, quit, RENEW, runScriptBatch } from '../redis-client';
 import {
   checkRedlockClients,
   minimumTtl,
@@ -213,6 +213,7 @@ export class RedlockBackend implements LockBackend {
           ResolvedRedlockOptions['clientFactory']
         >;
         const clients = checkRedlockClients('clientFactory()', await factory());
+        clients.forEach(quietErrors); // ours: ioredis would print every reconnect's error
         if (this.closed) {
           await Promise.all(clients.map((c) => quit(c)));
           throw new LockBackendUnavailableError(
