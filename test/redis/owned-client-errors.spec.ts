@@ -12,17 +12,21 @@ import { eventually } from '../support/eventually';
  */
 describe('redis and redlock: owned clients do not spam unhandled error events', () => {
   it('no "[ioredis] Unhandled error event" while the server is unreachable', async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const port = (probe.address() as { port: number }).port;
-    await new Promise<void>((r) => probe.close(() => r()));
+    // Ports nothing listens on (bound, noted, closed), one per Redlock master.
+    const ports: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const probe = createServer();
+      await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+      ports.push((probe.address() as { port: number }).port);
+      await new Promise<void>((r) => probe.close(() => r()));
+    }
     const printed: string[] = [];
     const spy = jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
       printed.push(args.map(String).join(' '));
     });
     const made: Redis[] = [];
     let reconnects = 0;
-    const client = () => {
+    const client = (port = ports[0]) => {
       const c = new Redis({
         port,
         host: '127.0.0.1',
@@ -35,11 +39,11 @@ describe('redis and redlock: owned clients do not spam unhandled error events', 
     };
     const engines = [
       new LockEngine({
-        backend: new RedisLockBackend({ clientFactory: client }),
+        backend: new RedisLockBackend({ clientFactory: () => client() }),
         operationTimeout: 300,
       }),
       new LockEngine({
-        backend: new RedlockBackend({ clientFactory: () => [client(), client(), client()] }),
+        backend: new RedlockBackend({ clientFactory: () => ports.map((p) => client(p)) }),
         operationTimeout: 300,
       }),
     ];
