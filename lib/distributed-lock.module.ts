@@ -23,6 +23,7 @@ import { requestContextMiddleware } from './interceptors/request-context.middlew
 import { LockService } from './services/lock.service';
 import { LockTestingHelper } from './testing/lock-testing.helper';
 import { LockObservability } from './observability/lock-observability.service';
+import { LockStartupChecks } from './observability/startup-checks';
 import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
 
 /**
@@ -56,6 +57,7 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
     LockedInterceptor,
     { provide: APP_FILTER, useClass: LockExceptionFilter },
     LockObservability,
+    LockStartupChecks,
     DistributedLockHealthIndicator,
   ],
   exports: [

@@ -3,7 +3,8 @@ import { MemoryLockBackend, RedisLockBackend, type LockBackend } from '../lib';
 
 /**
  * Picks the lock backend from the environment: LOCK_BACKEND=memory (default, no setup) or
- * LOCK_BACKEND=redis with REDIS_URL (default redis://127.0.0.1:6379). The driver is loaded only
+ * LOCK_BACKEND=redis with REDIS_URL (required: without it every lock fails, as the start-up check
+ * says). The driver is loaded only
  * when chosen: the package itself never loads one.
  */
 export function createLockBackend(env: NodeJS.ProcessEnv = process.env): {
@@ -19,8 +20,19 @@ export function createLockBackend(env: NodeJS.ProcessEnv = process.env): {
     return { backend: new MemoryLockBackend(), close: async () => undefined };
   }
   if (kind === 'redis') {
+    const url = env.REDIS_URL;
+    if (url === undefined) {
+      // Like the README's quick start (config.getOrThrow): the backend's lazy clientFactory throws,
+      // and the start-up check says so, naming the backend and the cause.
+      logger.warn('redis backend without REDIS_URL: set REDIS_URL=redis://host:port');
+      const backend = new RedisLockBackend({
+        clientFactory: () => {
+          throw new Error('REDIS_URL is not set (LOCK_BACKEND=redis needs REDIS_URL=redis://...)');
+        },
+      });
+      return { backend, close: async () => undefined };
+    }
     const Redis = require('ioredis') as typeof import('ioredis').default;
-    const url = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const client = new Redis(url, { maxRetriesPerRequest: 2 });
     logger.log(`redis backend at ${url}`);
     return {

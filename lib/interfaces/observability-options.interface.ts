@@ -15,6 +15,9 @@ export interface LockObservabilityOptions {
   telemetry?: boolean | LockTelemetryOptions;
   /** Re-emit lock events on @nestjs/event-emitter as 'lock.<type>' when it is installed. Default true. */
   eventEmitter?: boolean;
-  /** Probe every backend at start-up: 'fail' stops the application, 'warn' logs, false (default) skips. */
+  /**
+   * Probe every backend at start-up: 'warn' (default) logs a backend that cannot be reached, with
+   * the cause, and starts; 'fail' stops the application; false skips the probe.
+   */
   checkOnStartup?: 'fail' | 'warn' | false;
 }

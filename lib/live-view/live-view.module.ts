@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   Controller,
   Get,
   Header,
@@ -12,7 +13,8 @@ import {
 } from '@nestjs/common';
 import { map, type Observable } from 'rxjs';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { LIVE_VIEW_PAGE } from './live-view.page';
+import { LiveViewTickets, streamGuard } from './live-view.access';
+import { LIVE_VIEW_CSP, liveViewPage } from './live-view.page';
 import { LiveViewState, type LiveViewSnapshot } from './live-view.state';
 
 export interface DistributedLockLiveViewOptions {
@@ -25,7 +27,8 @@ export interface DistributedLockLiveViewOptions {
 /**
  * An opt-in page of this process's held locks, waiters and recent lock events, updated live over
  * server-sent events. Off unless imported; every route sits behind the guard you supply (there is
- * no default guard: the page shows lock keys). Import it next to DistributedLockModule:
+ * no default guard: the page shows lock keys; cookie, header and query guards all work, see
+ * live-view.access.ts). Import it next to DistributedLockModule:
  * `DistributedLockLiveViewModule.register({ path: 'locks/live', guard: AdminGuard })`.
  */
 @Module({})
@@ -57,30 +60,53 @@ export class DistributedLockLiveViewModule {
     return {
       module: DistributedLockLiveViewModule,
       controllers: [liveViewController(path, options.guard)],
-      providers: [LiveViewState, options.guard],
+      providers: [LiveViewState, LiveViewTickets, options.guard],
     };
   }
 }
 
+/** Headers of every live view answer: no caching, no sniffing, no framing, no referrer (the ticket). */
+const SAFETY_HEADERS: [string, string][] = [
+  ['cache-control', 'no-store'],
+  ['x-content-type-options', 'nosniff'],
+  ['x-frame-options', 'DENY'],
+  ['referrer-policy', 'no-referrer'],
+];
+
 function liveViewController(path: string, guard: Type<CanActivate>): Type<unknown> {
+  const Stream = streamGuard(guard);
+  const safe = applyDecorators(...SAFETY_HEADERS.map(([k, v]) => Header(k, v)));
+
+  /**
+   * The page sits behind your guard; its stream and snapshot accept the page's ticket instead
+   * (an EventSource sends no headers), else your guard decides. See live-view.access.ts.
+   */
   @Controller(path)
-  @UseGuards(guard)
   class DistributedLockLiveViewController {
-    constructor(@Inject(LiveViewState) private readonly state: LiveViewState) {}
+    constructor(
+      @Inject(LiveViewState) private readonly state: LiveViewState,
+      @Inject(LiveViewTickets) private readonly tickets: LiveViewTickets,
+    ) {}
 
     @Get()
+    @UseGuards(guard)
+    @safe
     @Header('content-type', 'text/html; charset=utf-8')
-    @Header('cache-control', 'no-store')
+    @Header('content-security-policy', LIVE_VIEW_CSP)
     page(): string {
-      return LIVE_VIEW_PAGE;
+      return liveViewPage(this.tickets.issue());
     }
 
     @Get('state')
+    @UseGuards(Stream)
+    @safe
     snapshot(): LiveViewSnapshot {
       return this.state.snapshot();
     }
 
     @Sse('events')
+    @UseGuards(Stream)
+    @safe
     events(): Observable<{ data: LiveViewSnapshot }> {
       return this.state.updates().pipe(map((data) => ({ data })));
     }

@@ -3,6 +3,7 @@ import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
 import { fencingEvents, type StaleFencingEvent } from '../fencing/fencing-events';
+import { LiveViewHistory, type LiveViewHistorySnapshot } from './live-view.history';
 
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {
@@ -22,6 +23,8 @@ export interface LiveViewSnapshot {
    * LIVE_VIEW_LIST_INTERVAL ms while a page is open): keys, or why there are none to show.
    */
   readonly backends: BackendListing[];
+  /** The last minutes per key (holds, waits, losses), the hottest keys by wait, the wait histogram. */
+  readonly history: LiveViewHistorySnapshot;
 }
 
 export interface BackendListing {
@@ -54,6 +57,7 @@ export class LiveViewState implements OnModuleDestroy {
   private listing: BackendListing[] = [];
   private lister: NodeJS.Timeout | undefined;
   private readonly stops: (() => void)[];
+  private readonly history = new LiveViewHistory();
 
   constructor(@Inject(LockEngine) private readonly engine: LockEngine) {
     // Lock events, and this process's refused fenced writes (type 'fencing.stale').
@@ -75,6 +79,7 @@ export class LiveViewState implements OnModuleDestroy {
       waiting: this.engine.operator.waitingLocks(),
       recent: [...this.recent],
       backends: this.listing,
+      history: this.history.snapshot(now),
     };
   }
 
@@ -96,7 +101,8 @@ export class LiveViewState implements OnModuleDestroy {
             more: keys.length > LIVE_VIEW_LIST_LIMIT,
           };
         } catch (error) {
-          return { backend, keys: [], more: false, note: `listing failed: ${String(error)}` };
+          // The code only: a backend's error text can name addresses and users (the log has it).
+          return { backend, keys: [], more: false, note: `listing failed (${errorCode(error)})` };
         }
       }),
     );
@@ -144,6 +150,7 @@ export class LiveViewState implements OnModuleDestroy {
   }
 
   private record(e: LockEvent | StaleFencingEvent): void {
+    if (e.type !== 'fencing.stale') this.history.record(e);
     this.recent.unshift(toJson(e));
     if (this.recent.length > LIVE_VIEW_RECENT) this.recent.length = LIVE_VIEW_RECENT;
     if (this.pages.size === 0 || this.timer) return;
@@ -160,9 +167,17 @@ function toJson(e: LockEvent | StaleFencingEvent): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(e)) {
     if (typeof v === 'bigint') out[k] = String(v);
-    else if (v instanceof Error) out[k] = v.message;
+    else if (v instanceof Error || k === 'error') out[k] = errorCode(v);
     else if (typeof v === 'number' && k !== 'at') out[k] = Math.round(v);
     else out[k] = v;
   }
   return out;
+}
+
+/** What the page shows of an error: its code or name, never its text (addresses, user names). */
+function errorCode(error: unknown): string {
+  const e = error as { code?: unknown; name?: unknown } | null;
+  if (e && typeof e.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)) return e.code;
+  if (e && typeof e.name === 'string' && /^\w{1,64}$/.test(e.name)) return e.name;
+  return 'error';
 }

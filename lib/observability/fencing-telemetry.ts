@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { FencingEvents } from '../fencing/fencing-events';
 import { LOCK_METRICS, type OtelApiLike } from './lock-telemetry';
-import { LOCK_LOG_LEVELS, type LockLogLevel } from './lock-logger';
+import { LOCK_LOG_LEVELS, safe, type LockLogLevel } from './lock-logger';
 
 /**
  * The fencing layer's refusals on the operations side: a counter `lock.fencing.stale` (attribute
@@ -25,7 +25,7 @@ export function instrumentFencing(
     stale?.add?.(1, { 'fencing.store': e.store });
     if (warn && logger)
       logger.warn(
-        `fenced write to "${e.resource}" refused (${e.store}): token ${e.token} < highest ${e.highest}`,
+        `fenced write to "${safe(e.resource)}" refused (${e.store}): token ${e.token} < highest ${e.highest}`,
       );
   });
 }

@@ -7,7 +7,7 @@ export const LOCK_LOG_LEVELS: readonly LockLogLevel[] = ['debug', 'log', 'warn',
 export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
 
 /**
- * Subscribes a Nest logger to the engine's events: grants, releases, busy answers and skips at
+ * Subscribes a Nest logger (one with its context, e.g. `new Logger(LOCK_LOGGER_CONTEXT)`) to the engine's events: grants, releases, busy answers and skips at
  * debug; recoveries at log; lost locks, failed renewals and releases, failed acquires and forced
  * releases at warn; backend outages at error. Returns the unsubscribe function. Why it lives
  * here and not in the core: the core never imports @nestjs (it only emits events).
@@ -29,10 +29,12 @@ export function subscribeLockLogger(
     const line = describeEvent(event);
     if (!line) return;
     const [lvl, message] = line;
-    if (lvl === 'debug') logger.debug?.(message, LOCK_LOGGER_CONTEXT);
-    else if (lvl === 'log') logger.log(message, LOCK_LOGGER_CONTEXT);
-    else if (lvl === 'warn') logger.warn(message, LOCK_LOGGER_CONTEXT);
-    else logger.error(message, undefined, LOCK_LOGGER_CONTEXT);
+    // The logger carries its context (`new Logger('DistributedLock')`): passing it again, or an
+    // `undefined` stack, makes Nest print them as extra lines ("undefined", "DistributedLock").
+    if (lvl === 'debug') logger.debug?.(message);
+    else if (lvl === 'log') logger.log(message);
+    else if (lvl === 'warn') logger.warn(message);
+    else logger.error(message);
   }, types);
 }
 
@@ -63,29 +65,32 @@ export function levelOf(e: LockEvent): LockLogLevel {
 
 /** The level and text of one event's log line. */
 export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined {
-  const where = e.backend === 'default' ? '' : ` on backend "${e.backend}"`;
+  const where = e.backend === 'default' ? '' : ` on backend ${q(e.backend)}`;
   switch (e.type) {
     case 'acquired':
       return [
         'debug',
-        `acquired "${e.key}"${where} (${e.mode}, token ${e.fencingToken}, waited ${ms(e.waitMs)}, ${e.attempts} attempt(s)${e.contended ? ', contended' : ''}${e.reentrant ? ', re-entered' : ''})`,
+        `acquired ${q(e.key)}${where} (${e.mode}, token ${e.fencingToken}, waited ${ms(e.waitMs)}, ${e.attempts} attempt(s)${e.contended ? ', contended' : ''}${e.reentrant ? ', re-entered' : ''})`,
       ];
     case 'busy':
       return [
         'debug',
-        `"${e.key}"${where} was busy (${e.timedOut ? `timed out after ${ms(e.waitMs)}` : 'wait: 0'}, ${e.attempts} attempt(s))`,
+        `${q(e.key)}${where} was busy (${e.timedOut ? `timed out after ${ms(e.waitMs)}` : 'wait: 0'}, ${e.attempts} attempt(s))`,
       ];
     case 'skipped':
-      return ['debug', `${e.where} skipped: "${e.key}"${where} was busy (onBusy: 'skip')`];
+      return ['debug', `${safe(e.where)} skipped: ${q(e.key)}${where} was busy (onBusy: 'skip')`];
     case 'released':
-      return ['debug', `released "${e.key}"${where} after ${ms(e.heldMs)}`];
+      return ['debug', `released ${q(e.key)}${where} after ${ms(e.heldMs)}`];
     case 'acquireFailed':
       return [
         levelOf(e),
-        `acquire of "${e.key}"${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`,
+        `acquire of ${q(e.key)}${where} failed after ${ms(e.waitMs)}: ${message(e.error)}`,
       ];
     case 'lost':
-      return ['warn', `lost "${e.key}"${where} after holding it ${ms(e.heldMs)}: ${e.reason}`];
+      return [
+        'warn',
+        `lost ${q(e.key)}${where} after holding it ${ms(e.heldMs)}: ${safe(e.reason)}`,
+      ];
     case 'renewFailed':
       return [
         'warn',
@@ -94,16 +99,16 @@ export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined 
     case 'releaseFailed':
       return [
         'warn',
-        `release of "${e.key}"${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`,
+        `release of ${q(e.key)}${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`,
       ];
     case 'backendUnavailable':
-      return ['error', `backend "${e.backend}" unavailable (${e.operation}): ${message(e.error)}`];
+      return ['error', `backend ${q(e.backend)} unavailable (${e.operation}): ${message(e.error)}`];
     case 'backendRecovered':
-      return ['log', `backend "${e.backend}" answers again after ${ms(e.downMs)}`];
+      return ['log', `backend ${q(e.backend)} answers again after ${ms(e.downMs)}`];
     case 'forceReleased':
       return [
         'warn',
-        `"${e.key}"${where} force-released by an operator (${e.freed ? 'it was held' : 'it was free'})`,
+        `${q(e.key)}${where} force-released by an operator (${e.freed ? 'it was held' : 'it was free'})`,
       ];
     default:
       return undefined;
@@ -115,13 +120,31 @@ function ms(value: number): string {
 }
 
 function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return safe(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * Characters a log line must not carry raw: C0 and C1 controls (a newline forges a line), the
+ * line and paragraph separators, and the bidirectional marks and overrides (they reorder what an
+ * operator reads). Keys may hold all but C0 and DEL, and error messages quote keys.
+ */
+const UNSAFE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with every UNSAFE character written as `\uXXXX`. */
+export function safe(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A key or name for a log line: quoted, UNSAFE characters and `"` `\\` escaped. */
+function q(text: string): string {
+  return `"${safe(String(text).replace(/["\\]/g, '\\$&'))}"`;
 }
 
 function preview(keys: readonly string[]): string {
   const shown = keys
     .slice(0, 3)
-    .map((k) => `"${k}"`)
+    .map((k) => q(k))
     .join(', ');
   return keys.length > 3 ? `${shown}, +${keys.length - 3} more` : shown;
 }

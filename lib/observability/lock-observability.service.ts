@@ -3,7 +3,6 @@ import {
   Injectable,
   Logger,
   Optional,
-  type OnApplicationBootstrap,
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
@@ -11,7 +10,6 @@ import { ModuleRef } from '@nestjs/core';
 import { LockEngine } from '../core/lock-engine';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import type { LockObservabilityOptions } from '../interfaces/observability-options.interface';
 import { bridgeEventEmitter } from './event-emitter.bridge';
 import { LOCK_LOG_LEVELS, LOCK_LOGGER_CONTEXT, subscribeLockLogger } from './lock-logger';
@@ -22,11 +20,11 @@ import { instrumentEngine, loadOpenTelemetry } from './lock-telemetry';
 /**
  * Wires the engine's events to the operations side at module init: the Nest Logger, OpenTelemetry
  * (when @opentelemetry/api is installed), the @nestjs/event-emitter bridge (when installed and
- * imported), and the optional start-up probe of every backend. Options are validated here, once,
+ * imported); the start-up probe is LockStartupChecks (startup-checks.ts). Options are validated here, once,
  * for forRoot and forRootAsync alike.
  */
 @Injectable()
-export class LockObservability implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+export class LockObservability implements OnModuleInit, OnModuleDestroy {
   private readonly stops: (() => void)[] = [];
   private readonly logger = new Logger(LOCK_LOGGER_CONTEXT);
   private readonly options: LockObservabilityOptions;
@@ -51,21 +49,6 @@ export class LockObservability implements OnModuleInit, OnApplicationBootstrap, 
     if (eventEmitter) {
       const stop = bridgeEventEmitter(this.engine.events, this.moduleRef);
       if (stop) this.stops.push(stop);
-    }
-  }
-
-  async onApplicationBootstrap(): Promise<void> {
-    const mode = this.options.checkOnStartup ?? false;
-    if (mode === false) return;
-    for (const result of await this.engine.operator.probe()) {
-      if (result.status === 'up') continue;
-      const message = `start-up check: backend "${result.backend}" (${result.kind}) is down: ${result.reason}`;
-      if (mode === 'fail')
-        throw new LockBackendUnavailableError(
-          result.backend,
-          `the start-up check (checkOnStartup: 'fail') could not reach it: ${result.reason}`,
-        );
-      this.logger.warn(message);
     }
   }
 

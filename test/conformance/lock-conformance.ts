@@ -8,6 +8,7 @@ import { LockNotHeldError } from '../../lib/errors/lock-not-held.error';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { eventually } from '../support/eventually';
 import { CrashableBackend, untilAborted, MutexProbe } from './conformance-tools';
+import { describeListCases } from './list-cases';
 import { describeMultiKeyCases } from './multi-key-cases';
 import { describeSemaphoreCases } from './semaphore-cases';
 
@@ -95,6 +96,7 @@ export function describeLockConformance(options: ConformanceOptions): void {
     };
     describeMultiKeyCases(extra);
     describeSemaphoreCases(extra);
+    describeListCases(extra);
 
     it('grants a handle with key, mode, a bigint fencing token, a live signal and held=true', async () => {
       const { engine: e } = await engine();

@@ -64,4 +64,13 @@ describe('etcd backend: list(prefix, limit)', () => {
     await waiting;
     expect(await a.engine.operator.list(`${ns}:`)).toEqual([]);
   });
+
+  it('lists keys holding U+2028 and U+2029 (a regular expression dot stops at them)', async () => {
+    const ns = `ls-${randomBytes(3).toString('hex')}`;
+    const { engine: e } = engine();
+    const keys = [`${ns}:a\u2028b`, `${ns}:c\u2029d`, `${ns}:plain`];
+    const held = await Promise.all(keys.map((k) => e.acquire(k)));
+    expect((await e.operator.list(ns)).sort()).toEqual([...keys].sort());
+    for (const h of held) await h.release();
+  });
 });

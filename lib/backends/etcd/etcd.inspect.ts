@@ -97,7 +97,8 @@ const LIST_PAGE = 256;
 
 /** The full key a contender or seat key belongs to, or undefined for keys that are not ours. */
 function ownerName(rest: string): string | undefined {
-  const m = /^(.+?)(?:%sem\/[0-9a-f]+_[0-9a-f]+|\/[0-9a-f]+)$/.exec(rest);
+  // The s flag: a NAME may hold U+2028 and U+2029 (keys refuse only C0 controls and DEL).
+  const m = /^(.+?)(?:%sem\/[0-9a-f]+_[0-9a-f]+|\/[0-9a-f]+)$/s.exec(rest);
   // Our encoded NAMEs never hold '/' (a foreign etcdctl lock `a/b` is not our key `a/b`).
   if (!m || m[1].includes('/')) return undefined;
   return m[1];

@@ -19,7 +19,15 @@ export {
 } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
-export { RedisClientSource, checkRedisClient, quit } from './redis-client.source';
+export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
 export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
+export {
+  heldOn,
+  holderOf,
+  listHeldKeys,
+  scanCandidates,
+  scanNodes,
+  type RedisScanLike,
+} from './key-scan';

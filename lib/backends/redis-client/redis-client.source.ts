@@ -48,6 +48,7 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
         await quit(client);
         throw new Error('the backend was closed while its client was being made');
       }
+      quietErrors(client);
       this.current = client;
       return client;
     } catch (error) {
@@ -55,6 +56,16 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
       throw error;
     }
   }
+}
+
+/**
+ * An `error` listener on a client the backend made: without one ioredis prints "Unhandled error
+ * event" on every reconnect attempt. The outage itself reaches the operator once through the lock
+ * logger (the engine's backendUnavailable, then backendRecovered), from the calls that fail.
+ */
+export function quietErrors(client: unknown): void {
+  const c = client as { on?: (event: string, cb: (error: Error) => void) => unknown };
+  if (typeof c.on === 'function') c.on('error', () => undefined);
 }
 
 /**

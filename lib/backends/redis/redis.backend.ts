@@ -22,6 +22,7 @@ import {
   waitForReplicas,
 } from './redis.commands';
 import { RedisHandoffs } from './redis.handoffs';
+import { listRedisKeys } from './redis.list';
 import { RecentMarks } from './redis.recent-marks';
 import { acquireAllInOneScript } from './redis.multi-key';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
@@ -188,6 +189,11 @@ export class RedisLockBackend implements LockBackend {
   async forceRelease(key: string): Promise<boolean> {
     const seats = await this.semaphore.forceRelease(key);
     return (await forceReleaseLock(this.o, key)) || seats;
+  }
+
+  /** Keys under `prefix` held now: SCAN (every Cluster master), bounded (redis.list.ts). */
+  list(prefix: string, limit: number): Promise<string[]> {
+    return listRedisKeys(this.o, prefix, limit);
   }
 
   /** The channel our attempts name for a handoff: ours once subscribed, else none. */

@@ -10,7 +10,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { lockKeys, PubSubWakeups, quit, RENEW, runScriptBatch } from '../redis-client';
+import { lockKeys, PubSubWakeups, quietErrors, quit, RENEW, runScriptBatch } from '../redis-client';
 import {
   checkRedlockClients,
   minimumTtl,
@@ -19,6 +19,7 @@ import {
   type ResolvedRedlockOptions,
 } from './redlock.options';
 import { checkDistinct, type Masters, type Round } from './redlock.masters';
+import { listRedlockKeys } from './redlock.list';
 import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
 import { attemptRound, roundTimeout, unavailable, withdraw } from './redlock.round';
@@ -187,6 +188,11 @@ export class RedlockBackend implements LockBackend {
     return forceReleaseMasters(await this.setup(), key, this.o.timeout ?? 500);
   }
 
+  /** Keys under `prefix` a majority holds: SCAN on every master, bounded (redlock.list.ts). */
+  async list(prefix: string, limit: number): Promise<string[]> {
+    return listRedlockKeys(await this.setup(), prefix, limit, this.o.timeout ?? 500);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.masters?.subscriptions?.close();
@@ -207,6 +213,7 @@ export class RedlockBackend implements LockBackend {
           ResolvedRedlockOptions['clientFactory']
         >;
         const clients = checkRedlockClients('clientFactory()', await factory());
+        clients.forEach(quietErrors); // ours: ioredis would print every reconnect's error
         if (this.closed) {
           await Promise.all(clients.map((c) => quit(c)));
           throw new LockBackendUnavailableError(

@@ -112,7 +112,9 @@ export class LockOperator {
   async list(prefix = '', backendName = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<string[]> {
     const backend = this.host.backend(backendName);
     if (typeof backend.list !== 'function') throw unsupported(backendName, backend, 'list');
+    checkListArguments(prefix, limit);
     const full = this.host.keyPrefix + prefix;
+    if (full.length > 0) checkLockKey(full, backend.capabilities.maxKeyLength);
     const keys = await this.host.call(backend.list(full, limit), backendName, 'list');
     return keys
       .filter((k) => k.startsWith(this.host.keyPrefix))
@@ -186,6 +188,18 @@ export class LockOperator {
     const fullKey = checkLockKey(this.host.keyPrefix + key, backend.capabilities.maxKeyLength);
     return { backend, fullKey };
   }
+}
+
+/** The most keys one list() returns. */
+export const MAX_LIST_LIMIT = 10_000;
+
+/** list()'s prefix is a key's beginning ('' for all) and its limit an integer 1..MAX_LIST_LIMIT. */
+function checkListArguments(prefix: unknown, limit: unknown): void {
+  if (typeof prefix !== 'string')
+    throw new InvalidLockOptionsError('prefix', prefix, 'a string (the beginning of a key, or "")');
+  if (prefix !== '') checkLockKey(prefix);
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT)
+    throw new InvalidLockOptionsError('limit', limit, `an integer from 1 to ${MAX_LIST_LIMIT}`);
 }
 
 function unsupported(name: string, backend: LockBackend, method: string): InvalidLockOptionsError {

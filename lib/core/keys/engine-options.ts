@@ -25,7 +25,11 @@ export interface LockEngineOptions {
   onEvent?: LockEventListener;
 }
 
-/** Module options the engine reads, plus those the Nest layer reads (isGlobal, requestLifecycle, httpErrors). */
+/**
+ * Module options the engine reads, plus those the Nest layer reads (isGlobal, requestLifecycle,
+ * httpErrors, errorMapping, exposeErrorDetails, and the observability ones): every name a user may
+ * write, so an unknown option's message lists them all and suggests the nearest.
+ */
 const ENGINE_OPTIONS = [
   'backend',
   'backends',
@@ -36,6 +40,8 @@ const ENGINE_OPTIONS = [
   'isGlobal',
   'requestLifecycle',
   'httpErrors',
+  'errorMapping',
+  'exposeErrorDetails',
   'logging',
   'checkOnStartup',
   'telemetry',

@@ -1,0 +1,87 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+} from '@nestjs/common';
+import { LockEngine } from '../core/lock-engine';
+import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import type { LockObservabilityOptions } from '../interfaces/observability-options.interface';
+import { LOCK_LOGGER_CONTEXT, safe } from './lock-logger';
+
+/** The default of `checkOnStartup`: tell the operator at start-up, never refuse to start. */
+export const DEFAULT_CHECK_ON_STARTUP = 'warn';
+
+/**
+ * What an operator should hear at start-up rather than from the first failed request:
+ * - every backend is probed once (`checkOnStartup`, default 'warn'): a backend that cannot be
+ *   reached (a missing or wrong URL, a factory that throws) is named with the cause, and start-up
+ *   goes on ('fail' refuses to start, false skips), since a backend briefly absent is not fatal;
+ * - at the first grant, if no SIGTERM listener exists (Nest's `app.enableShutdownHooks()` adds
+ *   one), a single warning: without it a stopped process releases nothing and resigns no
+ *   leadership, and the others wait for the ttl.
+ */
+@Injectable()
+export class LockStartupChecks implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(LOCK_LOGGER_CONTEXT);
+  private stopWatching: (() => void) | undefined;
+
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Optional()
+    @Inject(DISTRIBUTED_LOCK_MODULE_OPTIONS)
+    private readonly options?: LockObservabilityOptions,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.watchShutdownHooks();
+    await this.probeBackends(this.options?.checkOnStartup ?? DEFAULT_CHECK_ON_STARTUP);
+  }
+
+  onModuleDestroy(): void {
+    this.stopWatching?.();
+    this.stopWatching = undefined;
+  }
+
+  private async probeBackends(mode: 'fail' | 'warn' | false): Promise<void> {
+    if (mode === false) return;
+    for (const result of await this.engine.operator.probe()) {
+      if (result.status === 'up') continue;
+      const reason = safe(result.reason ?? 'no answer').replace(/\.$/, '');
+      if (mode === 'fail')
+        throw new LockBackendUnavailableError(
+          result.backend,
+          `the start-up check (checkOnStartup: 'fail') could not reach it: ${reason}`,
+        );
+      this.logger.warn(
+        `start-up check: backend "${safe(result.backend)}" (${result.kind}) is down: ${reason}. ` +
+          'Locks on it fail (503) until it answers; the app starts anyway ' +
+          "(checkOnStartup: 'fail' refuses to start, false skips this check)",
+      );
+    }
+  }
+
+  /** One warning at the first grant when no shutdown hook would release it on SIGTERM. */
+  private watchShutdownHooks(): void {
+    if (hasShutdownHook()) return;
+    const stop = this.engine.events.on(() => {
+      stop();
+      this.stopWatching = undefined;
+      if (hasShutdownHook()) return;
+      this.logger.warn(
+        'locks are in use but shutdown hooks are off: on SIGTERM this process will not release ' +
+          'its locks or resign its leadership (others wait for the ttl). Call ' +
+          'app.enableShutdownHooks() in main.ts',
+      );
+    }, ['acquired']);
+    this.stopWatching = stop;
+  }
+}
+
+/** Nest's enableShutdownHooks() listens to SIGTERM (among other signals) on the process. */
+function hasShutdownHook(): boolean {
+  return process.listenerCount('SIGTERM') > 0;
+}
