@@ -20,7 +20,10 @@ export const {
   }))
   .build();
 
-/** Whether DistributedLockModule applies its request-context middleware (the `requestLifecycle` extra). */
+/**
+ * Whether DistributedLockModule applies its request-context middleware (the `requestLifecycle`
+ * extra).
+ */
 export const REQUEST_LIFECYCLE = Symbol('DistributedLock:requestLifecycle');
 
 function requestLifecycle(enabled: unknown): Provider[] {

@@ -47,7 +47,8 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
           exposeErrorDetails: _x,
           ...engineOptions
         } = options ?? ({} as DistributedLockModuleOptions);
-        resolveErrorMapping(options ?? {}); // fails start-up on a bad errorMapping / httpErrors / exposeErrorDetails
+        // fails start-up on a bad errorMapping / httpErrors / exposeErrorDetails
+        resolveErrorMapping(options ?? {});
         return new LockEngine(engineOptions);
       },
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
@@ -79,8 +80,9 @@ export class DistributedLockModule extends DistributedLockConfigurableModule imp
 
   /**
    * For tests: forRoot on a fresh in-process MemoryLockBackend with `defaults.wait: 0` (a busy lock
-   * fails at once, so a test that holds a key gets its 409 without waiting), plus LockTestingHelper.
-   * Every option can be overridden, e.g. `forTesting({ defaults: { wait: 1_000 } })`.
+   * fails at once, so a test that holds a key gets its 409 without waiting), plus
+   * LockTestingHelper. Every option can be overridden, e.g. `forTesting({ defaults: { wait: 1_000 }
+   * })`.
    */
   static forTesting(
     options: Partial<DistributedLockModuleOptions> & {

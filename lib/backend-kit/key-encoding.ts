@@ -10,7 +10,10 @@ import { MAX_KEY_LENGTH } from './limits';
  */
 const SAFE = /^[A-Za-z0-9_-]$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
-/** A UTF-16 surrogate that is not part of a pair: UTF-8 cannot carry it (it would become U+FFFD and collide). */
+/**
+ * A UTF-16 surrogate that is not part of a pair: UTF-8 cannot carry it (it would become U+FFFD and
+ * collide).
+ */
 export const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
@@ -57,7 +60,10 @@ function tooLong(value: unknown, maxLength: number): InvalidLockOptionsError {
  */
 let lastChecked = '';
 
-/** Checks a final key (prefix included): a non-empty string, no control characters, within the limit. */
+/**
+ * Checks a final key (prefix included): a non-empty string, no control characters, within the
+ * limit.
+ */
 export function checkLockKey(key: unknown, maxLength = MAX_KEY_LENGTH): string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new InvalidLockOptionsError('key', key, 'a non-empty string');

@@ -4,7 +4,8 @@ import { MAX_DURATION_MS } from './limits';
 
 /**
  * The reason the engine gives `request.signal` when the wait deadline passes; a caller's cancel
- * aborts it with the caller's own reason. Backends tell the two apart with `reason === WAIT_DEADLINE`.
+ * aborts it with the caller's own reason. Backends tell the two apart with `reason ===
+ * WAIT_DEADLINE`.
  */
 export const WAIT_DEADLINE: unknown = Object.freeze({ reason: 'the wait deadline passed' });
 
@@ -29,7 +30,8 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
 
 /**
  * Settles like `work`, or with `onAbort()` (its value, or what it throws) as soon as `signal`
- * aborts. The work goes on; the caller abandons it (its rejection is then observed, never unhandled).
+ * aborts. The work goes on; the caller abandons it (its rejection is then observed, never
+ * unhandled).
  */
 export function raceAbort<T, A>(
   work: Promise<T>,

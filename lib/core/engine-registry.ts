@@ -6,11 +6,11 @@ export type InstanceOwnership = (instance: object) => boolean;
 
 /**
  * Which engine serves which @Locked instance. A module's engine opens itself here when it is built
- * (at `compile()`, before any `init()`), with a callback that says whether an instance is one of its
- * module's providers or controllers; the first call on an instance asks the live engines and caches
- * the answer. Instances no module knows (request-scoped, made with `new`) go to the only live engine,
- * or to the fallback a test installed (LockTesting.useEngine); otherwise the call fails with
- * LockModuleMissingError naming the method and the fix, never runs unlocked.
+ * (at `compile()`, before any `init()`), with a callback that says whether an instance is one of
+ * its module's providers or controllers; the first call on an instance asks the live engines and
+ * caches the answer. Instances no module knows (request-scoped, made with `new`) go to the only
+ * live engine, or to the fallback a test installed (LockTesting.useEngine); otherwise the call
+ * fails with LockModuleMissingError naming the method and the fix, never runs unlocked.
  */
 const byInstance = new WeakMap<object, LockEngine>();
 const live = new Map<LockEngine, InstanceOwnership | undefined>();

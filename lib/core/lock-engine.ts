@@ -48,7 +48,8 @@ export class LockEngine implements RecipeHost {
   /** What the acquire pipeline reads and updates; `closed` lives there. */
   private readonly ctx: PipelineContext;
   private readonly pipeline: AcquirePipeline;
-  readonly events = new LockEventBus(); // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
+  // lock events + tracing hooks (Logger, OpenTelemetry subscribe)
+  readonly events = new LockEventBus();
   readonly activity = new LockActivity(this.events);
   readonly operator: LockOperator; // inspect, forceRelease, list, probe, heldLocks, waitingLocks
   private readonly ops: LeaseOps<LockLease> = {
@@ -164,7 +165,10 @@ export class LockEngine implements RecipeHost {
     }
   }
 
-  /** Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock is lost. */
+  /**
+   * Runs fn under the lock; renewed while fn runs, released in finally, rejects at once if the lock
+   * is lost.
+   */
   withLock<T>(
     key: LockKeys,
     fn: (handle: LockHandle) => T | Promise<T>,

@@ -42,7 +42,10 @@ export function KeyParam(name: string): ParameterDecorator {
   };
 }
 
-/** The parameter names of a method for its key template: parsed from its source, overridden by @KeyParam. */
+/**
+ * The parameter names of a method for its key template: parsed from its source, overridden by
+ * @KeyParam.
+ */
 export function keyParameterNames(
   parsed: readonly (string | null)[],
   target: object,

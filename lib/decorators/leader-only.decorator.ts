@@ -4,7 +4,10 @@ import type { CampaignOptions } from '../recipes/election';
 import { LEADER_ONLY_METADATA } from '../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 
-/** What @LeaderOnly recorded about one method (read by the explorer to start campaigns at bootstrap). */
+/**
+ * What @LeaderOnly recorded about one method (read by the explorer to start campaigns at
+ * bootstrap).
+ */
 export interface LeaderOnlyMethod {
   readonly name: string;
   readonly options: CampaignOptions;

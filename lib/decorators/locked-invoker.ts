@@ -93,7 +93,10 @@ function lockedObservable(
   });
 }
 
-/** Mirrors `source`, failing it with LockLostError when the lock is lost; releases on complete, error or unsubscribe. */
+/**
+ * Mirrors `source`, failing it with LockLostError when the lock is lost; releases on complete,
+ * error or unsubscribe.
+ */
 function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observable<unknown> {
   return new Observable((subscriber) => {
     const onLost = () => subscriber.error(handle.signal.reason);
@@ -205,7 +208,8 @@ function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): 
     if (typeof key === 'string') checkKey(engine, key, maxKeyLength);
     else for (const k of key) checkKey(engine, k, maxKeyLength);
   } catch (error) {
-    // A key built from request values that does not fit is the request's fault (400), not the code's.
+    // A key built from request values that does not fit is the request's fault (400), not the
+    // code's.
     const message =
       error instanceof InvalidLockOptionsError
         ? `got ${error.got}; allowed: ${error.allowed}`

@@ -11,7 +11,9 @@ export interface LockedJobOptions {
    * schedule's interval (e.g. 500 for a job every second, 30_000 for one every 5 minutes).
    */
   minHold: number;
-  /** Stop renewing after this long (lockAtMostFor): bounds a hung job. Default: renew while it runs. */
+  /**
+   * Stop renewing after this long (lockAtMostFor): bounds a hung job. Default: renew while it runs.
+   */
   maxHold?: number;
   /** ms the lock survives a crashed instance. Default: the module's default ttl. */
   ttl?: number;

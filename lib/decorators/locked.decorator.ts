@@ -24,7 +24,10 @@ const KNOWN = new Set([
   'retryAfter',
 ]);
 
-/** What a @Locked method may return: the lock is held until the Promise settles or the Observable ends. */
+/**
+ * What a @Locked method may return: the lock is held until the Promise settles or the Observable
+ * ends.
+ */
 export type LockedResult = Promise<unknown> | Observable<unknown>;
 
 /**
@@ -85,7 +88,8 @@ export function Locked<A extends unknown[] = any[]>(
     const wrapper = function (this: unknown, ...args: unknown[]) {
       return invokeLocked(this, original, args, method);
     };
-    // Keep what other decorators put on the method (route, Swagger, guards...), whichever order they run in.
+    // Keep what other decorators put on the method (route, Swagger, guards...), whichever order
+    // they run in.
     for (const metaKey of Reflect.getMetadataKeys(original)) {
       Reflect.defineMetadata(metaKey, Reflect.getMetadata(metaKey, original), wrapper);
     }

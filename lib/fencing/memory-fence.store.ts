@@ -26,7 +26,9 @@ export class MemoryFenceStore implements FenceStore {
     return this.write(resource, token, () => undefined);
   }
 
-  /** Runs `fn` only when `token` is current for `resource` (synchronously, so nothing interleaves). */
+  /**
+   * Runs `fn` only when `token` is current for `resource` (synchronously, so nothing interleaves).
+   */
   write<T>(resource: string, token: FencingTokenLike, fn: () => T): FencedResult<T> {
     const t = toFencingToken(token);
     const highest = this.highestOf.get(resource);

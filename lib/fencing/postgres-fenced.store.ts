@@ -1,7 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
 import { SqlFencedStore, type SqlFencedStoreOptions, type SqlOutcome } from './sql-fenced.store';
 
-/** What the store needs of pg: `query` (Pool, PoolClient or Client); `connect` for transaction(). */
+/**
+ * What the store needs of pg: `query` (Pool, PoolClient or Client); `connect` for transaction().
+ */
 export interface PgQueryableLike {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
   connect?(): Promise<PgQueryableLike & { release(error?: Error | boolean): void }>;

@@ -39,7 +39,9 @@ else
 end
 return {1}`);
 
-/** KEYS: fence, resource; ARGV: token, field, value, ... Returns {1, fields added} or {0, highest}. */
+/**
+ * KEYS: fence, resource; ARGV: token, field, value, ... Returns {1, fields added} or {0, highest}.
+ */
 export const FENCED_HSET = fencedScript(`${CHECK}
 return {1, redis.call('HSET', KEYS[2], unpack(ARGV, 2))}`);
 

@@ -37,7 +37,9 @@ export function keySlot(key: string): number {
   return crc16(Buffer.from(hashTag(key) ?? key, 'utf8')) % CLUSTER_SLOTS;
 }
 
-/** A short tag (base-36 digits) per slot, found once and cached: for keys that cannot be wrapped. */
+/**
+ * A short tag (base-36 digits) per slot, found once and cached: for keys that cannot be wrapped.
+ */
 const slotTags = new Map<number, string>();
 
 function tagForSlot(slot: number): string {

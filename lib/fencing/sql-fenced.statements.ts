@@ -100,11 +100,15 @@ export interface FencedUpdateSpec {
   fenceColumn?: string;
 }
 
-/** Statement texts by shape (dialect, table, fence, set and where columns): built and checked once. */
+/**
+ * Statement texts by shape (dialect, table, fence, set and where columns): built and checked once.
+ */
 const shapes = new Map<string, { sql: string; select: string }>();
 const MAX_SHAPES = 512;
 
-/** One UPDATE that writes only rows whose fence is not newer than `token`, and sets it to `token`. */
+/**
+ * One UPDATE that writes only rows whose fence is not newer than `token`, and sets it to `token`.
+ */
 export function fencedUpdateStatement(
   dialect: SqlDialect,
   spec: FencedUpdateSpec,

@@ -67,7 +67,9 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
 
   /** Runs one statement on `q` (the pool, or the caller's transaction client). */
   protected abstract exec(q: Q, sql: string, values: unknown[]): Promise<SqlOutcome>;
-  /** BEGIN on a dedicated connection, `fn`, then COMMIT (or ROLLBACK when `fn` says so / throws). */
+  /**
+   * BEGIN on a dedicated connection, `fn`, then COMMIT (or ROLLBACK when `fn` says so / throws).
+   */
   protected abstract inTransaction<T>(
     fn: (tx: Q) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T>;

@@ -3,7 +3,9 @@ import type { DistributedLockModuleOptions } from '../interfaces/distributed-loc
 import { RequestLifecycleInterceptor } from '../interceptors/request-lifecycle.interceptor';
 import { LockExceptionFilter } from './lock-exception.filter';
 
-/** @nestjs/websockets' marker on @WebSocketGateway classes (a string, so no import of the package). */
+/**
+ * @nestjs/websockets' marker on @WebSocketGateway classes (a string, so no import of the package).
+ */
 const GATEWAY_METADATA = 'websockets:is_gateway';
 /** @nestjs/microservices' marker on @MessagePattern / @EventPattern methods. */
 const PATTERN_METADATA = 'microservices:pattern';

@@ -3,7 +3,9 @@ import type { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import type { LockErrorResponse } from '../interfaces/distributed-lock-module-options.interface';
 
-/** The errors a client can act on; the rest (bad options, no module...) are bugs: a generic answer. */
+/**
+ * The errors a client can act on; the rest (bad options, no module...) are bugs: a generic answer.
+ */
 export const ANSWERS: Partial<Record<string, { status: number; error: string; message: string }>> =
   {
     LOCK_ACQUIRE_TIMEOUT: {
@@ -41,7 +43,9 @@ export const ANSWERS: Partial<Record<string, { status: number; error: string; me
 /** The generic answer for an error that is a bug, on transports that carry a payload. */
 export const INTERNAL = { status: 'error', message: 'Internal server error' };
 
-/** What a client may learn about `error`, or undefined for errors that are bugs (a generic answer). */
+/**
+ * What a client may learn about `error`, or undefined for errors that are bugs (a generic answer).
+ */
 export function lockErrorResponse(
   error: DistributedLockError,
   expose = false,

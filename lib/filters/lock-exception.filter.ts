@@ -34,9 +34,11 @@ export class LockExceptionFilter extends BaseExceptionFilter {
   }
 
   override catch(error: DistributedLockError, host: ArgumentsHost): unknown {
-    if (error.code === 'REQUEST_ABORTED') return undefined; // the client is gone: nobody to answer, nothing to log
+    // the client is gone: nobody to answer, nothing to log
+    if (error.code === 'REQUEST_ABORTED') return undefined;
     const transport = transportOf(host.getType<string>());
-    if (!transport) return error; // a context type of another package: the returned error is what is thrown
+    // a context type of another package: the returned error is what is thrown
+    if (!transport) return error;
     return transport.answer(mapLockError(error, host, this.settings), error, host, this.tools);
   }
 }

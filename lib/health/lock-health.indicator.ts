@@ -11,8 +11,9 @@ export type LockHealthResult = Record<string, { status: 'up' | 'down'; [detail: 
  * inspect() of a probe key, else a tryAcquire + release of the probe key (a busy answer counts as
  * up: the backend answered). A backend that does not answer within the module's operationTimeout
  * is `down` with a generic reason (no driver text: a health answer often reaches a public
- * endpoint, and `connect ECONNREFUSED 10.0.0.5:5432` names an address). The result has Terminus's shape (`{ [key]: { status, ... } }`), so it
- * works with HealthCheckService.check() without this package importing @nestjs/terminus.
+ * endpoint, and `connect ECONNREFUSED 10.0.0.5:5432` names an address). The result has Terminus's
+ * shape (`{ [key]: { status, ... } }`), so it works with HealthCheckService.check() without this
+ * package importing @nestjs/terminus.
  *
  * ```ts
  * @Get('health') @HealthCheck()

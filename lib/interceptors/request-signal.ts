@@ -7,7 +7,9 @@ interface Emitter {
   removeListener?(event: string, listener: () => void): unknown;
 }
 
-/** Where a request learns that its client is gone: an emitter, the event, and whether it already is. */
+/**
+ * Where a request learns that its client is gone: an emitter, the event, and whether it already is.
+ */
 export interface GoneSource {
   emitter: Emitter;
   event: string;

@@ -4,27 +4,34 @@
  * and timed retries, reentrancy, the watchdog, handles); a backend owns mechanics: how ONE attempt
  * takes a lock on its system, how it is renewed and released, and optionally how waiters learn of a
  * release (a wake-up source) or how the system queues them natively (etcd, ZooKeeper). Backends
- * import only `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option checker,
- * key encoding, validity and token helpers) and the errors.
+ * import only `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option
+ * checker, key encoding, validity and token helpers) and the errors.
  */
 export type LockMode = 'exclusive' | 'shared';
 
 export interface LockBackendCapabilities {
-  /** Shared (read) mode is supported. A backend without it gets InvalidLockOptionsError from the core. */
+  /**
+   * Shared (read) mode is supported. A backend without it gets InvalidLockOptionsError from the
+   * core.
+   */
   readonly shared: boolean;
   /**
-   * 'strict': within one key every new exclusive grant has a larger token than every grant before it.
-   * 'best-effort': tokens usually grow but the system cannot promise it (Redlock).
+   * 'strict': within one key every new exclusive grant has a larger token than every grant before
+   * it. 'best-effort': tokens usually grow but the system cannot promise it (Redlock).
    */
   readonly fencing: 'strict' | 'best-effort';
   /**
    * true when locks live as long as a backend session (etcd lease, ZooKeeper session) rather than a
-   * per-lock ttl; the watchdog still calls renew(), which such a backend may use to verify ownership.
+   * per-lock ttl; the watchdog still calls renew(), which such a backend may use to verify
+   * ownership.
    */
   readonly sessionBased: boolean;
   /** Longest full key (prefix included) the backend accepts, in characters. */
   readonly maxKeyLength: number;
-  /** Smallest ttl (ms) that works on this backend (Redlock: leaves validity after drift). Checked at start-up against defaults.ttl, and per call. */
+  /**
+   * Smallest ttl (ms) that works on this backend (Redlock: leaves validity after drift). Checked at
+   * start-up against defaults.ttl, and per call.
+   */
   readonly minTtl?: number;
 }
 
@@ -47,7 +54,8 @@ export interface BackendAttempt extends BackendLock {
   readonly signal: AbortSignal;
   /**
    * Session-based backends call this when they learn that a granted lock is gone (session expired,
-   * lease revoked, node deleted). Safe to call more than once; ignored before the grant or after release.
+   * lease revoked, node deleted). Safe to call more than once; ignored before the grant or after
+   * release.
    */
   readonly onLost: (reason: string, cause?: unknown) => void;
 }
@@ -89,7 +97,9 @@ export interface ElectionBackend {
 
 /** Waits for a release of one key; see WakeupSource.listen. */
 export interface ReleaseListener {
-  /** Resolves on a release of the key, after `ms`, or when `signal` aborts; then stops listening. */
+  /**
+   * Resolves on a release of the key, after `ms`, or when `signal` aborts; then stops listening.
+   */
   wait(ms: number, signal: AbortSignal): Promise<void>;
   /** Stops listening without waiting. */
   dispose(): void;
@@ -101,7 +111,10 @@ export interface ReleaseListener {
  * failed attempt and the sleep is never missed. ReleaseNotifier from the kit implements it.
  */
 export interface WakeupSource {
-  /** Called once before a waiter first sleeps (e.g. to subscribe); a rejection falls back to polling. */
+  /**
+   * Called once before a waiter first sleeps (e.g. to subscribe); a rejection falls back to
+   * polling.
+   */
   prepare?(key: string): Promise<void>;
   listen(key: string): ReleaseListener;
 }
@@ -112,7 +125,10 @@ export interface BackendWaitPolicy {
   readonly minDelay?: number;
   /** Largest poll delay. Default 500. */
   readonly maxDelay?: number;
-  /** With wake-ups: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
+  /**
+   * With wake-ups: re-attempt at least this often, so a lost notification cannot strand a waiter.
+   * Default 1000.
+   */
   readonly fallbackDelay?: number;
 }
 
@@ -125,7 +141,8 @@ export type BackendAcquireResult =
       /**
        * performance.now() when the request that granted the lock was sent; the engine dates the
        * grant's validity from it. pollAcquire sets it. Default: the start of the acquire call for
-       * TTL backends (safe: never later than the grant), the moment of the answer for session-based ones.
+       * TTL backends (safe: never later than the grant), the moment of the answer for session-based
+       * ones.
        */
       readonly sentAt?: number;
     }
@@ -140,7 +157,10 @@ export interface LockHolderInfo {
   readonly mode: LockMode;
   /** The holder's owner token, where the backend stores it. */
   readonly owner?: string;
-  /** ms until the holder's grant expires unless renewed (ttl backends); undefined for session-based ones. */
+  /**
+   * ms until the holder's grant expires unless renewed (ttl backends); undefined for session-based
+   * ones.
+   */
   readonly remainingTtl?: number;
   /** What the grant stored about its holder (host, pid, app, acquiredAt), where the backend can. */
   readonly metadata?: Readonly<Record<string, string>>;
@@ -172,8 +192,8 @@ export interface LockBackend {
 
   /**
    * ONE attempt, no waiting: grant the lock now or answer busy (with retryAfter when the holder's
-   * remaining ttl is known). The engine runs every wait of a backend without `acquire` on top of it:
-   * a FIFO line per key in this process (only its head attempts), woken by `wakeups`, the busy
+   * remaining ttl is known). The engine runs every wait of a backend without `acquire` on top of
+   * it: a FIFO line per key in this process (only its head attempts), woken by `wakeups`, the busy
    * answer's retryAfter or a jittered backoff, until the deadline or a cancel.
    */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
@@ -243,6 +263,8 @@ export interface LockBackend {
    */
   ping?(): Promise<void>;
 
-  /** Stop the backend's own timers, subscriptions and sessions. Never closes a client the user owns. */
+  /**
+   * Stop the backend's own timers, subscriptions and sessions. Never closes a client the user owns.
+   */
   close(): Promise<void>;
 }

@@ -35,7 +35,10 @@ export interface LockOptions {
 
 /** Options of `@Locked(key, options)`. */
 export interface LockedOptions extends Omit<LockOptions, 'signal'> {
-  /** 'wait' (default) waits up to `wait`; 'skip' returns undefined without running; 'fail' throws at once. */
+  /**
+   * 'wait' (default) waits up to `wait`; 'skip' returns undefined without running; 'fail' throws at
+   * once.
+   */
   onBusy?: LockOnBusy;
   /**
    * ms a busy answer tells clients to wait before retrying (Retry-After, `retryAfter` in payloads).

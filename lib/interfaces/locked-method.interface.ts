@@ -7,6 +7,8 @@ export interface LockedMethod {
   readonly key: CompiledLockKeys;
   readonly options: LockedOptions;
   readonly currentLockIndex: number | undefined;
-  /** design:returntype is Observable: the wrapper returns a cold Observable that locks on subscribe. */
+  /**
+   * design:returntype is Observable: the wrapper returns a cold Observable that locks on subscribe.
+   */
   readonly returnsObservable: boolean;
 }

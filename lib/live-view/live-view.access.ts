@@ -7,7 +7,10 @@ import {
   type Type,
 } from '@nestjs/common';
 
-/** How long a page's stream ticket is good for (ms); the page reloads itself (through your guard) after. */
+/**
+ * How long a page's stream ticket is good for (ms); the page reloads itself (through your guard)
+ * after.
+ */
 export const STREAM_TICKET_MS = 10 * 60_000;
 
 /**

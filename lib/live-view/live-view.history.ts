@@ -141,7 +141,10 @@ export class LiveViewHistory {
     return { hot, histogram };
   }
 
-  /** The key's timeline, made the most recently active (Map order), the oldest dropped past HISTORY_KEYS. */
+  /**
+   * The key's timeline, made the most recently active (Map order), the oldest dropped past
+   * HISTORY_KEYS.
+   */
   private line(backend: string, key: string): KeyTimeline {
     const id = `${backend}\u0000${key}`;
     let line = this.keys.get(id);

@@ -18,7 +18,10 @@ import { LIVE_VIEW_CSP, liveViewPage } from './live-view.page';
 import { LiveViewState, type LiveViewSnapshot } from './live-view.state';
 
 export interface DistributedLockLiveViewOptions {
-  /** Route of the page; the SSE stream is `<path>/events`, a JSON snapshot `<path>/state`. Default 'locks/live'. */
+  /**
+   * Route of the page; the SSE stream is `<path>/events`, a JSON snapshot `<path>/state`. Default
+   * 'locks/live'.
+   */
   path?: string;
   /** Required: a guard class deciding who may see the page (it shows keys and owner details). */
   guard: Type<CanActivate>;
@@ -65,7 +68,9 @@ export class DistributedLockLiveViewModule {
   }
 }
 
-/** Headers of every live view answer: no caching, no sniffing, no framing, no referrer (the ticket). */
+/**
+ * Headers of every live view answer: no caching, no sniffing, no framing, no referrer (the ticket).
+ */
 const SAFETY_HEADERS: [string, string][] = [
   ['cache-control', 'no-store'],
   ['x-content-type-options', 'nosniff'],

@@ -97,7 +97,10 @@ const SCRIPT = `
 })();
 `;
 
-/** The Content-Security-Policy of the page: only its own script and style, streams to itself, no framing. */
+/**
+ * The Content-Security-Policy of the page: only its own script and style, streams to itself, no
+ * framing.
+ */
 export const LIVE_VIEW_CSP = [
   "default-src 'none'",
   `script-src ${cspHash(SCRIPT)}`,
@@ -109,7 +112,10 @@ export const LIVE_VIEW_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** The live view's page: static HTML (tables, an SVG timeline and histogram), its stream ticket in a meta tag. */
+/**
+ * The live view's page: static HTML (tables, an SVG timeline and histogram), its stream ticket in a
+ * meta tag.
+ */
 export function liveViewPage(ticket: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Distributed locks: live view</title>

@@ -23,7 +23,9 @@ export interface LiveViewSnapshot {
    * LIVE_VIEW_LIST_INTERVAL ms while a page is open): keys, or why there are none to show.
    */
   readonly backends: BackendListing[];
-  /** The last minutes per key (holds, waits, losses), the hottest keys by wait, the wait histogram. */
+  /**
+   * The last minutes per key (holds, waits, losses), the hottest keys by wait, the wait histogram.
+   */
   readonly history: LiveViewHistorySnapshot;
 }
 
@@ -40,7 +42,9 @@ export interface BackendListing {
 /** How many recent events the page keeps, and the least interval between two pushes (ms). */
 export const LIVE_VIEW_RECENT = 50;
 const PUSH_INTERVAL_MS = 100;
-/** How often an open page refreshes the backend-wide listing (one list() per backend), and its size. */
+/**
+ * How often an open page refreshes the backend-wide listing (one list() per backend), and its size.
+ */
 export const LIVE_VIEW_LIST_INTERVAL = 2_000;
 export const LIVE_VIEW_LIST_LIMIT = 100;
 
@@ -123,7 +127,10 @@ export class LiveViewState implements OnModuleDestroy {
     });
   }
 
-  /** While a page is open: list the backends now and every LIVE_VIEW_LIST_INTERVAL ms, pushing each result. */
+  /**
+   * While a page is open: list the backends now and every LIVE_VIEW_LIST_INTERVAL ms, pushing each
+   * result.
+   */
   private startListing(): void {
     if (this.lister) return;
     const tick = () => {

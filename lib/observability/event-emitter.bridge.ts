@@ -1,7 +1,9 @@
 import type { ModuleRef } from '@nestjs/core';
 import type { LockEventBus } from '../core/activity/lock-events';
 
-/** The name an event is emitted under on @nestjs/event-emitter: 'lock.acquired', 'lock.lost', ... */
+/**
+ * The name an event is emitted under on @nestjs/event-emitter: 'lock.acquired', 'lock.lost', ...
+ */
 export function lockEventName(type: string): string {
   return `lock.${type}`;
 }
@@ -13,7 +15,8 @@ interface EmitterLike {
 /**
  * Re-emits every lock event on @nestjs/event-emitter's EventEmitter2 as 'lock.<type>' (so
  * `@OnEvent('lock.lost')` works), when that optional package is installed and its module is
- * imported. Loaded lazily with require: without the package this returns undefined and costs nothing.
+ * imported. Loaded lazily with require: without the package this returns undefined and costs
+ * nothing.
  */
 export function bridgeEventEmitter(
   events: LockEventBus,

@@ -7,10 +7,11 @@ export const LOCK_LOG_LEVELS: readonly LockLogLevel[] = ['debug', 'log', 'warn',
 export const LOCK_LOGGER_CONTEXT = 'DistributedLock';
 
 /**
- * Subscribes a Nest logger (one with its context, e.g. `new Logger(LOCK_LOGGER_CONTEXT)`) to the engine's events: grants, releases, busy answers and skips at
- * debug; recoveries at log; lost locks, failed renewals and releases, failed acquires and forced
- * releases at warn; backend outages at error. Returns the unsubscribe function. Why it lives
- * here and not in the core: the core never imports @nestjs (it only emits events).
+ * Subscribes a Nest logger (one with its context, e.g. `new Logger(LOCK_LOGGER_CONTEXT)`) to the
+ * engine's events: grants, releases, busy answers and skips at debug; recoveries at log; lost
+ * locks, failed renewals and releases, failed acquires and forced releases at warn; backend outages
+ * at error. Returns the unsubscribe function. Why it lives here and not in the core: the core never
+ * imports @nestjs (it only emits events).
  */
 export function subscribeLockLogger(
   events: LockEventBus,
@@ -19,7 +20,8 @@ export function subscribeLockLogger(
 ): () => void {
   const min = LOCK_LOG_LEVELS.indexOf(level);
   // Subscribe only to what this level can write: at 'log' no event is built per grant or release.
-  // (LEVELS holds each type's most severe level: acquireFailed is 'warn', or 'debug' for a caller's mistake.)
+  // (LEVELS holds each type's most severe level: acquireFailed is 'warn', or 'debug' for a caller's
+  // mistake.)
   const types = (Object.keys(LEVELS) as LockEvent['type'][]).filter(
     (t) => LOCK_LOG_LEVELS.indexOf(LEVELS[t]) >= min,
   );

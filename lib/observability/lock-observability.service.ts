@@ -20,8 +20,8 @@ import { instrumentEngine, loadOpenTelemetry } from './lock-telemetry';
 /**
  * Wires the engine's events to the operations side at module init: the Nest Logger, OpenTelemetry
  * (when @opentelemetry/api is installed), the @nestjs/event-emitter bridge (when installed and
- * imported); the start-up probe is LockStartupChecks (startup-checks.ts). Options are validated here, once,
- * for forRoot and forRootAsync alike.
+ * imported); the start-up probe is LockStartupChecks (startup-checks.ts). Options are validated
+ * here, once, for forRoot and forRootAsync alike.
  */
 @Injectable()
 export class LockObservability implements OnModuleInit, OnModuleDestroy {

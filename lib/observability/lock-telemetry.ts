@@ -9,12 +9,17 @@ import {
   type OtelMeter,
 } from './lock-metrics';
 
-/** The slice of @opentelemetry/api this module uses (structural: the package stays an optional peer). */
+/**
+ * The slice of @opentelemetry/api this module uses (structural: the package stays an optional
+ * peer).
+ */
 export interface OtelApiLike {
   trace: {
     getTracer(name: string, version?: string): OtelTracer;
     setSpan(context: unknown, span: OtelSpan): unknown;
-    /** The global provider: the API's ProxyTracerProvider, whose delegate is the registered SDK's. */
+    /**
+     * The global provider: the API's ProxyTracerProvider, whose delegate is the registered SDK's.
+     */
     getTracerProvider?(): { getDelegate?(): unknown };
   };
   context: { active(): unknown; with<T>(context: unknown, fn: () => T): T };
@@ -37,9 +42,9 @@ interface OtelTracer {
 
 export interface LockTelemetryOptions {
   /**
-   * What the `lock.key` attribute holds: 'template' (default: the @Locked template, or the raw key's
-   * shape with numeric/long segments as '*', e.g. 'order:*'), 'key' (the raw key: high cardinality),
-   * or a function of (key, template).
+   * What the `lock.key` attribute holds: 'template' (default: the @Locked template, or the raw
+   * key's shape with numeric/long segments as '*', e.g. 'order:*'), 'key' (the raw key: high
+   * cardinality), or a function of (key, template).
    */
   keyAttribute?: 'template' | 'key' | ((key: string, template: string | undefined) => string);
 }

@@ -66,7 +66,9 @@ export class CompositeLease implements HandleLease {
     return this.state === 'lost' ? (this.controller.signal.reason as LockLostError) : undefined;
   }
 
-  /** Reading each part's `held` runs its synchronous expiry check; a lapsed part aborts this signal. */
+  /**
+   * Reading each part's `held` runs its synchronous expiry check; a lapsed part aborts this signal.
+   */
   checkExpiry(): void {
     for (const part of this.parts) void part.held;
   }

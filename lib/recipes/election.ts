@@ -11,7 +11,10 @@ import type { LockBackend } from '../interfaces/lock-backend.interface';
 
 /** Options of a campaign. All durations in ms. */
 export interface CampaignOptions {
-  /** How long leadership survives a leader that went silent (crash, pause, partition). Default: the module's ttl. */
+  /**
+   * How long leadership survives a leader that went silent (crash, pause, partition). Default: the
+   * module's ttl.
+   */
   ttl?: number;
   /** Registered backend name. Default 'default'. */
   backend?: string;
@@ -117,7 +120,10 @@ export class Leadership {
     return this.isLeader ? this.current : undefined;
   }
 
-  /** Calls `listener(true, term)` on every win and `listener(false)` on every loss; returns an unsubscribe. */
+  /**
+   * Calls `listener(true, term)` on every win and `listener(false)` on every loss; returns an
+   * unsubscribe.
+   */
   onChange(listener: LeadershipListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -171,12 +177,15 @@ export class Leadership {
       // Listeners learn of the loss at once, not after the release: on a cut connection the
       // release can take until the backend gives the connection up.
       this.emit(false, undefined);
-      // A failed release is already logged and emitted by the engine ('releaseFailed'); the ttl frees it.
+      // A failed release is already logged and emitted by the engine ('releaseFailed'); the ttl
+      // frees it.
       await term.release().catch(reported);
     }
   }
 
-  /** One round of waiting for the term's lock, in the backend's election layout where it has one. */
+  /**
+   * One round of waiting for the term's lock, in the backend's election layout where it has one.
+   */
   private round(): Promise<LockHandle> {
     const { ttl, backend } = this.options;
     const options = { ttl, backend, wait: ROUND_MS, signal: this.cancel.signal };

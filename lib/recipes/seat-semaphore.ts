@@ -18,7 +18,9 @@ import type { LockOptions } from '../interfaces/lock-options.interface';
 import type { LockHandle } from '../core/lease/lock-handle';
 import { CompositeLease, compositeHandle } from './composite-lease';
 
-/** The lock key of seat `i` of semaphore `key` (template values are %-encoded: no value forges '#'). */
+/**
+ * The lock key of seat `i` of semaphore `key` (template values are %-encoded: no value forges '#').
+ */
 export function seatKey(key: string, i: number): string {
   return `${key}#${i}`;
 }

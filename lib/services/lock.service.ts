@@ -29,12 +29,17 @@ export class LockService implements OnApplicationShutdown {
     return this.engine.acquire(key, requestBound(options));
   }
 
-  /** Tries once, never waiting (whatever the defaults): the handle, or null when the lock is busy. */
+  /**
+   * Tries once, never waiting (whatever the defaults): the handle, or null when the lock is busy.
+   */
   tryAcquire(key: LockKeys, options?: LockOptions): Promise<LockHandle | null> {
     return this.engine.tryAcquire(key, options);
   }
 
-  /** Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is lost. */
+  /**
+   * Runs fn holding the lock: renewed while it runs, released after; rejects at once if the lock is
+   * lost.
+   */
   withLock<T>(
     key: LockKeys,
     fn: (handle: LockHandle) => T | Promise<T>,

@@ -15,7 +15,9 @@ export class LockTestingHelper {
 
   constructor(@Inject(LockEngine) readonly engine: LockEngine) {}
 
-  /** Holds `key` (without the keyPrefix) until the handle or releaseAll() releases it. Tries once. */
+  /**
+   * Holds `key` (without the keyPrefix) until the handle or releaseAll() releases it. Tries once.
+   */
   async hold(key: string, options: Omit<LockOptions, 'wait'> = {}): Promise<LockHandle> {
     const handle = await this.engine.runInScope(() =>
       this.engine.acquire(key, { ...options, wait: 0 }),

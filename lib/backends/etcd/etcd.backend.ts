@@ -174,7 +174,10 @@ export class EtcdLockBackend implements LockBackend {
     return listHeld(client, this.prefix, prefix, limit, Date.now() + this.callTimeout);
   }
 
-  /** The lease id (decimal string) of the current live session, if any: what `etcdctl lease list` shows in hex. */
+  /**
+   * The lease id (decimal string) of the current live session, if any: what `etcdctl lease list`
+   * shows in hex.
+   */
   get sessionLeaseId(): string | undefined {
     return this.live?.alive ? this.live.id : undefined;
   }

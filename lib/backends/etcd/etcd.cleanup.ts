@@ -2,11 +2,15 @@ import { sleepFor } from '../../backend-kit';
 import { deleteContender } from './etcd.ops';
 import type { EtcdSession } from './etcd.session';
 
-/** A contender key being deleted: `first` settles with the first attempt, `done` when it is gone. */
+/**
+ * A contender key being deleted: `first` settles with the first attempt, `done` when it is gone.
+ */
 export interface Deletion {
   /** Resolves or rejects with the first attempt (what release() reports). */
   readonly first: Promise<void>;
-  /** Resolves once the key is gone, or its session ended (taking the key with it). Never rejects. */
+  /**
+   * Resolves once the key is gone, or its session ended (taking the key with it). Never rejects.
+   */
   readonly done: Promise<void>;
 }
 

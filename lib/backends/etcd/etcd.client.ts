@@ -158,7 +158,8 @@ export function checkEtcdClient(client: unknown, option = 'client'): EtcdClientL
       client,
       'an etcd3 Etcd3 client (new Etcd3({ hosts }))',
     );
-  // A Namespace applies its prefix in the builders only, not in the raw gRPC calls we make: refuse it.
+  // A Namespace applies its prefix in the builders only, not in the raw gRPC calls we make: refuse
+  // it.
   const prefix = c.prefix as Buffer | undefined;
   if (Buffer.isBuffer(prefix) && prefix.length > 0) {
     throw new InvalidLockOptionsError(

@@ -73,7 +73,8 @@ export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<vo
       if (watched.failure === undefined) {
         watchBackoff = 20;
       } else {
-        // The watch stream is down (its member died, say): re-read, but do not spin while it reconnects.
+        // The watch stream is down (its member died, say): re-read, but do not spin while it
+        // reconnects.
         inc.failure = watched.failure;
         await sleepFor(Math.random() * watchBackoff, wake.signal);
         watchBackoff = Math.min(watchBackoff * 2, 1_000);

@@ -11,7 +11,9 @@ import type { EtcdSession } from './etcd.session';
  * waiters that ride it and then by its holders.
  */
 export class Waiter {
-  /** Give up at the next answer from etcd: a try-once, or its signal aborted before any answer came. */
+  /**
+   * Give up at the next answer from etcd: a try-once, or its signal aborted before any answer came.
+   */
   givingUp: boolean;
   settled = false;
   /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
@@ -51,7 +53,10 @@ export class Incarnation {
   answers = 0;
   failure: unknown;
   wake = new AbortController();
-  /** Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is left behind. */
+  /**
+   * Settlements of the last waiters, run once our key is deleted: "busy" means no key of ours is
+   * left behind.
+   */
   readonly leaving: (() => void)[] = [];
   unsubscribe: () => void = () => undefined;
   constructor(

@@ -80,7 +80,9 @@ export function inspection(
   };
 }
 
-/** Deletes the holders' keys (each only as the incarnation read); resolves how many were deleted. */
+/**
+ * Deletes the holders' keys (each only as the incarnation read); resolves how many were deleted.
+ */
 export async function deleteHolders(
   client: EtcdClientLike,
   holders: readonly EtcdContenderView[],
@@ -106,7 +108,8 @@ function ownerName(rest: string): string | undefined {
 
 /**
  * Where the next page starts: past the rest of the range the last key read belongs to (its NAME's
- * lock range `NAME/` or seat range `NAME%sem/`; both hold only that NAME's keys), else just past it.
+ * lock range `NAME/` or seat range `NAME%sem/`; both hold only that NAME's keys), else just past
+ * it.
  */
 function pastRange(lastKey: Buffer, etcdPrefix: string): Buffer {
   const rest = lastKey.toString().slice(etcdPrefix.length);

@@ -12,7 +12,8 @@ import {
 describe('etcd key layout', () => {
   it("prints lease ids beyond 2^53 exactly, in lowercase hex without padding (as Go's %x)", () => {
     expect(leaseHex('8891691347516014341')).toBe('7b65a22b9d1b3f05');
-    expect(leaseHex('9007199254740993')).toBe('20000000000001'); // 2^53 + 1: a Number would print ...000
+    // 2^53 + 1: a Number would print ...000
+    expect(leaseHex('9007199254740993')).toBe('20000000000001');
     expect(leaseHex(255n)).toBe('ff');
   });
 

@@ -51,7 +51,10 @@ export function leaseHex(leaseId: string | bigint): string {
   return BigInt(leaseId).toString(16);
 }
 
-/** End of the key range holding every key that starts with `prefix` (prefix + 1, as etcd defines it). */
+/**
+ * End of the key range holding every key that starts with `prefix` (prefix + 1, as etcd defines
+ * it).
+ */
 export function prefixRangeEnd(prefix: Buffer): Buffer {
   const end = Buffer.from(prefix);
   for (let i = end.length - 1; i >= 0; i--) {

@@ -212,8 +212,9 @@ export function readPosition(
 }
 
 /**
- * Whether `blocker` was deleted at or before `revision` (its key is gone or is a newer incarnation).
- * Serializable first; when that member's view is older than `revision`, asked again linearizably.
+ * Whether `blocker` was deleted at or before `revision` (its key is gone or is a newer
+ * incarnation). Serializable first; when that member's view is older than `revision`, asked again
+ * linearizably.
  */
 export async function blockerGone(
   client: EtcdClientLike,
@@ -231,7 +232,10 @@ export async function blockerGone(
   return !kv || BigInt(kv.create_revision) !== blocker.rev;
 }
 
-/** Deletes a contender; with `rev`, only that incarnation of it (never a newer one). Resolves whether it was there. */
+/**
+ * Deletes a contender; with `rev`, only that incarnation of it (never a newer one). Resolves
+ * whether it was there.
+ */
 export async function deleteContender(
   client: EtcdClientLike,
   key: Buffer,
@@ -252,7 +256,10 @@ export async function deleteContender(
   return res.succeeded && res.responses[0]?.response_delete_range?.deleted !== '0';
 }
 
-/** Whether a writer queued after our (shared) contender: then new readers must queue too (no writer starvation). */
+/**
+ * Whether a writer queued after our (shared) contender: then new readers must queue too (no writer
+ * starvation).
+ */
 export async function writerQueuedAfter(
   client: EtcdClientLike,
   c: Contender,
@@ -274,7 +281,10 @@ export async function writerQueuedAfter(
   );
 }
 
-/** For each key: does it still exist as the incarnation we created (create revision and lease match)? */
+/**
+ * For each key: does it still exist as the incarnation we created (create revision and lease
+ * match)?
+ */
 export async function verifyContenders(
   client: EtcdClientLike,
   items: readonly { key: Buffer; rev: bigint; leaseId: string }[],

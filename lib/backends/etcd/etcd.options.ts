@@ -16,10 +16,14 @@ export interface EtcdLockBackendOptions {
   clientFactory?: () => unknown;
   /**
    * TTL of the session lease in ms: how long locks of a crashed or partitioned process survive.
-   * etcd leases are whole seconds and its minimum is 2 s: a multiple of 1000, >= 2000. Default 10000.
+   * etcd leases are whole seconds and its minimum is 2 s: a multiple of 1000, >= 2000. Default
+   * 10000.
    */
   sessionTtl?: number;
-  /** Prepended to every etcd key, e.g. 'locks/'. Default ''. `etcdctl lock <prefix><NAME>` interoperates. */
+  /**
+   * Prepended to every etcd key, e.g. 'locks/'. Default ''. `etcdctl lock <prefix><NAME>`
+   * interoperates.
+   */
   prefix?: string;
   /** ms one etcd request may take before it counts as failed. Default 5000. */
   callTimeout?: number;

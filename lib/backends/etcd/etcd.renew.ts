@@ -22,7 +22,8 @@ export async function renewHeld(
   let client: EtcdClientLike | undefined;
   const lost = 'its etcd key was deleted or replaced behind its back';
   locks.forEach((lock, i) => {
-    // The local validity check runs before any request: a paused process finds out here, not from etcd.
+    // The local validity check runs before any request: a paused process finds out here, not from
+    // etcd.
     if (seats) {
       const seat = semaphores.heldBy(lock);
       if (!seat?.session.alive) return;

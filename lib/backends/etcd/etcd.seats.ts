@@ -31,7 +31,9 @@ export interface SeatPosition {
 
 const opts = (deadline: number) => ({ deadline });
 
-/** Older seats, youngest first, at most permits + 1 (enough to tell granted / first waiter / later). */
+/**
+ * Older seats, youngest first, at most permits + 1 (enough to tell granted / first waiter / later).
+ */
 function olderSeats(semPrefix: Buffer, maxRev: bigint, permits: number) {
   return {
     key: semPrefix,
@@ -56,7 +58,9 @@ function position(
   return { exists: true, rev, granted: false, watch, revision };
 }
 
-/** One txn: create our seat on the lease and read the seats older than it (ours is the youngest). */
+/**
+ * One txn: create our seat on the lease and read the seats older than it (ours is the youngest).
+ */
 export async function createSeat(
   client: EtcdClientLike,
   semPrefix: Buffer,
@@ -122,7 +126,9 @@ export async function seatPosition(
   );
 }
 
-/** Rewrites our seat in place (same value and lease, so same create revision): wakes our successor. */
+/**
+ * Rewrites our seat in place (same value and lease, so same create revision): wakes our successor.
+ */
 export async function markSeat(
   client: EtcdClientLike,
   key: Buffer,
@@ -252,7 +258,9 @@ export function seatInspection(fullKey: string, seats: readonly SeatView[]): Loc
   };
 }
 
-/** Deletes every seat that holds (each only as the incarnation read); resolves the revisions freed. */
+/**
+ * Deletes every seat that holds (each only as the incarnation read); resolves the revisions freed.
+ */
 export async function deleteSeatHolders(
   client: EtcdClientLike,
   semPrefix: Buffer,

@@ -27,7 +27,9 @@ export class EtcdSession {
   private state: 'alive' | 'lost' | 'closed' = 'alive';
   private stream: EtcdKeepAliveStream | undefined;
   private opening = false;
-  /** Send times of unanswered keepalives, oldest first (answers come back in order on one stream). */
+  /**
+   * Send times of unanswered keepalives, oldest first (answers come back in order on one stream).
+   */
   private sent: number[] = [];
   private tickTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
@@ -35,7 +37,9 @@ export class EtcdSession {
   private readonly listeners = new Set<SessionLostListener>();
 
   private constructor(
-    /** The client the lease was granted on; every request of this session's keys goes through it. */
+    /**
+     * The client the lease was granted on; every request of this session's keys goes through it.
+     */
     readonly client: EtcdClientLike,
     id: string,
     /** Granted TTL in ms (etcd may raise a requested TTL to its minimum, never lower it). */
@@ -76,7 +80,9 @@ export class EtcdSession {
     );
   }
 
-  /** Alive and locally known valid right now. Checks the clock, so a resumed process sees the truth. */
+  /**
+   * Alive and locally known valid right now. Checks the clock, so a resumed process sees the truth.
+   */
   get alive(): boolean {
     if (this.state === 'alive' && this.now() >= this.validUntil) {
       this.lose(
@@ -86,7 +92,9 @@ export class EtcdSession {
     return this.state === 'alive';
   }
 
-  /** Reachability hint for waiters: a keepalive was answered within the last two keepalive periods. */
+  /**
+   * Reachability hint for waiters: a keepalive was answered within the last two keepalive periods.
+   */
   get healthy(): boolean {
     return this.alive && this.now() - this.lastAnswerAt <= (this.ttl * 2) / 3 + 50;
   }
@@ -190,7 +198,8 @@ export class EtcdSession {
     if (this.state !== 'alive') return;
     this.state = 'lost';
     this.stop();
-    // The lease may still live on etcd (answers delayed, not lost): revoke so our keys stop blocking others.
+    // The lease may still live on etcd (answers delayed, not lost): revoke so our keys stop
+    // blocking others.
     void this.revoke();
     for (const fn of [...this.listeners]) {
       try {

@@ -57,13 +57,15 @@ export class LockSlot {
       const joinable = cur?.mode === 'shared' && w.mode === 'shared' && this.queue.length === 0;
       if (joinable && cur.state === 'held') return void this.joinHeld(cur, w);
       if (joinable && cur.state === 'waiting') {
-        // A try-once reader rides along with the first attempt; once etcd said "blocked", it is busy.
+        // A try-once reader rides along with the first attempt; once etcd said "blocked", it is
+        // busy.
         if (!w.givingUp || cur.answers === 0) return this.join(cur, w);
         return cur.failure !== undefined
           ? w.fail(this.unavailable('etcd did not answer', cur.failure))
           : w.settle({ acquired: false });
       }
-      // Another owner of this process holds or queues first: busy for a try-once, else queue locally.
+      // Another owner of this process holds or queues first: busy for a try-once, else queue
+      // locally.
       if (w.givingUp) return w.settle({ acquired: false });
       this.enqueue(w);
     });
@@ -90,7 +92,9 @@ export class LockSlot {
     if (cur.holders.size === 0 && cur.waiters.size === 0) await this.end(cur, true);
   }
 
-  /** Our key is gone (deleted behind our back, or its lease ended): every holder has lost the lock. */
+  /**
+   * Our key is gone (deleted behind our back, or its lease ended): every holder has lost the lock.
+   */
   lost(reason: string, cause?: unknown, rev?: bigint): void {
     const cur = this.current;
     if (cur?.state !== 'held' || (rev !== undefined && cur.rev !== rev)) return;
@@ -170,7 +174,8 @@ export class LockSlot {
     const inc = this.current;
     if (!inc || !inc.waiters.has(w)) return;
     if (inc.answers <= w.seen && this.cleanupFailure === undefined) {
-      w.givingUp = true; // no answer since it joined: the next one decides (the core bounds how long)
+      // no answer since it joined: the next one decides (the core bounds how long)
+      w.givingUp = true;
       return;
     }
     inc.waiters.delete(w);
@@ -188,14 +193,20 @@ export class LockSlot {
     this.afterLeave(inc);
   }
 
-  /** Settles a waiter that left a queued incarnation: at once, or after the key is deleted if it was the last. */
+  /**
+   * Settles a waiter that left a queued incarnation: at once, or after the key is deleted if it was
+   * the last.
+   */
   private leave(inc: Incarnation, settle: () => void): void {
     if (inc.key && inc.state === 'waiting' && inc.waiters.size === 0 && inc.holders.size === 0)
       inc.leaving.push(settle);
     else settle();
   }
 
-  /** After a waiter left: an incarnation nobody waits for or holds is ended (a cancelled waiter deletes its key). */
+  /**
+   * After a waiter left: an incarnation nobody waits for or holds is ended (a cancelled waiter
+   * deletes its key).
+   */
   private afterLeave(inc: Incarnation): void {
     if (inc.state === 'ended' || inc.waiters.size > 0 || inc.holders.size > 0) return;
     inc.wake.abort();
@@ -218,7 +229,10 @@ export class LockSlot {
     }
   }
 
-  /** Queues on etcd until granted or nobody waits any more; then deletes a key nobody wants. Never throws. */
+  /**
+   * Queues on etcd until granted or nobody waits any more; then deletes a key nobody wants. Never
+   * throws.
+   */
   private async run(inc: Incarnation): Promise<void> {
     if (this.cleanup) await this.cleanup;
     await contend(inc, {
@@ -248,7 +262,9 @@ export class LockSlot {
     inc.waiters.clear();
   }
 
-  /** Follows the session: a lost session ends held locks at once; waiters re-queue on the next one. */
+  /**
+   * Follows the session: a lost session ends held locks at once; waiters re-queue on the next one.
+   */
   private bind(inc: Incarnation, session: EtcdSession): void {
     inc.unsubscribe();
     inc.session = session;
@@ -290,7 +306,10 @@ export class LockSlot {
     });
   }
 
-  /** Starts the next local owner(s): the queue head, with the shared waiters right behind a shared head. */
+  /**
+   * Starts the next local owner(s): the queue head, with the shared waiters right behind a shared
+   * head.
+   */
   private serveNext(): void {
     if (this.current || this.cleanup) return;
     while (this.queue.length > 0 && this.queue[0].settled) this.queue.shift();

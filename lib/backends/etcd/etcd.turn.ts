@@ -62,8 +62,8 @@ export function waitForTurn(
       watcher.on('delete', (kv) => {
         const k = hex(kv.key);
         const at = BigInt(kv.mod_revision);
-        // Our own key went (lease revoked or expired, deleted): we must not hold. Re-read, re-queue.
-        // (A delete before our create revision is an earlier incarnation of our key.)
+        // Our own key went (lease revoked or expired, deleted): we must not hold. Re-read,
+        // re-queue. (A delete before our create revision is an earlier incarnation of our key.)
         if (k === own) return at > rev ? finish({ outcome: 'recheck' }) : undefined;
         deletes.push({ k, rev: at });
         check(finish);

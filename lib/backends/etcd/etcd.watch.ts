@@ -2,7 +2,10 @@ import type { EtcdClientLike, EtcdWatcherLike } from './etcd.client';
 import { blockerGone, type Blocker } from './etcd.ops';
 
 export interface WatchOutcome {
-  /** deleted: the blocker went away; recheck: look again (fallback timer, stream trouble); stopped: signal. */
+  /**
+   * deleted: the blocker went away; recheck: look again (fallback timer, stream trouble); stopped:
+   * signal.
+   */
   readonly outcome: 'deleted' | 'recheck' | 'stopped';
   /** Set when the watch stream failed: the waiter cannot currently see etcd. */
   readonly failure?: unknown;
@@ -75,7 +78,8 @@ export function watchOnce<T extends { readonly outcome: string; readonly failure
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
       // Detaching never blocks us: if the stream is down it completes when the stream comes back.
-      // A failed cancel is safe to drop: etcd3 drops the watcher with its stream, nothing waits on it.
+      // A failed cancel is safe to drop: etcd3 drops the watcher with its stream, nothing waits on
+      // it.
       const w = watcher;
       if (w)
         Promise.resolve()
@@ -96,7 +100,8 @@ export function watchOnce<T extends { readonly outcome: string; readonly failure
       watcher.on('disconnected', (error) =>
         finish(answer('recheck', error ?? new Error('watch stream disconnected'))),
       );
-      // A listener stays attached after we finish: an 'error' without one would be thrown by EventEmitter.
+      // A listener stays attached after we finish: an 'error' without one would be thrown by
+      // EventEmitter.
       watcher.on('error', (error) => finish(answer('recheck', error)));
     } catch (error) {
       finish(answer('recheck', error));

@@ -121,7 +121,9 @@ export class MemoryLockBackend implements LockBackend {
     this.notifier.notifyAll();
   }
 
-  /** Deletes a key behind its holders' backs (tests and admin tooling: simulates an operator's DEL). */
+  /**
+   * Deletes a key behind its holders' backs (tests and admin tooling: simulates an operator's DEL).
+   */
   forceDelete(key: string): void {
     this.entries.delete(key);
     this.notifier.notify(key);
@@ -211,7 +213,10 @@ export class MemoryLockBackend implements LockBackend {
     return entry;
   }
 
-  /** Operator view of one key: holders with owner tokens and remaining ttl, and the last fencing token. */
+  /**
+   * Operator view of one key: holders with owner tokens and remaining ttl, and the last fencing
+   * token.
+   */
   async inspect(key: string): Promise<LockInspection> {
     const now = this.now();
     const entry = this.live(key, now);

@@ -36,14 +36,15 @@ interface Row {
  * The acquire transaction (the longest-waiting waiter wins). READ COMMITTED: X-lock the
  * key's mutex row, lock and read every row of the key, then decide:
  * - a live conflicting holder: busy. A waiting request writes (or, past half its life, refreshes) a
- *   TICKET: a row of mode 'queued' under its own owner, dated with its arrival by the server's clock.
+ * TICKET: a row of mode 'queued' under its own owner, dated with its arrival by the server's clock.
  * - no conflicting holder, but a live ticket older than ours (or any, if we have none): busy too,
  *   so the key goes to the waiter that has waited longest (strict FIFO among waiting requests).
  * - else grant: purge expired rows, take the next fence, insert our holder row (which replaces our
  *   own ticket, same primary key), COMMIT.
  * Tickets are rows of the key, so they are read and locked like holders, under the same mutex.
  * A ticket whose waiter died stops counting once expired (ticketMs after its last attempt); a
- * cancelled or timed-out waiter deletes its ticket. Semaphore seats neither take nor honour tickets.
+ * cancelled or timed-out waiter deletes its ticket. Semaphore seats neither take nor honour
+ * tickets.
  */
 export async function attemptAcquire(
   conn: MySqlConnectionLike,
@@ -53,7 +54,8 @@ export async function attemptAcquire(
 ): Promise<MySqlAttemptOutcome> {
   const { key, owner, mode, ttl, permits } = req;
   await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-  // A failure anywhere below destroys the connection (withConnection), which rolls the transaction back.
+  // A failure anywhere below destroys the connection (withConnection), which rolls the transaction
+  // back.
   await conn.query('START TRANSACTION');
   await conn.execute(sql.lockKey, [key]);
   const [read] = await conn.execute(sql.holders, [key]);

@@ -29,7 +29,10 @@ import {
 } from './mysql.options';
 import { mysqlStatements, type MySqlStatements } from './mysql.schema';
 
-/** A live waiter re-attempts at least every max(fallbackDelay, maxPollDelay) ms; its ticket this much longer. */
+/**
+ * A live waiter re-attempts at least every max(fallbackDelay, maxPollDelay) ms; its ticket this
+ * much longer.
+ */
 const TICKET_MARGIN_MS = 250;
 
 /**
@@ -54,7 +57,10 @@ const TICKET_MARGIN_MS = 250;
  */
 export class MySqlLockBackend implements LockBackend {
   readonly name = 'mysql';
-  /** 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's 3072-byte index limit. */
+  /**
+   * 512 UTF-16 units are at most 1536 UTF-8 bytes: they fit VARBINARY(2048) inside InnoDB's
+   * 3072-byte index limit.
+   */
   readonly capabilities: LockBackendCapabilities = {
     shared: true,
     fencing: 'strict',
@@ -63,7 +69,9 @@ export class MySqlLockBackend implements LockBackend {
   };
   readonly table: string;
   readonly waitPolicy: BackendWaitPolicy;
-  /** This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling). */
+  /**
+   * This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling).
+   */
   readonly wakeups: WakeupSource;
   private readonly source: SqlClientSource<MySqlPoolLike>;
   private readonly doorbells: number | undefined;
@@ -72,7 +80,9 @@ export class MySqlLockBackend implements LockBackend {
   private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
-  /** ms a waiter's ticket outlives its last attempt: the longest pause between attempts + a margin. */
+  /**
+   * ms a waiter's ticket outlives its last attempt: the longest pause between attempts + a margin.
+   */
   private readonly ticketMs: number;
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
@@ -99,8 +109,9 @@ export class MySqlLockBackend implements LockBackend {
         return !line || this.withConnection((conn) => readPlace(conn, this.sql, line));
       },
     );
-    // Without doorbells the notifier only hears this process's releases: poll the others at the backoff pace.
-    // (A factory's pool is sized on first use; until then, and with 0 slots, the doorbell polls.)
+    // Without doorbells the notifier only hears this process's releases: poll the others at the
+    // backoff pace. (A factory's pool is sized on first use; until then, and with 0 slots, the
+    // doorbell polls.)
     const doorbells = o.doorbells !== 0 && (slots > 0 || !given);
     this.wakeups = doorbells ? this.doorbell : this.notifier;
     const fallbackDelay = doorbells ? 1_000 : o.maxPollDelay;
@@ -110,7 +121,9 @@ export class MySqlLockBackend implements LockBackend {
     this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
   }
 
-  /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
+  /**
+   * One try: a short transaction that grants the lock or reports how long the blockers have left.
+   */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     return this.tryRow(request, undefined);
   }
@@ -137,10 +150,12 @@ export class MySqlLockBackend implements LockBackend {
   }
 
   async release(lock: BackendLock): Promise<void> {
-    // The doorbell rings (RELEASE_LOCK) only after the DELETE committed: a woken waiter finds the row gone.
+    // The doorbell rings (RELEASE_LOCK) only after the DELETE committed: a woken waiter finds the
+    // row gone.
     const released = await this.withConnection(async (conn) => {
       // No SET TRANSACTION first (one round trip less on the handoff's path): an autocommit DELETE
-      // by the whole primary key locks that one row (or, if it is gone, a gap for this statement only).
+      // by the whole primary key locks that one row (or, if it is gone, a gap for this statement
+      // only).
       const key = bytes(lock.key);
       const [header] = await conn.execute(this.sql.release, [key, lock.owner]);
       // Ring now, before dropKey: dropKey waits for the mutex row, which the next holder's acquire
@@ -154,7 +169,10 @@ export class MySqlLockBackend implements LockBackend {
     if (released) this.notifier.notify(lock.key);
   }
 
-  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  /**
+   * Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without
+   * locking.
+   */
   async inspect(key: string): Promise<LockInspection> {
     const [rows] = await this.withConnection((conn) =>
       conn.execute(this.sql.inspect, [bytes(key)]),
@@ -209,7 +227,10 @@ export class MySqlLockBackend implements LockBackend {
     await this.source.close();
   }
 
-  /** The pool: the one given, or the factory's (made on first use; its size sets the doorbell slots). */
+  /**
+   * The pool: the one given, or the factory's (made on first use; its size sets the doorbell
+   * slots).
+   */
   private async pool(): Promise<MySqlPoolLike> {
     const pool = await this.source.get();
     if (this.doorbells === undefined && this.source.given === undefined)
@@ -243,10 +264,11 @@ export class MySqlLockBackend implements LockBackend {
     if (outcome.result.acquired) {
       this.tickets.delete(line); // the grant replaced the ticket
       this.inLine.delete(fullKey);
-      // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the doorbell,
-      // and must not hold the key's mutex meanwhile. A waiter that sees our row first polls briefly.
-      // Semaphore seats are not armed: one process's doorbell could not tell the waiters of the
-      // other seat holders' releases, so their waiters poll (the 'unarmed' backoff) instead.
+      // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the
+      // doorbell, and must not hold the key's mutex meanwhile. A waiter that sees our row first
+      // polls briefly. Semaphore seats are not armed: one process's doorbell could not tell the
+      // waiters of the other seat holders' releases, so their waiters poll (the 'unarmed' backoff)
+      // instead.
       if (permits === undefined) void this.doorbell.arm(fullKey, owner, mode === 'exclusive');
       return outcome.result;
     }

@@ -10,7 +10,8 @@ type Ring = 'rung' | 'unarmed' | 'timeout';
  * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
  * RING_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its doorbell;
  * the others after RING_SPREAD_MS plus up to as much again at random (only to keep their tickets
- * and places fresh). A waiter without a ticket (a semaphore seat) re-attempts within RING_SPREAD_MS.
+ * and places fresh). A waiter without a ticket (a semaphore seat) re-attempts within
+ * RING_SPREAD_MS.
  */
 const RING_NEXT_MS = 2;
 const RING_SPREAD_MS = 4;
@@ -22,7 +23,10 @@ const RING_SPREAD_MS = 4;
  */
 const NEXT_POLL_MS = 2;
 const QUEUED_POLL_MS = 10;
-/** A waiter `place` tickets back reads its place every FAR_POLL_MS x (place - 1), at most FAR_POLL_MAX_MS. */
+/**
+ * A waiter `place` tickets back reads its place every FAR_POLL_MS x (place - 1), at most
+ * FAR_POLL_MAX_MS.
+ */
 const FAR_POLL_MS = 3;
 const FAR_POLL_MAX_MS = 30;
 
@@ -32,21 +36,21 @@ const FAR_POLL_MAX_MS = 30;
  * key and lets go right after its release (DELETE) has committed.
  *
  * Holder side: ONE "bell" connection per backend, checked out of the pool before the first acquire
- * takes its own connection and kept until close(), holds the doorbells of every key this process holds (a session can hold many
- * named locks). Arming follows the grant's COMMIT without delaying the caller (it may wait for
- * woken waiters to let go of the doorbell, and must not hold the key's mutex row meanwhile); a
- * waiter that sees the row before the doorbell is armed polls briefly. Arm and disarm are
- * serialized on the bell connection, so a release's disarm never overtakes its grant's arm.
- * Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)` on a pooled
- * connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes the moment
- * the holder lets go (the waiter first in line at once, the others RING_SPREAD_MS later, so the
- * processes woken together do not queue a herd on the key's mutex row); at most `slots` waiters block at once, the rest (and every waiter while a
- * doorbell is not armed: a holder whose bell failed, shared holders beyond the first) poll with
- * jittered backoff. A doorbell is only a hint: every wake-up re-attempts the acquire, whose
- * transaction alone decides; a missed ring costs latency, never safety.
- * Cost: 1 + `slots` pooled connections while in use; one GET_LOCK round trip on the bell
- * connection per grant (after it, off the caller's path) and one RELEASE_LOCK per release (right
- * after its DELETE); one statement per wait on a waiter connection.
+ * takes its own connection and kept until close(), holds the doorbells of every key this process
+ * holds (a session can hold many named locks). Arming follows the grant's COMMIT without delaying
+ * the caller (it may wait for woken waiters to let go of the doorbell, and must not hold the key's
+ * mutex row meanwhile); a waiter that sees the row before the doorbell is armed polls briefly. Arm
+ * and disarm are serialized on the bell connection, so a release's disarm never overtakes its
+ * grant's arm. Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(doorbell, wait)`
+ * on a pooled connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes
+ * the moment the holder lets go (the waiter first in line at once, the others RING_SPREAD_MS later,
+ * so the processes woken together do not queue a herd on the key's mutex row); at most `slots`
+ * waiters block at once, the rest (and every waiter while a doorbell is not armed: a holder whose
+ * bell failed, shared holders beyond the first) poll with jittered backoff. A doorbell is only a
+ * hint: every wake-up re-attempts the acquire, whose transaction alone decides; a missed ring costs
+ * latency, never safety. Cost: 1 + `slots` pooled connections while in use; one GET_LOCK round trip
+ * on the bell connection per grant (after it, off the caller's path) and one RELEASE_LOCK per
+ * release (right after its DELETE); one statement per wait on a waiter connection.
  */
 export class MySqlDoorbell implements WakeupSource {
   private bell: MySqlConnectionLike | undefined;
@@ -74,7 +78,9 @@ export class MySqlDoorbell implements WakeupSource {
     private readonly recheck: (key: string) => Promise<boolean> = async () => true,
   ) {}
 
-  /** The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL). */
+  /**
+   * The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL).
+   */
   name(key: string): string {
     return `ndl:${createHash('sha256').update(`${this.table}\0${key}`).digest('hex').slice(0, 40)}`;
   }
@@ -126,7 +132,8 @@ export class MySqlDoorbell implements WakeupSource {
     if (!set?.delete(owner) || set.size > 0) return;
     this.owners.delete(name);
     void this.enqueue(async (bell) => {
-      if (this.owners.has(name) || !this.armed.delete(name)) return; // re-armed by a new local holder
+      // re-armed by a new local holder
+      if (this.owners.has(name) || !this.armed.delete(name)) return;
       await bell.query('SELECT RELEASE_LOCK(?) AS r', [name]);
     });
   }
@@ -152,7 +159,8 @@ export class MySqlDoorbell implements WakeupSource {
    * back does not re-attempt on every ring (a whole attempt locks the key's mutex row the first in
    * line needs): it reads its place (one lock-free statement) and goes back to the doorbell until
    * nobody is ahead of it and no conflicting holder is live. Bounded by `ms` (the engine's fallback
-   * pause, shorter than the ticket life), so its ticket stays live and a dead head cannot strand it.
+   * pause, shorter than the ticket life), so its ticket stays live and a dead head cannot strand
+   * it.
    */
   private async wake(key: string, ms: number, signal: AbortSignal): Promise<void> {
     const deadline = performance.now() + ms;
@@ -240,7 +248,8 @@ export class MySqlDoorbell implements WakeupSource {
   /** Runs `op` on the bell connection after every earlier op; a failure drops the connection. */
   private enqueue(op: (bell: MySqlConnectionLike) => Promise<void>): Promise<void> {
     this.chain = this.chain.then(async () => {
-      // No bell connection (not ready, or broken): the grant goes unarmed; never wait for the pool here.
+      // No bell connection (not ready, or broken): the grant goes unarmed; never wait for the pool
+      // here.
       if (this.closed || !this.bell) return;
       try {
         await op(this.bell);

@@ -27,7 +27,10 @@ export interface MySqlPoolLike {
 }
 
 export interface MySqlLockBackendOptions extends SqlBackendOptions {
-  /** A mysql2/promise pool (`createPool(...)`); you keep owning it (and end it). Needs InnoDB. Or give clientFactory. */
+  /**
+   * A mysql2/promise pool (`createPool(...)`); you keep owning it (and end it). Needs InnoDB. Or
+   * give clientFactory.
+   */
   client?: MySqlPoolLike;
   /**
    * Instead of client: makes the pool (e.g. `() => createPool(config.getOrThrow('MYSQL_URL'))`),
@@ -67,7 +70,9 @@ async function endPool(pool: MySqlPoolLike): Promise<void> {
   await (pool as MySqlPoolLike & { end?(): Promise<void> }).end?.();
 }
 
-/** Default doorbell slots for a pool: 2, at most half its connectionLimit minus one; 0 if unknown. */
+/**
+ * Default doorbell slots for a pool: 2, at most half its connectionLimit minus one; 0 if unknown.
+ */
 export function defaultDoorbells(pool: MySqlPoolLike): number {
   const limit = pool.pool?.config?.connectionLimit;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) return 0;

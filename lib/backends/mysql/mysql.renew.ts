@@ -12,7 +12,8 @@ export async function renewLocks(
   sql: MySqlStatements,
   locks: readonly BackendLock[],
 ): Promise<boolean[]> {
-  // Sorted in primary-key order, the order an acquire locks a key's rows in: no lock-order deadlocks.
+  // Sorted in primary-key order, the order an acquire locks a key's rows in: no lock-order
+  // deadlocks.
   const sorted = locks
     .map((lock, at) => ({ lock, at, key: Buffer.from(lock.key, 'utf8') }))
     .sort((a, b) => Buffer.compare(a.key, b.key) || (a.lock.owner < b.lock.owner ? -1 : 1));
@@ -32,7 +33,9 @@ interface SortedLock {
   readonly key: Buffer;
 }
 
-/** Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed. */
+/**
+ * Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed.
+ */
 async function renewChunk(
   conn: MySqlConnectionLike,
   sql: MySqlStatements,

@@ -7,11 +7,12 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * prepared statement. Times are DATETIME(3) in UTC from the server's UTC_TIMESTAMP(3): immune to
  * the session time zone, DST and the application's clock.
  *
- * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
+ * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
+ * seat
  *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
  *                semaphores of this version need no migration).
  *                Also a waiter's TICKET (mode 'queued'): expires_at is when it lapses, fence
- *                holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
+ * holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
@@ -95,11 +96,13 @@ export function mysqlStatements(table: string): MySqlStatements {
     nextFence: `INSERT INTO ${fence} (id, value) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1)`,
     // The grant; it replaces the grantee's own ticket (same primary key) if it had one.
     insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?) ON DUPLICATE KEY UPDATE mode = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, fence = ?`,
-    // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder row).
+    // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder
+    // row).
     ticket: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at = IF(mode = '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, expires_at)`,
     dropTicket: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ? AND mode = '${QUEUED}'`,
     // A ticketed waiter's cheap place check (one autocommit read, no lock): live tickets older than
-    // its own, and live holders that conflict with its mode. No ticket of its own: no row, both NULL.
+    // its own, and live holders that conflict with its mode. No ticket of its own: no row, both
+    // NULL.
     position: `SELECT SUM(h.mode = '${QUEUED}' AND h.fence < m.fence) AS ahead, SUM(h.mode <> '${QUEUED}' AND (h.mode <> 'shared' OR ? <> 'shared')) AS blockers FROM ${t} h JOIN (SELECT fence FROM ${t} WHERE lock_key = ? AND owner = ? AND mode = '${QUEUED}') m WHERE h.lock_key = ? AND h.expires_at > UTC_TIMESTAMP(3)`,
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
@@ -110,7 +113,8 @@ export function mysqlStatements(table: string): MySqlStatements {
     forceRelease: `DELETE FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
     // Held keys in [from, to) (to NULL: no upper bound), a range of the primary key, LIMIT bounded.
     list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) AND mode <> '${QUEUED}' ORDER BY lock_key LIMIT ?`,
-    // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without holders.
+    // Sweeper (see sql-sweeper.ts): rows expired for over a minute, then mutex rows without
+    // holders.
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
     // One statement renews a whole batch: only rows that are still ours and unexpired match.

@@ -39,9 +39,10 @@ import { advisoryClass, postgresStatements, type PostgresStatements } from './po
  * transaction-scoped advisory lock (the per-key mutex), lock and read every holder row of the key,
  * give up if a live holder conflicts, else delete expired holders (a dead process's lock is taken
  * over here) and insert our row with nextval() of the fence sequence; COMMIT. Release is an
- * owner-checked DELETE that NOTIFYs the key's digest (never the key); the engine's waiters sleep on ONE LISTEN connection
- * per backend (the `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by
- * the holder's expiry, and poll while it is down. Renew is ONE statement for a whole batch.
+ * owner-checked DELETE that NOTIFYs the key's digest (never the key); the engine's waiters sleep on
+ * ONE LISTEN connection per backend (the `wakeups`: a dedicated pg Client built from the pool's own
+ * settings), bounded by the holder's expiry, and poll while it is down. Renew is ONE statement for
+ * a whole batch.
  *
  * Safety: under the mutex with the holder rows locked, no two conflicting grants can commit, and a
  * renewal racing with a takeover either lands first (the holder is live: busy) or finds its row
@@ -50,7 +51,9 @@ import { advisoryClass, postgresStatements, type PostgresStatements } from './po
  */
 export class PostgresLockBackend implements LockBackend {
   readonly name = 'postgres';
-  /** 512 UTF-16 units are at most 1536 UTF-8 bytes: well inside a btree entry (about 2700 bytes). */
+  /**
+   * 512 UTF-16 units are at most 1536 UTF-8 bytes: well inside a btree entry (about 2700 bytes).
+   */
   readonly capabilities: LockBackendCapabilities = {
     shared: true,
     fencing: 'strict',
@@ -122,11 +125,15 @@ export class PostgresLockBackend implements LockBackend {
     const { rows } = await this.run((c) =>
       c.query(this.sql.release, [lock.key, lock.owner, this.sql.channel]),
     );
-    // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is down).
+    // Our own waiters need not wait for the NOTIFY round trip (or for a LISTEN connection that is
+    // down).
     if (rows.length > 0) this.notifier.notify(keyDigest(lock.key));
   }
 
-  /** Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without locking. */
+  /**
+   * Holders (owner, mode, ttl left by the server's clock) and the key's last fence, read without
+   * locking.
+   */
   async inspect(key: string): Promise<LockInspection> {
     const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
     const read = rows as { owner: string; mode: StoredMode; left_us: string; fence: string }[];
@@ -163,7 +170,9 @@ export class PostgresLockBackend implements LockBackend {
     await this.source.close();
   }
 
-  /** One try: a short transaction that grants the lock or reports how long the blockers have left. */
+  /**
+   * One try: a short transaction that grants the lock or reports how long the blockers have left.
+   */
   private attempt(
     key: string,
     owner: string,
@@ -187,8 +196,9 @@ export class PostgresLockBackend implements LockBackend {
         await c.query('ROLLBACK');
         return { acquired: false, retryAfter: decision.retryAfter };
       }
-      // The server dates the row's expiry when this statement runs: date our validity from just before
-      // sending it, never from before the waits for a pooled client or the key's advisory lock.
+      // The server dates the row's expiry when this statement runs: date our validity from just
+      // before sending it, never from before the waits for a pooled client or the key's advisory
+      // lock.
       const sentAt = performance.now();
       const granted = await c.query(this.sql.grant, [key, owner, storedMode(mode, permits), ttl]);
       await c.query('COMMIT');
@@ -196,7 +206,10 @@ export class PostgresLockBackend implements LockBackend {
     });
   }
 
-  /** Runs `work` on one pooled client, returned right after; a client whose query failed is destroyed, not pooled. */
+  /**
+   * Runs `work` on one pooled client, returned right after; a client whose query failed is
+   * destroyed, not pooled.
+   */
   private async run<T>(work: (client: PgPoolClientLike) => Promise<T>): Promise<T> {
     await this.schema.ensure();
     return this.checkout(work);
@@ -234,7 +247,10 @@ export class PostgresLockBackend implements LockBackend {
   }
 }
 
-/** The LISTEN connection: a dedicated Client with the pool's settings, else one checked out of the pool. */
+/**
+ * The LISTEN connection: a dedicated Client with the pool's settings, else one checked out of the
+ * pool.
+ */
 function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector {
   const dedicated = new WeakSet<PgListenClientLike>();
   return {
@@ -244,12 +260,14 @@ function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector 
       if (typeof Client !== 'function' || !pool.options)
         return (await pool.connect()) as unknown as PgListenClientLike;
       const client = new Client(pool.options);
-      // Until the listener attaches its own handler (which reconnects), a socket error must not crash the process.
+      // Until the listener attaches its own handler (which reconnects), a socket error must not
+      // crash the process.
       client.on('error', () => undefined);
       try {
         await client.connect();
       } catch (error) {
-        // The connect error below is the one to report; ending a client that never connected can only fail again.
+        // The connect error below is the one to report; ending a client that never connected can
+        // only fail again.
         await client.end().catch(() => undefined);
         throw error;
       }

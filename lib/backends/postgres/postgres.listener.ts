@@ -26,10 +26,10 @@ export interface PgListenConnector {
 
 /**
  * ONE listening connection per backend (not one per waiter): LISTENs on the backend's channel and
- * feeds every NOTIFY payload (a released key's digest) into the ReleaseNotifier its waiters sleep on. It is
- * the backend's WakeupSource: `prepare` starts it when a waiter first sleeps (bounded, so a frozen
- * server cannot hold the waiter's line), and while it is down a waiter's sleep is capped to a
- * jittered poll delay, so waiters poll instead. When the connection breaks it reconnects with
+ * feeds every NOTIFY payload (a released key's digest) into the ReleaseNotifier its waiters sleep
+ * on. It is the backend's WakeupSource: `prepare` starts it when a waiter first sleeps (bounded, so
+ * a frozen server cannot hold the waiter's line), and while it is down a waiter's sleep is capped
+ * to a jittered poll delay, so waiters poll instead. When the connection breaks it reconnects with
  * backoff, and after every (re)connect wakes all waiters, since releases may have been missed
  * meanwhile. Never throws from a timer or an event handler.
  */
@@ -48,7 +48,10 @@ export class PgReleaseListener implements WakeupSource {
     private readonly maxPollDelay: number,
   ) {}
 
-  /** Brings LISTEN up (once); waits for it at most one poll delay, after which it goes on in the background. */
+  /**
+   * Brings LISTEN up (once); waits for it at most one poll delay, after which it goes on in the
+   * background.
+   */
   async prepare(): Promise<void> {
     await Promise.race([this.start(), sleepFor(this.maxPollDelay)]);
   }
@@ -66,7 +69,10 @@ export class PgReleaseListener implements WakeupSource {
     };
   }
 
-  /** Starts listening in the background (idempotent); resolves once LISTEN is active or the first try failed. */
+  /**
+   * Starts listening in the background (idempotent); resolves once LISTEN is active or the first
+   * try failed.
+   */
   start(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.started ??= this.connect();
@@ -126,8 +132,8 @@ export class PgReleaseListener implements WakeupSource {
     // Keep an error listener: a late socket error on a dropped client must not crash the process.
     client.removeAllListeners('error');
     client.on('error', () => undefined);
-    // The connection is already being given up (broken or closing): a failure to end it changes nothing.
-    // Bounded: a stopped server never answers the goodbye.
+    // The connection is already being given up (broken or closing): a failure to end it changes
+    // nothing. Bounded: a stopped server never answers the goodbye.
     await within(this.connector.close(client), CLOSE_TIMEOUT_MS);
   }
 }

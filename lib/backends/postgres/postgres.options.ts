@@ -23,27 +23,36 @@ export interface PgPoolClientLike {
   removeListener(event: 'error', listener: (error: Error) => void): unknown;
 }
 
-/** The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN connection). */
+/**
+ * The part of a pg `Pool` this backend uses (Client/options: to open the dedicated LISTEN
+ * connection).
+ */
 export interface PgPoolLike {
   connect(): Promise<PgPoolClientLike>;
   readonly Client?: new (
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's ClientConfig, not imported
+    // pg's ClientConfig, not imported:
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     config: any,
   ) => PgListenClientLike & { connect(): Promise<unknown>; end(): Promise<void> };
   readonly options?: object;
 }
 
 export interface PostgresLockBackendOptions extends SqlBackendOptions {
-  /** A pg `Pool`; you keep owning it (give it an 'error' listener, as pg requires). Or give clientFactory. */
+  /**
+   * A pg `Pool`; you keep owning it (give it an 'error' listener, as pg requires). Or give
+   * clientFactory.
+   */
   client?: PgPoolLike;
   /**
    * Instead of client: makes the pool (e.g. `() => new Pool({ connectionString })`), called once on
-   * first use; the backend owns it (adds an 'error' listener for idle clients) and ends it in close().
+   * first use; the backend owns it (adds an 'error' listener for idle clients) and ends it in
+   * close().
    */
   clientFactory?: () => PgPoolLike | Promise<PgPoolLike>;
   /**
    * Wake waiters by LISTEN/NOTIFY (default true): one extra connection per backend, opened with the
-   * pool's settings outside the pool (or checked out of it if the pool cannot make clients). false = poll only.
+   * pool's settings outside the pool (or checked out of it if the pool cannot make clients). false
+   * = poll only.
    */
   notifications?: boolean;
   /** Longest pause between two polls of a waiter without notifications, in ms (default 250). */
@@ -75,7 +84,10 @@ export function resolvePostgresOptions(
   return { ...o, source, notifications: checkBoolean('notifications', o.notifications, true) };
 }
 
-/** A pool the factory made is ours: idle clients that die with the server must not crash the process. */
+/**
+ * A pool the factory made is ours: idle clients that die with the server must not crash the
+ * process.
+ */
 function ownPool(pool: PgPoolLike): PgPoolLike {
   (pool as PgPoolLike & { on?(event: 'error', cb: () => void): unknown }).on?.(
     'error',

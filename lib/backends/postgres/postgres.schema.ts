@@ -7,11 +7,13 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * identifier, see checkTableName) is spliced into SQL; every value is a $n parameter. Times are
  * timestamptz from the server's clock_timestamp(), never the application's clock.
  *
- * <table>        one row per holder: an exclusive holder, one of several shared holders, or one seat
+ * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
+ * seat
  *                of a semaphore (mode 'semaphore').
  * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
  * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
- * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a lock.
+ * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a
+ * lock.
  */
 export interface PostgresStatements {
   readonly ddl: readonly string[];
@@ -85,7 +87,8 @@ END $$`,
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
       `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
-    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY as release).
+    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY
+    // as release).
     inspect:
       `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
       `fence::text AS fence FROM ${t} WHERE lock_key = $1`,
@@ -99,7 +102,8 @@ END $$`,
       `AND ($2::text IS NULL OR lock_key COLLATE "C" < $2) AND expires_at > clock_timestamp() ` +
       `ORDER BY 1 LIMIT $3`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
-    // condition is re-checked on the current row version if a renewal or an acquire got there first.
+    // condition is re-checked on the current row version if a renewal or an acquire got there
+    // first.
     sweep:
       `DELETE FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' AND ctid IN ` +
       `(SELECT ctid FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`,
@@ -111,7 +115,10 @@ export function postgresDdl(table = 'distributed_locks'): string {
   return ddlScript(postgresStatements(table).ddl);
 }
 
-/** A 32-bit class id for the table's advisory locks (FNV-1a of its name), so two tables never share mutexes. */
+/**
+ * A 32-bit class id for the table's advisory locks (FNV-1a of its name), so two tables never share
+ * mutexes.
+ */
 export function advisoryClass(table: string): number {
   let h = 0x811c9dc5;
   for (const byte of Buffer.from(`nestjs-distributed-lock:${table}`, 'utf8')) {

@@ -8,7 +8,9 @@ export interface RedisScanLike {
   scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
 }
 
-/** Keys SCAN is asked for per call, and the most SCAN calls one list() makes per node and pattern. */
+/**
+ * Keys SCAN is asked for per call, and the most SCAN calls one list() makes per node and pattern.
+ */
 export const SCAN_COUNT = 500;
 export const SCAN_MAX_CALLS = 200;
 

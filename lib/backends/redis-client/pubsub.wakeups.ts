@@ -9,7 +9,8 @@ import { ReleaseNotifier } from '../../backend-kit';
 export class PubSubWakeups extends ReleaseNotifier {
   /**
    * Present until the subscription is live; then removed, since the engine re-attempts after each
-   * prepare() (needed only while wake-ups were not live) and a live subscription resubscribes by itself.
+   * prepare() (needed only while wake-ups were not live) and a live subscription resubscribes by
+   * itself.
    */
   prepare?: (key: string) => Promise<void>;
 

@@ -53,8 +53,9 @@ export type { RedisClientLike } from '../redis-client';
  * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
  * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
- * Semaphores (`permits`) use the same queue-and-handoff design over a seat set (redis.semaphore.ts);
- * a key array is taken in one script when its keys share a server (redis.multi-key.ts).
+ * Semaphores (`permits`) use the same queue-and-handoff design over a seat set
+ * (redis.semaphore.ts); a key array is taken in one script when its keys share a server
+ * (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {
   readonly name = 'redis';
@@ -79,8 +80,8 @@ export class RedisLockBackend implements LockBackend {
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
     this.processChannel = `${this.o.channel}:${randomId()}`;
-    // Giving back a grant nobody waits for is best effort: if it fails, the grant expires by its ttl
-    // and the queued waiters re-check at that moment (their retryAfter is the holder's PTTL).
+    // Giving back a grant nobody waits for is best effort: if it fails, the grant expires by its
+    // ttl and the queued waiters re-check at that moment (their retryAfter is the holder's PTTL).
     this.handoffs = new RedisHandoffs((lock) => void this.release(lock).catch(() => undefined));
     if (this.o.notifications) {
       this.subscriber = new RedisSubscriber(
@@ -162,7 +163,8 @@ export class RedisLockBackend implements LockBackend {
     if (locks.length === 0) return [];
     const results = await renewScripts(this.o, locks);
     // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
-    // would expire the key at the old deadline while we count on the new one. So it needs the acks too.
+    // would expire the key at the old deadline while we count on the new one. So it needs the acks
+    // too.
     if (this.o.replicas && results.some(Boolean))
       await waitForReplicas(this.o, this.name, 'renewal', locks[0].key);
     return results;
@@ -185,7 +187,10 @@ export class RedisLockBackend implements LockBackend {
     return inspectLock(this.o, key);
   }
 
-  /** Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next renewal. */
+  /**
+   * Frees `key` whoever holds it and serves the queue's head; the old holder learns at its next
+   * renewal.
+   */
   async forceRelease(key: string): Promise<boolean> {
     const seats = await this.semaphore.forceRelease(key);
     return (await forceReleaseLock(this.o, key)) || seats;

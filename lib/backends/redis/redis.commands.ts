@@ -108,7 +108,10 @@ function fullAttempt(
   return runScript(client, ACQUIRE, 5, args);
 }
 
-/** The script answers the token (a string) when granted, else the holder's remaining ms (an integer). */
+/**
+ * The script answers the token (a string) when granted, else the holder's remaining ms (an
+ * integer).
+ */
 export function attemptReply(reply: unknown): [number, string | number] {
   return typeof reply === 'string' ? [1, reply] : [0, Number(reply)];
 }

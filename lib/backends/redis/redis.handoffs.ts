@@ -34,7 +34,9 @@ export class RedisHandoffs {
 
   constructor(private readonly giveBack: (lock: BackendLock) => void) {}
 
-  /** Registers `owner`: `waiter.deliver(token)` on a grant, `deliver('')` when it should re-check. */
+  /**
+   * Registers `owner`: `waiter.deliver(token)` on a grant, `deliver('')` when it should re-check.
+   */
   expect(owner: string, waiter: HandoffWaiter): void {
     this.waiting.set(owner, waiter);
     if (this.early.size === 0) return;
@@ -44,7 +46,10 @@ export class RedisHandoffs {
     waiter.deliver(early[0]);
   }
 
-  /** Unregisters `owner` if `waiter` is still the one registered for it (an object, not a closure per wait). */
+  /**
+   * Unregisters `owner` if `waiter` is still the one registered for it (an object, not a closure
+   * per wait).
+   */
   forget(owner: string, waiter: HandoffWaiter): void {
     if (this.waiting.get(owner) === waiter) this.waiting.delete(owner);
   }

@@ -18,7 +18,10 @@ export interface RedisLockBackendOptions {
   clientFactory?: () => RedisClientLike | Promise<RedisClientLike>;
   /** Pub/sub channel prefix for wake-ups. Default 'nestjs-distributed-lock:released'. */
   channel?: string;
-  /** Wake waiters by pub/sub (default true; one extra connection per backend, made on the first wait). false = poll only. */
+  /**
+   * Wake waiters by pub/sub (default true; one extra connection per backend, made on the first
+   * wait). false = poll only.
+   */
   notifications?: boolean;
   /** ms a key's fence counter lives after it was created. Default 1 hour; see redis.scripts.ts. */
   fenceRetention?: number;

@@ -7,7 +7,9 @@ import type {
 import { busy, type Phase } from './redis.commands';
 import type { HandoffWaiter, RedisHandoffs } from './redis.handoffs';
 
-/** A queued waiter re-checks on the server at least this often (a lost message, an expired holder). */
+/**
+ * A queued waiter re-checks on the server at least this often (a lost message, an expired holder).
+ */
 const RECHECK_MS = 5_000;
 /** How long a waiter that gave up waits for its leave before resolving (the leave goes on). */
 const LEAVE_WAIT_MS = 50;
@@ -36,7 +38,10 @@ export interface QueuedWaitSteps {
   ): BackendAcquireResult | Promise<BackendAcquireResult>;
   /** Makes the process channel live (failures are not this wait's error: it re-checks instead). */
   subscribe(): Promise<void>;
-  /** The leave script: takes a waiter that gave up out of the queue (and gives back a grant that raced with it). */
+  /**
+   * The leave script: takes a waiter that gave up out of the queue (and gives back a grant that
+   * raced with it).
+   */
   leaveScript(request: BackendAttempt): Promise<unknown>;
 }
 
@@ -219,7 +224,9 @@ function pause(request: BackendAcquireRequest, ms: number, waiter: Waiter): Prom
   });
 }
 
-/** A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited. */
+/**
+ * A waiter gave up: leave the queue (and give back a grant that raced with it), briefly awaited.
+ */
 async function leave(
   steps: QueuedWaitSteps,
   request: BackendAttempt,

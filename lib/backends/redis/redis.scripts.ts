@@ -14,13 +14,13 @@ import { redisScript } from '../redis-client';
  *
  * Fence: token = INCR of F; only when F is new is it set to the server time in µs (and given its
  * retention, counted from creation). So tokens are max(last + 1, server µs at F's creation), and
- * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F after
- * expiry still starts above every earlier token unless the server clock stepped back by more than
- * the retention. Cost per distinct key (for the docs): F lives `fenceRetention` ms (default 1 hour)
- * after its creation, whatever the traffic; MEMORY USAGE reports 56 bytes for a 14-character key
- * name on Redis 7.0 (about 42 bytes + the key name). So 1M distinct keys a day keep ~42k fence keys,
- * ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire by the
- * waiters' deadlines).
+ * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F
+ * after expiry still starts above every earlier token unless the server clock stepped back by more
+ * than the retention. Cost per distinct key (for the docs): F lives `fenceRetention` ms (default 1
+ * hour) after its creation, whatever the traffic; MEMORY USAGE reports 56 bytes for a 14-character
+ * key name on Redis 7.0 (about 42 bytes + the key name). So 1M distinct keys a day keep ~42k fence
+ * keys, ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire
+ * by the waiters' deadlines).
  */
 export { INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-client';
 
@@ -271,7 +271,8 @@ return released
 /**
  * forceRelease KEYS=W,R,F,Q,D ARGV=fenceRetention,probe
  * An operator frees the key whoever holds it; the queue's head is served as after a release. The
- * fence is kept, so the old holder's token stays below every later one. Returns 1 if a hold was removed.
+ * fence is kept, so the old holder's token stays below every later one. Returns 1 if a hold was
+ * removed.
  */
 export const FORCE_RELEASE = redisScript(`${FENCE}${DISPATCH}
 local removed = redis.call('DEL', KEYS[1], KEYS[2])

@@ -324,7 +324,8 @@ return {flat, redis.call('GET', KEYS[2]) or false, redis.call('ZCARD', KEYS[3])}
 
 /**
  * forceRelease KEYS=S,F,Q,D ARGV=fenceRetention,probe
- * Frees every seat whoever holds it (the fence is kept) and serves the queue. Returns the seats freed.
+ * Frees every seat whoever holds it (the fence is kept) and serves the queue. Returns the seats
+ * freed.
  */
 export const SEM_FORCE_RELEASE = redisScript(`${FENCE}${COMMON}
 -- A lone seat counts as live (it is, while its set exists): no settle() before the DEL.

@@ -29,7 +29,10 @@ import {
   semaphoreReply,
 } from './redis.semaphore-scripts';
 
-/** What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff table). */
+/**
+ * What the semaphore borrows from its RedisLockBackend (one client, one channel, one handoff
+ * table).
+ */
 export interface RedisSemaphoreDeps {
   readonly source: RedisClientSource;
   readonly subscriber: RedisSubscriber | undefined;
@@ -42,17 +45,17 @@ export interface RedisSemaphoreDeps {
 }
 
 /**
- * Native semaphores of the Redis backend (its `semaphore` extension): the seats of key K are a sorted set
- * `{K}:s` of owner -> expiry (server ms; a sole uncontended seat `inf`, expiring with the set:
- * "Clockless seats" in redis.semaphore-scripts.ts) beside the lock's keys, in its hash slot. An
- * attempt is one script: purge expired seats, grant when fewer than the request's own N hold and
- * nobody is queued ahead, else queue (arrival order, with a deadline). Release and forceRelease
- * grant the freed seats to the head waiters in the same script and PUBLISH each grant on the
- * waiter's process channel, through the lock's handoff table: one freed seat wakes one waiter, who
- * takes the grant from the message. Every grant gets its own INCR of the key's fence, so tokens
- * grow per grant. Renewals are owner-checked and batched in one pipeline per watchdog tick. An
- * uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended release a
- * plain ZREM (see release).
+ * Native semaphores of the Redis backend (its `semaphore` extension): the seats of key K are a
+ * sorted set `{K}:s` of owner -> expiry (server ms; a sole uncontended seat `inf`, expiring with
+ * the set: "Clockless seats" in redis.semaphore-scripts.ts) beside the lock's keys, in its hash
+ * slot. An attempt is one script: purge expired seats, grant when fewer than the request's own N
+ * hold and nobody is queued ahead, else queue (arrival order, with a deadline). Release and
+ * forceRelease grant the freed seats to the head waiters in the same script and PUBLISH each grant
+ * on the waiter's process channel, through the lock's handoff table: one freed seat wakes one
+ * waiter, who takes the grant from the message. Every grant gets its own INCR of the key's fence,
+ * so tokens grow per grant. Renewals are owner-checked and batched in one pipeline per watchdog
+ * tick. An uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended
+ * release a plain ZREM (see release).
  */
 export class RedisSemaphore implements SemaphoreBackend {
   /** What the shared queued wait calls back, built once. */
@@ -81,7 +84,9 @@ export class RedisSemaphore implements SemaphoreBackend {
     return this.granted(request, reply[1], sentAt);
   }
 
-  /** A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts. */
+  /**
+   * A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts.
+   */
   acquire(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult> {
     const steps: QueuedWaitSteps = {
       ...this.steps,
@@ -93,7 +98,9 @@ export class RedisSemaphore implements SemaphoreBackend {
     return queuedWait(steps, request, 'wait');
   }
 
-  /** Owner-checked renewals of many seats: one pipelined round trip (concurrent calls on Cluster). */
+  /**
+   * Owner-checked renewals of many seats: one pipelined round trip (concurrent calls on Cluster).
+   */
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     const calls = locks.map((l) => [semaphoreKeys(l.key).seats, l.owner, l.ttl]);
@@ -238,7 +245,9 @@ export class RedisSemaphore implements SemaphoreBackend {
     return runScript(client, SEM_RELEASE, 4, args);
   }
 
-  /** The grant's result; with `replicas`, once they acknowledged it (else the seat is given back). */
+  /**
+   * The grant's result; with `replicas`, once they acknowledged it (else the seat is given back).
+   */
   private granted(
     request: BackendAttempt,
     token: string | number,

@@ -27,16 +27,18 @@ import { RedlockSubscriptions } from './redlock.subscriptions';
 
 /**
  * Redlock over N independent Redis masters. Each attempt (`tryAcquire`; the engine runs the wait,
- * woken by releases published on every master) runs the shared one-script acquire on every master at once with the same owner token; the lock is ours when a majority granted it and
- * elapsed + drift (ttl x driftFactor + driftMargin) < ttl, valid for ttl - elapsed - drift from the
- * start. Why it is safe (under Redlock's timing assumptions): two majorities of N always share a
- * master, and on that master the script grants only one owner at a time; each master expires the
- * key by itself, and we count validity from before the first request, minus the allowed drift.
- * Renewal is the owner-checked extend on every master and needs a majority too, else the lock is
- * lost. A failed attempt withdraws from every master at once. No round waits for the slowest master
- * once its outcome is certain, so a frozen or partitioned minority costs latency, never safety. Fencing tokens are best-effort: the
- * max of the granting majority's per-master tokens (each max(last + 1, server time in µs)), which
- * grow across holders only while the masters' clocks agree and their fence keys survive.
+ * woken by releases published on every master) runs the shared one-script acquire on every master
+ * at once with the same owner token; the lock is ours when a majority granted it and elapsed +
+ * drift (ttl x driftFactor + driftMargin) < ttl, valid for ttl - elapsed - drift from the start.
+ * Why it is safe (under Redlock's timing assumptions): two majorities of N always share a master,
+ * and on that master the script grants only one owner at a time; each master expires the key by
+ * itself, and we count validity from before the first request, minus the allowed drift. Renewal is
+ * the owner-checked extend on every master and needs a majority too, else the lock is lost. A
+ * failed attempt withdraws from every master at once. No round waits for the slowest master once
+ * its outcome is certain, so a frozen or partitioned minority costs latency, never safety. Fencing
+ * tokens are best-effort: the max of the granting majority's per-master tokens (each max(last + 1,
+ * server time in µs)), which grow across holders only while the masters' clocks agree and their
+ * fence keys survive.
  */
 export class RedlockBackend implements LockBackend {
   readonly name = 'redlock';
@@ -91,7 +93,8 @@ export class RedlockBackend implements LockBackend {
 
   /**
    * Constructs and waits until every master that answers within `timeout` told its run_id, so two
-   * clients of one server fail at startup (InvalidLockOptionsError naming both) rather than at first use.
+   * clients of one server fail at startup (InvalidLockOptionsError naming both) rather than at
+   * first use.
    */
   static async create(options: RedlockBackendOptions): Promise<RedlockBackend> {
     const backend = new RedlockBackend(options);
@@ -112,9 +115,9 @@ export class RedlockBackend implements LockBackend {
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     this.checkRequest(request);
     const m = await this.setup();
-    // Once per backend: the run_id check (one INFO per master) should finish before the first grant,
-    // so two clients of one server fail clearly instead of silently counting one master twice. A
-    // frozen master must not hold up acquires, so we wait at most one round for it.
+    // Once per backend: the run_id check (one INFO per master) should finish before the first
+    // grant, so two clients of one server fail clearly instead of silently counting one master
+    // twice. A frozen master must not hold up acquires, so we wait at most one round for it.
     if (!m.checked) {
       const stop = new AbortController();
       await Promise.race([m.distinct, sleepFor(roundTimeout(this.o, request.ttl), stop.signal)]);
@@ -138,7 +141,8 @@ export class RedlockBackend implements LockBackend {
     const timeout = Math.min(...locks.map((l) => roundTimeout(this.o, l.ttl)));
     const n = m.clients.length;
     const q = m.quorum;
-    // Per lock: decided once a majority extended it, or once so many masters refused or failed that no majority can.
+    // Per lock: decided once a majority extended it, or once so many masters refused or failed that
+    // no majority can.
     const counts = (outcomes: readonly Outcome<unknown[]>[], i: number) =>
       tally(
         outcomes.map((o) => (o?.ok ? { ok: true as const, value: o.value[i] } : o)),
@@ -204,7 +208,10 @@ export class RedlockBackend implements LockBackend {
     }
   }
 
-  /** The masters: given, or made once by the clientFactory (a failed call is retried at the next use). */
+  /**
+   * The masters: given, or made once by the clientFactory (a failed call is retried at the next
+   * use).
+   */
   private setup(): Masters | Promise<Masters> {
     if (this.masters) return this.masters;
     return (this.making ??= (async () => {

@@ -15,7 +15,10 @@ export interface Masters {
   duplicate: InvalidLockOptionsError | undefined;
 }
 
-/** Per acquire call (keyed by its signal): how many attempts ran, and whether the last one split the vote. */
+/**
+ * Per acquire call (keyed by its signal): how many attempts ran, and whether the last one split the
+ * vote.
+ */
 export interface Round {
   attempts: number;
   split: boolean;

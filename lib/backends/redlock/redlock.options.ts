@@ -28,15 +28,24 @@ export interface RedlockBackendOptions {
   /** Fixed clock-drift margin in ms added to ttl x driftFactor. Default 2. */
   driftMargin?: number;
   /**
-   * ms one round (acquire, renew, release) waits for silent masters before deciding on the answers it
-   * has; never longer than the ttl's validity. Default ttl/10, from 100 to 500 ms.
+   * ms one round (acquire, renew, release) waits for silent masters before deciding on the answers
+   * it has; never longer than the ttl's validity. Default ttl/10, from 100 to 500 ms.
    */
   timeout?: number;
-  /** Retries after the first (and after a split vote) start after a random 0..retryJitter ms, so contenders woken together spread out. Default 25. */
+  /**
+   * Retries after the first (and after a split vote) start after a random 0..retryJitter ms, so
+   * contenders woken together spread out. Default 25.
+   */
   retryJitter?: number;
-  /** Pub/sub channel prefix (on every master) for wake-ups. Default 'nestjs-distributed-lock:released'. */
+  /**
+   * Pub/sub channel prefix (on every master) for wake-ups. Default
+   * 'nestjs-distributed-lock:released'.
+   */
   channel?: string;
-  /** Wake waiters by pub/sub on every master (default true; one extra connection per master, made on the first wait). */
+  /**
+   * Wake waiters by pub/sub on every master (default true; one extra connection per master, made on
+   * the first wait).
+   */
   notifications?: boolean;
   /** ms a key's fence counter lives on each master after its last grant. Default 1 hour. */
   fenceRetention?: number;
@@ -110,7 +119,9 @@ export function resolveRedlockOptions(options: RedlockBackendOptions): ResolvedR
   };
 }
 
-/** Checks a set of masters: at least 3 distinct standalone clients of distinct servers (by address). */
+/**
+ * Checks a set of masters: at least 3 distinct standalone clients of distinct servers (by address).
+ */
 export function checkRedlockClients(
   option: string,
   clients: unknown,
@@ -154,7 +165,10 @@ export function checkRedlockClients(
   return [...clients];
 }
 
-/** `host:port` (or the socket path) a client was configured with, when it says; undefined for Sentinel-managed clients. */
+/**
+ * `host:port` (or the socket path) a client was configured with, when it says; undefined for
+ * Sentinel-managed clients.
+ */
 function addressOf(client: RedlockClientLike): string | undefined {
   const o = client.options;
   if (!o || o.sentinels) return undefined;

@@ -3,9 +3,10 @@ import type { RedisClientLike } from '../redis-client';
 /**
  * Fan-out to N independent masters with an early decision. Redlock must never wait for the slowest
  * master: one SIGSTOPped or partitioned minority would otherwise stall every acquire and renewal. A
- * round ends as soon as its outcome is known (a majority agreed, or a majority can no longer agree),
- * when its time budget runs out, or when the caller gives up; answers that come later are ignored
- * (commands on one connection run in order, so a later release still lands after a late acquire).
+ * round ends as soon as its outcome is known (a majority agreed, or a majority can no longer
+ * agree), when its time budget runs out, or when the caller gives up; answers that come later are
+ * ignored (commands on one connection run in order, so a later release still lands after a late
+ * acquire).
  */
 export type Outcome<T> =
   | { readonly ok: true; readonly value: T }
@@ -69,7 +70,10 @@ export function gather<T>(
   });
 }
 
-/** Counts of a snapshot: answers that satisfied `ok`, other answers, errors, and masters still silent. */
+/**
+ * Counts of a snapshot: answers that satisfied `ok`, other answers, errors, and masters still
+ * silent.
+ */
 export function tally<T>(outcomes: readonly Outcome<T>[], ok: (value: T) => boolean) {
   let yes = 0;
   let no = 0;

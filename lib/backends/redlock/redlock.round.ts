@@ -19,7 +19,10 @@ import { gather, tally, type Outcome } from './redlock.quorum';
 /** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
 const ROUND_TAIL_MS = 50;
 
-/** One round on every master: granted, busy (with when to retry) or unavailable (no majority answered). */
+/**
+ * One round on every master: granted, busy (with when to retry) or unavailable (no majority
+ * answered).
+ */
 export async function attemptRound(
   o: ResolvedRedlockOptions,
   name: string,
@@ -67,7 +70,8 @@ export async function attemptRound(
   const validity = Math.floor(request.ttl - elapsed - drift(o, request.ttl));
   if (c.yes >= q && validity > 0) {
     const fencingToken = highestToken(outcomes);
-    // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl - elapsed - drift).
+    // The engine dates validity from sentAt (this round's start): from there it is elapsed + (ttl -
+    // elapsed - drift).
     return {
       acquired: true,
       fencingToken,
@@ -158,7 +162,10 @@ function track<T>(m: Masters, i: number, call: Promise<T>): Promise<T> {
   return call;
 }
 
-/** ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up at their PTTL. */
+/**
+ * ms until a majority may be free: our own grants (withdrawn) count as free, busy masters free up
+ * at their PTTL.
+ */
 function retryAfter(
   o: ResolvedRedlockOptions,
   m: Masters,
@@ -166,7 +173,8 @@ function retryAfter(
   free: number,
 ): number | undefined {
   const needed = m.quorum - free;
-  if (free > 0) return o.retryJitter; // a split vote: the others withdraw now (and the retry is jittered)
+  // a split vote: the others withdraw now (and the retry is jittered)
+  if (free > 0) return o.retryJitter;
   const pttls = outcomes
     .map((o) => (o?.ok && Array.isArray(o.value) ? Number(o.value[1]) : -1))
     .filter((t) => t >= 0)
@@ -182,7 +190,10 @@ function validityBudget(o: ResolvedRedlockOptions, ttl: number): number {
   return Math.max(1, ttl - drift(o, ttl));
 }
 
-/** How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small against the ttl), from 100 to 500 ms. */
+/**
+ * How long one round waits for silent masters: `timeout`, or by default ttl/10 (Redlock: small
+ * against the ttl), from 100 to 500 ms.
+ */
 export function roundTimeout(o: ResolvedRedlockOptions, ttl: number): number {
   const wanted = o.timeout ?? Math.min(500, Math.max(100, Math.round(ttl / 10)));
   return Math.min(wanted, validityBudget(o, ttl));

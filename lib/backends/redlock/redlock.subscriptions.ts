@@ -21,7 +21,10 @@ export class RedlockSubscriptions {
     );
   }
 
-  /** Subscribes on every master (once each); waits until a majority is live or 200 ms, never for a dead master. */
+  /**
+   * Subscribes on every master (once each); waits until a majority is live or 200 ms, never for a
+   * dead master.
+   */
   async ensure(quorum: number, signal?: AbortSignal): Promise<void> {
     const n = this.subscribers.length;
     // A release between our failed attempt and a live subscription is covered by the re-attempt

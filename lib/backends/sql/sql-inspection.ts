@@ -10,8 +10,9 @@ export interface InspectedRow extends HolderRow {
 /**
  * What `inspect(key)` reports from a key's holder rows, read in ONE statement without locking them
  * (a snapshot; never blocks a holder): live rows are the holders, with their remaining ttl by the
- * SERVER's clock (a semaphore's seats included); the largest fence among all rows (expired ones included) is the last token
- * issued for the key, and none is known once every row is gone. Waiters are not stored: undefined.
+ * SERVER's clock (a semaphore's seats included); the largest fence among all rows (expired ones
+ * included) is the last token issued for the key, and none is known once every row is gone. Waiters
+ * are not stored: undefined.
  */
 export function toInspection(
   key: string,

@@ -11,13 +11,20 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
  * into SQL, so it must be a plain lower-case identifier; every other value is a bound parameter.
  */
 export interface SqlBackendOptions {
-  /** Base name of the backend's tables. Plain lower-case identifier. Default 'distributed_locks'. */
+  /**
+   * Base name of the backend's tables. Plain lower-case identifier. Default 'distributed_locks'.
+   */
   table?: string;
-  /** Create the tables if missing (default true). false: a DBA creates them from the documented DDL. */
+  /**
+   * Create the tables if missing (default true). false: a DBA creates them from the documented DDL.
+   */
   createTable?: boolean;
   /** Longest pause between two polls of a waiter that has no wake-up, in ms. */
   maxPollDelay?: number;
-  /** ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0 = never. */
+  /**
+   * ms between sweeps of rows expired for over a minute (keys nobody locks again); default 60000, 0
+   * = never.
+   */
   sweepInterval?: number;
 }
 
@@ -63,7 +70,9 @@ export function resolveSqlOptions<T extends SqlBackendOptions>(
   };
 }
 
-/** Lower-case plain identifiers only: the table name is spliced into SQL, so nothing else may pass. */
+/**
+ * Lower-case plain identifiers only: the table name is spliced into SQL, so nothing else may pass.
+ */
 const TABLE_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
 
 export function checkTableName(table: unknown): string {

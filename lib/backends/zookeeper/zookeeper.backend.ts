@@ -55,7 +55,8 @@ const ABORTED = Symbol('aborted');
  * With nodeNames 'kazoo' they are kazoo Election contenders instead (`__lock__`, proposal as data).
  * kazoo's `__lock__`/`__rlock__` nodes are contenders in every directory, whatever nodeNames says.
  * Semaphores (`permits`) are Curator's InterProcessSemaphoreV2: a `locks` mutex guards acquisition,
- * one `leases` node per holder, granted while at most the request's own N exist (SemaphoreContender).
+ * one `leases` node per holder, granted while at most the request's own N exist
+ * (SemaphoreContender).
  */
 export class ZooKeeperLockBackend implements LockBackend {
   readonly name = 'zookeeper';
@@ -103,7 +104,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     );
   }
 
-  /** 'connected', or the reason the locks of this backend are in doubt ('disconnected') or gone ('expired'). */
+  /**
+   * 'connected', or the reason the locks of this backend are in doubt ('disconnected') or gone
+   * ('expired').
+   */
   get connectionState(): SessionState {
     return this.sessions.state;
   }
@@ -141,7 +145,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     return this.operations.list(prefix, limit);
   }
 
-  /** Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once (node watch). */
+  /**
+   * Deletes the holder nodes of `key`, whoever created them; their holders see the loss at once
+   * (node watch).
+   */
   forceRelease(key: string): Promise<boolean> {
     return this.operations.forceRelease(key);
   }
@@ -188,13 +195,17 @@ export class ZooKeeperLockBackend implements LockBackend {
     }
   }
 
-  /** Waits for a session that is down: 'ok', 'retry' on a fresh session, or 'cancelled'; else throws. */
+  /**
+   * Waits for a session that is down: 'ok', 'retry' on a fresh session, or 'cancelled'; else
+   * throws.
+   */
   private async connect(
     session: ZooKeeperSession,
     request: BackendAttempt,
     tryOnce: boolean,
   ): Promise<'ok' | 'retry' | 'cancelled'> {
-    // A session that worked before and is down now fails fast on a try-once; otherwise wait for it within the budget.
+    // A session that worked before and is down now fails fast on a try-once; otherwise wait for it
+    // within the budget.
     const ok =
       tryOnce && !session.fresh
         ? false
@@ -265,7 +276,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     } catch (error) {
       this.holdings.settle(contender);
       const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
-      if (expired && this.sessions.renewable && !request.signal.aborted) return 'retry'; // queue again on a fresh session
+      // queue again on a fresh session
+      if (expired && this.sessions.renewable && !request.signal.aborted) return 'retry';
       throw new LockBackendUnavailableError(
         this.name,
         expired ? 'the ZooKeeper session expired while acquiring' : 'a ZooKeeper request failed',
@@ -322,7 +334,8 @@ export class ZooKeeperLockBackend implements LockBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // Give our deletes a session timeout to reach the server; an owned client's close drops its nodes anyway.
+    // Give our deletes a session timeout to reach the server; an owned client's close drops its
+    // nodes anyway.
     await this.holdings.close(Math.max(this.sessions.latest?.sessionTimeout ?? 0, 1_000));
     await this.sessions.close();
   }

@@ -47,7 +47,9 @@ export interface ZooKeeperClientLike {
   getChildren(path: string, callback: Callback<string[]>): void;
   mkdirp(path: string, callback: Callback<string>): void;
   mkdirp(path: string, acls: readonly unknown[], callback: Callback<string>): void;
-  /** Adds credentials to the session (kept for reconnects). Needed only with the authInfo option. */
+  /**
+   * Adds credentials to the session (kept for reconnects). Needed only with the authInfo option.
+   */
   addAuthInfo?(scheme: string, auth: Buffer): void;
   getState(): { readonly name: string; readonly code: number };
   getSessionId(): Buffer;
@@ -135,7 +137,10 @@ export const zk: {
     new Promise<ZooKeeperStat | null>((resolve, reject) =>
       c.exists(path, (e, s) => (e ? reject(e) : resolve(s))),
     ),
-  /** getData with a watch: resolves the stat, or null when the node is gone (then no watch is left behind). */
+  /**
+   * getData with a watch: resolves the stat, or null when the node is gone (then no watch is left
+   * behind).
+   */
   watch: (c: ZooKeeperClientLike, path: string, watcher: (event: ZooKeeperEvent) => void) =>
     new Promise<ZooKeeperStat | null>((resolve, reject) =>
       c.getData(path, watcher, (e, _data, s) =>

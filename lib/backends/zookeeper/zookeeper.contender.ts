@@ -18,7 +18,10 @@ import type { ZooKeeperSession } from './zookeeper.session';
  * A contender that is abandoned (deadline, cancel, close) deletes its node before it ends.
  */
 export class Contender extends OwnNode {
-  /** true while a request is outstanding (as opposed to waiting for a watch): tells "slow server" from "busy lock". */
+  /**
+   * true while a request is outstanding (as opposed to waiting for a watch): tells "slow server"
+   * from "busy lock".
+   */
   serverCall = false;
 
   constructor(
@@ -36,7 +39,10 @@ export class Contender extends OwnNode {
     super(session, stats, dir, prefix, acl, data);
   }
 
-  /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  /**
+   * Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or
+   * server errors.
+   */
   async run(): Promise<Grant | null> {
     let czxid: bigint | undefined;
     for (;;) {
@@ -50,7 +56,8 @@ export class Contender extends OwnNode {
         this.woken = false;
         const path = this.path;
         const c = this.session.client;
-        // Pipelined: the own-node watch (and its czxid) and the directory listing in one round trip.
+        // Pipelined: the own-node watch (and its czxid) and the directory listing in one round
+        // trip.
         const [stat, children] = await this.call(() =>
           Promise.all([
             czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined,
@@ -77,7 +84,8 @@ export class Contender extends OwnNode {
         const generation = ++this.generation;
         const watched = await this.call(() =>
           zk.watch(c, `${this.dir}/${where.watch}`, (event: ZooKeeperEvent) => {
-            if (generation !== this.generation) return; // a watch from an earlier round: we moved on
+            // a watch from an earlier round: we moved on
+            if (generation !== this.generation) return;
             if (event.type === EVENT_NODE_DELETED) this.stats.watchNotifications++;
             this.kick();
           }),
@@ -86,7 +94,8 @@ export class Contender extends OwnNode {
         if (watched) await this.sleep();
       } catch (error) {
         if (errorCode(error) === ERR_CONNECTION_LOSS && !this.session.dead && !this.abandoned) {
-          // The driver reconnects and queues our next request; watches are re-set on the same session.
+          // The driver reconnects and queues our next request; watches are re-set on the same
+          // session.
           continue;
         }
         throw error;

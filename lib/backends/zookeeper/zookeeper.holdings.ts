@@ -14,7 +14,10 @@ interface Holding {
   readonly path: string;
   readonly session: ZooKeeperSession;
   readonly onLost: (reason: string, cause?: unknown) => void;
-  /** Local deadline: a lock the watchdog stops renewing is deleted after its ttl, like other backends' keys. */
+  /**
+   * Local deadline: a lock the watchdog stops renewing is deleted after its ttl, like other
+   * backends' keys.
+   */
   expiresAt: number;
   ended: boolean;
 }
@@ -57,7 +60,10 @@ export class ZooKeeperHoldings {
     this.contenders.delete(c);
   }
 
-  /** Records a grant: the lock is lost when its node is deleted, and deleted if not renewed within ttl. */
+  /**
+   * Records a grant: the lock is lost when its node is deleted, and deleted if not renewed within
+   * ttl.
+   */
   hold(request: BackendAttempt, session: ZooKeeperSession, c: ZooKeeperContender, grant: Grant) {
     const holding: Holding = {
       id: holdingId(request.key, request.owner),
@@ -75,7 +81,8 @@ export class ZooKeeperHoldings {
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    // One exists() per lock, all pipelined on the session's connection: one round trip for the batch.
+    // One exists() per lock, all pipelined on the session's connection: one round trip for the
+    // batch.
     return Promise.all(
       locks.map(async (lock) => {
         const h = this.holdings.get(holdingId(lock.key, lock.owner));
@@ -114,17 +121,22 @@ export class ZooKeeperHoldings {
     if (h.session.dead) return; // the session's ephemeral nodes went with it
     try {
       await zk.release(h.session.client, h.path);
-      // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not awaited).
+      // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not
+      // awaited).
       if (seat) h.session.client.remove(dir, -1, () => undefined);
     } catch (error) {
-      // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node; keep
-      // deleting it in the background, after each reconnect, until it is gone or the session ends.
+      // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node;
+      // keep deleting it in the background, after each reconnect, until it is gone or the session
+      // ends.
       this.track(deleteUntilGone(h.session, h.path, this.closed));
       throw error;
     }
   }
 
-  /** `session` reconnected: watches are re-set by the driver; still, re-evaluate in case a notification fell in the gap. */
+  /**
+   * `session` reconnected: watches are re-set by the driver; still, re-evaluate in case a
+   * notification fell in the gap.
+   */
   sessionConnected(session: ZooKeeperSession): void {
     for (const c of this.contenders) if (c.session === session) c.kick();
   }
@@ -139,7 +151,10 @@ export class ZooKeeperHoldings {
     if (session.dead) for (const c of this.contenders) if (c.session === session) c.kick();
   }
 
-  /** Ends everything (the backend is closing) and waits up to `boundMs` for our deletes to reach the server. */
+  /**
+   * Ends everything (the backend is closing) and waits up to `boundMs` for our deletes to reach the
+   * server.
+   */
   async close(boundMs: number): Promise<void> {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     for (const c of [...this.contenders]) this.abandon(c);
@@ -209,7 +224,10 @@ export class ZooKeeperHoldings {
     this.cleanups.add(tracked);
   }
 
-  /** One timer for all holdings: a lock whose renewals stopped (maxHold, lost lease) is deleted after its ttl. */
+  /**
+   * One timer for all holdings: a lock whose renewals stopped (maxHold, lost lease) is deleted
+   * after its ttl.
+   */
   private armSweep(at: number): void {
     if (this.closed() || at >= this.sweepAt) return;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);

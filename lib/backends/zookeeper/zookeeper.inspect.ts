@@ -47,7 +47,10 @@ export async function inspectDirectory(
   };
 }
 
-/** Deletes the holder nodes of `dir` (a semaphore's: every lease); resolves how many this call deleted. */
+/**
+ * Deletes the holder nodes of `dir` (a semaphore's: every lease); resolves how many this call
+ * deleted.
+ */
 export async function deleteHolderNodes(c: ZooKeeperClientLike, dir: string): Promise<number> {
   const { sorted, holders } = await holderNodes(c, dir);
   if (isSemaphoreLayout(sorted)) return deleteLeaseNodes(c, dir);

@@ -32,11 +32,16 @@ const LOCK_NAMES = [
   LATCH_NAME,
   MUTEX_LOCK_NAME,
 ] as const;
-/** Our cap on one encoded node name. ZooKeeper's own bound is jute.maxbuffer (1 MiB) per request. */
+/**
+ * Our cap on one encoded node name. ZooKeeper's own bound is jute.maxbuffer (1 MiB) per request.
+ */
 export const MAX_NODE_NAME_LENGTH = 1024;
 export const MAX_BASE_PATH_LENGTH = 512;
 
-/** Which Curator recipe our exclusive mode speaks: InterProcessMutex ('lock-') or the write half of InterProcessReadWriteLock ('__WRIT__'). */
+/**
+ * Which Curator recipe our exclusive mode speaks: InterProcessMutex ('lock-') or the write half of
+ * InterProcessReadWriteLock ('__WRIT__').
+ */
 export type CuratorRecipe = 'mutex' | 'read-write';
 /**
  * Whose recipes our nodes speak. 'curator' (default): locks are InterProcessMutex `lock-` (or
@@ -119,7 +124,9 @@ export function lockDirectory(basePath: string, key: string): string {
   return `${basePath}/${encodeLockName(key)}`;
 }
 
-/** Curator's protected id is a UUID; ours is the 128-bit owner token laid out as one (8-4-4-4-12). */
+/**
+ * Curator's protected id is a UUID; ours is the 128-bit owner token laid out as one (8-4-4-4-12).
+ */
 export function protectedId(owner: string): string {
   const hex = /^[0-9a-f]{32}$/i.test(owner)
     ? owner.toLowerCase()
@@ -171,7 +178,10 @@ export function sortChildren(children: readonly string[]): string[] {
   });
 }
 
-/** Readers are `__READ__` (Curator) and `__rlock__` (kazoo) nodes; every other contender excludes them. */
+/**
+ * Readers are `__READ__` (Curator) and `__rlock__` (kazoo) nodes; every other contender excludes
+ * them.
+ */
 export function isReader(child: string): boolean {
   return child.includes(READ_LOCK_NAME) || child.includes(KAZOO_READ_LOCK_NAME);
 }

@@ -4,8 +4,8 @@ import type { ZooKeeperClientLike } from './zookeeper.client';
 
 /**
  * What `client` / `clientFactory` accept: a node-zookeeper-client Client, typed by
- * @types/node-zookeeper-client or not. Deliberately loose (the driver's overloaded `create` does not
- * match a structural overload set); every method the backend calls is checked at run time.
+ * @types/node-zookeeper-client or not. Deliberately loose (the driver's overloaded `create` does
+ * not match a structural overload set); every method the backend calls is checked at run time.
  */
 export interface ZooKeeperClientInput {
   connect(): void;
@@ -22,18 +22,18 @@ import { checkBasePath, type CuratorRecipe, type NodeNames } from './zookeeper.n
 
 export interface ZooKeeperLockBackendOptions {
   /**
-   * A node-zookeeper-client Client you created (and connect and close). The backend never closes it.
-   * After its session expires the driver cannot be reused; give `clientFactory` too so the backend
-   * can open a new session for later acquires.
+   * A node-zookeeper-client Client you created (and connect and close). The backend never closes
+   * it. After its session expires the driver cannot be reused; give `clientFactory` too so the
+   * backend can open a new session for later acquires.
    */
   client?: ZooKeeperClientInput;
   /**
-   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, { sessionTimeout })`):
-   * the same shape as every backend's clientFactory (a function returning a client the backend
-   * owns and closes), except that it must return the client itself, not a Promise, and may be
-   * called again: a ZooKeeper client cannot outlive its session, so after an expiry the backend
-   * asks for a new one. The backend connects it, uses it after `client`'s session expired (or from
-   * the start when `client` is omitted), and closes it on close().
+   * Returns a new, NOT yet connected client (e.g. `() => zookeeper.createClient(hosts, {
+   * sessionTimeout })`): the same shape as every backend's clientFactory (a function returning a
+   * client the backend owns and closes), except that it must return the client itself, not a
+   * Promise, and may be called again: a ZooKeeper client cannot outlive its session, so after an
+   * expiry the backend asks for a new one. The backend connects it, uses it after `client`'s
+   * session expired (or from the start when `client` is omitted), and closes it on close().
    */
   clientFactory?: () => ZooKeeperClientInput;
   /** Parent of every lock directory. Default '/locks' (Curator users pass the same base path). */
@@ -45,10 +45,10 @@ export interface ZooKeeperLockBackendOptions {
    */
   curatorRecipe?: CuratorRecipe;
   /**
-   * Whose recipes our nodes speak: 'curator' (default; InterProcessMutex / InterProcessReadWriteLock
-   * locks, LeaderLatch campaigns) or 'kazoo' (kazoo Lock / ReadLock / WriteLock locks, kazoo
-   * Election campaigns). No node name satisfies both libraries (each wants its own name right
-   * before the sequence); see docs/backends/zookeeper.md.
+   * Whose recipes our nodes speak: 'curator' (default; InterProcessMutex /
+   * InterProcessReadWriteLock locks, LeaderLatch campaigns) or 'kazoo' (kazoo Lock / ReadLock /
+   * WriteLock locks, kazoo Election campaigns). No node name satisfies both libraries (each wants
+   * its own name right before the sequence); see docs/backends/zookeeper.md.
    */
   nodeNames?: NodeNames;
   /**
@@ -58,14 +58,15 @@ export interface ZooKeeperLockBackendOptions {
   sessionTimeout?: number;
   /**
    * ACL of every node the backend creates (lock directories and contender nodes), e.g.
-   * `[{ scheme: 'digest', id: zooKeeperDigestId('app', secret), perms: 'cdrwa' }, { scheme: 'world',
-   * id: 'anyone', perms: 'r' }]`. Default: open (world:anyone, all), as Curator. Java services
-   * sharing the locks must authenticate as an identity the ACL admits.
+   * `[{ scheme: 'digest', id: zooKeeperDigestId('app', secret), perms: 'cdrwa' }, { scheme:
+   * 'world', id: 'anyone', perms: 'r' }]`. Default: open (world:anyone, all), as Curator. Java
+   * services sharing the locks must authenticate as an identity the ACL admits.
    */
   acl?: readonly ZooKeeperAcl[];
   /**
    * Credentials added to every session of the backend (addAuthInfo; the driver re-sends them after
-   * a reconnect), e.g. `{ scheme: 'digest', auth: 'app:secret' }`. Also added to a `client` you pass.
+   * a reconnect), e.g. `{ scheme: 'digest', auth: 'app:secret' }`. Also added to a `client` you
+   * pass.
    */
   authInfo?: ZooKeeperAuthInfo | readonly ZooKeeperAuthInfo[];
 }
@@ -113,7 +114,10 @@ export function checkZooKeeperClient(client: unknown, option = 'client'): ZooKee
   return checkClient<ZooKeeperClientLike>(option, client, CLIENT_METHODS, CLIENT);
 }
 
-/** Validates the backend's options with the kit's checker; every error names the option, the value and what is allowed. */
+/**
+ * Validates the backend's options with the kit's checker; every error names the option, the value
+ * and what is allowed.
+ */
 export function checkOptions(options: unknown): CheckedZooKeeperOptions {
   const o = checkOptionsObject<ZooKeeperLockBackendOptions>(
     'options',

@@ -11,7 +11,9 @@ import {
 import type { ZooKeeperSession } from './zookeeper.session';
 
 export interface ZooKeeperLockStats {
-  /** Predecessor-watch notifications received (a release should wake exactly one waiting writer). */
+  /**
+   * Predecessor-watch notifications received (a release should wake exactly one waiting writer).
+   */
   watchNotifications: number;
   /** Sessions (clients) this backend has used. */
   sessions: number;
@@ -21,7 +23,10 @@ export interface ZooKeeperLockStats {
    */
   cleanupFailures?: number;
   lastCleanupError?: unknown;
-  /** Re-arming the watch on our own node failed; renew()'s exists() then finds a deleted node instead. */
+  /**
+   * Re-arming the watch on our own node failed; renew()'s exists() then finds a deleted node
+   * instead.
+   */
   ownWatchFailures?: number;
 }
 
@@ -69,7 +74,10 @@ export abstract class OwnNode {
   /** true while a request is outstanding at a deadline: tells "slow server" from "busy lock". */
   abstract readonly serverCall: boolean;
 
-  /** Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  /**
+   * Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or
+   * server errors.
+   */
   abstract run(): Promise<Grant | null>;
 
   /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
@@ -90,7 +98,10 @@ export abstract class OwnNode {
     return new Promise((resolve) => (this.wake = resolve));
   }
 
-  /** Watches our own node: before the grant a change re-evaluates; after it, a deletion is a lost lock. */
+  /**
+   * Watches our own node: before the grant a change re-evaluates; after it, a deletion is a lost
+   * lock.
+   */
   protected readonly ownWatcher = (event: ZooKeeperEvent): void => {
     if (this.path !== event.path) return;
     if (event.type !== EVENT_NODE_DELETED) {
@@ -111,7 +122,10 @@ export abstract class OwnNode {
     this.onOwnDeleted?.();
   };
 
-  /** After a lost create answer: our node, found by its protected prefix, or undefined if the create never happened. */
+  /**
+   * After a lost create answer: our node, found by its protected prefix, or undefined if the create
+   * never happened.
+   */
   protected async findLostCreate(): Promise<string | undefined> {
     const children = await zk.children(this.session.client, this.nodeDir);
     this.createLost = false;
@@ -156,7 +170,10 @@ export abstract class OwnNode {
     throw error;
   }
 
-  /** Deletes our node (found by prefix if its create's answer was lost); never leaves an orphan in a live session. */
+  /**
+   * Deletes our node (found by prefix if its create's answer was lost); never leaves an orphan in a
+   * live session.
+   */
   protected async giveUp(): Promise<null> {
     // A request in flight when the connection dropped fails with CONNECTION_LOSS: try again (the
     // driver queues it until it reconnects). A dead session took its ephemeral nodes with it.

@@ -22,9 +22,9 @@ export function isSemaphoreLayout(children: readonly string[]): boolean {
 
 /**
  * Holders are the `leases` children, oldest first, with their data (ours `<hostname>:<pid>`,
- * Curator's its IP unless setNodeData); as Curator's getParticipantNodes, this includes the lease of
- * a waiter that holds the `locks` mutex while it counts. Waiters are the `locks` mutex's contenders
- * (this process's and others'). The fencing token is the youngest lease's czxid.
+ * Curator's its IP unless setNodeData); as Curator's getParticipantNodes, this includes the lease
+ * of a waiter that holds the `locks` mutex while it counts. Waiters are the `locks` mutex's
+ * contenders (this process's and others'). The fencing token is the youngest lease's czxid.
  */
 export async function inspectSemaphore(
   c: ZooKeeperClientLike,
@@ -78,7 +78,8 @@ async function readNode(
   path: string,
   node: string,
 ): Promise<{ node: string; data: string; czxid: bigint } | null> {
-  // Without a watcher (the driver's getData(path, callback)): an operator's look leaves no watch behind.
+  // Without a watcher (the driver's getData(path, callback)): an operator's look leaves no watch
+  // behind.
   const getData = c.getData as unknown as (
     path: string,
     callback: (

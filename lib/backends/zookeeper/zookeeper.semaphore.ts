@@ -18,9 +18,10 @@ import {
  * create our lease node, list `leases` with a watch and hold when the count is at most OUR permits
  * (each participant counts against its own N, Curator's rule). Otherwise wait, still holding the
  * mutex, for `leases` to change (a lease returned, by Curator or by us) and count again; finally
- * give the mutex back. A tryAcquire that finds the mutex busy counts without it. Safety does not even need the mutex: a lease counts every node created
- * before its listing, so of N+1 simultaneous holders the last to list would have seen N+1. The
- * mutex makes waiters queue (FIFO, no herd) and keeps Curator's waiters' turn.
+ * give the mutex back. A tryAcquire that finds the mutex busy counts without it. Safety does not
+ * even need the mutex: a lease counts every node created before its listing, so of N+1 simultaneous
+ * holders the last to list would have seen N+1. The mutex makes waiters queue (FIFO, no herd) and
+ * keeps Curator's waiters' turn.
  *
  * Same surface as Contender, so the backend drives both alike (abandon, kick, own-node loss); the
  * grant is the lease node, its fencing token the node's czxid (the sequence restarts when an empty
@@ -42,13 +43,17 @@ export class SemaphoreContender extends OwnNode {
     stats: ZooKeeperLockStats,
     acl?: readonly unknown[],
   ) {
-    // Our lease node: `leases/_c_<uuid>-lease-<seq>`, the participant as its data (Curator's setNodeData).
+    // Our lease node: `leases/_c_<uuid>-lease-<seq>`, the participant as its data (Curator's
+    // setNodeData).
     const leases = `${dir}/${SEMAPHORE_LEASES}`;
     super(session, stats, leases, nodePrefix(protectedId(owner), LEASE_NAME), acl, PARTICIPANT);
     this.leases = leases;
   }
 
-  /** Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or server errors. */
+  /**
+   * Resolves the grant, or null (full with tryOnce, or abandoned). Rejects on session expiry or
+   * server errors.
+   */
   async run(): Promise<Grant | null> {
     const c = this.session.client;
     for (;;) {
@@ -78,11 +83,13 @@ export class SemaphoreContender extends OwnNode {
       try {
         path = await this.lease();
       } finally {
-        // Not awaited: nothing of ours needs to wait for it (this session's requests stay in order).
+        // Not awaited: nothing of ours needs to wait for it (this session's requests stay in
+        // order).
         if (locked) this.unlock(locked.path);
       }
       if (!path) return null;
-      // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the token).
+      // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the
+      // token).
       const stat = await this.call(() => zk.watch(c, path, this.ownWatcher));
       if (this.abandoned) return this.giveUp();
       if (stat) {
@@ -116,7 +123,9 @@ export class SemaphoreContender extends OwnNode {
     super.abandon();
   }
 
-  /** Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change. */
+  /**
+   * Holding the mutex: our lease node, counted against our permits, waiting for `leases` to change.
+   */
   private async lease(): Promise<string | null> {
     const c = this.session.client;
     for (;;) {
@@ -145,7 +154,8 @@ export class SemaphoreContender extends OwnNode {
         const path = this.path as string;
         if (!listed.value?.includes(path.slice(this.leases.length + 1))) {
           // Vanished (an operator, a forced release): create it again, as Curator retries. A node
-          // created just now is missing only when its create was retried after the listing: list again.
+          // created just now is missing only when its create was retried after the listing: list
+          // again.
           if (!fresh) this.path = undefined;
           continue;
         }
@@ -161,8 +171,8 @@ export class SemaphoreContender extends OwnNode {
   }
 
   /**
-   * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long as
-   * our session lives, so it keeps trying in the background (Curator's guaranteed delete).
+   * Gives the `locks` mutex back. A failed delete would keep every other acquirer out for as long
+   * as our session lives, so it keeps trying in the background (Curator's guaranteed delete).
    */
   private unlock(path: string): void {
     if (this.session.dead) return;

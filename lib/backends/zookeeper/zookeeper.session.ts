@@ -27,7 +27,10 @@ export interface SessionEvents {
  */
 export class ZooKeeperSession {
   state: SessionState;
-  /** Set while the session is (presumed) lost: final after EXPIRED or close, cleared if the same session reconnects. */
+  /**
+   * Set while the session is (presumed) lost: final after EXPIRED or close, cleared if the same
+   * session reconnects.
+   */
   lostReason: string | undefined;
   private doubtTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
@@ -107,7 +110,8 @@ export class ZooKeeperSession {
   private handleState(code: number): void {
     if (this.state === 'closed' || this.state === 'expired') return;
     if (code === STATE_SYNC_CONNECTED || code === STATE_CONNECTED_READ_ONLY) {
-      // Back on the same session (even after a long outage, the server may have kept it): usable again.
+      // Back on the same session (even after a long outage, the server may have kept it): usable
+      // again.
       this.lostReason = undefined;
       this.markConnected();
       this.events.connected(this);
@@ -136,7 +140,9 @@ export class ZooKeeperSession {
     this.wakeWaiters();
   }
 
-  /** A disconnection longer than the session timeout means the server has (or may have) expired us. */
+  /**
+   * A disconnection longer than the session timeout means the server has (or may have) expired us.
+   */
   private armDoubt(): void {
     if (this.doubtTimer || !this.everConnected) return;
     const timeout = this.sessionTimeout;
@@ -188,7 +194,8 @@ export class ZooKeeperSession {
             connectionManager?: { socket?: { readyState?: string; destroy?: () => void } };
           }
         ).connectionManager?.socket;
-        // Destroy only a socket that was already open at the previous check: its handshake is overdue.
+        // Destroy only a socket that was already open at the previous check: its handshake is
+        // overdue.
         if (
           socket &&
           socket === watched &&

@@ -30,12 +30,17 @@ export class ZooKeeperSessions {
     if (options.client) this.session = this.open(options.client, false);
   }
 
-  /** true when a session that ended can be replaced (clientFactory was given and the backend is open). */
+  /**
+   * true when a session that ended can be replaced (clientFactory was given and the backend is
+   * open).
+   */
   get renewable(): boolean {
     return !!this.options.clientFactory && !this.closed();
   }
 
-  /** The session's state, 'closed' once the backend closed, or 'connecting' before the first client. */
+  /**
+   * The session's state, 'closed' once the backend closed, or 'connecting' before the first client.
+   */
   get state(): SessionState {
     return this.session?.state ?? (this.closed() ? 'closed' : 'connecting');
   }
@@ -45,7 +50,10 @@ export class ZooKeeperSessions {
     return this.session;
   }
 
-  /** The live session, or a new one from clientFactory; throws when the backend is closed or no session can be had. */
+  /**
+   * The live session, or a new one from clientFactory; throws when the backend is closed or no
+   * session can be had.
+   */
   current(key: string): ZooKeeperSession {
     if (this.closed())
       throw new LockBackendUnavailableError(this.backend, 'the backend was closed', { key });
@@ -71,7 +79,10 @@ export class ZooKeeperSessions {
     return this.session;
   }
 
-  /** Throws InvalidLockOptionsError when the server negotiated another timeout than the options asked for. */
+  /**
+   * Throws InvalidLockOptionsError when the server negotiated another timeout than the options
+   * asked for.
+   */
   checkNegotiated(session: ZooKeeperSession, key: string): void {
     const expected = this.options.sessionTimeout;
     if (expected === undefined || session.sessionTimeout === expected) return;

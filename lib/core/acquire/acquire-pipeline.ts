@@ -23,7 +23,9 @@ import { ReentrancyScopes } from './reentrancy';
 
 export type { AcquireCall, GrantForm, PipelineContext } from './pipeline-context';
 
-/** The registered backend `name`; InvalidLockOptionsError listing the registered names otherwise. */
+/**
+ * The registered backend `name`; InvalidLockOptionsError listing the registered names otherwise.
+ */
 export function findBackend(
   e: Pick<PipelineContext, 'backends' | 'backendNames'>,
   name: string,
@@ -41,7 +43,9 @@ export function findBackend(
 export class AcquirePipeline {
   constructor(private readonly e: PipelineContext) {}
 
-  /** The handle of `call`'s grant; rejects with LockAcquireTimeoutError when busy at the deadline. */
+  /**
+   * The handle of `call`'s grant; rejects with LockAcquireTimeoutError when busy at the deadline.
+   */
   acquire(call: AcquireCall): Promise<LockHandle> {
     return observed(this.e, call, this);
   }
@@ -50,7 +54,8 @@ export class AcquirePipeline {
   start(call: AcquireCall, record: AcquireRecord): Promise<LockHandle> {
     const e = this.e;
     try {
-      // Synchronously, before anything else: only the acquire an owning call starts with is its own.
+      // Synchronously, before anything else: only the acquire an owning call starts with is its
+      // own.
       const scope = e.scopes.claim();
       if (e.closed)
         throw new LockBackendUnavailableError('engine', 'the lock module was shut down', {
@@ -78,7 +83,8 @@ export class AcquirePipeline {
   private checkKey(key: string, o: ResolvedLockOptions, backend: LockBackend): string {
     checkLockKey(key);
     // The prefix was checked at start-up and the key just now, so the joined key is clean too (a
-    // surrogate pair cannot form across them: a lone half fails either check); only its length is left.
+    // surrogate pair cannot form across them: a lone half fails either check); only its length is
+    // left.
     const fullKey = this.e.keyPrefix + key;
     const maxLength = Math.min(MAX_KEY_LENGTH, backend.capabilities.maxKeyLength);
     if (fullKey.length > maxLength) checkLockKey(fullKey, maxLength);

@@ -97,12 +97,17 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     return (this.controller ??= new AbortController()).signal;
   }
 
-  /** Session backends call it when a granted lock is gone; made on first read (Redis never reads it). */
+  /**
+   * Session backends call it when a granted lock is gone; made on first read (Redis never reads
+   * it).
+   */
   get onLost(): (reason: string, cause?: unknown) => void {
     return (this.lostCallback ??= (reason, cause) => this.lease?.lose(reason, cause));
   }
 
-  /** "name (kind)", as errors show the backend; made when needed (an uncontended grant never is). */
+  /**
+   * "name (kind)", as errors show the backend; made when needed (an uncontended grant never is).
+   */
   get label(): string {
     return backendLabel(this.e.backends, this.o.backend);
   }

@@ -92,7 +92,9 @@ export class BackendCall<T> implements Budget {
     this.fail(error);
   }
 
-  /** Rejects with `error`, after `report` (what a `.catch` that rethrows did, without its promise). */
+  /**
+   * Rejects with `error`, after `report` (what a `.catch` that rethrows did, without its promise).
+   */
   private fail(error: unknown): void {
     try {
       this.report(error);
@@ -102,7 +104,10 @@ export class BackendCall<T> implements Budget {
     this.reject(error);
   }
 
-  /** Told of the call's failure before the caller is: a release's failure is reported (releaseFailed). */
+  /**
+   * Told of the call's failure before the caller is: a release's failure is reported
+   * (releaseFailed).
+   */
   private report(error: unknown): void {
     if (this.released) this.activity.leaseReleaseFailed(this.released, error);
   }
@@ -110,7 +115,8 @@ export class BackendCall<T> implements Budget {
 
 /**
  * Runs one backend call within `budget` ms. A call that fails or does not answer in time becomes
- * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives after.
+ * LockBackendUnavailableError (fail closed); `onLate` lets the caller undo an answer that arrives
+ * after.
  */
 export function callBackend<T>(
   activity: LockActivity,

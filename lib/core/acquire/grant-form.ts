@@ -25,13 +25,16 @@ export interface GrantForm {
 
 const lockForms = new WeakMap<LockBackend, GrantForm>();
 
-/** The plain lock's form of grant on `backend`: the backend's own methods (made once per backend). */
+/**
+ * The plain lock's form of grant on `backend`: the backend's own methods (made once per backend).
+ */
 export function lockForm(backend: LockBackend): GrantForm {
   let form = lockForms.get(backend);
   if (!form) {
+    // Calls through the backend (not bound copies): a method replaced later is the one called.
     form = {
-      tryAcquire: backend.tryAcquire.bind(backend),
-      acquire: backend.acquire?.bind(backend),
+      tryAcquire: (request) => backend.tryAcquire(request),
+      acquire: backend.acquire && ((request) => backend.acquire!(request)),
       holder: backend,
       reentry: '',
       manyHolders: false,

@@ -53,7 +53,9 @@ class HangingReleaseBackend extends MemoryLockBackend {
 
 const settle = () => new Promise((r) => setImmediate(r));
 
-/** What the uncontended @Locked / withLock path no longer pays for, and what it still guarantees. */
+/**
+ * What the uncontended @Locked / withLock path no longer pays for, and what it still guarantees.
+ */
 describe('the uncontended hot path', () => {
   it('a locked call whose lock is already lost when it would start never runs its function', async () => {
     const engine = new LockEngine({ backend: new StaleGrantBackend() });

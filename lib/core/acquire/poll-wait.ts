@@ -16,7 +16,10 @@ export interface PollAcquireOptions {
   readonly minDelay?: number;
   /** Largest poll delay in ms. Default 500. */
   readonly maxDelay?: number;
-  /** With a notifier: re-attempt at least this often, so a lost notification cannot strand a waiter. Default 1000. */
+  /**
+   * With a notifier: re-attempt at least this often, so a lost notification cannot strand a waiter.
+   * Default 1000.
+   */
   readonly fallbackDelay?: number;
   /**
    * Called once the request is about to wait (its first attempt answered busy or failed, or it

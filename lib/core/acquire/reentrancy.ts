@@ -8,9 +8,15 @@ export interface ReentrancyScope {
   readonly parent: ReentrancyScope | undefined;
   /** The locks this call owns (normally one: the lock it was opened for), by backend+key. */
   readonly leases: Map<string, LockLease>;
-  /** false once the owning call has settled: code it left running (timers, stray promises) no longer owns. */
+  /**
+   * false once the owning call has settled: code it left running (timers, stray promises) no longer
+   * owns.
+   */
   open: boolean;
-  /** true only while the call's synchronous start runs: the acquire made then is the call's own lock. */
+  /**
+   * true only while the call's synchronous start runs: the acquire made then is the call's own
+   * lock.
+   */
   claimable: boolean;
 }
 
@@ -18,11 +24,11 @@ export interface ReentrancyScope {
  * Reentrancy, and precisely what counts as the same owner.
  *
  * An OWNER is one owning call: `withLock(key, fn)` (while fn runs), a `@Locked` method call (until
- * its Promise settles or its Observable is set up), or `runInScope(fn)` (until fn's result settles).
- * The lock an owning call is opened for (the acquire made synchronously at its start) belongs to it.
- * Code running inside that call's async context re-enters that lock, and the locks of the calls
- * enclosing it, while they are still running: nested withLock / @Locked / acquire of the same key
- * get the same grant and token and count holds.
+ * its Promise settles or its Observable is set up), or `runInScope(fn)` (until fn's result
+ * settles). The lock an owning call is opened for (the acquire made synchronously at its start)
+ * belongs to it. Code running inside that call's async context re-enters that lock, and the locks
+ * of the calls enclosing it, while they are still running: nested withLock / @Locked / acquire of
+ * the same key get the same grant and token and count holds.
  *
  * NOT the same owner, even in one async context:
  * - a plain `acquire()` / `tryAcquire()` made inside an owning call after its start: its handle is
@@ -43,11 +49,14 @@ export class ReentrancyScopes {
    * true once an owning call ran (run()). Until then no context holds a scope, so detached() need
    * not clear ours: and must not, because the first `storage.run` enables the storage's promise
    * hook for the whole process (every promise created afterwards, the Redis client's included,
-   * costs about three times as much on Node 20). An app that only uses acquire/release never pays it.
+   * costs about three times as much on Node 20). An app that only uses acquire/release never pays
+   * it.
    */
   private used = false;
 
-  /** false until an owning call ran: until then no context holds a scope, nothing can be re-entered. */
+  /**
+   * false until an owning call ran: until then no context holds a scope, nothing can be re-entered.
+   */
   get active(): boolean {
     return this.used;
   }
@@ -97,7 +106,10 @@ export class ReentrancyScopes {
     return scope;
   }
 
-  /** The lease held for this key by the current owner or an owner enclosing it that is still running. */
+  /**
+   * The lease held for this key by the current owner or an owner enclosing it that is still
+   * running.
+   */
   find(id: string): LockLease | undefined {
     for (let s = this.storage.getStore(); s; s = s.parent) {
       if (!s.open) continue;
@@ -111,7 +123,9 @@ export class ReentrancyScopes {
     if (scope.open) scope.leases.set(id, lease);
   }
 
-  /** Leases visible in the current context (for @CurrentLock / LockService.current), innermost last. */
+  /**
+   * Leases visible in the current context (for @CurrentLock / LockService.current), innermost last.
+   */
   visible(): LockLease[] {
     const chain: ReentrancyScope[] = [];
     for (let s = this.storage.getStore(); s; s = s.parent) if (s.open) chain.unshift(s);

@@ -22,7 +22,9 @@ import { asUnavailable } from '../../backend-kit/wait-loop';
  */
 export class LocalWaitQueue {
   private readonly lines = new Map<string, Entry[]>();
-  /** The last attempt's failure, cleared by any answer: queued waiters report it at their deadline. */
+  /**
+   * The last attempt's failure, cleared by any answer: queued waiters report it at their deadline.
+   */
   private failure: unknown;
 
   constructor(private readonly backend: string) {}
@@ -50,7 +52,8 @@ export class LocalWaitQueue {
     const line = this.lines.get(key);
     let entry: Entry;
     // A head from the start reads no signal (nothing can have aborted it synchronously since the
-    // engine checked the caller's); the engine makes the request's signal only when someone reads it.
+    // engine checked the caller's); the engine makes the request's signal only when someone reads
+    // it.
     const queued = line !== undefined;
     if (line === undefined) {
       entry = { wake: noop };
@@ -92,7 +95,9 @@ export class LocalWaitQueue {
     return n;
   }
 
-  /** Queues behind `line`'s head; resolves once first in it, or when `signal` aborts (still queued). */
+  /**
+   * Queues behind `line`'s head; resolves once first in it, or when `signal` aborts (still queued).
+   */
   private async queue(line: Entry[], key: string, signal: AbortSignal): Promise<Entry> {
     let wake!: () => void;
     const turn = new Promise<void>((resolve) => (wake = resolve));

@@ -41,7 +41,8 @@ export class AcquireRunner {
       return line.attempt(() => form.tryAcquire(request));
     };
     const wakeups = backend.wakeups;
-    // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is not.
+    // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is
+    // not.
     const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
     return line.run(
       request,

@@ -1,8 +1,8 @@
 /**
  * How long locks are usually held, per key, in this process: an exponential moving average of
  * recent hold times (weight ALPHA for the newest), kept for at most MAX_KEYS keys (least recently
- * used dropped first). It feeds Retry-After: a busy key is likely free after about one average hold,
- * never later than the holder's remaining ttl. Only estimates: no correctness depends on it.
+ * used dropped first). It feeds Retry-After: a busy key is likely free after about one average
+ * hold, never later than the holder's remaining ttl. Only estimates: no correctness depends on it.
  */
 export class HoldTimes {
   static readonly MAX_KEYS = 1_000;

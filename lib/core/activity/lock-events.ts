@@ -21,7 +21,9 @@ export interface LockAcquiredEvent extends LockEventBase {
   readonly waitMs: number;
   /** Backend attempts made (1 for a native queued wait, 0 for a re-entry). */
   readonly attempts: number;
-  /** The first attempt did not grant it, or another acquire of this process was ahead for the key. */
+  /**
+   * The first attempt did not grant it, or another acquire of this process was ahead for the key.
+   */
   readonly contended: boolean;
   readonly reentrant: boolean;
 }
@@ -78,7 +80,10 @@ export interface LockLostEvent extends LockEventBase {
   readonly error: unknown;
 }
 
-/** A renewal call failed (backend slow or unreachable); the leases are retried until their validity ends. */
+/**
+ * A renewal call failed (backend slow or unreachable); the leases are retried until their validity
+ * ends.
+ */
 export interface LockRenewFailedEvent extends LockEventBase {
   readonly type: 'renewFailed';
   readonly keys: readonly string[];
@@ -89,7 +94,10 @@ export interface LockRenewFailedEvent extends LockEventBase {
 export interface LockReleaseFailedEvent extends LockEventBase {
   readonly type: 'releaseFailed';
   readonly key: string;
-  /** 'release', 'lost-release', 'late-grant' (a grant answered after the caller gave up), 'cancelled', 'shutdown'. */
+  /**
+   * 'release', 'lost-release', 'late-grant' (a grant answered after the caller gave up),
+   * 'cancelled', 'shutdown'.
+   */
   readonly during: string;
   readonly error: unknown;
 }
@@ -160,9 +168,9 @@ export interface LockSpanInfo {
 }
 
 /**
- * Wraps one acquire (`kind: 'acquire'`, resolving to the outcome 'acquired' | 'reentered' | 'busy' |
- * 'timeout') or one locked call (`kind: 'held'`) so a tracer can open a span around it and make it
- * the active context of the work inside.
+ * Wraps one acquire (`kind: 'acquire'`, resolving to the outcome 'acquired' | 'reentered' | 'busy'
+ * | 'timeout') or one locked call (`kind: 'held'`) so a tracer can open a span around it and make
+ * it the active context of the work inside.
  */
 export type LockTracer = <T>(
   info: LockSpanInfo,

@@ -23,7 +23,10 @@ export interface BackendProbeResult {
   /** The backend kind ('redis', ...). */
   readonly kind: string;
   readonly status: 'up' | 'down';
-  /** How the round trip was made: the backend's ping(), inspect() of a probe key, or tryAcquire + release. */
+  /**
+   * How the round trip was made: the backend's ping(), inspect() of a probe key, or tryAcquire +
+   * release.
+   */
   readonly via: 'ping' | 'inspect' | 'acquire';
   readonly latencyMs: number;
   /** Why it is down (the error's message: may carry the driver's text, addresses included). */
@@ -40,7 +43,10 @@ export interface LockOperatorHost {
   readonly backendNames: readonly string[];
   backend(name: string): LockBackend;
   heldLeases(): Iterable<LockLease>;
-  /** One backend call bounded by the operation timeout, failures wrapped (and tracked) as the engine does. */
+  /**
+   * One backend call bounded by the operation timeout, failures wrapped (and tracked) as the engine
+   * does.
+   */
   call<T>(op: Promise<T>, backend: string, what: string, key?: string): Promise<T>;
 }
 
@@ -54,7 +60,9 @@ export interface LockOperatorHost {
 export class LockOperator {
   constructor(private readonly host: LockOperatorHost) {}
 
-  /** Locks held through this engine now, with hold times (tracked while someone listens to events). */
+  /**
+   * Locks held through this engine now, with hold times (tracked while someone listens to events).
+   */
   heldLocks(): HeldLockInfo[] {
     const now = performance.now();
     return [...this.host.heldLeases()].map((lease) => this.host.activity.describe(lease, now));
@@ -121,7 +129,9 @@ export class LockOperator {
       .map((k) => k.slice(this.host.keyPrefix.length));
   }
 
-  /** One real round trip per backend (all registered ones when `names` is omitted); never throws. */
+  /**
+   * One real round trip per backend (all registered ones when `names` is omitted); never throws.
+   */
   probe(names: readonly string[] = this.host.backendNames): Promise<BackendProbeResult[]> {
     return Promise.all(names.map((name) => this.probeOne(name)));
   }

@@ -99,7 +99,10 @@ export function observed(
 
 type Settled = { handle?: LockHandle; error?: unknown };
 
-/** Runs a locked call inside the tracers (a 'held' span, active for the work inside); plain otherwise. */
+/**
+ * Runs a locked call inside the tracers (a 'held' span, active for the work inside); plain
+ * otherwise.
+ */
 export function runHeld<T>(
   engine: ObservedEngine,
   handle: LockHandle,

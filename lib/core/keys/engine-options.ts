@@ -19,7 +19,10 @@ export interface LockEngineOptions {
   /** Prepended to every key. Default 'lock:'. */
   keyPrefix?: string;
   defaults?: LockDefaults;
-  /** ms one backend call may take when the wait budget is smaller (wait: 0, release, extend). Default 2000. */
+  /**
+   * ms one backend call may take when the wait budget is smaller (wait: 0, release, extend).
+   * Default 2000.
+   */
   operationTimeout?: number;
   /** Called synchronously with every LockEvent (acquired, busy, released, lost, ...). */
   onEvent?: LockEventListener;

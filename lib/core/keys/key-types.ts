@@ -1,8 +1,8 @@
 /**
  * Typed placeholders: `<id:int>`, `<id:uuid>`. A request value reaches a key as it was received, so
  * `1`, `01`, `1.0` and ` 1` would be four different locks on one order. A typed placeholder accepts
- * exactly one spelling per value (the canonical one, or one it canonicalises, such as a uuid's case)
- * and rejects every other with LockKeyResolutionError (400 over HTTP).
+ * exactly one spelling per value (the canonical one, or one it canonicalises, such as a uuid's
+ * case) and rejects every other with LockKeyResolutionError (400 over HTTP).
  */
 export interface KeyType {
   /** What the type accepts, for error messages. */

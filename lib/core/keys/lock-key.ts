@@ -23,7 +23,10 @@ export interface CompiledLockKey {
 }
 
 const PLACEHOLDER = /<([^<>]*)>/g;
-/** Every character an encoded value may contain: a literal made only of these cannot tell two values apart. */
+/**
+ * Every character an encoded value may contain: a literal made only of these cannot tell two values
+ * apart.
+ */
 const VALUE_ALPHABET = /^[A-Za-z0-9_%-]*$/;
 /** Parameter names as a minifier leaves them: one or two characters. */
 const MINIFIED = /^[A-Za-z_$][\w$]?$/;
@@ -84,8 +87,8 @@ export function compileLockKey(
 }
 
 /**
- * A template is injective in its tuple of values only if the literal between two placeholders holds a
- * character that an encoded value never contains ([A-Za-z0-9_-] and '%' are all it can contain):
+ * A template is injective in its tuple of values only if the literal between two placeholders holds
+ * a character that an encoded value never contains ([A-Za-z0-9_-] and '%' are all it can contain):
  * then the first such character after a value marks where the value ends. `inv:<tenant>_<id>` is
  * refused: ('acme_1', '2') and ('acme', '1_2') both give `inv:acme_1_2`.
  */
@@ -166,7 +169,10 @@ function parsePlaceholder(
   return { text, index, path, type };
 }
 
-/** The placeholder's value, validated and (for typed placeholders) canonical; long strings fail before any scan. */
+/**
+ * The placeholder's value, validated and (for typed placeholders) canonical; long strings fail
+ * before any scan.
+ */
 function readValue(
   p: Placeholder,
   args: readonly unknown[],
@@ -216,7 +222,10 @@ function readValue(
   );
 }
 
-/** Encodes one value within what is left of the key's budget; the encoder stops as soon as it passes it. */
+/**
+ * Encodes one value within what is left of the key's budget; the encoder stops as soon as it passes
+ * it.
+ */
 function encodeWithin(
   value: string | number | bigint,
   budget: number,

@@ -66,7 +66,9 @@ const noOptions = new WeakMap<
   Map<readonly string[] | undefined, ResolvedLockOptions>
 >();
 
-/** true when no option that resolveLockOptions resolves is set (permits is the caller's business). */
+/**
+ * true when no option that resolveLockOptions resolves is set (permits is the caller's business).
+ */
 function resolvesToDefaults(o: LockOptions): boolean {
   return (
     o.ttl === undefined &&

@@ -9,7 +9,9 @@ import { raceAbort } from '../../backend-kit/wait-loop';
 /** What release() answers once this handle has already released. */
 const RELEASED: Promise<void> = Promise.resolve();
 
-/** Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`. */
+/**
+ * Rejects with the signal's reason (LockLostError) as soon as it aborts, else settles like `work`.
+ */
 export function raceLost<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return raceAbort(work, signal, () => {
     throw signal.reason;
@@ -41,8 +43,8 @@ export interface LeaseOps<L extends HandleLease = HandleLease> {
 }
 
 /**
- * What a holder sees: one per acquire (re-entrant acquires get their own handle over the same lease,
- * with the same fencing token and signal). release() is idempotent per handle.
+ * What a holder sees: one per acquire (re-entrant acquires get their own handle over the same
+ * lease, with the same fencing token and signal). release() is idempotent per handle.
  */
 export class LockHandle {
   private released = false;
@@ -53,7 +55,10 @@ export class LockHandle {
     private readonly ops: LeaseOps,
   ) {}
 
-  /** The resolved key, without the module's keyPrefix (a multi-key grant: its first key in canonical order). */
+  /**
+   * The resolved key, without the module's keyPrefix (a multi-key grant: its first key in canonical
+   * order).
+   */
   get key(): string {
     return this.lease.key;
   }
@@ -139,7 +144,9 @@ export class LockHandle {
     await this.ops.extend(this.lease, next);
   }
 
-  /** Releases this hold; the lock itself is released when the last re-entrant hold is. Idempotent. */
+  /**
+   * Releases this hold; the lock itself is released when the last re-entrant hold is. Idempotent.
+   */
   release(): Promise<void> {
     if (this.released) return RELEASED;
     this.released = true;

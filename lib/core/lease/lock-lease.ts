@@ -41,21 +41,25 @@ export interface LockLeaseOptions {
   readonly onEnd: (lease: LockLease) => void;
   /**
    * Runs a function outside every caller's async context (the engine's ReentrancyScopes.detached):
-   * loss listeners and backend calls then never run "as" whichever request happened to trigger them.
+   * loss listeners and backend calls then never run "as" whichever request happened to trigger
+   * them.
    */
   readonly detached?: <T>(fn: () => T) => T;
 }
 
 /**
- * One grant from a backend, shared by every re-entrant handle of it. Internal: users see LockHandle.
- * Times are performance.now() (monotonic): a wall-clock jump can never make us believe we hold a
- * lock longer than we do.
+ * One grant from a backend, shared by every re-entrant handle of it. Internal: users see
+ * LockHandle. Times are performance.now() (monotonic): a wall-clock jump can never make us believe
+ * we hold a lock longer than we do.
  */
 export class LockLease implements BackendLock {
   state: LeaseState = 'held';
   /** Re-entrant holds; the backend lock is released when this drops to zero. */
   holds = 1;
-  /** Local, conservative end of validity: no renewal confirmed after this means we cannot know we hold it. */
+  /**
+   * Local, conservative end of validity: no renewal confirmed after this means we cannot know we
+   * hold it.
+   */
   validUntil: number;
   nextRenewAt: number;
   /** No renewals after this time (maxHold). */
@@ -115,9 +119,9 @@ export class LockLease implements BackendLock {
   }
 
   /**
-   * Declares the lease lost if its validity has ended, synchronously. Handles call it on every read,
-   * so a holder that resumes after a pause (SIGSTOP, a long GC) sees the loss before its code can
-   * write, even if the watchdog's timer has not fired yet.
+   * Declares the lease lost if its validity has ended, synchronously. Handles call it on every
+   * read, so a holder that resumes after a pause (SIGSTOP, a long GC) sees the loss before its code
+   * can write, even if the watchdog's timer has not fired yet.
    */
   checkExpiry(now = performance.now()): void {
     if (this.state === 'held' && this.validUntil <= now) {
@@ -181,9 +185,10 @@ export class LockLease implements BackendLock {
     }
     if (this.releasing) return this.releasing;
     if (this.state === 'lost') {
-      // Best effort: if a renewal failed only because the backend was unreachable, the key may still be ours.
-      // Its failure is not lost: every caller's `call` reports it (releaseFailed, through
-      // LockActivity.leaseReleaseFailed) before this catch; the lock is already lost and reported as such.
+      // Best effort: if a renewal failed only because the backend was unreachable, the key may
+      // still be ours. Its failure is not lost: every caller's `call` reports it (releaseFailed,
+      // through LockActivity.leaseReleaseFailed) before this catch; the lock is already lost and
+      // reported as such.
       this.releasing = call(this.backendRelease(), 'release', this).catch(() => undefined);
       return this.releasing;
     }
@@ -196,7 +201,9 @@ export class LockLease implements BackendLock {
     return this.releasing;
   }
 
-  /** The backend's release, outside every caller's context; a synchronous throw becomes a rejection. */
+  /**
+   * The backend's release, outside every caller's context; a synchronous throw becomes a rejection.
+   */
   private backendRelease(): Promise<void> {
     try {
       return this.detached(() => this.holder.release(this.lock));

@@ -23,7 +23,8 @@ describe('watchdog', () => {
     const handles = await Promise.all(
       Array.from({ length: 200 }, (_, i) => engine.acquire(`k${i}`, { ttl: 1_200 })),
     );
-    await new Promise((r) => setTimeout(r, 1_000)); // time passing is what is under test (ticks at ~200-400 ms)
+    // time passing is what is under test (ticks at ~200-400 ms)
+    await new Promise((r) => setTimeout(r, 1_000));
     expect(backend.batches.length).toBeGreaterThanOrEqual(2);
     // Batched, not one call per lock: usually one batch of 200 per tick; grants spread over a
     // loaded machine may split a tick's locks in two batches, never more.

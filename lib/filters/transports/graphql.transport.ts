@@ -9,7 +9,8 @@ const logger = new Logger('ExceptionsHandler');
 /**
  * GraphQL: a GraphQLError (message, extensions { code, retryAfter }); the filter's return value is
  * what the resolver throws. A bug is logged here and answers a GraphQLError with a generic message,
- * as HTTP answers a bare 500: its text (a tenant's key in an option error) never reaches the client.
+ * as HTTP answers a bare 500: its text (a tenant's key in an option error) never reaches the
+ * client.
  */
 export const graphqlTransport: LockTransportModule = {
   name: 'graphql',

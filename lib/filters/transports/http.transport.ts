@@ -3,7 +3,10 @@ import { isEmitter, type GoneSource } from '../../interceptors/request-signal';
 import { ANSWERS, lockErrorPayload, retryAfterSeconds } from '../lock-error.answers';
 import type { LockTransportModule } from './lock-transport';
 
-/** HTTP (Express and Fastify): HttpException 409 + Retry-After / 400 / 503; bugs get Nest's bare 500. */
+/**
+ * HTTP (Express and Fastify): HttpException 409 + Retry-After / 400 / 503; bugs get Nest's bare
+ * 500.
+ */
 export const httpTransport: LockTransportModule = {
   name: 'http',
   exception: (error, r) =>
@@ -21,7 +24,9 @@ export const httpTransport: LockTransportModule = {
   requestSignal: (host) => responseSource(host.switchToHttp().getResponse()),
 };
 
-/** The raw response's 'close' before it finished: the client left (Express res, Fastify reply.raw). */
+/**
+ * The raw response's 'close' before it finished: the client left (Express res, Fastify reply.raw).
+ */
 export function responseSource(res: unknown): GoneSource | undefined {
   type Raw = GoneSource['emitter'] & {
     writableFinished?: boolean;

@@ -6,7 +6,10 @@ import type {
 } from '../../interfaces/distributed-lock-module-options.interface';
 import type { GoneSource } from '../../interceptors/request-signal';
 
-/** A lock error mapped for a transport: its exception, the safe response, and whether a user mapper made it. */
+/**
+ * A lock error mapped for a transport: its exception, the safe response, and whether a user mapper
+ * made it.
+ */
 export interface MappedLockError {
   exception: unknown;
   response: LockErrorResponse;
@@ -15,7 +18,9 @@ export interface MappedLockError {
 
 /** What the global filter lends a transport's answer (the HTTP adapter and Nest's base filter). */
 export interface FilterTools {
-  /** Nest's BaseExceptionFilter: answers an HttpException, or logs anything else and answers 500. */
+  /**
+   * Nest's BaseExceptionFilter: answers an HttpException, or logs anything else and answers 500.
+   */
   base(exception: unknown, host: ArgumentsHost): unknown;
   setHeader(host: ArgumentsHost, name: string, value: string): void;
 }
@@ -29,7 +34,10 @@ export interface FilterTools {
  */
 export interface LockTransportModule {
   readonly name: LockTransport;
-  /** The default exception for a client-facing lock error; undefined when the transport's package is missing. */
+  /**
+   * The default exception for a client-facing lock error; undefined when the transport's package is
+   * missing.
+   */
   exception(error: DistributedLockError, response: LockErrorResponse): unknown;
   /** Answers on `host`: `mapped` undefined means the generic internal error. */
   answer(

@@ -5,7 +5,10 @@ import type { LockTransportModule } from './lock-transport';
 import { rpcTransport } from './rpc.transport';
 import { wsTransport } from './ws.transport';
 
-/** Every transport the module answers on, by ArgumentsHost.getType(). Adding one is one file and a row. */
+/**
+ * Every transport the module answers on, by ArgumentsHost.getType(). Adding one is one file and a
+ * row.
+ */
 export const LOCK_TRANSPORTS: Readonly<Record<LockTransport, LockTransportModule>> = {
   http: httpTransport,
   rpc: rpcTransport,

@@ -4,7 +4,10 @@ import { INTERNAL, lockErrorPayload } from '../lock-error.answers';
 import { optionalPeer, type RpcModule, type TransportException } from '../optional-peers';
 import type { LockTransportModule } from './lock-transport';
 
-/** Microservices: an RpcException payload { code, message, retryAfter }; bugs get { status, message }. */
+/**
+ * Microservices: an RpcException payload { code, message, retryAfter }; bugs get { status, message
+ * }.
+ */
 export const rpcTransport: LockTransportModule = {
   name: 'rpc',
   exception(_error, r) {
@@ -28,7 +31,10 @@ export const rpcTransport: LockTransportModule = {
   },
 };
 
-/** RpcException and WsException carry their payload in getError(); a user mapper may return a plain value. */
+/**
+ * RpcException and WsException carry their payload in getError(); a user mapper may return a plain
+ * value.
+ */
 export function payloadOf(exception: unknown): unknown {
   const error = (exception as TransportException | null)?.getError;
   return typeof error === 'function' ? (exception as TransportException).getError() : exception;
