@@ -1,7 +1,6 @@
 import type { Server } from 'node:net';
 import { serveJsonLines, type JsonMessage } from './json-lines.channel';
 import { DEFAULT_KEY, now, type StoreOp, type StoreRecord } from './history.types';
-import type { TortureFence } from './torture.fences';
 
 /** One fenced counter (one per lock key). */
 interface Counter {
@@ -9,8 +8,6 @@ interface Counter {
   shadow: number;
   highest: bigint;
   highestWriter: bigint;
-  /** Highest token of an accepted reader section (shared mode only; -1 when none). */
-  highestReader: bigint;
 }
 
 /**
@@ -24,12 +21,6 @@ interface Counter {
  * Alongside, a shadow counter applies every write attempt without a token check: what the same
  * workers would have done to an unfenced resource (lock + signal check, no fence).
  *
- * With a `fence` (torture.fences.ts: the package's own RedisFencedStore, PostgresFencedStore,
- * MySqlFencedStore or MemoryFenceStore), that fence decides every counter read and write and
- * holds the value; this store serialises each key's accesses (so its record order is the fence's
- * decision order), mirrors the value, and adds only the readers' rule of shared mode (a writer
- * older than an accepted reader is refused), which no single-token fence can express.
- *
  * Every lock key has its own counter (plain and multi-key grants). A semaphore key is a seat
  * table: holders bracket their section with sbegin/send, always accepted and recorded (N holders
  * at once are legitimate, so no token order can fence them; the checker counts the seats).
@@ -39,10 +30,7 @@ export class FencedStore {
   readonly records: StoreRecord[] = [];
   /** Worker slot that last entered a critical section (the nemesis's favourite target). */
   lastEntrant: number | undefined;
-  /** Accepted fenced reads whose value differed from this store's mirror (must stay 0). */
-  fenceMismatches = 0;
   private server: Server | undefined;
-  private readonly queues = new Map<string, Promise<unknown>>();
 
   /** The DEFAULT_KEY counter's final value (fenced) and its unfenced shadow. */
   get value(): number {
@@ -62,64 +50,15 @@ export class FencedStore {
 
   private counter(key: string): Counter {
     let c = this.counters.get(key);
-    if (!c)
-      this.counters.set(
-        key,
-        (c = { value: 0, shadow: 0, highest: -1n, highestWriter: -1n, highestReader: -1n }),
-      );
+    if (!c) this.counters.set(key, (c = { value: 0, shadow: 0, highest: -1n, highestWriter: -1n }));
     return c;
   }
 
   /** `clock`: ms on the histories' clock (injectable for the checker's tests). */
-  constructor(
-    private readonly clock: () => number = now,
-    private readonly fence?: TortureFence,
-  ) {}
+  constructor(private readonly clock: () => number = now) {}
 
   async listen(port: number): Promise<void> {
-    this.server = await serveJsonLines(port, (request) => this.serve(request));
-  }
-
-  /** One request, after every earlier request on the same key (the fence's order is the records'). */
-  serve(request: JsonMessage): Promise<JsonMessage> {
-    const key = typeof request.key === 'string' ? request.key : DEFAULT_KEY;
-    const fenced = this.fence && (request.op === 'read' || request.op === 'write');
-    const run = () => (fenced ? this.viaFence(request, key) : this.handle(request));
-    const answer = (this.queues.get(key) ?? Promise.resolve()).then(run, run);
-    this.queues.set(
-      key,
-      answer.catch(() => undefined),
-    );
-    return answer;
-  }
-
-  /** A counter read or write decided by the package's fence (see the class comment). */
-  private async viaFence(request: JsonMessage, key: string): Promise<JsonMessage> {
-    const fence = this.fence as TortureFence;
-    const op = request.op as 'read' | 'write';
-    const token = BigInt(request.token as string);
-    const attempt = String(request.attempt);
-    const c = this.counter(key);
-    const max = (a: bigint, b: bigint) => (a > b ? a : b);
-    if (op === 'read') {
-      const r = await fence.read(key, token);
-      const accepted = r.accepted && token >= c.highestReader;
-      if (accepted) {
-        c.highest = c.highestWriter = max(c.highest, token);
-        if (r.value !== c.value) this.fenceMismatches++;
-      }
-      this.record(op, attempt, key, token, accepted, c.value);
-      return { accepted, value: c.value, shadow: c.shadow };
-    }
-    const value = Number(request.value);
-    const accepted = token >= c.highestReader && (await fence.write(key, token, value)).accepted;
-    if (accepted) {
-      c.value = value;
-      c.highest = c.highestWriter = max(c.highest, token);
-    }
-    c.shadow = Number(request.shadow);
-    this.record(op, attempt, key, token, accepted, value);
-    return { accepted };
+    this.server = await serveJsonLines(port, (request) => this.handle(request));
   }
 
   async close(): Promise<void> {
@@ -157,7 +96,6 @@ export class FencedStore {
       case 'rend':
         accepted = token >= c.highestWriter;
         if (accepted && token > c.highest) c.highest = token;
-        if (accepted && token > c.highestReader) c.highestReader = token;
         this.record(op, attempt, key, token, accepted, value);
         return { accepted, value };
       default:
