@@ -110,7 +110,12 @@ describe('RedisLockBackend native semaphore', () => {
     expect(order).toEqual([0]);
     await held[1].release();
     await eventually(() => order.length === 2);
-    for (let i = 0; i < 6; i++) await (await handles[i]).release();
+    // Each release frees one seat, and the next waiter's grant is awaited before the next release:
+    // otherwise two woken waiters race to resolve on the client, whatever order the server chose.
+    for (let i = 0; i < 6; i++) {
+      await (await handles[i]).release();
+      await eventually(() => order.length === i + 3);
+    }
     await Promise.all(handles.slice(6).map(async (h) => (await h).release()));
     counted.stop();
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
