@@ -8,7 +8,11 @@ export { keySlot, hashTag, fenceKeyFor, crc16, CLUSTER_SLOTS } from './redis-slo
 export { SqlFencedStore } from './sql-fenced.store';
 export type { SqlFencedStoreOptions } from './sql-fenced.store';
 export { PostgresFencedStore } from './postgres-fenced.store';
-export type { PostgresFencedStoreOptions, PgQueryableLike } from './postgres-fenced.store';
+export type {
+  PostgresFencedStoreOptions,
+  PgPoolLike,
+  PgQueryableLike,
+} from './postgres-fenced.store';
 export { MySqlFencedStore } from './mysql-fenced.store';
 export type { MySqlFencedStoreOptions, MySqlQueryableLike } from './mysql-fenced.store';
 export {

@@ -1,4 +1,3 @@
-import type { Pool, PoolConnection } from 'mysql2/promise';
 import { SqlFencedStore, type SqlFencedStoreOptions, type SqlOutcome } from './sql-fenced.store';
 
 /** What the store needs of mysql2/promise: `query`; `getConnection` for transaction(). */
@@ -7,9 +6,7 @@ export interface MySqlQueryableLike {
   getConnection?(): Promise<MySqlQueryableLike & { release(): void }>;
 }
 
-export type MySqlFencedStoreOptions = SqlFencedStoreOptions<
-  Pool | PoolConnection | MySqlQueryableLike
->;
+export type MySqlFencedStoreOptions = SqlFencedStoreOptions<MySqlQueryableLike>;
 
 /**
  * Fenced writes to MySQL and MariaDB over your mysql2/promise pool (or a connection inside your
@@ -18,7 +15,7 @@ export type MySqlFencedStoreOptions = SqlFencedStoreOptions<
  */
 export class MySqlFencedStore extends SqlFencedStore<MySqlQueryableLike> {
   constructor(options: MySqlFencedStoreOptions) {
-    super('mysql', options as SqlFencedStoreOptions<MySqlQueryableLike>);
+    super('mysql', options);
   }
 
   protected async exec(q: MySqlQueryableLike, sql: string, values: unknown[]): Promise<SqlOutcome> {

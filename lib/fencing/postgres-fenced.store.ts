@@ -1,24 +1,25 @@
-import type { Pool, PoolClient } from 'pg';
 import { SqlFencedStore, type SqlFencedStoreOptions, type SqlOutcome } from './sql-fenced.store';
 
-/**
- * What the store needs of pg: `query` (Pool, PoolClient or Client); `connect` for transaction().
- */
+/** What the store needs of pg for update() and advance(): `query` (Pool, PoolClient or Client). */
 export interface PgQueryableLike {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
-  connect?(): Promise<PgQueryableLike & { release(error?: Error | boolean): void }>;
 }
 
-export type PostgresFencedStoreOptions = SqlFencedStoreOptions<Pool | PoolClient | PgQueryableLike>;
+/** What transaction() needs of a pg Pool: `connect` for a client it releases. */
+export interface PgPoolLike extends PgQueryableLike {
+  connect(): Promise<PgQueryableLike & { release(error?: Error | boolean): void }>;
+}
+
+export type PostgresFencedStoreOptions = SqlFencedStoreOptions<PgQueryableLike | PgPoolLike>;
 
 /**
  * Fenced writes to PostgreSQL over your pg Pool (or a client inside your transaction): a fence
  * column compared and set in the same UPDATE, or a fence table row advanced in the same
  * transaction as your writes (see SqlFencedStore).
  */
-export class PostgresFencedStore extends SqlFencedStore<PgQueryableLike> {
+export class PostgresFencedStore extends SqlFencedStore<PgQueryableLike | PgPoolLike> {
   constructor(options: PostgresFencedStoreOptions) {
-    super('postgres', options as SqlFencedStoreOptions<PgQueryableLike>);
+    super('postgres', options);
   }
 
   protected async exec(q: PgQueryableLike, sql: string, values: unknown[]): Promise<SqlOutcome> {
@@ -33,9 +34,10 @@ export class PostgresFencedStore extends SqlFencedStore<PgQueryableLike> {
   protected async inTransaction<T>(
     fn: (tx: PgQueryableLike) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T> {
-    if (typeof this.client.connect !== 'function')
+    const pool = this.client as Partial<PgPoolLike>;
+    if (typeof pool.connect !== 'function')
       throw new TypeError('transaction() needs a pg Pool (its connect()); pass a Pool as client');
-    const tx = await this.client.connect();
+    const tx = await pool.connect();
     let broken: Error | undefined;
     try {
       await tx.query('BEGIN');

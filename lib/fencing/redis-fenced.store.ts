@@ -1,4 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { FenceStore } from './fence-store.interface';
 import { staleReporter, type FenceObserverOptions } from './fencing-events';
@@ -31,7 +30,7 @@ export interface RedisFencedClientLike {
 
 export interface RedisFencedStoreOptions extends FenceObserverOptions {
   /** Your ioredis client (Redis or Cluster); you keep owning it. */
-  client: Redis | Cluster | RedisFencedClientLike;
+  client: RedisFencedClientLike;
   /** Prefix of the fence records' keys (no braces). Default 'fence:'. */
   prefix?: string;
 }
