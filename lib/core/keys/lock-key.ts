@@ -28,8 +28,12 @@ const PLACEHOLDER = /<([^<>]*)>/g;
  * apart.
  */
 const VALUE_ALPHABET = /^[A-Za-z0-9_%-]*$/;
-/** Parameter names as a minifier leaves them: one or two characters. */
-const MINIFIED = /^[A-Za-z_$][\w$]?$/;
+/**
+ * A parameter name as a minifier leaves it: one character. Minifiers hand out every one-letter name
+ * before any two-letter one, so a method's parameters are `e`, `t`, `n`; two letters (`id`, `to`,
+ * `db`) are far more often a real name than a mangled one.
+ */
+const MINIFIED = /^[A-Za-z_$]$/;
 
 interface Placeholder {
   readonly text: string;
@@ -154,19 +158,41 @@ function parsePlaceholder(
   }
   const index = paramNames.indexOf(head);
   if (!isIdentifier(head) || index < 0) {
-    const real = paramNames.filter((n): n is string => n !== null);
-    const minified = isIdentifier(head) && real.length > 0 && real.every((n) => MINIFIED.test(n));
-    const hint = minified
-      ? `; these parameter names look minified (a bundler renamed them, and templates read names from the source): ` +
-        `name the value explicitly with @KeyParam('${head}') on its parameter, or use a positional placeholder such as <0>`
-      : '';
     throw new InvalidLockOptionsError(
       'key',
       template,
-      `<${head}> must name a parameter of ${where}, whose parameters are: ${named}${hint}`,
+      `<${head}> must name a parameter of ${where}, whose parameters are: ${named}${unknownNameHint(head, paramNames)}`,
     );
   }
   return { text, index, path, type };
+}
+
+/**
+ * How to fix a placeholder that names no parameter. Only one-letter names while the placeholder's is
+ * longer read as minified; otherwise the template and the method simply disagree (a route's
+ * `@Param('id') id` under `order:<orderId>`), and the fix is to use a name the method has.
+ */
+function unknownNameHint(head: string, paramNames: readonly (string | null)[]): string {
+  const real = paramNames.filter((n): n is string => n !== null);
+  if (real.length === 0) {
+    return paramNames.length > 0 && isIdentifier(head)
+      ? `; destructured parameters have no name: use a position such as <0.${head}>`
+      : '';
+  }
+  if (!isIdentifier(head)) return `; use one of those names in the template`;
+  if (head.length > 1 && real.every((n) => MINIFIED.test(n))) {
+    return (
+      `; these parameter names look minified (a bundler renamed them, and templates read names from the source): ` +
+      `name the value explicitly with @KeyParam('${head}') on its parameter, or use a positional placeholder such as <0>`
+    );
+  }
+  const lower = head.toLowerCase();
+  const near = real.find((n) => lower.includes(n.toLowerCase()) || n.toLowerCase().includes(lower));
+  const use = near ? `<${near}>` : 'one of those names';
+  return (
+    `; placeholders read the method's parameter names: ` +
+    `use ${use} in the template, name the parameter with @KeyParam('${head}'), or pass a key function of the arguments`
+  );
 }
 
 /**
