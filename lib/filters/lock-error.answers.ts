@@ -57,8 +57,10 @@ export function lockErrorResponse(
     code: error.code,
     message: expose ? error.message : answer.message,
   };
+  // Whole seconds (in ms), so the body and HTTP's Retry-After header say the same thing.
   if (error instanceof LockAcquireTimeoutError)
-    response.retryAfter = Math.round(estimateRetryAfter(error, error.key, error.retryAfter));
+    response.retryAfter =
+      retryAfterSeconds(estimateRetryAfter(error, error.key, error.retryAfter)) * 1_000;
   if (expose && error.key !== undefined) response.key = error.key;
   return response;
 }

@@ -60,9 +60,12 @@ describe('lockErrorResponse', () => {
     expect(gql.extensions).toMatchObject({ code: 'STALE_FENCING_TOKEN' });
   });
 
-  it('busy answers carry retryAfter in ms (the remaining ttl for a key without history)', () => {
+  it('busy answers carry retryAfter in ms, whole seconds as in Retry-After (the remaining ttl for a key without history)', () => {
     expect(lockErrorResponse(new LockAcquireTimeoutError('fresh-key', 0, 2_500))?.retryAfter).toBe(
-      2_500,
+      3_000,
+    );
+    expect(lockErrorResponse(new LockAcquireTimeoutError('fresh-key', 0, 0))?.retryAfter).toBe(
+      1_000,
     );
     expect(retryAfterSeconds(2_500)).toBe(3);
     expect(retryAfterSeconds(10)).toBe(1);

@@ -16,7 +16,10 @@ export interface LockErrorResponse {
   code: DistributedLockErrorCode;
   /** A generic message (the error's own message only with `exposeErrorDetails`). */
   message: string;
-  /** Busy only: ms after which the lock is likely free (Retry-After carries it in seconds). */
+  /**
+   * Busy only: ms after which the lock is likely free, in whole seconds (Retry-After carries the
+   * same value in seconds).
+   */
   retryAfter?: number;
   /** Only with `exposeErrorDetails`: the lock key involved. */
   key?: string;

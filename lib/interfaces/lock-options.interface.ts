@@ -41,8 +41,9 @@ export interface LockedOptions extends Omit<LockOptions, 'signal'> {
    */
   onBusy?: LockOnBusy;
   /**
-   * ms a busy answer tells clients to wait before retrying (Retry-After, `retryAfter` in payloads).
-   * Default: estimated from this key's recent hold times, capped by the holder's remaining ttl.
+   * ms a busy answer tells clients to wait before retrying (Retry-After, `retryAfter` in payloads),
+   * rounded up to whole seconds. Default: the holder's remaining ttl or this key's recent average
+   * hold, whichever is longer (the average alone where the backend cannot report the ttl).
    */
   retryAfter?: number;
 }

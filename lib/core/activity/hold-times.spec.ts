@@ -30,10 +30,11 @@ describe('HoldTimes', () => {
     expect(t.average('k16')).toBe(16);
   });
 
-  it('estimates from the average, capped by the remaining ttl; a per-lock hint wins', () => {
+  it('estimates the longer of the remaining ttl and the average, never less than the ttl left; a per-lock hint wins (issue 34.11)', () => {
     holdTimes.record('est:1', 800);
-    expect(estimateRetryAfter({}, 'est:1', 30_000)).toBe(800);
-    expect(estimateRetryAfter({}, 'est:1', 200)).toBe(200);
+    expect(estimateRetryAfter({}, 'est:1', 4_500)).toBe(4_500);
+    expect(estimateRetryAfter({}, 'est:1', 200)).toBe(800);
+    expect(estimateRetryAfter({}, 'est:1', undefined)).toBe(800);
     expect(estimateRetryAfter({}, 'est:none', 5_000)).toBe(5_000);
     expect(estimateRetryAfter({}, 'est:none', undefined)).toBe(1_000);
     const error = {};

@@ -1,8 +1,8 @@
 /**
  * How long locks are usually held, per key, in this process: an exponential moving average of
  * recent hold times (weight ALPHA for the newest), kept for at most MAX_KEYS keys (least recently
- * used dropped first). It feeds Retry-After: a busy key is likely free after about one average
- * hold, never later than the holder's remaining ttl. Only estimates: no correctness depends on it.
+ * used dropped first). It feeds Retry-After (see estimateRetryAfter). Only estimates: no
+ * correctness depends on it.
  */
 export class HoldTimes {
   static readonly MAX_KEYS = 1_000;
@@ -53,8 +53,11 @@ export const holdTimes = new HoldTimes();
 export const retryAfterHints = new WeakMap<object, number>();
 
 /**
- * Estimated ms until a busy `key` frees: the per-lock hint if any, else the key's average hold
- * capped by the holder's remaining ttl (`remaining`, from the backend), else `remaining`, else 1 s.
+ * Estimated ms until a busy `key` frees: the per-lock hint if any; else the holder's remaining ttl
+ * (`remaining`, from the backend's busy answer) or the key's average hold, whichever is LONGER: a
+ * client that can see the lock's remaining ttl is never told to come back before it (the holder may
+ * release sooner, but nothing here knows that), and holds that usually outlast one ttl (renewed)
+ * are not cut to it; else the average alone (a backend that cannot tell), else 1 s.
  */
 export function estimateRetryAfter(
   error: object,
@@ -64,6 +67,6 @@ export function estimateRetryAfter(
   const hint = retryAfterHints.get(error);
   if (hint !== undefined) return hint;
   const average = key === undefined ? undefined : holdTimes.average(key);
-  if (average !== undefined) return Math.min(average, remaining ?? Infinity);
-  return remaining ?? 1_000;
+  if (remaining !== undefined) return Math.max(remaining, average ?? 0);
+  return average ?? 1_000;
 }

@@ -135,14 +135,18 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     expect(runs.count.get('b1')).toBeUndefined();
   });
 
-  it('busy: Retry-After follows the key’s recent hold times, not the 5 s ttl', async () => {
+  it('busy: short recent holds do not cut Retry-After below the holder’s remaining PTTL; header equals body (issue 34.11)', async () => {
     for (let i = 0; i < 3; i++) expect((await httpGet(port, '/items?id=e1')).status).toBe(200);
-    const held = await LockTesting.hold(app, 'item:e1', { ttl: 5_000 });
+    // maxHold: 1 = never renewed, so the PTTL only shrinks from here on.
+    const held = await LockTesting.hold(app, 'item:e1', { ttl: 4_500, maxHold: 1 });
     const res = await httpGet(port, '/items?id=e1');
+    const left = (await app.get(LockService).inspect('item:e1')).holders[0]?.remainingTtl;
     await held.release();
     expect(res.status).toBe(409);
-    expect(res.headers['retry-after']).toBe('1');
-    expect(res.body.retryAfter).toBeLessThan(1_000);
+    expect(left).toBeGreaterThan(0);
+    const seconds = Number(res.headers['retry-after']);
+    expect(seconds * 1_000).toBeGreaterThanOrEqual(left!);
+    expect(res.body.retryAfter).toBe(seconds * 1_000);
   });
 
   it('busy: lock errors thrown outside @Locked (LockService.withLock in a plain route, a guard) map too', async () => {
