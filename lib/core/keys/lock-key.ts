@@ -168,8 +168,8 @@ function parsePlaceholder(
 }
 
 /**
- * How to fix a placeholder that names no parameter. Only one-letter names while the placeholder's is
- * longer read as minified; otherwise the template and the method simply disagree (a route's
+ * How to fix a placeholder that names no parameter. Only one-letter names (while the placeholder's
+ * is longer) read as minified; otherwise the template and the method simply disagree (a route's
  * `@Param('id') id` under `order:<orderId>`), and the fix is to use a name the method has.
  */
 function unknownNameHint(head: string, paramNames: readonly (string | null)[]): string {
