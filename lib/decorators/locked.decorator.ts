@@ -31,16 +31,26 @@ const KNOWN = new Set([
 export type LockedResult = Promise<unknown> | Observable<unknown>;
 
 /**
- * The decorator @Locked returns. Its descriptor constraint makes `@Locked` on a method that returns
- * neither a Promise nor an Observable a compile error (such a method would silently start
- * returning a Promise), and checks a key function's parameters against the method's.
+ * What the compiler names when `@Locked` decorates a method that returns neither a Promise nor an
+ * Observable: a property of this name is missing on the method's descriptor (TS1241 / TS2345).
+ */
+export type LockedNeedsAsync = {
+  '@Locked needs a method that returns a Promise or an Observable: make it async': true;
+};
+
+/**
+ * The decorator @Locked returns. `@Locked` on a method that returns neither a Promise nor an
+ * Observable (such a method would silently start returning a Promise) is a compile error whose
+ * text says so (see LockedNeedsAsync); a key function's parameters are checked against the
+ * method's.
  */
 export type LockedMethodDecorator<A extends unknown[]> = <
-  T extends (...args: [...A, ...any[]]) => LockedResult,
+  T extends (...args: [...A, ...any[]]) => unknown,
 >(
   target: object,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<T>,
+  descriptor: TypedPropertyDescriptor<T> &
+    ([ReturnType<T>] extends [LockedResult] ? unknown : LockedNeedsAsync),
 ) => TypedPropertyDescriptor<T> | void;
 
 /**
@@ -58,12 +68,16 @@ export type LockedMethodDecorator<A extends unknown[]> = <
  * A key function receives the method's arguments; annotate its parameters and they are checked
  * against the method's (`@Locked((id: string) => `order:${id}`)` on `pay(id: string, ...)`).
  * Errors in the template or options fail here, at class definition (application start-up).
+ *
+ * On a method that returns neither a Promise nor an Observable, tsc reports TS1241 ("Unable to
+ * resolve signature of method decorator") ending in: Property ''@Locked needs a method that returns
+ * a Promise or an Observable: make it async'' is missing. Make the method `async`.
  */
 export function Locked<A extends unknown[] = any[]>(
   key: string | readonly string[] | ((...args: A) => string),
   options: LockedOptions = {},
 ): LockedMethodDecorator<A> {
-  return <T extends (...args: [...A, ...any[]]) => LockedResult>(
+  return <T extends (...args: [...A, ...any[]]) => unknown>(
     target: object,
     propertyKey: string | symbol,
     descriptor: TypedPropertyDescriptor<T>,

@@ -5,6 +5,7 @@
  */
 import { Observable, of } from 'rxjs';
 import { Locked } from '../../lib';
+import type { LockedNeedsAsync } from '../../lib/decorators/locked.decorator';
 
 export class Allowed {
   @Locked('order:<id>')
@@ -46,6 +47,14 @@ export class Rejected {
     return id;
   }
 }
+
+/**
+ * Issue 34.12: on a synchronous method the compiler said TS1241/TS1270 about `LockedResult`; it now
+ * says that a property of this name is missing, i.e. what to do (test/types/locked-sync.spec.ts
+ * checks the compiler's own text).
+ */
+export const syncMethodMessage: keyof LockedNeedsAsync =
+  '@Locked needs a method that returns a Promise or an Observable: make it async';
 
 export async function tryAcquireTypes(locks: import('../../lib').LockService): Promise<void> {
   const handle = await locks.tryAcquire('k');
