@@ -6,7 +6,9 @@
  *    fragment on purpose); one preceded by `<!-- snippet: pending REASON -->` is checked but its
  *    errors only warn (code that lands with another change; the check says when it compiles);
  * 2. every relative link and #anchor resolves: the file exists, and the anchor is a heading of the
- *    target Markdown file (GitHub's slugs);
+ *    target Markdown file (GitHub's slugs); so does every link to this repository's main branch
+ *    (`<repository>/blob/main/docs/x.md#a`, checked as docs/x.md#a). README.md's relative links
+ *    name only files `npm pack` ships (scripts/package-links.ts): it is read in node_modules too;
  * 3. the docs speak to users (scripts/docs-hygiene.ts): no commit hash, "round N", issue reference
  *    or dated run in README.md or docs/, none of the first three in lib/'s comments, and no image
  *    under docs/ that no doc links;
@@ -25,6 +27,7 @@ import {
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 import { checkImages, checkLibComments, checkMarkdown } from './docs-hygiene';
+import { checkPackedLinks, linkTargets, repositoryPath } from './package-links';
 
 const root = resolve(__dirname, '..');
 const problems: string[] = [];
@@ -119,17 +122,15 @@ function checkLinks(files: string[], scans: Map<string, ReturnType<typeof scan>>
   };
   for (const file of files) {
     for (const { line, text } of scans.get(file)!.prose) {
-      const withoutCode = text.replace(/`[^`]*`/g, '');
-      for (const m of withoutCode.matchAll(
-        /!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g,
-      )) {
-        const target = m[1];
-        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, https:, mailto:
+      for (const target of linkTargets(text)) {
+        // A URL of this repository's main branch is checked as the local file it names.
+        const inRepository = repositoryPath(root, target);
+        if (inRepository === undefined && /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, mailto:
         count++;
-        const [pathPart, anchor] = target.split('#', 2);
+        const [pathPart, anchor] = (inRepository ?? target).split('#', 2);
         const where = `${relative(root, file)}:${line}`;
-        const targetFile =
-          pathPart === '' ? file : resolve(dirname(file), decodeURIComponent(pathPart));
+        const base = inRepository === undefined ? dirname(file) : root;
+        const targetFile = pathPart === '' ? file : resolve(base, decodeURIComponent(pathPart));
         if (!existsSync(targetFile)) {
           problems.push(
             `${where}: link to ${target}: no such file (${relative(root, targetFile)})`,
@@ -232,6 +233,7 @@ async function main(): Promise<void> {
   const checked = all.filter((s) => s.marker !== 'partial');
   checkSnippets(checked);
   const links = checkLinks(files, scans);
+  const packedLinks = checkPackedLinks(root, scans.get(join(root, 'README.md'))!.prose, problems);
   checkMarkdown(root, files, problems);
   const libFiles = checkLibComments(root, problems);
   const images = checkImages(root, files, problems);
@@ -242,7 +244,8 @@ async function main(): Promise<void> {
   console.log(
     `docs:check: ${files.length} Markdown files, ${checked.length} TypeScript blocks type-checked` +
       ` (${checked.filter((s) => s.marker === 'pending').length} pending), ${partial.length} skipped as partial` +
-      `${partial.length ? ` (${partial.map((s) => `${s.file}:${s.line}`).join(', ')})` : ''}, ${links} relative links checked:` +
+      `${partial.length ? ` (${partial.map((s) => `${s.file}:${s.line}`).join(', ')})` : ''}, ${links} links checked` +
+      ` (${packedLinks} relative ones of README.md against the packed files):` +
       ` ${images} images under docs/, comments of ${libFiles} lib files: ${problems.length} problem(s)`,
   );
   process.exitCode = problems.length > 0 ? 1 : 0;
