@@ -25,7 +25,7 @@ class OrdersController {
  * capped by the ttl. The advice is now never shorter than the ttl the holder has left, and the body
  * says what the header says.
  */
-describe('Retry-After on the memory backend (issue 34.11)', () => {
+describe('Retry-After on the memory backend', () => {
   let app: INestApplication;
 
   beforeAll(async () => {

@@ -41,7 +41,7 @@ describe('named placeholders under minification (issue 13.5)', () => {
     expect(define).toThrow(/<0>/);
   });
 
-  it('says the names look minified only when they are one letter each, with the exact fix (issue 34.9)', () => {
+  it('says the names look minified only when they are one letter each, with the exact fix', () => {
     const define = () => {
       class OrdersService {
         @Locked('order:<orderId>')
@@ -59,7 +59,7 @@ describe('named placeholders under minification (issue 13.5)', () => {
     );
   });
 
-  it("a route's @Param('id') id under order:<orderId> is a name mismatch, not minification (issue 34.9)", () => {
+  it("a route's @Param('id') id under order:<orderId> is a name mismatch, not minification", () => {
     const define = () => {
       @Controller('orders')
       class OrdersController {

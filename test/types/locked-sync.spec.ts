@@ -35,7 +35,7 @@ function diagnostics(): string[] {
     .map((d) => `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
 }
 
-describe('@Locked on a synchronous method (issue 34.12)', () => {
+describe('@Locked on a synchronous method', () => {
   it('the compile error says what to do, not only that LockedResult does not fit', () => {
     const errors = diagnostics();
     expect(errors).toHaveLength(1);

@@ -30,7 +30,7 @@ describe('HoldTimes', () => {
     expect(t.average('k16')).toBe(16);
   });
 
-  it('estimates the longer of the remaining ttl and the average, never less than the ttl left; a per-lock hint wins (issue 34.11)', () => {
+  it('estimates the longer of the remaining ttl and the average, never less than the ttl left; a per-lock hint wins', () => {
     holdTimes.record('est:1', 800);
     expect(estimateRetryAfter({}, 'est:1', 4_500)).toBe(4_500);
     expect(estimateRetryAfter({}, 'est:1', 200)).toBe(800);

@@ -135,7 +135,7 @@ describe.each(adapters)('lock errors over HTTP on $name, against a real Redis', 
     expect(runs.count.get('b1')).toBeUndefined();
   });
 
-  it('busy: short recent holds do not cut Retry-After below the holder’s remaining PTTL; header equals body (issue 34.11)', async () => {
+  it('busy: short recent holds do not cut Retry-After below the holder’s remaining PTTL; header equals body', async () => {
     for (let i = 0; i < 3; i++) expect((await httpGet(port, '/items?id=e1')).status).toBe(200);
     // maxHold: 1 = never renewed, so the PTTL only shrinks from here on.
     const held = await LockTesting.hold(app, 'item:e1', { ttl: 4_500, maxHold: 1 });
