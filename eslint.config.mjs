@@ -24,6 +24,22 @@ const driverPaths = DRIVERS.map((name) => ({
   message: 'Drivers are optional peers: lib/ may only `import type` them (STYLE.md).',
 }));
 
+/** The engine's import rule for `files`: no driver, no NestJS, and not what `forbidden` names. */
+function engineBoundary(name, files, forbidden) {
+  const patterns = [{ group: ['@nestjs/*'], message: 'lib/core is the engine: no NestJS.' }];
+  return {
+    name,
+    files,
+    ignores: libSpecs,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: driverPaths, patterns: [...patterns, forbidden] },
+      ],
+    },
+  };
+}
+
 /** Folders under lib/backends/ that other backends may share, and who shares them. */
 const SHARED = { sql: ['mysql', 'postgres'], 'redis-client': ['redis', 'redlock'] };
 const BACKENDS = ['etcd', 'memory', 'mysql', 'postgres', 'redis', 'redlock', 'zookeeper'];
@@ -139,48 +155,18 @@ export default defineConfig(
       'max-len': ['error', { code: 1000, comments: 100, ignoreUrls: true }],
     },
   },
-  {
-    name: 'house/boundaries/core',
-    files: ['lib/core/**/*.ts'],
-    ignores: libSpecs,
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: driverPaths,
-          patterns: [
-            { group: ['@nestjs/*'], message: 'lib/core is the engine: no NestJS.' },
-            {
-              regex: '^(?:\\.\\./)+backends(?:/|$)',
-              message:
-                'lib/core never imports a backend (backends depend on the kit, not the reverse).',
-            },
-          ],
-        },
-      ],
+  engineBoundary('house/boundaries/core', ['lib/core/**/*.ts'], {
+    regex: '^(?:\\.\\./)+backends(?:/|$)',
+    message: 'lib/core never imports a backend (backends depend on the kit, not the reverse).',
+  }),
+  engineBoundary(
+    'house/boundaries/pipeline',
+    ['lib/core/acquire/**/*.ts', 'lib/core/lease/**/*.ts', 'lib/core/activity/**/*.ts'],
+    {
+      regex: '^(?:\\.\\./)+(?:backends|recipes)(?:/|$)',
+      message: 'The pipeline knows no backend and no recipe: recipes build on it (lib/recipes/).',
     },
-  },
-  {
-    name: 'house/boundaries/pipeline',
-    files: ['lib/core/acquire/**/*.ts', 'lib/core/lease/**/*.ts', 'lib/core/activity/**/*.ts'],
-    ignores: libSpecs,
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: driverPaths,
-          patterns: [
-            { group: ['@nestjs/*'], message: 'lib/core is the engine: no NestJS.' },
-            {
-              regex: '^(?:\\.\\./)+(?:backends|recipes)(?:/|$)',
-              message:
-                'The pipeline knows no backend and no recipe: recipes build on it (lib/recipes/).',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ),
   {
     name: 'house/boundaries/backend-kit',
     files: ['lib/backend-kit/**/*.ts'],
