@@ -1,6 +1,7 @@
 import type { Server } from 'node:net';
 import { serveJsonLines, type JsonMessage } from './json-lines.channel';
 import { DEFAULT_KEY, now, type StoreOp, type StoreRecord } from './history.types';
+import type { TortureFence } from './torture.fences';
 
 /** One fenced counter (one per lock key). */
 interface Counter {
@@ -21,6 +22,15 @@ interface Counter {
  * Alongside, a shadow counter applies every write attempt without a token check: what the same
  * workers would have done to an unfenced resource (lock + signal check, no fence).
  *
+ * With a `fence` (torture.fences.ts: the package's own RedisFencedStore, PostgresFencedStore,
+ * MySqlFencedStore or MemoryFenceStore), that fence alone decides every counter read and write
+ * and holds the value; this store serialises each key's accesses (so its record order is the
+ * fence's decision order) and mirrors the value. Shared mode's readers' rule stays here (a
+ * reader's begin/end is refused when older than the highest accepted writer token: concurrent
+ * readers carry different tokens, so one highest token cannot admit them all), but an admitted
+ * reader advances the package's fence with its token at once, so a writer older than that reader
+ * is refused by the fence itself, from the reader's begin on.
+ *
  * Every lock key has its own counter (plain and multi-key grants). A semaphore key is a seat
  * table: holders bracket their section with sbegin/send, always accepted and recorded (N holders
  * at once are legitimate, so no token order can fence them; the checker counts the seats).
@@ -30,7 +40,10 @@ export class FencedStore {
   readonly records: StoreRecord[] = [];
   /** Worker slot that last entered a critical section (the nemesis's favourite target). */
   lastEntrant: number | undefined;
+  /** Accepted fenced reads whose value differed from this store's mirror (must stay 0). */
+  fenceMismatches = 0;
   private server: Server | undefined;
+  private readonly queues = new Map<string, Promise<unknown>>();
 
   /** The DEFAULT_KEY counter's final value (fenced) and its unfenced shadow. */
   get value(): number {
@@ -55,10 +68,71 @@ export class FencedStore {
   }
 
   /** `clock`: ms on the histories' clock (injectable for the checker's tests). */
-  constructor(private readonly clock: () => number = now) {}
+  constructor(
+    private readonly clock: () => number = now,
+    private readonly fence?: TortureFence,
+  ) {}
 
   async listen(port: number): Promise<void> {
-    this.server = await serveJsonLines(port, (request) => this.handle(request));
+    this.server = await serveJsonLines(port, (request) => this.serve(request));
+  }
+
+  /** One request, after every earlier request on the same key (the fence's order is the records'). */
+  serve(request: JsonMessage): Promise<JsonMessage> {
+    const key = typeof request.key === 'string' ? request.key : DEFAULT_KEY;
+    const fenced = this.fence && request.op !== 'sbegin' && request.op !== 'send';
+    const run = () => (fenced ? this.viaFence(request, key) : this.handle(request));
+    const answer = (this.queues.get(key) ?? Promise.resolve()).then(run, run);
+    this.queues.set(
+      key,
+      answer.catch(() => undefined),
+    );
+    return answer;
+  }
+
+  /** A counter access decided by the package's fence (see the class comment). */
+  private async viaFence(request: JsonMessage, key: string): Promise<JsonMessage> {
+    const fence = this.fence as TortureFence;
+    const op = request.op as 'read' | 'write' | 'rbegin' | 'rend';
+    const token = BigInt(request.token as string);
+    const attempt = String(request.attempt);
+    const c = this.counter(key);
+    const max = (a: bigint, b: bigint) => (a > b ? a : b);
+    switch (op) {
+      case 'read': {
+        const r = await fence.read(key, token);
+        if (r.accepted) {
+          c.highest = max(c.highest, token);
+          c.highestWriter = max(c.highestWriter, token);
+          if (r.value !== c.value) this.fenceMismatches++;
+        }
+        this.record(op, attempt, key, token, r.accepted, c.value);
+        return { accepted: r.accepted, value: c.value, shadow: c.shadow };
+      }
+      case 'write': {
+        const value = Number(request.value);
+        const { accepted } = await fence.write(key, token, value);
+        if (accepted) {
+          c.value = value;
+          c.highest = max(c.highest, token);
+          c.highestWriter = max(c.highestWriter, token);
+        }
+        c.shadow = Number(request.shadow);
+        this.record(op, attempt, key, token, accepted, value);
+        return { accepted };
+      }
+      case 'rbegin':
+      case 'rend': {
+        const accepted = token >= c.highestWriter;
+        // A refusal here only means a concurrent reader's newer token is already the fence's.
+        if (accepted) await fence.advance(key, token);
+        if (accepted) c.highest = max(c.highest, token);
+        this.record(op, attempt, key, token, accepted, c.value);
+        return { accepted, value: c.value };
+      }
+      default:
+        throw new Error(`unknown store op ${String(op)}`);
+    }
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,7 @@ import { quietMs, type Fault, type TortureOptions } from './torture.options';
 import { TORTURE_BACKENDS, type RunningServers } from './torture.backends';
 import type { WorkerConfig } from './torture.worker';
 import { buildEnv, buildWorkers, ROOT } from './torture.build';
+import { startTortureFence, type TortureFence } from './torture.fences';
 
 /**
  * One torture run: private servers, the fenced store, one proxy per worker per server, N worker
@@ -135,7 +136,9 @@ export async function runTorture(
   const notes: string[] = [];
   const timings = { buildMs: 0, serversMs: 0, workersMs: 0, stopMs: 0 };
   let servers: RunningServers | undefined;
-  const store = new FencedStore();
+  // The package's own fenced store decides the counter's reads and writes (torture.fences.ts).
+  const fence: TortureFence = await startTortureFence(options.backend);
+  const store = new FencedStore(now, fence);
   const slots: Slot[] = [];
   const crashes: WorkerCrash[] = [];
   const logOf = (slot: number, inc: number) => join(dir, `worker-${slot}-${inc}.log`);
@@ -233,6 +236,15 @@ export async function runTorture(
       fencing: def.fencing ?? 'strict',
       signalCheck: options.signalCheck,
     });
+    const decided = store.records.filter((r) => r.op === 'read' || r.op === 'write');
+    const refusedByFence = decided.filter((r) => !r.accepted).length;
+    notes.push(
+      `fence: ${fence.name} decided ${decided.length} counter reads/writes (${refusedByFence} refused)` +
+        (store.fenceMismatches > 0
+          ? `; ${store.fenceMismatches} reads disagreed with the mirror`
+          : ''),
+    );
+    if (store.fenceMismatches > 0) result.safe = false;
     writeFileSync(join(dir, 'store.jsonl'), store.records.map((r) => JSON.stringify(r)).join('\n'));
     const report: TortureReport = {
       options,
@@ -254,6 +266,7 @@ export async function runTorture(
     await Promise.all(slots.flatMap((s) => s.proxies.map((p) => p.close())));
     await store.close();
     await servers?.stop().catch(() => undefined);
+    await fence.close().catch(() => undefined);
   }
 }
 
