@@ -15,19 +15,12 @@
  * 4. the run of record's tables in docs/benchmarks.md are what `npm run bench -- --report` makes.
  * Exit 1 listing every problem as file:line.
  */
-import {
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  existsSync,
-} from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
 import { checkImages, checkLibComments, checkMarkdown } from './docs-hygiene';
 import { checkPackedLinks, linkTargets, repositoryPath } from './package-links';
+import { markdownFiles } from './markdown-files';
 
 const root = resolve(__dirname, '..');
 const problems: string[] = [];
@@ -38,19 +31,6 @@ interface Snippet {
   line: number; // 1-based line of the first code line
   code: string;
   marker: 'check' | 'partial' | 'pending';
-}
-
-function markdownFiles(): string[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((name) => {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) return walk(p);
-      return name.endsWith('.md') ? [p] : [];
-    });
-  return [
-    join(root, 'README.md'),
-    ...(existsSync(join(root, 'docs')) ? walk(join(root, 'docs')) : []),
-  ];
 }
 
 /** Splits a Markdown file into fenced code blocks (with their marker) and the prose lines outside them. */
@@ -227,7 +207,7 @@ async function checkRecord(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const files = markdownFiles();
+  const files = markdownFiles(root);
   const scans = new Map(files.map((f) => [f, scan(f)] as const));
   const all = [...scans.values()].flatMap((s) => s.snippets);
   const checked = all.filter((s) => s.marker !== 'partial');

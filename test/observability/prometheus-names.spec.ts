@@ -7,10 +7,11 @@
  * naming or mistype the docs, and this fails naming the missing name.
  */
 import 'reflect-metadata';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, relative, resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
+import { markdownFiles } from '../../scripts/markdown-files';
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
@@ -59,16 +60,6 @@ interface DocName {
   kind: 'metric' | 'label';
 }
 
-function markdownFiles(): string[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(dir).flatMap((name) => {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) return walk(p);
-      return name.endsWith('.md') ? [p] : [];
-    });
-  return [join(root, 'README.md'), ...walk(join(root, 'docs'))];
-}
-
 /**
  * Every `lock_...` name inside a section whose heading says "Prometheus" (until the next heading
  * of the same or a higher level). In PromQL, names in `by (...)`/`without (...)` or before a
@@ -77,7 +68,7 @@ function markdownFiles(): string[] {
  */
 function documentedNames(): DocName[] {
   const out: DocName[] = [];
-  for (const file of markdownFiles()) {
+  for (const file of markdownFiles(root)) {
     let level = 0; // depth of the Prometheus heading we are under, 0 when outside one
     readFileSync(file, 'utf8')
       .split('\n')
