@@ -1,4 +1,5 @@
 import type { ReleaseListener, WakeupSource } from '../interfaces/lock-backend.interface';
+import { SteadyMap } from './steady-collections';
 
 /**
  * Local fan-out of "a lock was released" events to the waiters of this process. A backend feeds it
@@ -7,7 +8,7 @@ import type { ReleaseListener, WakeupSource } from '../interfaces/lock-backend.i
  * attempt and its sleep is never missed.
  */
 export class ReleaseNotifier implements WakeupSource {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new SteadyMap<string, Set<() => void>>();
 
   /** Starts listening for `key`; call wait() on the result after an attempt failed. */
   listen(key: string): ReleaseListener {

@@ -25,6 +25,7 @@ import type { LockLease } from './lease/lock-lease';
 import { callRelease } from './lease/release-call';
 import { Watchdog } from './lease/watchdog';
 import type { AcquireMeta, RecipeHost } from './recipe-host';
+import { SteadySet } from '../backend-kit/steady-collections';
 
 export type { LockEngineOptions } from './keys/engine-options';
 
@@ -39,7 +40,7 @@ export class LockEngine implements RecipeHost {
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
-  private readonly held = new Set<LockLease>();
+  private readonly held = new SteadySet<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();

@@ -1,11 +1,16 @@
 import { MemoryLockBackend } from '../../lib/backends/memory/memory.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
+import { SteadyMap, SteadySet } from '../../lib/backend-kit/steady-collections';
 
-/** Every Map or Set an object keeps in its own fields (and one level into their objects). */
-function collections(o: object, depth = 1): (Map<unknown, unknown> | Set<unknown>)[] {
-  const out: (Map<unknown, unknown> | Set<unknown>)[] = [];
+type Collection = { readonly size: number };
+const isCollection = (v: unknown): v is Collection =>
+  v instanceof Map || v instanceof Set || v instanceof SteadyMap || v instanceof SteadySet;
+
+/** Every Map or Set (or steady one) an object keeps in its own fields (and one level into their objects). */
+function collections(o: object, depth = 1): Collection[] {
+  const out: Collection[] = [];
   for (const value of Object.values(o)) {
-    if (value instanceof Map || value instanceof Set) out.push(value);
+    if (isCollection(value)) out.push(value);
     else if (depth > 0 && value !== null && typeof value === 'object')
       out.push(...collections(value, depth - 1));
   }

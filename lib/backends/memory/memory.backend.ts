@@ -11,6 +11,7 @@ import {
   type SemaphoreBackend,
 } from '../../backend-kit';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
+import { SteadyMap } from '../../backend-kit/steady-collections';
 
 /** The last fencing token handed out by any MemoryLockBackend of this process. */
 let lastFencingToken = 0n;
@@ -51,7 +52,7 @@ export class MemoryLockBackend implements LockBackend {
     sessionBased: false,
     maxKeyLength: MAX_KEY_LENGTH,
   };
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new SteadyMap<string, Entry>();
   /** Semaphores: holder owner -> expiry, and the holders' N, per key; deleted when empty. */
   private readonly semaphores = new Map<string, Semaphore>();
   private readonly notifier = new ReleaseNotifier();

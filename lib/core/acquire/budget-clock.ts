@@ -6,6 +6,7 @@
  * idle process can exit). A budget fails at its due time, or up to one timer tick later.
  */
 import { ContextRoot } from './context-root';
+import { SteadySet } from '../../backend-kit/steady-collections';
 
 export interface Budget {
   /** performance.now() at which the call is out of budget. */
@@ -15,7 +16,7 @@ export interface Budget {
 }
 
 class BudgetClock {
-  private readonly pending = new Set<Budget>();
+  private readonly pending = new SteadySet<Budget>();
   private timer?: ReturnType<typeof setTimeout>;
   private armedAt = Infinity;
   // The timer's callback runs in the context of the module's load, never in one caller's

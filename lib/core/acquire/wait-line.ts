@@ -4,6 +4,7 @@ import type {
   ReleaseListener,
 } from '../../interfaces/lock-backend.interface';
 import { asUnavailable } from '../../backend-kit/wait-loop';
+import { SteadyMap } from '../../backend-kit/steady-collections';
 
 /**
  * In-process FIFO line per key, run by the engine for every backend it waits for. Only the
@@ -21,7 +22,7 @@ import { asUnavailable } from '../../backend-kit/wait-loop';
  * can be missed; the next head then waits for it and attempts once. A handoff costs one attempt.
  */
 export class LocalWaitQueue {
-  private readonly lines = new Map<string, Entry[]>();
+  private readonly lines = new SteadyMap<string, Entry[]>();
   /**
    * The last attempt's failure, cleared by any answer: queued waiters report it at their deadline.
    */

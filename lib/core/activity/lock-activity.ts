@@ -3,6 +3,7 @@ import type { LockAcquireTimeoutError } from '../../errors/lock-acquire-timeout.
 import type { LockHandle } from '../lease/lock-handle';
 import type { LockEventBus } from './lock-events';
 import type { LockLease } from '../lease/lock-lease';
+import { SteadyMap, SteadySet } from '../../backend-kit/steady-collections';
 
 /** One lock held through this engine, as the live view and LockService.heldLocks() show it. */
 export interface HeldLockInfo {
@@ -61,9 +62,9 @@ export interface InFlightAcquire {
  */
 export class LockActivity {
   /** Acquires in flight: counts per key are made when asked (operators, observed acquires). */
-  private readonly inFlight = new Set<InFlightAcquire>();
+  private readonly inFlight = new SteadySet<InFlightAcquire>();
   /** Grant time and template of leases taken while someone listened; deleted when they end. */
-  private readonly grantedAt = new Map<LockLease, { at: number; template?: string }>();
+  private readonly grantedAt = new SteadyMap<LockLease, { at: number; template?: string }>();
   /** Error label ("default (redis)") -> registered name. */
   private readonly names = new Map<string, string>();
   /** Backend name -> performance.now() when its outage was first seen. */

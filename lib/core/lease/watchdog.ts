@@ -1,5 +1,6 @@
 import { ContextRoot } from '../acquire/context-root';
 import type { LeaseHolder, LockLease } from './lock-lease';
+import { SteadySet } from '../../backend-kit/steady-collections';
 
 /** Largest number of locks renewed in one backend call (one pipelined round trip on Redis). */
 const MAX_BATCH = 5_000;
@@ -14,7 +15,7 @@ const MAX_BATCH = 5_000;
  * reentrancy scope.
  */
 export class Watchdog {
-  private readonly leases = new Set<LockLease>();
+  private readonly leases = new SteadySet<LockLease>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
