@@ -132,7 +132,7 @@ export class LockEngine implements RecipeHost {
     try {
       if (options?.permits !== undefined) return acquireSemaphore(this, key, options, meta);
       if (Array.isArray(key)) return acquireAll(this, key, options, meta);
-      return this.pipeline.acquire({ key: key as string, options, keyTemplate: meta?.keyTemplate });
+      return this.pipeline.acquire({ key: key as string, options, ...meta });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -174,9 +174,10 @@ export class LockEngine implements RecipeHost {
     key: LockKeys,
     fn: (handle: LockHandle) => T | Promise<T>,
     options?: LockOptions,
+    meta?: AcquireMeta,
   ): Promise<T> {
     return this.scopes.run(async () => {
-      const handle = await this.acquire(key, options);
+      const handle = await this.acquire(key, options, meta);
       try {
         return await handle.raceLost(runHeld(this, handle, options?.backend, () => fn(handle)));
       } finally {

@@ -11,7 +11,7 @@ import type { LockOptions } from '../interfaces/lock-options.interface';
 import { engineRegistry } from '../core/engine-registry';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import { holdTimes, retryAfterHints } from '../core/activity/hold-times';
-import { withRequestSignal } from '../interceptors/request-signal';
+import { requestSignalOf } from '../interceptors/request-signal';
 import { reported, runHeld } from '../core/activity/observe';
 
 /**
@@ -152,12 +152,12 @@ async function acquireFor(
 ): Promise<LockHandle | null> {
   const plan = planFor(engine, method);
   // Inside a request, the wait ends when the client goes away (the module's middleware).
-  const signal = withRequestSignal(undefined);
+  const requestSignal = requestSignalOf();
   try {
     return await engine.acquire(
       key,
-      signal ? { ...plan.options, signal } : plan.options,
-      plan.meta,
+      plan.options,
+      requestSignal ? { ...plan.meta, requestSignal } : plan.meta,
     );
   } catch (error) {
     if (!(error instanceof LockAcquireTimeoutError)) throw error;

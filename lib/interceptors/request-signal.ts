@@ -19,6 +19,9 @@ export interface GoneSource {
   early?(): boolean;
 }
 
+/** A request's signal combined with a caller's own (see RequestContext.combine). */
+export type RequestSignal = (own: AbortSignal | undefined) => AbortSignal | undefined;
+
 /**
  * The request being handled in this async context. Attaching one costs a small object: its
  * AbortSignal is made only when a lock call asks for it, and the client's 'close' listener is added
@@ -29,7 +32,25 @@ export class RequestContext {
   private controller?: AbortController;
   private source?: GoneSource | null;
 
+  private bound?: RequestSignal;
+
   constructor(private readonly find: () => GoneSource | undefined) {}
+
+  /** `combine`, bound to this request (made on first use). */
+  get withSignal(): RequestSignal {
+    return (this.bound ??= (own) => this.combine(own));
+  }
+
+  /** The caller's signal and the request's, combined (either aborts the wait). */
+  combine(own: AbortSignal | undefined): AbortSignal | undefined {
+    const request = this.signal();
+    if (!request || request === own) return own;
+    if (!own) return request;
+    // AbortSignal.any listens to its sources internally, not through addEventListener: listen now
+    // (the listener goes with the signal's abort, or stays until the response closes).
+    request.addEventListener('abort', noop, { once: true });
+    return AbortSignal.any([own, request]);
+  }
 
   /** The signal lock waits run under; undefined when the transport gives no way to tell. */
   signal(): AbortSignal | undefined {
@@ -101,17 +122,13 @@ export function currentRequestSignal(): AbortSignal | undefined {
   return storage.getStore()?.signal();
 }
 
-/** The caller's signal and the request's, combined (either aborts the wait). */
-export function withRequestSignal(signal: AbortSignal | undefined): AbortSignal | undefined {
-  const context = storage.getStore();
-  if (!context) return signal;
-  const request = context.signal();
-  if (!request || request === signal) return signal;
-  if (!signal) return request;
-  // AbortSignal.any listens to its sources internally, not through addEventListener: listen now
-  // (the listener goes with the signal's abort, or stays until the response closes).
-  request.addEventListener('abort', noop, { once: true });
-  return AbortSignal.any([signal, request]);
+/**
+ * For a lock call made in this async context: how its wait learns that the client left (the
+ * request's signal combined with the caller's own), or undefined outside a request. Nothing is
+ * made until the acquire has to wait and calls it.
+ */
+export function requestSignalOf(): RequestSignal | undefined {
+  return storage.getStore()?.withSignal;
 }
 
 function noop(): void {}

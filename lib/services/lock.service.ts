@@ -5,7 +5,8 @@ import type { LockKeys } from '../core/keys/key-list';
 import type { CampaignOptions, Leadership } from '../recipes/election';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { holdTimes } from '../core/activity/hold-times';
-import { withRequestSignal } from '../interceptors/request-signal';
+import { requestSignalOf } from '../interceptors/request-signal';
+import type { AcquireMeta } from '../core/recipe-host';
 import { Observable } from 'rxjs';
 import type { LockEvent } from '../core/activity/lock-events';
 import type { HeldLockInfo, WaitingLockInfo } from '../core/activity/lock-activity';
@@ -26,7 +27,7 @@ export class LockService implements OnApplicationShutdown {
    * waiting up to `wait` ms; LockAcquireTimeoutError when still busy.
    */
   acquire(key: LockKeys, options?: LockOptions): Promise<LockHandle> {
-    return this.engine.acquire(key, requestBound(options));
+    return this.engine.acquire(key, options, requestBound());
   }
 
   /**
@@ -56,7 +57,8 @@ export class LockService implements OnApplicationShutdown {
             holdTimes.record(k, performance.now() - started);
         }
       },
-      requestBound(options),
+      options,
+      requestBound(),
     );
   }
 
@@ -125,7 +127,8 @@ export class LockService implements OnApplicationShutdown {
   }
 }
 
-function requestBound(options: LockOptions | undefined): LockOptions | undefined {
-  const signal = withRequestSignal(options?.signal);
-  return signal === options?.signal ? options : { ...options, signal };
+/** Inside a request, a wait also ends when the client goes away (the module's middleware). */
+function requestBound(): AcquireMeta | undefined {
+  const requestSignal = requestSignalOf();
+  return requestSignal && { requestSignal };
 }

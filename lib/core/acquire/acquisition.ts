@@ -56,6 +56,8 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   private armed = false;
   private deadline: ReturnType<typeof setTimeout> | undefined = undefined;
   private onCancel: (() => void) | undefined = undefined;
+  /** The caller's signal; from onWait on, combined with the request's (AcquireCall). */
+  private cancel: AbortSignal | undefined;
   private lostCallback: ((reason: string, cause?: unknown) => void) | undefined = undefined;
   private lease: LockLease | undefined = undefined;
   private attempt: Promise<BackendAcquireResult> | undefined = undefined;
@@ -85,6 +87,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.callerKey = plan.call.key;
     this.backendName = o.backend;
     this.o = o;
+    this.cancel = o.signal;
   }
 
   /**
@@ -169,7 +172,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     budgetClock.delete(this);
     if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
     this.finish();
-    const signal = this.o.signal;
+    const signal = this.cancel;
     if (!result.acquired) {
       if (signal?.aborted) return this.reject(signal.reason);
       return this.reject(new LockAcquireTimeoutError(this.callerKey, this.wait, result.retryAfter));
@@ -247,7 +250,8 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   onWait(): void {
     if (this.armed) return;
     this.armed = true;
-    const signal = this.o.signal;
+    const request = this.plan.call.requestSignal;
+    const signal = (this.cancel = request ? request(this.o.signal) : this.o.signal);
     if (signal?.aborted) return this.abort(signal.reason);
     if (signal) {
       this.onCancel = () => this.abort(signal.reason);
@@ -267,7 +271,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   private finish(): void {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
     this.e.activity.leave(this);
-    if (this.onCancel) this.o.signal?.removeEventListener('abort', this.onCancel);
+    if (this.onCancel) this.cancel?.removeEventListener('abort', this.onCancel);
   }
 
   /** Releases a grant nobody will use (late, or cancelled), outside the caller's context. */

@@ -11,6 +11,7 @@ import type { LeaseOps } from '../lease/lock-handle';
 import type { LockLease } from '../lease/lock-lease';
 import type { Watchdog } from '../lease/watchdog';
 import type { ResolvedDefaults } from '../keys/lock-options';
+import type { AcquireMeta } from '../recipe-host';
 import type { GrantForm } from './grant-form';
 import type { ReentrancyScope, ReentrancyScopes } from './reentrancy';
 import type { AcquireRunner } from './waiting';
@@ -18,12 +19,10 @@ import type { AcquireRunner } from './waiting';
 export type { GrantForm } from './grant-form';
 
 /** One call into the pipeline. */
-export interface AcquireCall {
+export interface AcquireCall extends AcquireMeta {
   /** The key as the caller gave it (without the module's prefix). */
   readonly key: string;
   readonly options: LockOptions | undefined;
-  /** The @Locked key template the key came from, for events and spans. */
-  readonly keyTemplate?: string;
   /** The recipe's form of grant; absent: the plain lock of the key. */
   readonly form?: GrantForm;
   /** A grant a recipe already made (a multi-key step): it becomes a lease without an attempt. */
