@@ -6,7 +6,7 @@ import {
   type MiddlewareConsumer,
   type NestModule,
 } from '@nestjs/common';
-import { APP_FILTER, DiscoveryModule } from '@nestjs/core';
+import { APP_FILTER, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { MemoryLockBackend } from './backends/memory/memory.backend';
 import { LockEngine } from './core/lock-engine';
 import { LockedExplorer } from './discovery/locked.explorer';
@@ -70,12 +70,23 @@ import { DistributedLockHealthIndicator } from './health/lock-health.indicator';
   ],
 })
 export class DistributedLockModule extends DistributedLockConfigurableModule implements NestModule {
-  constructor(@Optional() @Inject(REQUEST_LIFECYCLE) private readonly requestLifecycle?: boolean) {
+  constructor(
+    @Optional() @Inject(REQUEST_LIFECYCLE) private readonly requestLifecycle?: boolean,
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+  ) {
     super();
   }
 
+  /**
+   * Express gets the middleware straight from its adapter: Nest's route-matching wrapper around a
+   * middleware for '*' costs every request more than the middleware itself. Fastify keeps Nest's
+   * registration, which also reaches the plugin contexts Nest made for its routes.
+   */
   configure(consumer: MiddlewareConsumer): void {
-    if (this.requestLifecycle !== false) consumer.apply(requestContextMiddleware).forRoutes('*');
+    if (this.requestLifecycle === false) return;
+    const adapter = this.adapterHost?.httpAdapter;
+    if (adapter?.getType() === 'express') adapter.use(requestContextMiddleware);
+    else consumer.apply(requestContextMiddleware).forRoutes('*');
   }
 
   /**
