@@ -108,6 +108,19 @@ describe('lock events (core)', () => {
     await holder.release();
   });
 
+  it('a listener of failures alone (the default log level) gets every failure, and only those', async () => {
+    const log = new EventLog();
+    engine = new LockEngine({ backend: new MemoryLockBackend() });
+    engine.events.on(log.listener, ['acquireFailed', 'lost']);
+    const holder = await engine.acquire('k');
+    expect(await engine.tryAcquire('k')).toBeNull();
+    await expect(engine.acquire('k', { wait: 30 })).rejects.toThrow('after waiting 30 ms');
+    await expect(engine.acquire('k2', { ttl: -1 })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await holder.release();
+    expect(log.all.map((e) => e.type)).toEqual(['acquireFailed']);
+    expect(log.of('acquireFailed')[0]).toMatchObject({ key: 'k2', backend: 'default' });
+    expect(log.of('acquireFailed')[0].waitMs).toBeGreaterThanOrEqual(0);
+  });
   it('forceRelease frees the key, emits forceReleased, and the holder loses it at its next renewal', async () => {
     const log = new EventLog();
     const backend = new MemoryLockBackend();

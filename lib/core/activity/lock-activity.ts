@@ -179,7 +179,8 @@ export class LockActivity {
   ended(lease: LockLease): void {
     const grant = this.grantedAt.get(lease);
     if (grant) this.grantedAt.delete(lease);
-    if (!this.events.active) return;
+    const lost = lease.state === 'lost';
+    if (!this.events.wants(lost ? 'lost' : 'released')) return;
     const heldMs = grant ? performance.now() - grant.at : 0;
     const base = {
       at: Date.now(),
@@ -189,10 +190,7 @@ export class LockActivity {
       mode: lease.mode,
       heldMs,
     };
-    if (lease.state !== 'lost')
-      return this.events.wants('released')
-        ? this.events.emit({ type: 'released', ...base })
-        : undefined;
+    if (!lost) return this.events.emit({ type: 'released', ...base });
     // lose() calls onEnd just before it aborts the signal with the LockLostError: read it after.
     queueMicrotask(() => {
       const error = lease.lostError;

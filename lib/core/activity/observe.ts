@@ -50,11 +50,15 @@ export function observed(
   pipeline: ObservedRun,
 ): Promise<LockHandle> {
   const { events } = engine;
-  if (!events.active && !events.tracing) return pipeline.start(call, UNREAD);
+  const tracing = events.tracing;
+  // Grants and busy answers are reported only to someone who wants them (the default log level
+  // wants failures alone): then no record is kept and nothing runs on a grant.
+  const outcomes = tracing || events.wants('acquired') || events.wants('busy');
+  if (!outcomes && !events.wants('acquireFailed')) return pipeline.start(call, UNREAD);
   const backend = call.options?.backend ?? DEFAULT_BACKEND_NAME;
-  const ahead = engine.activity.waitingFor(backend, call.key);
-  const record: AcquireRecord = { attempts: 0, ahead };
-  const run = (r: AcquireRecord) => pipeline.start(call, r);
+  const record: AcquireRecord = outcomes
+    ? { attempts: 0, ahead: engine.activity.waitingFor(backend, call.key) }
+    : UNREAD;
   const mode: LockMode = call.options?.mode ?? engine.defaults.mode;
   const wait = call.options?.wait ?? engine.defaults.wait;
   const startedAt = performance.now();
@@ -64,17 +68,17 @@ export function observed(
     const outcome = outcomeOf(record, error, wait);
     const base = { key: call.key, keyTemplate: call.keyTemplate, backend, waitMs };
     if (outcome === 'failed') engine.activity.acquireFailed({ ...base, mode, error });
-    else engine.activity.acquired({ ...base, requested: mode, handle, error, record, outcome });
+    else if (outcomes)
+      engine.activity.acquired({ ...base, requested: mode, handle, error, record, outcome });
   };
+  const failed = (error: unknown): never => {
+    report(undefined, error);
+    throw error;
+  };
+  if (!outcomes) return pipeline.start(call, record).catch(failed);
   const observe = () =>
-    run(record).then(
-      (handle) => (report(handle), handle),
-      (error: unknown) => {
-        report(undefined, error);
-        throw error;
-      },
-    );
-  if (!events.tracing) return observe();
+    pipeline.start(call, record).then((handle) => (report(handle), handle), failed);
+  if (!tracing) return observe();
   const info: LockSpanInfo = {
     kind: 'acquire',
     key: call.key,
