@@ -24,7 +24,7 @@ export async function closeEngine(
   e.closed = true;
   const budget = e.operationTimeout + CLOSE_GRACE_MS;
   await Promise.all([...elections.values()].map((election) => within(election.resign(), budget)));
-  const leases = [...e.held];
+  const leases = [...e.watchdogs.values()].flatMap((w) => [...w.held]);
   // Code still running under a lock must learn that it no longer holds it.
   for (const lease of leases) lease.lose('the lock module shut down and released it');
   await Promise.all(

@@ -25,7 +25,6 @@ import type { LockLease } from './lease/lock-lease';
 import { callRelease } from './lease/release-call';
 import { Watchdog } from './lease/watchdog';
 import type { AcquireMeta, RecipeHost } from './recipe-host';
-import { SteadySet } from '../backend-kit/steady-collections';
 
 export type { LockEngineOptions } from './keys/engine-options';
 
@@ -40,7 +39,6 @@ export class LockEngine implements RecipeHost {
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
-  private readonly held = new SteadySet<LockLease>();
   private readonly scopes = new ReentrancyScopes();
   private readonly runner = new AcquireRunner();
   private readonly elections = new Map<string, Leadership>();
@@ -75,7 +73,6 @@ export class LockEngine implements RecipeHost {
       activity: this.activity,
       scopes: this.scopes,
       runner: this.runner,
-      held: this.held,
       watchdogs: this.watchdogs,
       ops: this.ops,
       closed: false,
@@ -109,7 +106,7 @@ export class LockEngine implements RecipeHost {
       activity: this.activity,
       backendNames: this.backendNames,
       backend: (n) => this.backend(n),
-      heldLeases: () => this.held,
+      heldLeases: () => [...this.watchdogs.values()].flatMap((w) => [...w.held]),
       call: (op, n, what, key) => this.call(op, this.label(n), what, this.operationTimeout, key),
     });
   }
@@ -229,7 +226,9 @@ export class LockEngine implements RecipeHost {
 
   /** Number of locks held through this engine (all backends). */
   get heldCount(): number {
-    return this.held.size;
+    let n = 0;
+    for (const w of this.watchdogs.values()) n += w.size;
+    return n;
   }
 
   /** Releases every held lock, stops every watchdog and closes the backends' own resources. */
@@ -242,7 +241,6 @@ export class LockEngine implements RecipeHost {
 
   /** Made once per engine: a closure made per acquire would keep that call's context alive. */
   private readonly forgetLease = (lease: LockLease): void => {
-    this.held.delete(lease);
     this.watchdogs.get(lease.backendName)?.delete(lease);
     this.activity.ended(lease);
   };

@@ -235,7 +235,6 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       detached: e.detached,
     });
     this.lease = lease;
-    e.held.add(lease);
     if (e.events.active) e.activity.granted(lease, this.plan.call.keyTemplate);
     e.watchdogs.get(o.backend)?.add(lease);
     const scope = this.plan.scope;

@@ -2,7 +2,6 @@
  * The acquire pipeline's types: what a call asks for (AcquireCall), what the checks settle
  * (AcquirePlan), and the engine state the pipeline reads (PipelineContext).
  */
-import type { SteadySet } from '../../backend-kit/steady-collections';
 import type { BackendAcquireResult, LockBackend } from '../../interfaces/lock-backend.interface';
 import type { LockOptions, ResolvedLockOptions } from '../../interfaces/lock-options.interface';
 import type { LockActivity } from '../activity/lock-activity';
@@ -61,7 +60,6 @@ export interface PipelineContext {
   readonly activity: LockActivity;
   readonly scopes: ReentrancyScopes;
   readonly runner: AcquireRunner;
-  readonly held: SteadySet<LockLease>;
   readonly watchdogs: ReadonlyMap<string, Watchdog>;
   readonly ops: LeaseOps<LockLease>;
   /** Set by LockEngine.close(). */

@@ -6,7 +6,8 @@ import { SteadySet } from '../../backend-kit/steady-collections';
 const MAX_BATCH = 5_000;
 
 /**
- * One per backend: a single timer renews every due lease of that backend in one batched
+ * One per backend, and the engine's record of the leases held on it (heldCount, close() and the
+ * operator's list read it): a single timer renews every due lease of that backend in one batched
  * renew() call per holder (the backend, or its SemaphoreBackend for seats) at ttl/3, and declares a
  * lease lost when its validity ends without a confirmed renewal (lock gone, or backend unreachable
  * for too long). Never throws from a timer. Its timer chain runs in the context the watchdog was
@@ -30,6 +31,11 @@ export class Watchdog {
 
   get size(): number {
     return this.leases.size;
+  }
+
+  /** The leases it renews: every lease of its backend held through the engine. */
+  get held(): Iterable<LockLease> {
+    return this.leases;
   }
 
   add(lease: LockLease): void {
