@@ -3,7 +3,7 @@
  * deleted at release). V8 shrinks a hash table through a runtime call, allocating a new one,
  * whenever a delete leaves it sparse, which a delete that empties it always does; these keep one
  * hidden sentinel entry so they never empty. The sentinel is invisible through every method.
- * Kept because a block A/B of the uncontended memory cycle measures it (docs/benchmarks.md).
+ * Kept because a block A/B of the memory cycle measures it (docs/development.md).
  */
 const SENTINEL: unique symbol = Symbol('steady-collection sentinel');
 

@@ -1,6 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { eventually } from './eventually';
-import { TcpProxy } from './tcp-proxy';
+import { resetOrClose, TcpProxy } from './tcp-proxy';
 
 /**
  * The faults the ZooKeeper suites use on the one shared proxy: round-robin
@@ -83,5 +83,35 @@ describe('TcpProxy: several targets, replies held, drop', () => {
     const c = await client();
     c.socket.write('back');
     await eventually(() => c.data().endsWith(':back'));
+  });
+});
+
+/**
+ * resetAll() on a connection the proxy has just half-closed: libuv refuses an RST while a
+ * shutdown is pending (EINVAL), and Node then keeps the TCP handle open for ever, so the process
+ * could never exit. resetOrClose closes such a socket instead.
+ */
+describe('TcpProxy: a reset right after a half-close', () => {
+  it('closes the socket (its close event fires, no reset error)', async () => {
+    const errors: unknown[] = [];
+    let onClose!: () => void;
+    const closed = new Promise<void>((r) => (onClose = r));
+    const server = createServer((s) => {
+      s.on('error', (error) => errors.push(error));
+      s.once('close', onClose);
+      s.end('bye'); // the shutdown is now pending
+      resetOrClose(s);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = connect({
+      port: (server.address() as { port: number }).port,
+      host: '127.0.0.1',
+    });
+    client.on('error', () => undefined);
+    client.resume();
+    await closed;
+    client.destroy();
+    await new Promise((r) => server.close(r));
+    expect(errors).toEqual([]);
   });
 });

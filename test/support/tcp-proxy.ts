@@ -20,6 +20,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * Bytes are held, never dropped: dropping bytes from the middle of a live stream is not something a
  * network does, and would only test the client's protocol parser.
  */
+/**
+ * Resets (RST) `socket`, or closes it when its shutdown (FIN) is under way: libuv refuses a reset
+ * then (EINVAL), and Node never closes that socket's handle, so the process could never exit.
+ */
+export function resetOrClose(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
 export interface ProxyTarget {
   host?: string;
   port: number;
@@ -113,7 +122,7 @@ export class TcpProxy {
   }
 
   resetAll(): void {
-    for (const s of this.sockets) s.resetAndDestroy();
+    for (const s of this.sockets) resetOrClose(s);
   }
 
   /** Closes every connection (held bytes die with it) and refuses new ones until heal(). */
