@@ -22,13 +22,5 @@ export interface RecipeHost {
   runInScope<T>(fn: () => T): T;
 }
 
-/** Extra facts about an acquire: where it came from, and what else can end its wait. */
-export interface AcquireMeta {
-  /** The @Locked key template the key came from, for events and spans. */
-  readonly keyTemplate?: string;
-  /**
-   * The signal of the request the call runs for (a client that leaves ends the wait), combined
-   * with the caller's own; called only once the acquire has to wait.
-   */
-  readonly requestSignal?: (own: AbortSignal | undefined) => AbortSignal | undefined;
-}
+/** Extra facts about an acquire (see pipeline-context.ts). */
+export type { AcquireMeta } from './acquire/pipeline-context';

@@ -10,12 +10,22 @@ import type { LeaseOps } from '../lease/lock-handle';
 import type { LockLease } from '../lease/lock-lease';
 import type { Watchdog } from '../lease/watchdog';
 import type { ResolvedDefaults } from '../keys/lock-options';
-import type { AcquireMeta } from '../recipe-host';
 import type { GrantForm } from './grant-form';
 import type { ReentrancyScope, ReentrancyScopes } from './reentrancy';
 import type { AcquireRunner } from './waiting';
 
 export type { GrantForm } from './grant-form';
+
+/** Extra facts about an acquire: where it came from, and what else can end its wait. */
+export interface AcquireMeta {
+  /** The @Locked key template the key came from, for events and spans. */
+  readonly keyTemplate?: string;
+  /**
+   * The signal of the request the call runs for (a client that leaves ends the wait), combined
+   * with the caller's own; called only once the acquire has to wait.
+   */
+  readonly requestSignal?: (own: AbortSignal | undefined) => AbortSignal | undefined;
+}
 
 /** One call into the pipeline. */
 export interface AcquireCall extends AcquireMeta {
