@@ -9,7 +9,7 @@ import { fmtMs, mdTable, summarize } from './bench.stats';
 
 /**
  * What a fenced write costs over the same write without the fence, one client, sequential round
- * trips on loopback, private servers (`npx ts-node --transpile-only test/bench/fencing.scenario.ts`,
+ * trips on loopback, private servers (`npm run bench -- --scenarios=fencing`, or this file alone,
  * under a minute). Rows alternate: each round runs a block of plain writes and a block of fenced
  * ones, the order flipping every round, so drift (CPU frequency, other load) hits both alike.
  * - Redis: `SET k v` vs RedisFencedStore.set(k, token, v) (EVALSHA of the fenced script);

@@ -10,6 +10,7 @@ import { runWatchdog } from './watchdog.scenario';
 import { runScaling } from './scaling.scenario';
 import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphore.scenario';
 import { httpLayerSection, runHttpLayer, type HttpLayerResult } from './http-layer.scenario';
+import { fencingTable, runFencing, type FencingRow } from './fencing.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
@@ -19,7 +20,7 @@ import { reportMain } from './bench.record';
 const WORKER_PROCESSES = 8;
 
 /**
- * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore,http-layer]
+ * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore,http-layer,fencing]
  * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the
  * scenarios (ours and the competitors alternating, in this one process, against the same servers),
  * writes test/bench/results/<name>.json, .md and <name>-*.svg (git ignores all but the record).
@@ -35,6 +36,7 @@ const SCENARIOS = [
   'scaling',
   'semaphore',
   'http-layer',
+  'fencing',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out', '--report'];
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
       if (scenario === 'scaling') results.scaling = await runScaling(ctx);
       if (scenario === 'semaphore') Object.assign(results, { semaphore: await runSemaphore(ctx) });
       if (scenario === 'http-layer') Object.assign(results, { httpLayer: await runHttpLayer(ctx) });
+      if (scenario === 'fencing') Object.assign(results, { fencing: await runFencing() });
     }
   } finally {
     await (await pool?.catch(() => undefined))?.stop();
@@ -126,10 +129,12 @@ async function main(): Promise<void> {
   const charts = writeCharts(results, dir, name);
   const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
   const httpLayer = (results as { httpLayer?: HttpLayerResult }).httpLayer;
+  const fencing = (results as { fencing?: FencingRow[] }).fencing;
   const report =
     renderReport(results, charts) +
     (semaphore ? semaphoreSection(semaphore) : '') +
-    (httpLayer ? httpLayerSection(httpLayer) : '');
+    (httpLayer ? httpLayerSection(httpLayer) : '') +
+    (fencing ? `\n## Fenced writes\n\n${fencingTable(fencing)}\n` : '');
   writeFileSync(join(dir, `${name}.md`), report);
   ctx.log(
     `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,
