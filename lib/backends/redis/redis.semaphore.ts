@@ -52,10 +52,10 @@ export interface RedisSemaphoreDeps {
  * hold and nobody is queued ahead, else queue (arrival order, with a deadline). Release and
  * forceRelease grant the freed seats to the head waiters in the same script and PUBLISH each grant
  * on the waiter's process channel, through the lock's handoff table: one freed seat wakes one
- * waiter, who takes the grant from the message. Every grant gets its own INCR of the key's fence,
- * so tokens grow per grant. Renewals are owner-checked and batched in one pipeline per watchdog
- * tick. An uncontended acquire is the short SEM_SEAT_FREE script (see attempt), an uncontended
- * release a plain ZREM (see release).
+ * waiter, who confirms the grant with one script (a message only wakes). Every grant gets its own
+ * INCR of the key's fence, so tokens grow per grant. Renewals are owner-checked and batched in one
+ * pipeline per watchdog tick. An uncontended acquire is the short SEM_SEAT_FREE script (see
+ * attempt), an uncontended release a plain ZREM (see release).
  */
 export class RedisSemaphore implements SemaphoreBackend {
   /** What the shared queued wait calls back, built once. */
