@@ -44,9 +44,9 @@ export type { RedisClientLike } from '../redis-client';
  * beside the lock (one hash slot). Release is one owner-checked script that, when anyone waits,
  * grants the lock to the queue's head (a writer, or every reader up to the next writer) in the same
  * step and PUBLISHes "owner|token" on that waiter's process channel. The message only wakes the
- * waiter (anyone who can PUBLISH could send one): it confirms the grant with one script, whose token
- * is the server's. Waiters re-check on the server when their holder's ttl ends, after a reconnect,
- * and every few seconds.
+ * waiter (anyone who can PUBLISH could send one): it confirms the grant with one script, whose
+ * token is the server's. Waiters re-check on the server when their holder's ttl ends, after a
+ * reconnect, and every few seconds.
  *
  * Safety: every compare-and-act (grant, handoff, renew, release) is one atomic script on one
  * primary; a handed-off grant is dated from before the waiter's last request (or re-confirmed by a
