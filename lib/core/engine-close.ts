@@ -1,6 +1,7 @@
 /**
- * LockEngine.close(): resign every election, tell code still running under a lock that it lost it,
- * release every held lock, stop the watchdogs and close the backends' own resources.
+ * LockEngine.close(): stop every acquire in flight, resign every election, tell code still running
+ * under a lock that it lost it, release every held lock, stop the watchdogs and close the
+ * backends' own resources.
  */
 import type { PipelineContext } from './acquire/pipeline-context';
 import { backendLabel, callBackend } from './acquire/backend-call';
@@ -22,6 +23,13 @@ export async function closeEngine(
 ): Promise<void> {
   if (e.closed) return;
   e.closed = true;
+  // Nothing is granted from here on: a wait in flight stops now, as a new acquire fails at once.
+  e.activity.cancelAll(
+    (a) =>
+      new LockBackendUnavailableError('engine', 'the lock module was shut down', {
+        key: a.callerKey,
+      }),
+  );
   const budget = e.operationTimeout + CLOSE_GRACE_MS;
   await Promise.all([...elections.values()].map((election) => within(election.resign(), budget)));
   const leases = [...e.watchdogs.values()].flatMap((w) => [...w.held]);

@@ -110,6 +110,28 @@ describe('the acquire pipeline', () => {
     });
   });
 
+  it('close() stops a wait in flight: the waiter is refused, never granted the lock close released', async () => {
+    const held = await engine.acquire('w');
+    const waiter = engine.acquire('w', { wait: 120_000 });
+    await engine.close();
+    await expect(waiter).rejects.toMatchObject({
+      code: 'LOCK_BACKEND_UNAVAILABLE',
+      key: 'w',
+      message: expect.stringContaining('the lock module was shut down'),
+    });
+    expect(held.held).toBe(false);
+  });
+
+  it('close() stops a wait for a lock another process holds, instead of waiting out its deadline', async () => {
+    const other = new LockEngine({ backend, defaults: { ttl: 300 } });
+    const held = await other.acquire('x');
+    const waiter = engine.acquire('x', { wait: 120_000 });
+    await engine.close();
+    await expect(waiter).rejects.toMatchObject({ code: 'LOCK_BACKEND_UNAVAILABLE', key: 'x' });
+    expect(held.held).toBe(true);
+    await other.close();
+  });
+
   it('reports each acquire once to its one observation hook, with the template it came from', async () => {
     const events: LockEvent[] = [];
     engine.events.on((e) => events.push(e), ['acquired', 'busy']);

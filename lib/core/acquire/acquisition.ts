@@ -57,7 +57,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   private deadline: ReturnType<typeof setTimeout> | undefined = undefined;
   private onCancel: (() => void) | undefined = undefined;
   /** The caller's signal; from onWait on, combined with the request's (AcquireCall). */
-  private cancel: AbortSignal | undefined;
+  private callerSignal: AbortSignal | undefined;
   private lostCallback: ((reason: string, cause?: unknown) => void) | undefined = undefined;
   private lease: LockLease | undefined = undefined;
   private attempt: Promise<BackendAcquireResult> | undefined = undefined;
@@ -87,7 +87,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.callerKey = plan.call.key;
     this.backendName = o.backend;
     this.o = o;
-    this.cancel = o.signal;
+    this.callerSignal = o.signal;
   }
 
   /**
@@ -133,7 +133,22 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       { key: this.callerKey },
     );
     this.e.activity.settled(this.label, 'acquire', error, true);
-    // The answer may still come: give back a grant nobody will use.
+    this.abandon(error);
+  }
+
+  /**
+   * The engine is closing: the wait stops now and the caller gets `error`. A grant after close
+   * would hold a lock that no watchdog renews and no close releases.
+   */
+  cancel(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    budgetClock.delete(this);
+    this.abandon(error);
+  }
+
+  /** Gives up on an attempt still in flight: its answer may still come, and a grant goes back. */
+  private abandon(error: unknown): void {
     this.attempt
       ?.then((late) => (late.acquired ? this.giveBack() : undefined))
       .catch((cause) =>
@@ -172,7 +187,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     budgetClock.delete(this);
     if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
     this.finish();
-    const signal = this.cancel;
+    const signal = this.callerSignal;
     if (!result.acquired) {
       if (signal?.aborted) return this.reject(signal.reason);
       return this.reject(new LockAcquireTimeoutError(this.callerKey, this.wait, result.retryAfter));
@@ -247,10 +262,11 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
    * engine's wait, or a native wait's first read of `signal` (before it sleeps; a grant never).
    */
   onWait(): void {
-    if (this.armed) return;
+    // Settled already (cancelled by close() while its first attempt was in flight): nothing to arm.
+    if (this.armed || this.done) return;
     this.armed = true;
     const request = this.plan.call.requestSignal;
-    const signal = (this.cancel = request ? request(this.o.signal) : this.o.signal);
+    const signal = (this.callerSignal = request ? request(this.o.signal) : this.o.signal);
     if (signal?.aborted) return this.abort(signal.reason);
     if (signal) {
       this.onCancel = () => this.abort(signal.reason);
@@ -270,7 +286,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   private finish(): void {
     if (this.deadline !== undefined) clearTimeout(this.deadline);
     this.e.activity.leave(this);
-    if (this.onCancel) this.cancel?.removeEventListener('abort', this.onCancel);
+    if (this.onCancel) this.callerSignal?.removeEventListener('abort', this.onCancel);
   }
 
   /** Releases a grant nobody will use (late, or cancelled), outside the caller's context. */

@@ -51,6 +51,8 @@ export interface InFlightAcquire {
   readonly backendName: string;
   /** The key as the caller gave it. */
   readonly callerKey: string;
+  /** Stops the acquire: its wait ends and its caller gets `error` (a later grant is given back). */
+  cancel(error: unknown): void;
 }
 
 /**
@@ -78,6 +80,11 @@ export class LockActivity {
 
   leave(acquire: InFlightAcquire): void {
     this.inFlight.delete(acquire);
+  }
+
+  /** Stops every acquire in flight (the engine is closing), each with `errorFor(it)`. */
+  cancelAll(errorFor: (acquire: InFlightAcquire) => unknown): void {
+    for (const a of [...this.inFlight]) a.cancel(errorFor(a));
   }
 
   /** Acquires in flight (all keys) for one backend, or for all. */
