@@ -114,9 +114,8 @@ const project = (displayName) => ({
   moduleFileExtensions: ['ts', 'js', 'json'],
 });
 
-// The unit and component tiers close what they open (`--detectOpenHandles` is clean) and run
-// without forceExit. Some integration spec still leaves a live handle in the main process on a
-// 2-core machine (Jest runs in band there), so `npm test` and `test:integration` pass --forceExit.
+// Every tier closes what it opens and runs without forceExit: on 2 cores Jest runs in band, so a
+// timer or socket a spec leaves behind would keep the whole run alive (`--detectOpenHandles`).
 module.exports = {
   projects: [project('unit'), project('component'), project('integration')],
   testTimeout: 60000,
