@@ -180,6 +180,9 @@ function install(name, row, tarball, tmp) {
         'reflect-metadata@0.2',
         'rxjs@7',
         `ioredis@${row.ioredis}`,
+        // ioredis 6.1's .d.ts imports redis-errors, which has no types of its own: without these,
+        // skipLibCheck: false fails in ioredis (docs/guide/troubleshooting.md), not in ours.
+        '@types/redis-errors@1',
         'typescript@5.9',
         '@types/node@20',
         `@types/express@${row.express}`,
