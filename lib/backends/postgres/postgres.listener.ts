@@ -1,4 +1,4 @@
-import { CLOSE_TIMEOUT_MS, sleepFor, within, type ReleaseNotifier } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, within, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
 
@@ -53,7 +53,9 @@ export class PgReleaseListener implements WakeupSource {
    * background.
    */
   async prepare(): Promise<void> {
-    await Promise.race([this.start(), sleepFor(this.maxPollDelay)]);
+    // within(), not a race with a sleep: the bound's timer ends with the start, so a long poll
+    // delay keeps no timer (and no process) alive after LISTEN is up.
+    await within(this.start(), this.maxPollDelay);
   }
 
   listen(key: string): ReleaseListener {
