@@ -102,7 +102,35 @@ const tierOf = (spec) => {
   return reaches(spec, runsMachinery) ? 'component' : 'unit';
 };
 const tiers = { unit: [], component: [], integration: [] };
-for (const spec of specs) tiers[tierOf(spec)].push(`<rootDir>/${relative(root, spec)}`);
+for (const spec of specs) tiers[tierOf(spec)].push(spec);
+
+/**
+ * The compatibility lane (`JEST_LANE=compat`, Node 20 + Nest 11: `npm run test:compat`) runs every
+ * unit and component spec, and of the integration tier only the specs that load Nest (they reach a
+ * file, in lib/ too, that imports `@nestjs/*`). A backend spec that loads no Nest runs the same code
+ * on both Nest majors; the main lane (Node 24 + Nest 12) runs it, and Node 20 still runs it in the
+ * install test's apps. This keeps both lanes of CI under 40 minutes.
+ */
+const everywhere = [...followed, join(root, 'lib') + '/'];
+const loadsNest = (file, seen = new Set()) => {
+  if (seen.has(file)) return false;
+  seen.add(file);
+  const src = readFileSync(file, 'utf8').replace(TYPE_ONLY, '');
+  if ([...src.matchAll(IMPORTS)].some(([, spec]) => spec.startsWith('@nestjs/'))) return true;
+  // A process file a spec forks (`join(__dirname, 'leader.process.ts')`) counts as an import.
+  const forked = [...src.matchAll(/['"]([\w.-]+\.process\.ts)['"]/g)].map(([, f]) => `./${f}`);
+  return [...src.matchAll(IMPORTS)]
+    .map(([, spec]) => spec)
+    .concat(forked)
+    .filter((spec) => spec.startsWith('.'))
+    .map((spec) => resolveImport(file, spec))
+    .some((t) => t !== undefined && everywhere.some((d) => t.startsWith(d)) && loadsNest(t, seen));
+};
+if (process.env.JEST_LANE === 'compat')
+  tiers.integration = tiers.integration.filter((s) => loadsNest(s));
+for (const tier of Object.keys(tiers)) {
+  tiers[tier] = tiers[tier].map((spec) => `<rootDir>/${relative(root, spec)}`);
+}
 
 const project = (displayName) => ({
   displayName,

@@ -1,8 +1,13 @@
-import { EXCEPTION_FILTERS_METADATA, INTERCEPTORS_METADATA } from '@nestjs/common/constants';
 import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
 import { RequestLifecycleInterceptor } from '../interceptors/request-lifecycle.interceptor';
 import { LockExceptionFilter } from './lock-exception.filter';
 
+/**
+ * The metadata keys of `@UseFilters` and `@UseInterceptors` (the same strings in Nest 11 and
+ * 12). Nest exports them only from a deep path (`constants`); we import package roots only.
+ */
+const EXCEPTION_FILTERS_METADATA = '__exceptionFilters__';
+const INTERCEPTORS_METADATA = '__interceptors__';
 /**
  * @nestjs/websockets' marker on @WebSocketGateway classes (a string, so no import of the package).
  */
