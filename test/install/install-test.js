@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 /**
  * The install test (`npm run test:install`, run by .ci/run): what a new user does, on the packed
- * tarball. Packs the package (prepack builds it), checks that no published .d.ts imports an
- * optional peer, then for each matrix row creates a scratch Nest app in a temp dir (strict
- * TypeScript, skipLibCheck: false, ioredis the only driver), installs the tarball and the row's
- * versions from the npm registry (through npm's cache), compiles it twice (Nest 11's starter
- * settings, module/moduleResolution nodenext; and classic node10 resolution, which reads
- * typesVersions), boots it against a private redis-server, and checks over HTTP: a @Locked route
- * answers 200, then 409 with Retry-After while another request holds the lock, then 200 again;
- * finally the app calls app.close() and its process must exit by itself.
+ * tarball. Packs the package (prepack builds it), checks that the published package.json carries no
+ * development scripts and that no published .d.ts imports an optional peer, then for each matrix row
+ * creates a scratch Nest app in a temp dir (strict TypeScript, skipLibCheck: false, ioredis the only
+ * driver, @nestjs/terminus as `npm i @nestjs/terminus` installs it), installs the tarball and the
+ * row's versions from the npm registry (through npm's cache) with a plain `npm install` (no
+ * --legacy-peer-deps, no --force), compiles it (module/moduleResolution nodenext; CommonJS apps also
+ * with classic node10 resolution, which reads typesVersions), then, on Node 24 and on this Node 20,
+ * boots it against a private redis-server and checks over HTTP: a @Locked route answers 200, then
+ * 409 with Retry-After while another request holds the lock, then 200 again; /health answers 200
+ * through Terminus; finally the app calls app.close() and its process must exit by itself.
  *
- * Usage: node test/install/install-test.js [--rows nest11-ioredis6,nest11-ioredis5,nest10-ioredis5]
+ * Rows: a Nest 12 ES module app ("type": "module", as `nest new` makes), a Nest 12 CommonJS app,
+ * Nest 11 CommonJS apps with ioredis 6 and 5.
+ * Usage: node test/install/install-test.js [--rows nest12-esm,nest12-cjs,nest11-cjs,nest11-cjs-ioredis5]
  *        [--keep] (keep the temp dir). Every check runs even after a failure; exit 1 if any failed.
  */
 'use strict';
@@ -27,14 +31,26 @@ const { createServer } = require('node:net');
 const { request } = require('node:http');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { APP_FILES } = require('./scratch-app');
+const { appFiles } = require('./scratch-app');
 
 const root = join(__dirname, '..', '..');
 const ROWS = {
-  'nest11-ioredis6': { nest: '11', ioredis: '6', express: '5' },
-  'nest11-ioredis5': { nest: '11', ioredis: '5', express: '5' },
-  'nest10-ioredis5': { nest: '10', ioredis: '5', express: '4' },
+  'nest12-esm': { nest: '12', esm: true, ioredis: '6', typesNode: '24' },
+  'nest12-cjs': { nest: '12', esm: false, ioredis: '6', typesNode: '24' },
+  'nest11-cjs': { nest: '11', esm: false, ioredis: '6', typesNode: '20' },
+  'nest11-cjs-ioredis5': { nest: '11', esm: false, ioredis: '5', typesNode: '20' },
 };
+/** Each app boots on every runtime we support at both ends: the pinned Node 24 and this Node 20. */
+const RUNTIMES = [
+  [
+    'Node 24',
+    join(
+      execFileSync('bash', [join(root, 'scripts/node24.sh')], { encoding: 'utf8' }).trim(),
+      'node',
+    ),
+  ],
+  [`Node ${process.versions.node}`, process.execPath],
+];
 const PEER_NEST = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).peerDependencies[
   '@nestjs/common'
 ];
@@ -153,6 +169,18 @@ function pack(tmp) {
   const info = JSON.parse(packed.out.slice(packed.out.indexOf('[')))[0];
   const files = info.files.map((f) => f.path);
   const has = (p) => files.some((f) => f === p || f.startsWith(p));
+  const published = JSON.parse(
+    execFileSync('tar', ['-xzOf', join(tmp, info.filename), 'package/package.json'], {
+      encoding: 'utf8',
+    }),
+  );
+  const scripts = Object.keys(published.scripts ?? {});
+  check(
+    'pack',
+    'the published package.json has no scripts (no prepare, nothing npm warns about) and no devDependencies',
+    scripts.length === 0 && published.devDependencies === undefined,
+    scripts.join(', '),
+  );
   check(
     'pack',
     'tarball lists dist/lib with .d.ts, LICENSE, CHANGELOG.md, README.md',
@@ -169,7 +197,7 @@ function pack(tmp) {
 
 /** Installs the scratch app for a row; rows that differ only in ioredis share one dir (and its install). */
 function install(name, row, tarball, tmp) {
-  const dir = join(tmp, `nest${row.nest}`);
+  const dir = join(tmp, `nest${row.nest}-${row.esm ? 'esm' : 'cjs'}`);
   const fresh = !existsSync(dir);
   const deps = fresh
     ? [
@@ -177,6 +205,7 @@ function install(name, row, tarball, tmp) {
         `@nestjs/common@${row.nest}`,
         `@nestjs/core@${row.nest}`,
         `@nestjs/platform-express@${row.nest}`,
+        '@nestjs/terminus', // what `npm i @nestjs/terminus` installs next to the app's Nest
         'reflect-metadata@0.2',
         'rxjs@7',
         `ioredis@${row.ioredis}`,
@@ -184,17 +213,26 @@ function install(name, row, tarball, tmp) {
         // skipLibCheck: false fails in ioredis (docs/guide/troubleshooting.md), not in ours.
         '@types/redis-errors@1',
         'typescript@5.9',
-        '@types/node@20',
-        `@types/express@${row.express}`,
+        `@types/node@${row.typesNode}`,
+        '@types/express@5',
       ]
     : [`ioredis@${row.ioredis}`];
   if (fresh) {
     mkdirSync(join(dir, 'src'), { recursive: true });
     writeFileSync(
       join(dir, 'package.json'),
-      JSON.stringify({ name: `scratch-nest${row.nest}`, private: true, version: '0.0.0' }, null, 2),
+      JSON.stringify(
+        {
+          name: `scratch-nest${row.nest}`,
+          private: true,
+          version: '0.0.0',
+          ...(row.esm ? { type: 'module' } : {}),
+        },
+        null,
+        2,
+      ),
     );
-    for (const [file, text] of Object.entries(APP_FILES)) writeFileSync(join(dir, file), text);
+    for (const [file, text] of Object.entries(appFiles(row))) writeFileSync(join(dir, file), text);
   }
   // A Nest major our peer range does not claim can still be tried (to decide the range).
   const claimed = PEER_NEST.split('||').some((r) => r.trim().startsWith(`^${row.nest}.`));
@@ -222,7 +260,7 @@ function install(name, row, tarball, tmp) {
 async function runRow(name, row, tarball, tmp) {
   const dir = install(name, row, tarball, tmp);
   if (!dir) return;
-  const versions = ['@nestjs/core', 'ioredis', 'typescript']
+  const versions = ['@nestjs/core', '@nestjs/terminus', 'ioredis', 'typescript']
     .map(
       (p) =>
         `${p} ${JSON.parse(readFileSync(join(dir, 'node_modules', p, 'package.json'), 'utf8')).version}`,
@@ -244,14 +282,14 @@ async function runRow(name, row, tarball, tmp) {
   // tsc emits even when it reports errors, so the boot below still runs and reports on its own.
   check(
     name,
-    'tsc (Nest 11 starter: strict, skipLibCheck false, nodenext)',
+    `tsc (Nest starter, ${row.esm ? 'ES module' : 'CommonJS'}: strict, skipLibCheck false, nodenext)`,
     tsc.ok,
     tsc.ok ? '' : tsc.out.slice(0, 3000),
   );
   // Classic resolution ignores `exports`: the root and ./backend-kit types must resolve through
   // main/types/typesVersions. Libraries were fully checked above; this pass checks resolution.
   // The package's own resolution does not depend on the row: check it once.
-  if (!results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))) {
+  if (!row.esm && !results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))) {
     const node10 = run(process.execPath, [tscBin, '-p', 'tsconfig.node10.json'], dir);
     check(
       name,
@@ -261,9 +299,14 @@ async function runRow(name, row, tarball, tmp) {
     );
   }
 
+  for (const [runtime, node] of RUNTIMES) await boot(`${name}, ${runtime}`, dir, node);
+}
+
+/** Boots the built app on `node` and checks it over HTTP. */
+async function boot(name, dir, node) {
   const redis = await startRedis(dir);
   const appPort = await freePort();
-  const app = spawn(process.execPath, ['dist/main.js'], {
+  const app = spawn(node, ['dist/main.js'], {
     cwd: dir,
     env: { ...process.env, PORT: String(appPort), REDIS_URL: `redis://127.0.0.1:${redis.port}` },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -297,6 +340,13 @@ async function runRow(name, row, tarball, tmp) {
       '200 again after the holder finished',
       released.status === 200 && held.status === 200 && again.status === 200,
       `${held.status}, ${again.status}`,
+    );
+    const health = await http(appPort, 'GET', '/health');
+    check(
+      name,
+      '/health through @nestjs/terminus answers 200 (locks up)',
+      health.status === 200 && /"locks":\{"status":"up"/.test(health.body),
+      `${health.status} ${health.body.slice(0, 300)}`,
     );
     await http(appPort, 'GET', '/shutdown'); // the app answers, then calls app.close()
     const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 15_000).unref());

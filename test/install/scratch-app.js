@@ -1,8 +1,10 @@
 'use strict';
 /**
  * The scratch app of the install test, written into a temp dir: what a user writes after
- * `nest new` and `npm install nestjs-distributed-lock ioredis`. Kept as strings (not .ts files in
- * the repo) because it compiles against the packed tarball, not against lib/.
+ * `nest new` and `npm install nestjs-distributed-lock ioredis @nestjs/terminus`. Kept as strings
+ * (not .ts files in the repo) because it compiles against the packed tarball, not against lib/.
+ * `appFiles({ esm })`: an ES module app (`"type": "module"`, relative imports end in `.js`, as
+ * `nest new` makes on Nest 12) or a CommonJS one.
  */
 
 const compilerOptions = {
@@ -24,7 +26,8 @@ const compilerOptions = {
 };
 
 const tsconfig = {
-  // Nest 11's starter settings, with strict on and skipLibCheck off.
+  // Nest's starter settings (nodenext: CommonJS or ESM by the package's "type"), with strict on and
+  // skipLibCheck off.
   compilerOptions: {
     ...compilerOptions,
     module: 'nodenext',
@@ -48,10 +51,10 @@ const tsconfigNode10 = {
   include: ['src'],
 };
 
-const main = `import 'reflect-metadata';
+const main = (js) => `import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from './app.module';
-import { onShutdownRequested } from './shutdown';
+import { AppModule } from './app.module${js}';
+import { onShutdownRequested } from './shutdown${js}';
 
 async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule, { logger: ['error', 'warn'] });
@@ -75,11 +78,13 @@ export function requestShutdown(): void {
 }
 `;
 
-const appModule = `import { Module, type OnApplicationShutdown } from '@nestjs/common';
+const appModule = (js) => `import { Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DistributedLockModule, RedisLockBackend, type LockBackend } from 'nestjs-distributed-lock';
 import type { LockBackend as KitLockBackend } from 'nestjs-distributed-lock/backend-kit';
-import { OrdersController } from './orders.controller';
+import { TerminusModule } from '@nestjs/terminus';
+import { HealthController } from './health.controller${js}';
+import { OrdersController } from './orders.controller${js}';
 
 let client: Redis | undefined;
 
@@ -96,8 +101,9 @@ function createBackend(): LockBackend {
     DistributedLockModule.forRootAsync({
       useFactory: () => ({ backend: createBackend(), defaults: { ttl: 10_000, wait: 2_000 } }),
     }),
+    TerminusModule,
   ],
-  controllers: [OrdersController],
+  controllers: [OrdersController, HealthController],
 })
 export class AppModule implements OnApplicationShutdown {
   // You created the client, you close it.
@@ -107,9 +113,9 @@ export class AppModule implements OnApplicationShutdown {
 }
 `;
 
-const ordersController = `import { Controller, Get, Param } from '@nestjs/common';
+const ordersController = (js) => `import { Controller, Get, Param } from '@nestjs/common';
 import { CurrentLock, Locked, type LockHandle } from 'nestjs-distributed-lock';
-import { requestShutdown } from './shutdown';
+import { requestShutdown } from './shutdown${js}';
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -157,11 +163,35 @@ export class OrdersController {
 }
 `;
 
-exports.APP_FILES = {
-  'tsconfig.json': JSON.stringify(tsconfig, null, 2),
-  'tsconfig.node10.json': JSON.stringify(tsconfigNode10, null, 2),
-  'src/main.ts': main,
-  'src/shutdown.ts': shutdown,
-  'src/app.module.ts': appModule,
-  'src/orders.controller.ts': ordersController,
+const healthController = `import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
+import { DistributedLockHealthIndicator } from 'nestjs-distributed-lock';
+
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly locks: DistributedLockHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.locks.isHealthy('locks')]);
+  }
+}
+`;
+
+/** The app's files; `esm`: an ES module app. tsconfig.node10.json only for CommonJS apps. */
+exports.appFiles = ({ esm }) => {
+  const js = esm ? '.js' : '';
+  return {
+    'tsconfig.json': JSON.stringify(tsconfig, null, 2),
+    ...(esm ? {} : { 'tsconfig.node10.json': JSON.stringify(tsconfigNode10, null, 2) }),
+    'src/main.ts': main(js),
+    'src/shutdown.ts': shutdown,
+    'src/app.module.ts': appModule(js),
+    'src/orders.controller.ts': ordersController(js),
+    'src/health.controller.ts': healthController,
+  };
 };
