@@ -124,9 +124,12 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
   return { rounds, roundMs, autocannonSeconds, connections: CONNECTIONS, rows, skipped };
 }
 
-export function startApp(args: string[]): Promise<{ child: ChildProcess; port: number }> {
+export function startApp(
+  args: string[],
+  node = process.execPath,
+): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(
-    process.execPath,
+    node,
     ['-r', 'ts-node/register/transpile-only', join(__dirname, 'decorator.app.ts'), ...args],
     {
       stdio: ['ignore', 'pipe', 'inherit'],

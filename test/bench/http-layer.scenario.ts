@@ -1,19 +1,24 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { reason, type BenchContext, type Skipped } from './bench.context';
 import { procCpuMs, rotation } from './bench.stats';
 import { cannon, startApp } from './decorator.scenario';
 
 /**
- * The HTTP layer: what the module costs a Nest 11 Express app, each app in its own process and the
- * load generator (autocannon, 10 connections, a new id per request) in this one. Rows alternate
- * within each run (the order rotates), and the run is repeated: the bare app without the module,
- * the module's lock-free route, @Locked on memory, @Locked on Redis, and a route that makes the
- * lock's two Redis round trips itself (SET NX PX + a compare-and-delete script) without the module.
+ * The HTTP layer: what the module costs a Nest Express app (the Nest installed: 12 on main), each
+ * app in its own process and the load generator (autocannon, 10 connections, a new id per request)
+ * in this one. Rows alternate within each run (the order rotates), and the run is repeated: the
+ * bare app without the module, the module's lock-free route, @Locked on memory, @Locked on Redis,
+ * and a route that makes the lock's two Redis round trips itself (SET NX PX + a compare-and-delete
+ * script) without the module. The whole table is made once per runtime: the Node running the bench
+ * and the pinned Node 24 of scripts/node24.sh (started from Node 20, the bench shows both).
  */
 export type HttpLayerRowName = 'bare' | 'module' | 'lockedMemory' | 'lockedRedis' | 'manualRedis';
 
 export interface HttpLayerResult {
+  /** The Node.js that ran the apps, e.g. `Node 24.22.3`. */
+  runtime: string;
   connections: number;
   seconds: number;
   runs: number;
@@ -38,13 +43,35 @@ const ROWS: { name: HttpLayerRowName; app: 'bare' | 'memory' | 'redis'; route: s
   { name: 'manualRedis', app: 'bare', route: 'manual' },
 ];
 
-export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> {
+/** The Node of this process, then the pinned Node 24 when this is another version. */
+function runtimes(): { runtime: string; node: string }[] {
+  const here = { runtime: `Node ${process.versions.node}`, node: process.execPath };
+  if (process.versions.node.startsWith('24.')) return [here];
+  const bin = execFileSync('bash', [join(__dirname, '../../scripts/node24.sh')], {
+    encoding: 'utf8',
+  }).trim();
+  const node = join(bin, 'node');
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim().slice(1);
+  return [here, { runtime: `Node ${version}`, node }];
+}
+
+export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult[]> {
+  const results: HttpLayerResult[] = [];
+  for (const { runtime, node } of runtimes()) {
+    ctx.log(`http layer on ${runtime}`);
+    results.push(await runOn(ctx, runtime, node));
+  }
+  return results;
+}
+
+async function runOn(ctx: BenchContext, runtime: string, node: string): Promise<HttpLayerResult> {
   const runs = ctx.quick ? 1 : 3;
   const seconds = ctx.quick ? 1 : 5;
   // A server runs its routes for hours: warm each row until V8 has optimised its path (a 1 s
   // warm-up left the longer lock path partly unoptimised in the first run).
   const warmUp = ctx.quick ? 1 : 5;
   const result: HttpLayerResult = {
+    runtime,
     connections: CONNECTIONS,
     seconds,
     runs,
@@ -57,9 +84,9 @@ export async function runHttpLayer(ctx: BenchContext): Promise<HttpLayerResult> 
   try {
     if (ctx.systems.includes('redis')) await ctx.servers.need('redis');
     const port = ctx.servers.redis ? String(ctx.servers.redis.port) : undefined;
-    apps.set('bare', await startApp(port ? ['bare', port] : ['bare']));
-    apps.set('memory', await startApp(['memory']));
-    if (port) apps.set('redis', await startApp(['redis', port]));
+    apps.set('bare', await startApp(port ? ['bare', port] : ['bare'], node));
+    apps.set('memory', await startApp(['memory'], node));
+    if (port) apps.set('redis', await startApp(['redis', port], node));
     const rows = ROWS.filter((r) => apps.has(r.app) && (r.route !== 'manual' || port));
     for (const row of rows) await cannon(apps.get(row.app)!.port, row.route, warmUp, CONNECTIONS);
     for (let run = 0; run < runs; run++) {
@@ -96,12 +123,17 @@ const LABELS: Record<HttpLayerRowName, [string, HttpLayerRowName | undefined]> =
   manualRedis: ['SET NX PX + compare-and-delete by hand (no module)', 'bare'],
 };
 
+/** One table per runtime. */
+export function httpLayerSection(results: HttpLayerResult[]): string {
+  return results.map(httpLayerTable).join('');
+}
+
 /** The table: req/s per run, their median, and the median's ratio to the row it is judged against. */
-export function httpLayerSection(r: HttpLayerResult): string {
+function httpLayerTable(r: HttpLayerResult): string {
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
   const lines = [
     '',
-    `## HTTP layer (${r.runs} runs, ${r.connections} connections, ${r.seconds} s per row, load ${r.loadAverage.start[0]} → ${r.loadAverage.end[0]})`,
+    `## HTTP layer on ${r.runtime} (${r.runs} runs, ${r.connections} connections, ${r.seconds} s per row, load ${r.loadAverage.start[0]} → ${r.loadAverage.end[0]})`,
     '',
     '| route | req/s per run | median | ÷ | app CPU µs/request per run | median | ÷ |',
     '| :---- | ------------: | -----: | :- | -------------------------: | -----: | :- |',

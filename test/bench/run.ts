@@ -128,7 +128,7 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
   const charts = writeCharts(results, dir, name);
   const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
-  const httpLayer = (results as { httpLayer?: HttpLayerResult }).httpLayer;
+  const httpLayer = (results as { httpLayer?: HttpLayerResult[] }).httpLayer;
   const fencing = (results as { fencing?: FencingRow[] }).fencing;
   const report =
     renderReport(results, charts) +
