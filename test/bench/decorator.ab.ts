@@ -17,7 +17,7 @@
  * Usage: npx ts-node --transpile-only test/bench/decorator.ab.ts [rounds=6] [seconds=2]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { benchApp } from './decorator.scenario';
 import { procCpuMs } from './bench.stats';
 
 const CONNECTIONS = 16;
@@ -37,9 +37,7 @@ function startApp(name: string, lib: string | undefined): Promise<App> {
       ...(prof
         ? ['--cpu-prof', '--cpu-prof-dir', prof, '--cpu-prof-name', `${name}.cpuprofile`]
         : []),
-      '-r',
-      'ts-node/register/transpile-only',
-      join(__dirname, 'decorator.app.ts'),
+      benchApp(),
       lib === 'bare' ? 'bare' : 'memory',
     ],
     {

@@ -9,6 +9,8 @@ import {
   Param,
 } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import type { LockBackend } from '../../lib';
@@ -104,6 +106,28 @@ async function main(): Promise<void> {
   const address = app.getHttpServer().address() as { port: number };
   process.stdout.write(`PORT ${address.port}\n`);
   process.on('SIGTERM', () => void app.close().finally(() => process.exit(0)));
+  if (process.env.CPU_PROFILE) profileOnSignal(process.env.CPU_PROFILE);
+}
+
+/**
+ * CPU_PROFILE=<file>: SIGUSR2 starts V8's CPU profiler (after a warm-up, so start-up and compilation
+ * stay out of it), a second SIGUSR2 writes the profile to <file> (Chrome DevTools' .cpuprofile).
+ */
+function profileOnSignal(file: string): void {
+  const session = new Session();
+  session.connect();
+  let running = false;
+  process.on('SIGUSR2', () => {
+    if (!running) {
+      running = true;
+      session.post('Profiler.enable', () => session.post('Profiler.start'));
+      return;
+    }
+    session.post('Profiler.stop', (error, result) => {
+      if (!error) writeFileSync(file, JSON.stringify(result.profile));
+      process.stdout.write(`PROFILE ${error ? error.message : file}\n`);
+    });
+  });
 }
 
 main().catch((error) => {

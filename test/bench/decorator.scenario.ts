@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, get } from 'node:http';
 import { join } from 'node:path';
 import { redisClient } from './bench.contenders';
@@ -124,17 +124,31 @@ export async function runDecorator(ctx: BenchContext): Promise<DecoratorResult> 
   return { rounds, roundMs, autocannonSeconds, connections: CONNECTIONS, rows, skipped };
 }
 
+let built: string | undefined;
+/**
+ * The app compiled by tsc (test/bench/tsconfig.app.json: the app and lib/), once per bench run. An
+ * app run under ts-node would measure ts-node: it loads `repl`, which loads `domain`, and from then
+ * on every EventEmitter of the process is created and emits through domain's wrappers.
+ */
+export function benchApp(): string {
+  if (!built) {
+    execFileSync(process.execPath, [
+      require.resolve('typescript/bin/tsc'),
+      '-p',
+      join(__dirname, 'tsconfig.app.json'),
+    ]);
+    built = join(__dirname, '../../.tmp/bench-app/test/bench/decorator.app.js');
+  }
+  return built;
+}
+
 export function startApp(
   args: string[],
   node = process.execPath,
 ): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(
-    node,
-    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'decorator.app.ts'), ...args],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawn(node, [benchApp(), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
