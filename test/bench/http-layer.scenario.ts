@@ -12,7 +12,7 @@ import { cannon, startApp } from './decorator.scenario';
  * bare app without the module, the module's lock-free route, @Locked on memory, @Locked on Redis,
  * and a route that makes the lock's two Redis round trips itself (SET NX PX + a compare-and-delete
  * script) without the module. The whole table is made once per runtime: the Node running the bench
- * and the pinned Node 24 of scripts/node24.sh (started from Node 20, the bench shows both).
+ * and the pinned Node 24 of scripts/node.sh 24 (started from Node 20, the bench shows both).
  */
 export type HttpLayerRowName = 'bare' | 'module' | 'lockedMemory' | 'lockedRedis' | 'manualRedis';
 
@@ -47,7 +47,7 @@ const ROWS: { name: HttpLayerRowName; app: 'bare' | 'memory' | 'redis'; route: s
 function runtimes(): { runtime: string; node: string }[] {
   const here = { runtime: `Node ${process.versions.node}`, node: process.execPath };
   if (process.versions.node.startsWith('24.')) return [here];
-  const bin = execFileSync('bash', [join(__dirname, '../../scripts/node24.sh')], {
+  const bin = execFileSync('bash', [join(__dirname, '../../scripts/node.sh'), '24'], {
     encoding: 'utf8',
   }).trim();
   const node = join(bin, 'node');

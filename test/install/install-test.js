@@ -7,7 +7,7 @@
  * driver, @nestjs/terminus as `npm i @nestjs/terminus` installs it), installs the tarball and the
  * row's versions from the npm registry (through npm's cache) with a plain `npm install` (no
  * --legacy-peer-deps, no --force), compiles it (module/moduleResolution nodenext; CommonJS apps also
- * with classic node10 resolution, which reads typesVersions), then, on Node 24 and on this Node 20,
+ * with classic node10 resolution, which reads typesVersions), then, on Node 24, Node 22 and this Node 20,
  * boots it against a private redis-server and checks over HTTP: a @Locked route answers 200, then
  * 409 with Retry-After while another request holds the lock, then 200 again; /health answers 200
  * through Terminus; finally the app calls app.close() and its process must exit by itself.
@@ -40,15 +40,15 @@ const ROWS = {
   'nest11-cjs': { nest: '11', esm: false, ioredis: '6', typesNode: '20' },
   'nest11-cjs-ioredis5': { nest: '11', esm: false, ioredis: '5', typesNode: '20' },
 };
-/** Each app boots on every runtime we support at both ends: the pinned Node 24 and this Node 20. */
+/** Each app boots on every Node we support: the pinned Node 24 and Node 22, and this Node 20. */
+const pinnedNode = (major) =>
+  join(
+    execFileSync('bash', [join(root, 'scripts/node.sh'), major], { encoding: 'utf8' }).trim(),
+    'node',
+  );
 const RUNTIMES = [
-  [
-    'Node 24',
-    join(
-      execFileSync('bash', [join(root, 'scripts/node24.sh')], { encoding: 'utf8' }).trim(),
-      'node',
-    ),
-  ],
+  ['Node 24', pinnedNode('24')],
+  ['Node 22', pinnedNode('22')],
   [`Node ${process.versions.node}`, process.execPath],
 ];
 const PEER_NEST = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).peerDependencies[
