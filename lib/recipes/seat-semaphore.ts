@@ -75,6 +75,10 @@ export async function acquireSeat(
   // As the engine's own wait: a seat attempt that fails (backend unreachable) is retried while the
   // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
   const round = { failure: undefined as unknown };
+  // The wait also ends when the request it runs for ends (a client that leaves), as a lock's wait
+  // does (Acquisition.onWait): combined once, when the first round finds every seat busy.
+  let signal: AbortSignal | undefined;
+  let armed = false;
   for (;;) {
     const listeners = wakeups ? seats.map((s) => wakeups.listen(host.keyPrefix + s)) : [];
     try {
@@ -82,11 +86,15 @@ export async function acquireSeat(
       if (seat) return wrap(seat);
       const left = deadline - performance.now();
       if (left <= 0) throw round.failure ?? new LockAcquireTimeoutError(key, o.wait);
-      options.signal?.throwIfAborted();
+      if (!armed) {
+        armed = true;
+        signal = meta?.requestSignal ? meta.requestSignal(options.signal) : options.signal;
+      }
+      signal?.throwIfAborted();
       const sleep = Math.min(left, listeners.length ? 1_000 : Math.random() * delay);
       delay = Math.min(delay * 2, 500);
-      await firstOf(listeners, sleep, options.signal);
-      options.signal?.throwIfAborted();
+      await firstOf(listeners, sleep, signal);
+      signal?.throwIfAborted();
     } finally {
       for (const l of listeners) l.dispose();
     }
