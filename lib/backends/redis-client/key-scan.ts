@@ -80,13 +80,19 @@ export async function* scanCandidates(
 /**
  * held KEYS={K},{K}:r,{K}:s: 1 when the lock has a writer, a live reader or a live seat (scores
  * are expiries in server ms, `inf` for a seat renewed by PTTL), else 0. Read-only, one slot.
+ * Only a lock's shape counts: a writer is a string with a ttl (every grant sets PX), readers and
+ * seats are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for ever)
+ * is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
  */
 export const HELD = redisScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') > 0 then return 1 end
-if redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') > 0 then return 1 end
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('PTTL', KEYS[1]) > 0 then return 1 end
+for i = 2, 3 do
+  if redis.call('TYPE', KEYS[i]).ok == 'zset' and redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf') > 0 then
+    return 1
+  end
+end
 return 0
 `);
 
