@@ -40,6 +40,7 @@ export { safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
 export { CLOSE_TIMEOUT_MS, within } from './bounded';
+export { markPartial, isPartial, type ListAnswer } from './list-answer';
 export {
   DistributedLockError,
   InvalidLockOptionsError,

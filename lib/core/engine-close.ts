@@ -24,14 +24,19 @@ export async function closeEngine(
   if (e.closed) return;
   e.closed = true;
   // Nothing is granted from here on: a wait in flight stops now, as a new acquire fails at once.
-  e.activity.cancelAll(
+  // An attempt already on the wire may still be granted: its give-back needs the backend's client,
+  // so the backends are closed only after those answers came and went back (or the budget ran out).
+  const givenBack = e.activity.cancelAll(
     (a) =>
       new LockBackendUnavailableError('engine', 'the lock module was shut down', {
         key: a.callerKey,
       }),
   );
   const budget = e.operationTimeout + CLOSE_GRACE_MS;
-  await Promise.all([...elections.values()].map((election) => within(election.resign(), budget)));
+  await Promise.all([
+    within(givenBack, budget),
+    ...[...elections.values()].map((election) => within(election.resign(), budget)),
+  ]);
   const leases = [...e.watchdogs.values()].flatMap((w) => [...w.held]);
   // Code still running under a lock must learn that it no longer holds it.
   for (const lease of leases) lease.lose('the lock module shut down and released it');

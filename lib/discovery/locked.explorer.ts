@@ -11,14 +11,16 @@ import type { LeaderOnlyMethod } from '../decorators/leader-only.decorator';
 import { LockEngine } from '../core/lock-engine';
 import type { LockedMethod } from '../interfaces/locked-method.interface';
 import { engineRegistry } from '../core/engine-registry';
+import { checkTemplatesDisjoint, type TemplateUse } from '../core/keys/template-overlap';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { bindToGateways } from '../filters/gateway-enhancers';
 import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
 
 /**
  * At bootstrap, finds every provider and controller with @Locked methods, binds them to this
- * module's engine, and checks what @Locked could not check at definition time (backend names), so
- * a wrong name fails start-up rather than the first call.
+ * module's engine, and checks what @Locked could not check at definition time (backend names, and
+ * that keys of two different templates on one backend never meet), so a wrong name or an
+ * overlapping template fails start-up rather than a call.
  */
 @Injectable()
 export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
@@ -45,6 +47,7 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
   onModuleInit(): void {
     engineRegistry.open(this.engine);
     const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    const templates = new Map<string, TemplateUse[]>(); // by backend
     for (const wrapper of wrappers) {
       const instance = wrapper.instance as Record<string, unknown> | undefined;
       if (!instance || typeof instance !== 'object') continue;
@@ -67,10 +70,18 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
         if (!method) continue;
         found = true;
         const { retryAfter: _retryAfter, ...lockOptions } = method.options;
-        this.engine.resolveOptions({ ...lockOptions, onBusy: undefined } as never, method.where);
+        const resolved = this.engine.resolveOptions(
+          { ...lockOptions, onBusy: undefined } as never,
+          method.where,
+        );
+        let uses = templates.get(resolved.backend);
+        if (!uses) templates.set(resolved.backend, (uses = []));
+        for (const { template, literals } of method.key.parts ?? [method.key])
+          if (literals) uses.push({ template, literals, where: method.where });
       }
       if (found) engineRegistry.register(instance, this.engine);
     }
+    for (const uses of templates.values()) checkTemplatesDisjoint(uses);
   }
 
   /** Campaigns start once the application is up (not while modules are still initialising). */

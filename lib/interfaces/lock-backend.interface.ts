@@ -253,6 +253,8 @@ export interface LockBackend {
   /**
    * Optional operator listing: the full keys under `prefix` (full prefix) that are held now, at
    * most `limit` of them. Only for backends that can answer without scanning an unbounded keyspace.
+   * An answer its own bound cut short (held keys may be missing) is marked with the kit's
+   * markPartial (`partial: true`).
    */
   list?(prefix: string, limit: number): Promise<string[]>;
 

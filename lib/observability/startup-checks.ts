@@ -51,11 +51,15 @@ export class LockStartupChecks implements OnApplicationBootstrap, OnModuleDestro
     for (const result of await this.engine.operator.probe()) {
       if (result.status === 'up') continue;
       const reason = safe(result.reason ?? 'no answer').replace(/\.$/, '');
-      if (mode === 'fail')
+      if (mode === 'fail') {
+        // Nest runs no shutdown hook for an app whose start-up threw: close what the backends made
+        // (owned clients, their reconnect timers) now, or the refused process never exits.
+        await this.engine.close();
         throw new LockBackendUnavailableError(
           result.backend,
           `the start-up check (checkOnStartup: 'fail') could not reach it: ${reason}`,
         );
+      }
       this.logger.warn(
         `start-up check: backend "${safe(result.backend)}" (${result.kind}) is down: ${reason}. ` +
           'Locks on it fail (503) until it answers; the app starts anyway ' +

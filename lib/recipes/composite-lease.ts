@@ -9,7 +9,9 @@ import type { LockMode } from '../interfaces/lock-backend.interface';
 
 /**
  * One grant made of the handles of its keys (canonical order). `names` are the keys the holder
- * sees (a semaphore's seat is shown under the semaphore's key); default: each part's own key.
+ * sees, one per leading part (a semaphore's seat is shown under the semaphore's key); parts past
+ * them (a seat semaphore's permits record) are held, renewed and released with the grant but not
+ * shown. Default: each part's own key.
  */
 export class CompositeLease implements HandleLease {
   released = false;
@@ -46,7 +48,7 @@ export class CompositeLease implements HandleLease {
   }
 
   get fencingTokens(): ReadonlyMap<string, bigint> {
-    return new Map(this.parts.map((p, i) => [this.names[i], p.fencingToken]));
+    return new Map(this.names.map((name, i) => [name, this.parts[i].fencingToken]));
   }
 
   get owner(): string {

@@ -4,8 +4,9 @@
  * exclusion. A caller tries every seat once per round, starting at a random seat to spread load;
  * when all are busy it sleeps until a seat is released (the backend's wake-ups for the seat keys),
  * a backoff, or the deadline. Re-entrant: a context that already holds a seat re-enters it.
- * Holders that disagree on N each use seats 0..N-1 of their own N, so at most the largest N among
- * them hold at once: keep N in one place for the bound you intend.
+ * Holders agree on N: each also holds the key's permits record, and a request of another N is
+ * refused (seat-permits.ts); where the backend cannot keep that record, holders that disagree on
+ * N each use seats 0..N-1 of their own N, so at most the largest N among them hold at once.
  */
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
@@ -17,6 +18,7 @@ import type { ReleaseListener } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import type { LockHandle } from '../core/lease/lock-handle';
 import { CompositeLease, compositeHandle } from './composite-lease';
+import { agreeOnPermits, checkPermitsRecord, permitsKey } from './seat-permits';
 
 /**
  * The lock key of seat `i` of semaphore `key` (template values are %-encoded: no value forges '#').
@@ -63,9 +65,16 @@ export async function acquireSeat(
 ): Promise<LockHandle> {
   const o = host.resolveOptions({ ...options, permits: undefined }, key);
   const seats = Array.from({ length: permits }, (_, i) => seatKey(key, i));
-  checkSeatKeys(host, key, seats[seats.length - 1], o.backend, meta);
-  const wrap = (seat: LockHandle) => compositeHandle(new CompositeLease([seat], o.ttl, [key]));
+  const last = seats[seats.length - 1];
+  const record = permitsKey(key);
+  checkSeatKeys(host, key, last.length > record.length ? last : record, o.backend, meta);
   const once: LockOptions = { ...options, permits: undefined, wait: 0 };
+  const wrap = (seat: LockHandle) => compositeHandle(new CompositeLease([seat], o.ttl, [key]));
+  /** A new seat, with the permits record beside it (its holders' N checked). */
+  const granted = async (seat: LockHandle) => {
+    const parts = await agreeOnPermits(host, { key, permits, backend: o.backend, seat, once });
+    return compositeHandle(new CompositeLease(parts, o.ttl, [key]));
+  };
   // Re-entrant: this context already holds one of the seats.
   const mine = seats.find((s) => host.current(s, o.backend));
   if (mine) return wrap(await host.acquireOne({ key: mine, options: once }));
@@ -75,18 +84,32 @@ export async function acquireSeat(
   // As the engine's own wait: a seat attempt that fails (backend unreachable) is retried while the
   // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
   const round = { failure: undefined as unknown };
+  // The wait also ends when the request it runs for ends (a client that leaves), as a lock's wait
+  // does (Acquisition.onWait): combined once, when the first round finds every seat busy.
+  let signal: AbortSignal | undefined;
+  let armed = false;
+  let checked = false;
   for (;;) {
     const listeners = wakeups ? seats.map((s) => wakeups.listen(host.keyPrefix + s)) : [];
     try {
       const seat = await tryEverySeat(host, seats, once, round);
-      if (seat) return wrap(seat);
+      if (seat) return granted(seat);
+      // Every seat busy: holders of another N refuse this request rather than keep it waiting.
+      if (!checked) {
+        checked = true;
+        await checkPermitsRecord(host, key, permits, host.backend(o.backend));
+      }
       const left = deadline - performance.now();
       if (left <= 0) throw round.failure ?? new LockAcquireTimeoutError(key, o.wait);
-      options.signal?.throwIfAborted();
+      if (!armed) {
+        armed = true;
+        signal = meta?.requestSignal ? meta.requestSignal(options.signal) : options.signal;
+      }
+      signal?.throwIfAborted();
       const sleep = Math.min(left, listeners.length ? 1_000 : Math.random() * delay);
       delay = Math.min(delay * 2, 500);
-      await firstOf(listeners, sleep, options.signal);
-      options.signal?.throwIfAborted();
+      await firstOf(listeners, sleep, signal);
+      signal?.throwIfAborted();
     } finally {
       for (const l of listeners) l.dispose();
     }

@@ -102,8 +102,15 @@ export class LockService implements OnApplicationShutdown {
     return this.engine.operator.forceRelease(key, options?.backend);
   }
 
-  /** Held keys under `prefix` (without the module's keyPrefix), on backends that can list. */
-  list(prefix = '', options?: { backend?: string; limit?: number }): Promise<string[]> {
+  /**
+   * Held keys under `prefix` (without the module's keyPrefix), on backends that can list. When the
+   * backend's own bound cut its walk short (Redis/Redlock SCAN past its time budget) held keys may
+   * be missing, and the array carries `partial: true`.
+   */
+  list(
+    prefix = '',
+    options?: { backend?: string; limit?: number },
+  ): Promise<string[] & { readonly partial?: boolean }> {
     return this.engine.operator.list(prefix, options?.backend, options?.limit);
   }
 

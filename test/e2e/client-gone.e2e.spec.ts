@@ -92,7 +92,7 @@ class GoneController {
   }
 
   @Get('listeners/locked')
-  @Locked('item:listeners')
+  @Locked('listeners:locked')
   async lockedListeners(@Res({ passthrough: true }) res: object): Promise<string> {
     return closeListeners(res);
   }

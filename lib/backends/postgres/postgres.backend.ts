@@ -1,4 +1,4 @@
-import { ReleaseNotifier, toBigInt } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, ReleaseNotifier, toBigInt, within } from '../../backend-kit';
 import type {
   BackendAcquireResult,
   BackendAttempt,
@@ -24,6 +24,7 @@ import {
   type PgListenClientLike,
 } from './postgres.listener';
 import {
+  destroyPgClientSocket,
   resolvePostgresOptions,
   type PgPoolClientLike,
   type PgPoolLike,
@@ -275,8 +276,10 @@ function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector 
       return client;
     },
     close: async (client) => {
-      if (dedicated.has(client)) await (client as unknown as { end(): Promise<void> }).end();
-      else (client as unknown as PgPoolClientLike).release(true);
+      if (!dedicated.has(client)) return (client as unknown as PgPoolClientLike).release(true);
+      // end() waits for the server's goodbye, which a black hole never sends.
+      const ending = (client as unknown as { end(): Promise<void> }).end();
+      if ((await within(ending, CLOSE_TIMEOUT_MS / 2)) !== 'done') destroyPgClientSocket(client);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { checkBoolean } from '../../backend-kit';
+import { checkBoolean, CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { SqlClientSource } from '../sql/sql-client';
 import {
@@ -96,8 +96,32 @@ function ownPool(pool: PgPoolLike): PgPoolLike {
   return pool;
 }
 
+/**
+ * Ends a pool the factory made. pg's end() waits for every client, and a client still connecting
+ * to a server that never answers (a black hole, a dropped SYN) waits for ever, its socket keeping
+ * the process alive after close(): past half the close bound, the pool's sockets are destroyed.
+ */
 async function endPool(pool: PgPoolLike): Promise<void> {
-  await (pool as PgPoolLike & { end?(): Promise<void> }).end?.();
+  const p = pool as PgPoolLike & { end?(): Promise<void> };
+  if (typeof p.end !== 'function') return;
+  const outcome = await within(
+    Promise.resolve().then(() => p.end!()),
+    CLOSE_TIMEOUT_MS / 2,
+  );
+  if (outcome !== 'done') destroyPgSockets(pool);
+}
+
+/** The sockets of a pg Pool's clients (pg-pool keeps them in `_clients`), destroyed. */
+export function destroyPgSockets(pool: unknown): void {
+  const clients = (pool as { _clients?: unknown })._clients;
+  if (!Array.isArray(clients)) return;
+  for (const c of clients) destroyPgClientSocket(c);
+}
+
+/** A pg Client's socket, destroyed (a client whose end() cannot complete). */
+export function destroyPgClientSocket(client: unknown): void {
+  const stream = (client as { connection?: { stream?: { destroy?(): void } } })?.connection?.stream;
+  if (typeof stream?.destroy === 'function') stream.destroy();
 }
 
 /** Checks a factory's pool and listens to its idle clients' errors. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { markPartial } from '../../backend-kit/list-answer';
 import { lockKeys } from './lock-keys';
 import type { RedisClientLike } from './redis-client.types';
 import { redisScript, runScript, runScriptBatch } from './redis.script';
@@ -8,11 +9,8 @@ export interface RedisScanLike {
   scan(cursor: string, ...args: (string | number)[]): Promise<[string, string[]]>;
 }
 
-/**
- * Keys SCAN is asked for per call, and the most SCAN calls one list() makes per node and pattern.
- */
+/** Keys SCAN is asked for per call; a listing SCANs until done or out of time (its deadline). */
 export const SCAN_COUNT = 500;
-export const SCAN_MAX_CALLS = 200;
 
 /**
  * The lock a holder key belongs to: the writer `{K}`, the readers `{K}:r` or the seats `{K}:s`
@@ -48,19 +46,25 @@ export function scanNodes(client: unknown): RedisScanLike[] {
 
 /**
  * Pages of candidate lock keys (full keys, each once) under `fullPrefix` on `nodes`. Bounded:
- * SCAN_COUNT keys a call, at most SCAN_MAX_CALLS calls per node and pattern, and nothing after
- * `deadline` (Date.now() ms); the caller stops early once it has what it needs.
+ * SCAN_COUNT keys a call, and nothing after `deadline` (Date.now() ms); the caller stops early
+ * once it has what it needs. `scan.complete` is left false when the deadline cut the scan short
+ * (a keyspace too large to walk in time): the answer is then partial.
  */
 export async function* scanCandidates(
   nodes: readonly RedisScanLike[],
   fullPrefix: string,
   deadline: number,
+  scan: { complete: boolean } = { complete: true },
 ): AsyncGenerator<string[]> {
   const seen = new Set<string>();
   for (const node of nodes) {
     for (const pattern of scanPatterns(fullPrefix)) {
       let cursor = '0';
-      for (let calls = 0; calls < SCAN_MAX_CALLS && Date.now() < deadline; calls++) {
+      for (;;) {
+        if (Date.now() >= deadline) {
+          scan.complete = false;
+          return;
+        }
         const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
         const page: string[] = [];
         for (const key of keys) {
@@ -80,13 +84,19 @@ export async function* scanCandidates(
 /**
  * held KEYS={K},{K}:r,{K}:s: 1 when the lock has a writer, a live reader or a live seat (scores
  * are expiries in server ms, `inf` for a seat renewed by PTTL), else 0. Read-only, one slot.
+ * Only a lock's shape counts: a writer is a string with a ttl (every grant sets PX), readers and
+ * seats are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for ever)
+ * is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
  */
 export const HELD = redisScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') > 0 then return 1 end
-if redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') > 0 then return 1 end
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('PTTL', KEYS[1]) > 0 then return 1 end
+for i = 2, 3 do
+  if redis.call('TYPE', KEYS[i]).ok == 'zset' and redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf') > 0 then
+    return 1
+  end
+end
 return 0
 `);
 
@@ -113,7 +123,8 @@ export async function heldOn(
 
 /**
  * The held keys among the candidates, at most `limit`: each page's candidates checked at once by
- * `held` (a candidate may be a shared or seat set whose members all expired).
+ * `held` (a candidate may be a shared or seat set whose members all expired). When the deadline
+ * ended the scan before the limit was reached, the answer is marked partial (markPartial).
  */
 export async function listHeldKeys(
   nodes: readonly RedisScanLike[],
@@ -124,12 +135,13 @@ export async function listHeldKeys(
 ): Promise<string[]> {
   const out: string[] = [];
   if (limit <= 0) return out;
-  for await (const page of scanCandidates(nodes, fullPrefix, deadline)) {
+  const scan = { complete: true };
+  for await (const page of scanCandidates(nodes, fullPrefix, deadline, scan)) {
     const answers = await held(page);
     for (let i = 0; i < page.length && out.length < limit; i++) if (answers[i]) out.push(page[i]);
-    if (out.length >= limit) break;
+    if (out.length >= limit) return out;
   }
-  return out;
+  return scan.complete ? out : markPartial(out);
 }
 
 function sha1(s: string): string {

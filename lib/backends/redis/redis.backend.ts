@@ -8,7 +8,7 @@ import type {
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
-import { RedisSubscriber, type RedisClientLike } from '../redis-client';
+import { heldOn, RedisSubscriber, type RedisClientLike } from '../redis-client';
 import {
   attempt,
   attemptReply,
@@ -193,6 +193,8 @@ export class RedisLockBackend implements LockBackend {
    * renewal.
    */
   async forceRelease(key: string): Promise<boolean> {
+    // Only a lock's shape is freed: with keyPrefix '' another app's `{name}` is not ours.
+    if (!(await heldOn(await this.o.source.get(), [key]))[0]) return false;
     const seats = await this.semaphore.forceRelease(key);
     return (await forceReleaseLock(this.o, key)) || seats;
   }

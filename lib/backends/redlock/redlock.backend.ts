@@ -219,7 +219,15 @@ export class RedlockBackend implements LockBackend {
         const factory = this.o.clientFactory as NonNullable<
           ResolvedRedlockOptions['clientFactory']
         >;
-        const clients = checkRedlockClients('clientFactory()', await factory());
+        const made = await factory();
+        let clients: readonly RedlockClientLike[];
+        try {
+          clients = checkRedlockClients('clientFactory()', made);
+        } catch (error) {
+          // Refused clients are still ours: left open they would reconnect for ever.
+          if (Array.isArray(made)) made.forEach((c) => (c as RedlockClientLike)?.disconnect?.());
+          throw error;
+        }
         clients.forEach(quietErrors); // ours: ioredis would print every reconnect's error
         if (this.closed) {
           await Promise.all(clients.map((c) => quit(c)));

@@ -20,14 +20,40 @@ export async function listRedlockKeys(
 ): Promise<string[]> {
   let failed = 0;
   let firstError: unknown;
-  const nodes: RedisScanLike[] = m.clients.map((c) => ({
-    scan: (cursor, ...args) =>
-      (c as unknown as RedisScanLike).scan(cursor, ...args).catch((error): [string, string[]] => {
-        failed++;
-        firstError ??= error;
-        return ['0', []];
-      }),
-  }));
+  // Each master's SCAN is bounded by `timeoutMs`, and a master that failed or went silent once is
+  // skipped for the rest of the listing: a stopped master never answers, and waiting on it would
+  // fail the whole call though a majority answers.
+  const nodes: RedisScanLike[] = m.clients.map((c) => {
+    let down = false;
+    const fail = (error: unknown): [string, string[]] => {
+      if (!down) failed++;
+      down = true;
+      firstError ??= error;
+      return ['0', []];
+    };
+    return {
+      scan: async (cursor, ...args) => {
+        if (down) return ['0', []];
+        let timer: NodeJS.Timeout | undefined;
+        const silent = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`SCAN got no answer within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
+        });
+        try {
+          return await Promise.race([
+            (c as unknown as RedisScanLike).scan(cursor, ...args),
+            silent,
+          ]);
+        } catch (error) {
+          return fail(error);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    };
+  });
   const held = async (keys: string[]): Promise<boolean[]> => {
     const outcomes = await gather(
       m.clients.length,

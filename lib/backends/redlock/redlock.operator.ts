@@ -2,6 +2,7 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import {
   FORCE_RELEASE,
+  heldOn,
   INSPECT,
   lockKeys,
   parseInspect,
@@ -62,7 +63,12 @@ export async function forceReleaseMasters(
   const k = lockKeys(key);
   const outcomes = await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], FORCE_RELEASE, 3, [k.writer, k.readers, k.queue, key]),
+    // Only what has a lock's shape is deleted (heldOn): with keyPrefix '' another app's `{name}`
+    // is not ours to free.
+    async (i) =>
+      (await heldOn(m.clients[i], [key]))[0]
+        ? runScript(m.clients[i], FORCE_RELEASE, 3, [k.writer, k.readers, k.queue, key])
+        : 0,
     () => false,
     timeoutMs,
   );

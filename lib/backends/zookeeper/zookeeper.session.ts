@@ -1,4 +1,4 @@
-import { toBigInt } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, toBigInt } from '../../backend-kit';
 import {
   STATE_CONNECTED_READ_ONLY,
   STATE_DISCONNECTED,
@@ -104,6 +104,10 @@ export class ZooKeeperSession {
       } catch {
         // closing an already closed client is harmless
       }
+      // close() only queues CLOSE_SESSION: a server that never answers (a black hole) would keep
+      // the socket, and the process, alive. Destroyed past the close bound; the timer does not
+      // hold the process itself once the socket has closed.
+      setTimeout(() => destroyZooKeeperSocket(this.client), CLOSE_TIMEOUT_MS).unref();
     }
   }
 
@@ -226,4 +230,14 @@ export class ZooKeeperSession {
   private wakeWaiters(): void {
     for (const w of [...this.waiters]) w();
   }
+}
+
+/**
+ * The socket of a node-zookeeper-client Client (its ConnectionManager's), destroyed: the driver
+ * then sees its socket close while closing and does not reconnect.
+ */
+function destroyZooKeeperSocket(client: unknown): void {
+  const socket = (client as { connectionManager?: { socket?: { destroy?(): void } } })
+    ?.connectionManager?.socket;
+  if (typeof socket?.destroy === 'function') socket.destroy();
 }

@@ -133,28 +133,34 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       { key: this.callerKey },
     );
     this.e.activity.settled(this.label, 'acquire', error, true);
-    this.abandon(error);
+    void this.abandon(error);
   }
 
   /**
    * The engine is closing: the wait stops now and the caller gets `error`. A grant after close
-   * would hold a lock that no watchdog renews and no close releases.
+   * would hold a lock that no watchdog renews and no close releases, so it is given back; the
+   * promise settles when that is done, and close() waits for it (bounded) before it closes the
+   * backends, whose clients the give-back needs.
    */
-  cancel(error: unknown): void {
-    if (this.done) return;
+  cancel(error: unknown): Promise<void> {
+    if (this.done) return Promise.resolve();
     this.done = true;
     budgetClock.delete(this);
-    this.abandon(error);
+    return this.abandon(error);
   }
 
-  /** Gives up on an attempt still in flight: its answer may still come, and a grant goes back. */
-  private abandon(error: unknown): void {
-    this.attempt
+  /**
+   * Gives up on an attempt still in flight: its answer may still come, and a grant goes back. The
+   * promise settles once that answer came and its grant went back (never rejects).
+   */
+  private abandon(error: unknown): Promise<void> {
+    const settled = this.attempt
       ?.then((late) => (late.acquired ? this.giveBack() : undefined))
       .catch((cause) =>
         this.e.activity.releaseFailed(this.o.backend, this.callerKey, 'late-grant', cause),
       );
     this.stop(error);
+    return settled ?? Promise.resolve();
   }
 
   private run(): void {

@@ -51,8 +51,11 @@ export interface InFlightAcquire {
   readonly backendName: string;
   /** The key as the caller gave it. */
   readonly callerKey: string;
-  /** Stops the acquire: its wait ends and its caller gets `error` (a later grant is given back). */
-  cancel(error: unknown): void;
+  /**
+   * Stops the acquire: its wait ends and its caller gets `error`. Settles once an attempt still in
+   * flight has answered and a grant it made has been given back (never rejects).
+   */
+  cancel(error: unknown): Promise<void>;
 }
 
 /**
@@ -82,9 +85,12 @@ export class LockActivity {
     this.inFlight.delete(acquire);
   }
 
-  /** Stops every acquire in flight (the engine is closing), each with `errorFor(it)`. */
-  cancelAll(errorFor: (acquire: InFlightAcquire) => unknown): void {
-    for (const a of [...this.inFlight]) a.cancel(errorFor(a));
+  /**
+   * Stops every acquire in flight (the engine is closing), each with `errorFor(it)`; settles once
+   * every late grant among them has been given back (see InFlightAcquire.cancel).
+   */
+  cancelAll(errorFor: (acquire: InFlightAcquire) => unknown): Promise<void> {
+    return Promise.all([...this.inFlight].map((a) => a.cancel(errorFor(a)))).then(() => undefined);
   }
 
   /** Acquires in flight (all keys) for one backend, or for all. */

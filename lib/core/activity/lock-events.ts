@@ -271,14 +271,16 @@ const SHAPE_HEAD = /^[A-Za-z_-]{1,32}$/;
 
 /**
  * The default low-cardinality form of a raw key for metrics and spans: the first ':'-separated
- * segment is kept when it is a short word (letters, '_', '-'), else '*'; every later segment
- * becomes '*', whatever it holds (a slug is a request value as much as an id is), and at most
- * SHAPE_SEGMENTS are shown ('order:42' -> 'order:*', 'tenant:acme:invoice:abcdef' ->
- * 'tenant:*:*:*').
+ * segment is kept when it is a short word (letters, '_', '-') followed by another segment, else
+ * '*'; every later segment becomes '*', whatever it holds (a slug is a request value as much as
+ * an id is), and at most SHAPE_SEGMENTS are shown ('order:42' -> 'order:*',
+ * 'tenant:acme:invoice:abcdef' -> 'tenant:*:*:*'). A key of one segment is '*': with nothing
+ * after it the word may be the value itself (a user name, a slug), and 1,000 of them must not
+ * give 1,000 shapes.
  */
 export function keyShape(key: string): string {
   const parts = key.split(':');
-  let shape = SHAPE_HEAD.test(parts[0]) ? parts[0] : '*';
+  let shape = parts.length > 1 && SHAPE_HEAD.test(parts[0]) ? parts[0] : '*';
   const shown = Math.min(parts.length, SHAPE_SEGMENTS);
   for (let i = 1; i < shown; i++) shape += ':*';
   return parts.length > SHAPE_SEGMENTS ? `${shape}:…` : shape;

@@ -1,4 +1,5 @@
 import { checkLockKey } from '../../backend-kit/key-encoding';
+import { isPartial, markPartial, type ListAnswer } from '../../backend-kit/list-answer';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LockBackend, LockInspection } from '../../interfaces/lock-backend.interface';
 import { DEFAULT_BACKEND_NAME } from '../../distributed-lock.constants';
@@ -116,17 +117,22 @@ export class LockOperator {
     return freed;
   }
 
-  /** Keys (without keyPrefix) under `prefix` held now, where the backend can list. */
-  async list(prefix = '', backendName = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<string[]> {
+  /**
+   * Keys (without keyPrefix) under `prefix` held now, where the backend can list. Marked
+   * `partial: true` (isPartial) when the backend's own bound ended its walk early.
+   */
+  async list(prefix = '', backendName = DEFAULT_BACKEND_NAME, limit = 1_000): Promise<ListAnswer> {
     const backend = this.host.backend(backendName);
     if (typeof backend.list !== 'function') throw unsupported(backendName, backend, 'list');
     checkListArguments(prefix, limit);
     const full = this.host.keyPrefix + prefix;
     if (full.length > 0) checkLockKey(full, backend.capabilities.maxKeyLength);
     const keys = await this.host.call(backend.list(full, limit), backendName, 'list');
-    return keys
+    const out = keys
       .filter((k) => k.startsWith(this.host.keyPrefix))
       .map((k) => k.slice(this.host.keyPrefix.length));
+    // A backend whose bound cut its walk short says so; the caller learns it too.
+    return isPartial(keys) ? markPartial(out) : out;
   }
 
   /**

@@ -18,6 +18,10 @@ export function canonicalKeys(keys: readonly unknown[]): string[] {
 /** A compiled template, or a compiled array of templates (a multi-key @Locked). */
 export interface CompiledLockKeys {
   readonly template: string;
+  /** A single template's literal parts (see CompiledLockKey.literals). */
+  readonly literals?: readonly string[];
+  /** The templates of a key array, one each (absent for a single key: it is its own part). */
+  readonly parts?: readonly CompiledLockKey[];
   resolve(args: readonly unknown[]): string | string[];
 }
 
@@ -33,6 +37,7 @@ export function compileLockKeys(
   const parts: CompiledLockKey[] = key.map((k) => compileLockKey(k, paramNames, where));
   return {
     template: parts.map((p) => p.template).join(', '),
+    parts,
     resolve: (args) => parts.map((p) => p.resolve(args)),
   };
 }

@@ -18,6 +18,11 @@ export type LockKey = string | LockKeyFn;
 
 export interface CompiledLockKey {
   readonly template: string;
+  /**
+   * A template string's literal parts (a value goes between each two); undefined for a key
+   * function. What template-overlap.ts checks templates against each other with.
+   */
+  readonly literals?: readonly string[];
   /** Resolves the key from the call's arguments; throws LockKeyResolutionError (400 over HTTP). */
   resolve(args: readonly unknown[]): string;
 }
@@ -76,6 +81,7 @@ export function compileLockKey(
   const fixed = literals.reduce((n, l) => n + l.length, 0);
   return {
     template: key,
+    literals,
     resolve(args) {
       // One budget for the whole key, spent value by value: nothing longer than it is ever encoded.
       let budget = MAX_KEY_LENGTH - fixed;
