@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { FenceStore } from './fence-store.interface';
-import { FENCE_STORE, FencedGuard } from './fenced.guard';
+import { FENCE_STORE, FencedInterceptor } from './fenced.interceptor';
 import { FencingExceptionFilter } from './fencing-exception.filter';
 
 export interface DistributedLockFencingOptions {
@@ -27,10 +27,10 @@ export class DistributedLockFencingModule {
       global: true,
       providers: [
         { provide: FENCE_STORE, useValue: store },
-        FencedGuard,
+        FencedInterceptor,
         { provide: APP_FILTER, useClass: FencingExceptionFilter },
       ],
-      exports: [FENCE_STORE, FencedGuard],
+      exports: [FENCE_STORE, FencedInterceptor],
     };
   }
 }
