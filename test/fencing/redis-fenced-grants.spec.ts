@@ -9,6 +9,7 @@ import {
   RedisLockBackend,
 } from '../../lib';
 import { RedisServer } from '../support/redis-server';
+import { stopped } from './stopped';
 
 /** Two grants that got one token (what a lossy failover does), as the store reads a handle. */
 const grant = (owner: string, fencingToken: bigint) => ({ key: 'k', fencingToken, owner });
@@ -125,6 +126,7 @@ describe('RedisFencedStore: grants, fence records and faults (a private redis-se
   it('a paused server: a fenced write fails with LockBackendUnavailableError at its timeout', async () => {
     const bounded = new RedisFencedStore({ client, timeout: 300 });
     server.pause();
+    await stopped(server);
     try {
       await expect(bounded.set('paused', 1n, 'x')).rejects.toThrow(LockBackendUnavailableError);
       await expect(bounded.advance('paused', 1n)).rejects.toMatchObject({
