@@ -27,22 +27,27 @@ export function boundedFenceCall<T>(
   ms: number,
   store: string,
   resource: string,
+  onLate?: (value: T) => void,
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new LockBackendUnavailableError(
-            store,
-            `no answer within the fenced store's timeout of ${ms} ms (option "timeout"); ` +
-              'the write may still land, its token checked when it does',
-            { key: resource },
-          ),
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(
+        new LockBackendUnavailableError(
+          store,
+          `no answer within the fenced store's timeout of ${ms} ms (option "timeout"); ` +
+            'the write may still land, its token checked when it does',
+          { key: resource },
         ),
-      ms,
-    );
+      );
+    }, ms);
   });
-  op.catch(() => undefined); // a late failure after the timeout is not an unhandled rejection
+  // A late failure is not an unhandled rejection; a late value (a connection) is handed back.
+  op.then(
+    (value) => timedOut && onLate?.(value),
+    () => undefined,
+  );
   return Promise.race([op, late]).finally(() => clearTimeout(timer));
 }

@@ -84,8 +84,17 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
    * BEGIN on a dedicated connection, `fn`, then COMMIT (or ROLLBACK when `fn` says so / throws).
    */
   protected abstract inTransaction<T>(
+    resource: string,
     fn: (tx: Q) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T>;
+
+  /**
+   * `op` bounded by the store's `timeout` (LockBackendUnavailableError after it); a value that
+   * arrives late (a connection) goes to `onLate`.
+   */
+  protected bounded<T>(op: Promise<T>, resource: string, onLate?: (late: T) => void): Promise<T> {
+    return boundedFenceCall(op, this.timeout, this.dialect, resource, onLate);
+  }
 
   /** The fence table's DDL (what `createTable()` runs). */
   get ddl(): string {
@@ -104,7 +113,7 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
 
   /** One statement, bounded by `timeout`. */
   private run(q: Q, sql: string, values: unknown[], resource: string): Promise<SqlOutcome> {
-    return boundedFenceCall(this.exec(q, sql, values), this.timeout, this.dialect, resource);
+    return this.bounded(this.exec(q, sql, values), resource);
   }
 
   /**
@@ -166,7 +175,7 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
     token: FencingTokenLike,
     fn: (tx: Q) => Promise<T>,
   ): Promise<FencedResult<T>> {
-    return this.inTransaction<FencedResult<T>>(async (tx) => {
+    return this.inTransaction<FencedResult<T>>(resource, async (tx) => {
       const fence = await this.advance(resource, token, tx);
       if (!fence.accepted) return { commit: false, value: fence };
       return { commit: true, value: accepted(resource, fence.token, await fn(tx)) };

@@ -168,9 +168,16 @@ describe.each([
     await stopped(f.server);
     try {
       await expect(f.bounded.advance('w:paused', 1n)).rejects.toThrow(LockBackendUnavailableError);
+      await expect(f.bounded.transaction('w:paused', 1n, async () => 'ran')).rejects.toThrow(
+        LockBackendUnavailableError,
+      );
     } finally {
       f.server.resume();
     }
     expect((await f.bounded.advance('w:paused', 1n)).accepted).toBe(true);
+    expect(await f.bounded.transaction('w:paused', 1n, async () => 'ran')).toMatchObject({
+      accepted: true,
+      value: 'ran',
+    });
   }, 30_000);
 });
