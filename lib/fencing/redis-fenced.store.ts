@@ -57,8 +57,10 @@ export type RedisFencedScript = FencedScript & { readonly user: true };
  * token is not older. A holder that was paused or partitioned past its ttl, and whose lock a newer
  * holder took, has an older token: its write is refused (a typed result, never a silent no-op).
  * The fence record lives in the key's own hash slot (`fenceKeyFor`), so the same calls work on
- * Redis Cluster; it is never expired or deleted (not even by `del`), since a forgotten fence
- * would let a stale holder write again.
+ * Redis Cluster; it is kept (not even `del` removes it: a forgotten fence would let a stale
+ * holder write again) unless `retention` expires it or an operator calls `reset()`. It records the
+ * grant with the token, so the same token from another grant is refused. No data key may start
+ * with the records' prefix: writing one could reset another key's fence.
  */
 export class RedisFencedStore implements FenceStore {
   private readonly client: RedisFencedClientLike;
