@@ -4,7 +4,7 @@ import { LockEngine } from '../core/lock-engine';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { Fenced } from './fenced.decorator';
 import { FENCED_METADATA, type FencedOptions } from './fenced.interceptor';
-import { fencingHeaders, formatFencing, parseFencing } from './fencing-carrier';
+import { fencingHeaders, formatFencing, parseFencing, verifyFencing } from './fencing-carrier';
 import * as tokens from './fencing-token';
 import { MemoryFenceStore } from './memory-fence.store';
 
@@ -97,5 +97,18 @@ describe('fence grants: a token counts only for the grant it came from', () => {
     const options = Reflect.getMetadata(FENCED_METADATA, Handlers.prototype.write) as FencedOptions;
     const keys = options.keys as RegExp;
     expect([1, 2, 3].map(() => keys.test('account:1'))).toEqual([true, true, true]);
+  });
+
+  it('a grant signed with a secret verifies only with that secret, and only unchanged', () => {
+    const secret = 'a-secret-of-32-characters-or-so!';
+    const lock = { key: 'account:1', fencingToken: 12n, owner: 'owner-1' };
+    const signed = parseFencing(formatFencing(lock, { secret })) as never;
+    expect(verifyFencing(signed, secret)).toBe(true);
+    expect(verifyFencing(signed, ['an-old-secret-being-rotated', secret])).toBe(true);
+    expect(verifyFencing(signed, 'another-secret-of-enough-length')).toBe(false);
+    const forged = { ...(signed as object), token: 2n ** 63n - 1n } as never;
+    expect(verifyFencing(forged, secret)).toBe(false);
+    expect(verifyFencing(parseFencing(formatFencing(lock)) as never, secret)).toBe(false);
+    expect(() => formatFencing(lock, { secret: 'short' })).toThrow(/secret/);
   });
 });

@@ -1,5 +1,6 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { checkFencingSecret } from './fencing-carrier';
 import { FENCED_METADATA, FencedInterceptor, type FencedOptions } from './fenced.interceptor';
 
 /**
@@ -10,7 +11,8 @@ import { FENCED_METADATA, FencedInterceptor, type FencedOptions } from './fenced
  * reject leaves no trace in the fence.
  */
 export function Fenced(options: FencedOptions = {}): ClassDecorator & MethodDecorator {
-  const { keys, maxKeyLength } = options;
+  const { keys, maxKeyLength, secret } = options;
+  if (secret !== undefined) for (const s of [secret].flat()) checkFencingSecret(s);
   if (maxKeyLength !== undefined && !(Number.isSafeInteger(maxKeyLength) && maxKeyLength > 0))
     throw new InvalidLockOptionsError('maxKeyLength', maxKeyLength, 'a positive integer');
   // A /g or /y regex keeps lastIndex between test() calls: the same key would pass, then fail.

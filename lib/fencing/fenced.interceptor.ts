@@ -18,12 +18,18 @@ import {
   FENCING_FIELD,
   FENCING_HEADER,
   parseFencing,
+  verifyFencing,
   type FencingCarrier,
 } from './fencing-carrier';
 
 /** The injection token of the FenceStore `@Fenced` uses (DistributedLockFencingModule sets it). */
 export const FENCE_STORE = Symbol('nestjs-distributed-lock:fence-store');
 export const FENCED_METADATA = 'nestjs-distributed-lock:fenced';
+/** The injection token of the secret(s) carried grants must be signed with (optional). */
+export const FENCING_SECRET = Symbol('nestjs-distributed-lock:fencing-secret');
+
+/** One secret, or several while one is being rotated. */
+export type FencingSecret = string | Buffer | readonly (string | Buffer)[];
 
 /** The longest carried lock key a `@Fenced` handler accepts by default (as a SQL fence row). */
 export const DEFAULT_FENCED_MAX_KEY_LENGTH = 255;
@@ -43,6 +49,11 @@ export interface FencedOptions {
   maxKeyLength?: number;
   /** The store to check (default: the one of DistributedLockFencingModule). */
   store?: FenceStore;
+  /**
+   * Accept only grants signed with this secret (`fencingHeaders(lock, { secret })`); default: the
+   * module's `secret`, or none. A grant unsigned or signed otherwise gets 400.
+   */
+  secret?: FencingSecret;
 }
 
 /** Where the grant travels on each transport, and how the fence finds it. */
@@ -84,6 +95,7 @@ export class FencedInterceptor implements NestInterceptor {
   constructor(
     private readonly reflector: Reflector,
     @Optional() @Inject(FENCE_STORE) private readonly store?: FenceStore,
+    @Optional() @Inject(FENCING_SECRET) private readonly secret?: FencingSecret | null,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -105,6 +117,9 @@ export class FencedInterceptor implements NestInterceptor {
         where,
         'expected "<token from 0 to 2^63-1>; key=<percent-encoded key>[; grant=<id>]"',
       );
+    const secret = options.secret ?? this.secret ?? undefined; // the module provides null for none
+    if (secret !== undefined && !verifyFencing(carrier, secret))
+      throw new FencingTokenMissingError(where, 'the grant is not signed with the expected secret');
     const max = options.maxKeyLength ?? DEFAULT_FENCED_MAX_KEY_LENGTH;
     if (carrier.key.length > max)
       throw new FencingTokenMissingError(where, `the lock key is longer than ${max} characters`);

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import {
   fencingGrant,
@@ -22,6 +23,50 @@ export interface FencingCarrier {
   readonly key: string;
   readonly token: bigint;
   readonly grant: string;
+  /** The caller's signature over key, token and grant (`secret` option), when it sent one. */
+  readonly sig?: string;
+}
+
+/**
+ * Signing a carried grant: an HMAC-SHA256 over token, key and grant with a secret shared by the
+ * services allowed to take locks and the callee, which then refuses calls not signed with it. It
+ * proves the caller knows the secret, not that it holds the lock.
+ */
+export interface FencingSignOptions {
+  /** At least 16 characters (or bytes). */
+  secret?: string | Buffer;
+}
+
+const MIN_SECRET_LENGTH = 16;
+
+/** The secret, checked (the option is named in the error). */
+export function checkFencingSecret(secret: unknown): string | Buffer {
+  if ((typeof secret === 'string' || Buffer.isBuffer(secret)) && secret.length >= MIN_SECRET_LENGTH)
+    return secret;
+  throw new InvalidLockOptionsError(
+    'secret',
+    Buffer.isBuffer(secret) ? `a Buffer of ${secret.length} bytes` : typeof secret,
+    `a string or Buffer of at least ${MIN_SECRET_LENGTH} characters`,
+  );
+}
+
+function signature(secret: string | Buffer, c: FencingCarrier): string {
+  return createHmac('sha256', secret)
+    .update(`${c.token}\n${c.key}\n${c.grant}`)
+    .digest('base64url');
+}
+
+/** True when `carrier` is signed with one of `secrets` (several: a secret being rotated). */
+export function verifyFencing(
+  carrier: FencingCarrier,
+  secrets: string | Buffer | readonly (string | Buffer)[],
+): boolean {
+  if (!carrier.sig) return false;
+  const sent = Buffer.from(carrier.sig);
+  return (Array.isArray(secrets) ? secrets : [secrets]).some((secret: string | Buffer) => {
+    const expected = Buffer.from(signature(secret, carrier));
+    return expected.length === sent.length && timingSafeEqual(expected, sent);
+  });
 }
 
 /**
@@ -50,16 +95,21 @@ function carrierOf(source: FencingSource): FencingCarrier {
   return { key: source.key, token: g.token, grant: g.grant };
 }
 
-/** `<token>; key=<percent-encoded key>[; grant=<id>]`. */
-export function formatFencing(source: FencingSource): string {
-  const { key, token, grant } = carrierOf(source);
+/** `<token>; key=<percent-encoded key>[; grant=<id>][; sig=<HMAC, base64url>]`. */
+export function formatFencing(source: FencingSource, options: FencingSignOptions = {}): string {
+  const carrier = carrierOf(source);
+  const { key, token, grant } = carrier;
   if (typeof key !== 'string' || key === '')
     throw new InvalidLockOptionsError('key', key, 'the lock key (a non-empty string)');
-  return `${token}; key=${encodeURIComponent(key)}${grant ? `; grant=${grant}` : ''}`;
+  const sig =
+    options.secret === undefined
+      ? ''
+      : `; sig=${signature(checkFencingSecret(options.secret), carrier)}`;
+  return `${token}; key=${encodeURIComponent(key)}${grant ? `; grant=${grant}` : ''}${sig}`;
 }
 
 const CARRIED =
-  /^\s*(0|[1-9][0-9]{0,18})\s*;\s*key=([^\s;]+)\s*(?:;\s*grant=([A-Za-z0-9_-]{1,64})\s*)?$/;
+  /^\s*(0|[1-9][0-9]{0,18})\s*;\s*key=([^\s;]+)\s*(?:;\s*grant=([A-Za-z0-9_-]{1,64})\s*)?(?:;\s*sig=([A-Za-z0-9_-]{43})\s*)?$/;
 
 /** Parses `formatFencing`'s value; undefined when it is not one (a token past 2^63-1 included). */
 export function parseFencing(value: unknown): FencingCarrier | undefined {
@@ -72,21 +122,31 @@ export function parseFencing(value: unknown): FencingCarrier | undefined {
   if (token > MAX_FENCING_TOKEN) return undefined;
   try {
     const key = decodeURIComponent(match[2]);
-    return key === '' ? undefined : { key, token, grant: match[3] ?? '' };
+    if (key === '') return undefined;
+    const carrier = { key, token, grant: match[3] ?? '' };
+    return match[4] ? { ...carrier, sig: match[4] } : carrier;
   } catch {
     return undefined; // malformed percent-encoding
   }
 }
 
-/** HTTP headers to send with a call made under `source`: `{ 'x-fencing-token': ... }`. */
-export function fencingHeaders(source: FencingSource): Record<string, string> {
-  return { [FENCING_HEADER]: formatFencing(source) };
+/**
+ * HTTP headers to send with a call made under `source`: `{ 'x-fencing-token': ... }`, signed
+ * when `options.secret` is given.
+ */
+export function fencingHeaders(
+  source: FencingSource,
+  options?: FencingSignOptions,
+): Record<string, string> {
+  return { [FENCING_HEADER]: formatFencing(source, options) };
 }
 
-/** `payload` with the `fencing` field a @Fenced message handler reads. */
+/** `payload` with the `fencing` field a @Fenced message handler reads (signed with a secret). */
 export function withFencing<T extends object>(
   payload: T,
   source: FencingSource,
+  options?: FencingSignOptions,
 ): T & { fencing: string } {
-  return { ...payload, [FENCING_FIELD]: formatFencing(source) } as T & { fencing: string };
+  const fencing = formatFencing(source, options);
+  return { ...payload, [FENCING_FIELD]: fencing } as T & { fencing: string };
 }

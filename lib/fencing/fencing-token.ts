@@ -48,7 +48,7 @@ const GRANT = /^[A-Za-z0-9_-]{0,64}$/;
  * anyone the power to release it.
  */
 export function grantIdOf(owner: string): string {
-  // A holder writes many times under one grant: the last id is kept (a hash costs ~0.8 µs).
+  // A holder writes many times under one grant: the last id is kept, not hashed again.
   if (owner !== lastOwner) {
     lastId = createHash('sha256').update(owner).digest('hex').slice(0, 32);
     lastOwner = owner;

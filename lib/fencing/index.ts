@@ -49,14 +49,15 @@ export {
   withFencing,
   formatFencing,
   parseFencing,
+  verifyFencing,
 } from './fencing-carrier';
-export type { FencingCarrier, FencingSource } from './fencing-carrier';
+export type { FencingCarrier, FencingSource, FencingSignOptions } from './fencing-carrier';
 export { Fenced } from './fenced.decorator';
 export {
   FencedInterceptor,
   FENCE_STORE,
   DEFAULT_FENCED_MAX_KEY_LENGTH,
 } from './fenced.interceptor';
-export type { FencedOptions } from './fenced.interceptor';
+export type { FencedOptions, FencingSecret } from './fenced.interceptor';
 export { DistributedLockFencingModule } from './fencing.module';
 export type { DistributedLockFencingOptions } from './fencing.module';

@@ -15,6 +15,7 @@ import {
   DistributedLockFencingModule,
   Fenced,
   FENCING_HEADER,
+  formatFencing,
   MemoryFenceStore,
   RedisFencedStore,
 } from '../../lib';
@@ -29,6 +30,7 @@ class DenyAll implements CanActivate {
 }
 
 const store = new MemoryFenceStore();
+const SECRET = 'the-lock-holders-shared-secret';
 let downStore: RedisFencedStore;
 
 @Controller()
@@ -53,6 +55,13 @@ class GuardedController {
   @HttpCode(200)
   @Fenced()
   open() {
+    return { ok: true };
+  }
+
+  @Post('signed')
+  @HttpCode(200)
+  @Fenced({ secret: SECRET })
+  signed() {
     return { ok: true };
   }
 
@@ -133,5 +142,19 @@ describe('@Fenced: what runs first, and how failures answer (HTTP)', () => {
       status: 409,
       body: { code: 'STALE_FENCING_TOKEN' },
     });
+  });
+
+  it('with a secret, an unsigned or forged grant is 400 and records nothing; a signed one passes', async () => {
+    const lock = { key: 'payout:1', fencingToken: 30n, owner: 'holder' };
+    expect((await post('signed', formatFencing(lock))).status).toBe(400);
+    const signed = formatFencing(lock, { secret: SECRET });
+    const forged = signed.replace(/^30;/, '9223372036854775807;');
+    expect(await post('signed', forged)).toMatchObject({
+      status: 400,
+      body: { code: 'FENCING_TOKEN_MISSING' },
+    });
+    expect(store.highest('payout:1')).toBeUndefined();
+    expect((await post('signed', signed)).status).toBe(200);
+    expect(store.highest('payout:1')).toBe(30n);
   });
 });
