@@ -27,7 +27,13 @@ export { MemoryFenceStore, DEFAULT_MEMORY_FENCE_RESOURCES } from './memory-fence
 export type { MemoryFenceStoreOptions } from './memory-fence.store';
 export { DEFAULT_FENCE_TIMEOUT_MS } from './fence-timeout';
 export type { FenceStore } from './fence-store.interface';
-export { fencedValue, toFencingToken, fencingGrant, MAX_FENCING_TOKEN } from './fencing-token';
+export {
+  fencedValue,
+  toFencingToken,
+  toFencingGrant,
+  fencingGrant,
+  MAX_FENCING_TOKEN,
+} from './fencing-token';
 export type {
   FencingGrant,
   FencingHandleLike,
