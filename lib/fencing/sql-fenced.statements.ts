@@ -140,21 +140,25 @@ function buildShape(
       wheres.map(([c], i) => `${q(c, 'where')} = $${i + 3}`).join(' AND ');
     return { sql, select };
   }
-  // MySQL cannot read the updated table in a subquery of its UPDATE; a derived table with an
-  // aggregate is materialised first, so it may (the same rows, read before the update).
+  // MySQL cannot read the updated table in a subquery of its UPDATE, but it may join it to itself:
+  // a matched row of the same `where` with a newer token (or this token from another grant) joins
+  // every row, and only rows that joined none are written.
   const tok = 'CAST(? AS SIGNED)';
   const match = (alias: string) =>
     wheres.map(([c]) => `${alias}${q(c, 'where')} = ?`).join(' AND ');
+  const [firstWhere] = wheres[0];
   const sql =
-    `UPDATE ${table} AS fenced_row, (SELECT COUNT(*) AS newer FROM ${table} WHERE ${match('')} ` +
-    `AND (${f} > ${tok} OR (${f} = ${tok} AND COALESCE(${g}, '') <> ?))) AS fenced_check SET ` +
+    `UPDATE ${table} AS fenced_row LEFT JOIN ${table} AS fenced_check ON ` +
+    `${match('fenced_check.')} AND (fenced_check.${f} > ${tok} OR (fenced_check.${f} = ${tok} ` +
+    `AND COALESCE(fenced_check.${g}, '') <> ?)) SET ` +
     [
       ...sets.map(([c]) => `fenced_row.${q(c, 'set')} = ?`),
       `fenced_row.${f} = ${tok}`,
       `fenced_row.${g} = ?`,
     ].join(', ') +
     ` WHERE ${match('fenced_row.')} AND (fenced_row.${f} IS NULL OR fenced_row.${f} < ${tok} OR ` +
-    `(fenced_row.${f} = ${tok} AND COALESCE(fenced_row.${g}, '') = ?)) AND fenced_check.newer = 0`;
+    `(fenced_row.${f} = ${tok} AND COALESCE(fenced_row.${g}, '') = ?)) ` +
+    `AND fenced_check.${q(firstWhere, 'where')} IS NULL`;
   const select =
     `SELECT CAST(MAX(${f}) AS CHAR) AS token, SUM(CASE WHEN ${f} = ${tok} AND ` +
     `COALESCE(${g}, '') <> ? THEN 1 ELSE 0 END) AS taken FROM ${table} WHERE ${match('')}`;
