@@ -11,15 +11,21 @@ export class StaleFencingTokenError extends DistributedLockError {
   readonly resource: string;
   /** The token this write presented. */
   readonly token: bigint;
-  /** The highest token the resource had accepted when it refused this one. */
+  /**
+   * The highest token the resource had accepted when it refused this one; equal to `token` when
+   * another grant had written with the same token.
+   */
   readonly highest: bigint;
 
   constructor(options: { resource: string; token: bigint; highest: bigint; key?: string }) {
     const { resource, token, highest } = options;
     super(
       'STALE_FENCING_TOKEN',
-      `Fenced write to "${resource}" refused: fencing token ${token} is older than ${highest}, ` +
-        'the highest this resource has accepted (a newer holder took the lock)',
+      token === highest
+        ? `Fenced write to "${resource}" refused: fencing token ${token} was already written by ` +
+            'another grant (tokens repeated across a failover, or two holders of one token)'
+        : `Fenced write to "${resource}" refused: fencing token ${token} is older than ${highest}, ` +
+            'the highest this resource has accepted (a newer holder took the lock)',
       { key: options.key ?? resource },
     );
     this.resource = resource;

@@ -7,14 +7,18 @@ describe('the fencing carrier (key + token on the wire)', () => {
   it('round-trips any key, tokens past 2^53 included', () => {
     for (const key of ['order:1', 'a b;key=c', 'ünï/cødé%', '{tag}:x']) {
       const token = 2n ** 63n - 1n;
-      expect(parseFencing(formatFencing({ key, token }))).toEqual({ key, token });
+      expect(parseFencing(formatFencing({ key, token }))).toEqual({ key, token, grant: '' });
     }
     expect(fencingHeaders({ key: 'k', fencingToken: 7n })).toEqual({
       'x-fencing-token': '7; key=k',
     });
     expect(withFencing({ a: 1 }, { key: 'k', token: '8' })).toEqual({ a: 1, fencing: '8; key=k' });
-    expect(parseFencing(['9; key=k'])).toEqual({ key: 'k', token: 9n }); // gRPC Metadata.get
-    expect(parseFencing(Buffer.from('9; key=k'))).toEqual({ key: 'k', token: 9n }); // Kafka-style
+    expect(parseFencing(['9; key=k'])).toEqual({ key: 'k', token: 9n, grant: '' }); // gRPC Metadata.get
+    expect(parseFencing(Buffer.from('9; key=k; grant=g1'))).toEqual({
+      key: 'k',
+      token: 9n,
+      grant: 'g1',
+    }); // Kafka-style
   });
 
   it('refuses what is not a grant', () => {
@@ -27,6 +31,8 @@ describe('the fencing carrier (key + token on the wire)', () => {
       '07; key=k',
       '7; key=',
       '7; key=%E0%A4%A',
+      '7; key=k; grant=',
+      '7; key=k; grant=a b',
     ]) {
       expect(parseFencing(bad)).toBeUndefined();
     }

@@ -20,12 +20,23 @@ export {
   fenceColumnDdl,
   DEFAULT_FENCE_TABLE,
   DEFAULT_FENCE_COLUMN,
-} from './sql-fenced.statements';
-export type { FencedUpdateSpec, SqlDialect } from './sql-fenced.statements';
-export { MemoryFenceStore } from './memory-fence.store';
+} from './sql-fenced.schema';
+export type { SqlDialect } from './sql-fenced.schema';
+export type { FencedUpdateSpec } from './sql-fenced.statements';
+export { MemoryFenceStore, DEFAULT_MEMORY_FENCE_RESOURCES } from './memory-fence.store';
+export type { MemoryFenceStoreOptions } from './memory-fence.store';
+export { DEFAULT_FENCE_TIMEOUT_MS } from './fence-timeout';
 export type { FenceStore } from './fence-store.interface';
-export { fencedValue, toFencingToken } from './fencing-token';
+export {
+  fencedValue,
+  toFencingToken,
+  toFencingGrant,
+  fencingGrant,
+  MAX_FENCING_TOKEN,
+} from './fencing-token';
 export type {
+  FencingGrant,
+  FencingHandleLike,
   FencedResult,
   FencedAccepted,
   FencedRefused,
@@ -44,10 +55,15 @@ export {
   withFencing,
   formatFencing,
   parseFencing,
+  verifyFencing,
 } from './fencing-carrier';
-export type { FencingCarrier, FencingSource } from './fencing-carrier';
+export type { FencingCarrier, FencingSource, FencingSignOptions } from './fencing-carrier';
 export { Fenced } from './fenced.decorator';
-export { FencedGuard, FENCE_STORE } from './fenced.guard';
-export type { FencedOptions } from './fenced.guard';
+export {
+  FencedInterceptor,
+  FENCE_STORE,
+  DEFAULT_FENCED_MAX_KEY_LENGTH,
+} from './fenced.interceptor';
+export type { FencedOptions, FencingSecret } from './fenced.interceptor';
 export { DistributedLockFencingModule } from './fencing.module';
 export type { DistributedLockFencingOptions } from './fencing.module';

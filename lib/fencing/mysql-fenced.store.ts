@@ -3,7 +3,7 @@ import { SqlFencedStore, type SqlFencedStoreOptions, type SqlOutcome } from './s
 /** What the store needs of mysql2/promise: `query`; `getConnection` for transaction(). */
 export interface MySqlQueryableLike {
   query(sql: string, values?: unknown[]): Promise<[unknown, unknown]>;
-  getConnection?(): Promise<MySqlQueryableLike & { release(): void }>;
+  getConnection?(): Promise<MySqlQueryableLike & { release(): void; destroy?(): void }>;
 }
 
 export type MySqlFencedStoreOptions = SqlFencedStoreOptions<MySqlQueryableLike>;
@@ -28,21 +28,25 @@ export class MySqlFencedStore extends SqlFencedStore<MySqlQueryableLike> {
   }
 
   protected async inTransaction<T>(
+    resource: string,
     fn: (tx: MySqlQueryableLike) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T> {
     if (typeof this.client.getConnection !== 'function')
       throw new TypeError('transaction() needs a mysql2 pool (its getConnection()); pass the pool');
-    const tx = await this.client.getConnection();
+    const tx = await this.bounded(this.client.getConnection(), resource, (late) => late.release());
+    let broken = false;
     try {
-      await tx.query('START TRANSACTION');
+      await this.bounded(tx.query('START TRANSACTION'), resource);
       const { commit, value } = await fn(tx);
-      await tx.query(commit ? 'COMMIT' : 'ROLLBACK');
+      await this.bounded(tx.query(commit ? 'COMMIT' : 'ROLLBACK'), resource);
       return value;
     } catch (error) {
-      await tx.query('ROLLBACK').catch(() => undefined);
+      // A ROLLBACK that fails or does not answer: the connection is dropped, not reused.
+      await this.bounded(tx.query('ROLLBACK'), resource).catch(() => (broken = true));
       throw error;
     } finally {
-      tx.release();
+      if (broken && typeof tx.destroy === 'function') tx.destroy();
+      else tx.release();
     }
   }
 }

@@ -32,20 +32,22 @@ export class PostgresFencedStore extends SqlFencedStore<PgQueryableLike | PgPool
   }
 
   protected async inTransaction<T>(
+    resource: string,
     fn: (tx: PgQueryableLike) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T> {
     const pool = this.client as Partial<PgPoolLike>;
     if (typeof pool.connect !== 'function')
       throw new TypeError('transaction() needs a pg Pool (its connect()); pass a Pool as client');
-    const tx = await pool.connect();
+    const tx = await this.bounded(pool.connect(), resource, (late) => late.release());
     let broken: Error | undefined;
     try {
-      await tx.query('BEGIN');
+      await this.bounded(tx.query('BEGIN'), resource);
       const { commit, value } = await fn(tx);
-      await tx.query(commit ? 'COMMIT' : 'ROLLBACK');
+      await this.bounded(tx.query(commit ? 'COMMIT' : 'ROLLBACK'), resource);
       return value;
     } catch (error) {
-      await tx.query('ROLLBACK').catch((e: Error) => (broken = e));
+      // A ROLLBACK that fails or does not answer: the client is dropped, not reused.
+      await this.bounded(tx.query('ROLLBACK'), resource).catch((e: Error) => (broken = e));
       throw error;
     } finally {
       tx.release(broken ?? false);

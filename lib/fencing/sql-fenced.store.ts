@@ -1,26 +1,35 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { FenceStore } from './fence-store.interface';
+import { boundedFenceCall, fenceTimeout } from './fence-timeout';
 import { staleReporter, type FenceObserverOptions } from './fencing-events';
 import {
   accepted,
   refused,
-  toFencingToken,
+  toFencingGrant,
   type FencedRefused,
   type FencedResult,
   type FencingTokenLike,
 } from './fencing-token';
 import {
-  advanceStatement,
   columnsStatement,
   DEFAULT_FENCE_COLUMN,
   DEFAULT_FENCE_TABLE,
   fenceColumnDdl,
-  fencedUpdateStatement,
+  fenceColumnRules,
   fenceTableDdl,
-  highestStatement,
+  fenceTableRules,
+  addColumnDdl,
   quoteName,
-  type FencedUpdateSpec,
+  type ColumnInfo,
+  type ColumnRule,
   type SqlDialect,
+} from './sql-fenced.schema';
+import {
+  advanceStatement,
+  fencedUpdateStatement,
+  highestStatement,
+  resetStatement,
+  type FencedUpdateSpec,
 } from './sql-fenced.statements';
 
 /** One statement's outcome, as both dialects can report it. */
@@ -37,6 +46,8 @@ export interface SqlFencedStoreOptions<Q> extends FenceObserverOptions {
   client: Q;
   /** The fence table of the table form. Default 'lock_fences'. */
   table?: string;
+  /** Ms to wait for a statement's answer (LockBackendUnavailableError after). Default 5,000. */
+  timeout?: number;
 }
 
 /**
@@ -52,6 +63,7 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
   protected readonly client: Q;
   readonly table: string;
   private readonly report: (refusal: FencedRefused) => void;
+  private readonly timeout: number;
 
   protected constructor(
     protected readonly dialect: SqlDialect,
@@ -62,6 +74,7 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
     this.client = options.client;
     this.table = options.table ?? DEFAULT_FENCE_TABLE;
     quoteName(dialect, this.table, 'table');
+    this.timeout = fenceTimeout(options.timeout);
     this.report = staleReporter(dialect, options);
   }
 
@@ -71,8 +84,17 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
    * BEGIN on a dedicated connection, `fn`, then COMMIT (or ROLLBACK when `fn` says so / throws).
    */
   protected abstract inTransaction<T>(
+    resource: string,
     fn: (tx: Q) => Promise<{ commit: boolean; value: T }>,
   ): Promise<T>;
+
+  /**
+   * `op` bounded by the store's `timeout` (LockBackendUnavailableError after it); a value that
+   * arrives late (a connection) goes to `onLate`.
+   */
+  protected bounded<T>(op: Promise<T>, resource: string, onLate?: (late: T) => void): Promise<T> {
+    return boundedFenceCall(op, this.timeout, this.dialect, resource, onLate);
+  }
 
   /** The fence table's DDL (what `createTable()` runs). */
   get ddl(): string {
@@ -86,30 +108,36 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
 
   /** Creates the fence table if it does not exist. */
   async createTable(): Promise<void> {
-    await this.exec(this.client, this.ddl, []);
+    await this.run(this.client, this.ddl, [], this.table);
+  }
+
+  /** One statement, bounded by `timeout`. */
+  private run(q: Q, sql: string, values: unknown[], resource: string): Promise<SqlOutcome> {
+    return this.bounded(this.exec(q, sql, values), resource);
   }
 
   /**
    * The column form: UPDATE `spec.table` SET `spec.set`, fence = token WHERE `spec.where` AND the
-   * row's fence is NULL or not newer. Accepted with the rows changed (0 when no row matched at
-   * all); refused when the matching row carries a newer token. Pass `tx` to run it in your own
-   * transaction.
+   * token is current for every matched row. Accepted with the rows changed (0 when no row matched
+   * at all); refused as a whole when any matched row carries a newer token, or this token from
+   * another grant (no row is written then). Pass `tx` to run it in your own transaction.
    */
   async update(
     spec: FencedUpdateSpec,
     token: FencingTokenLike,
     tx: Q = this.client,
   ): Promise<FencedResult<number>> {
-    const t = toFencingToken(token);
-    const { sql, values, select } = fencedUpdateStatement(this.dialect, spec, t.toString());
+    const { token: t, grant } = toFencingGrant(token);
+    const statement = fencedUpdateStatement(this.dialect, spec, t.toString(), grant);
     const resource = `${spec.table}:${JSON.stringify(spec.where)}`;
-    const { count } = await this.exec(tx, sql, values);
+    const { count } = await this.run(tx, statement.sql, statement.values, resource);
     if (count > 0) return accepted(resource, t, count);
-    const { rows } = await this.exec(tx, select.sql, select.values);
+    const { rows } = await this.run(tx, statement.select.sql, statement.select.values, resource);
     const highest = rows[0]?.token;
-    if (highest === null || highest === undefined || BigInt(String(highest)) <= t)
-      return accepted(resource, t, 0);
-    return this.refuse(resource, t, BigInt(String(highest)));
+    if (highest !== null && highest !== undefined && BigInt(String(highest)) > t)
+      return this.refuse(resource, t, BigInt(String(highest)));
+    if (Number(rows[0]?.taken ?? 0) > 0) return this.refuse(resource, t, t);
+    return accepted(resource, t, 0);
   }
 
   /**
@@ -123,16 +151,16 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
   ): Promise<FencedResult<void>> {
     if (typeof resource !== 'string' || resource === '' || resource.length > 255)
       throw new InvalidLockOptionsError('resource', resource, 'a non-empty string of <= 255 chars');
-    const t = toFencingToken(token);
-    const out = await this.exec(tx, advanceStatement(this.dialect, this.table), [
-      resource,
-      t.toString(),
-    ]);
+    const { token: t, grant } = toFencingGrant(token);
+    const sql = advanceStatement(this.dialect, this.table);
+    const out = await this.run(tx, sql, [resource, t.toString(), grant], resource);
     const stale = this.dialect === 'postgres' ? out.rows.length === 0 : out.insertId !== 0;
     if (!stale) return accepted(resource, t, undefined);
-    let highest = BigInt(out.insertId);
+    // MySQL's insert id is highest + 1 (exact below 2^53); otherwise read the row.
+    let highest = BigInt(out.insertId) - 1n;
     if (this.dialect === 'postgres' || !Number.isSafeInteger(out.insertId)) {
-      const { rows } = await this.exec(tx, highestStatement(this.dialect, this.table), [resource]);
+      const select = highestStatement(this.dialect, this.table);
+      const { rows } = await this.run(tx, select, [resource], resource);
       highest = BigInt(String(rows[0]?.token ?? t));
     }
     return this.refuse(resource, t, highest);
@@ -147,7 +175,7 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
     token: FencingTokenLike,
     fn: (tx: Q) => Promise<T>,
   ): Promise<FencedResult<T>> {
-    return this.inTransaction<FencedResult<T>>(async (tx) => {
+    return this.inTransaction<FencedResult<T>>(resource, async (tx) => {
       const fence = await this.advance(resource, token, tx);
       if (!fence.accepted) return { commit: false, value: fence };
       return { commit: true, value: accepted(resource, fence.token, await fn(tx)) };
@@ -155,44 +183,67 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
   }
 
   /**
-   * Checks the schema the store relies on, at start-up: the fence table has `resource` (a
-   * character type) and `token` (BIGINT), and each of `fenceColumns` is a BIGINT column of its
-   * table. Throws InvalidLockOptionsError naming the table, what is missing and the DDL to run.
+   * Checks the schema the store relies on, at start-up: the fence table has `resource` and
+   * `grant_id` (compared exactly: on MySQL binary, so no collation folds two resources into one)
+   * and `token` (BIGINT), and no AUTO_INCREMENT column (MySQL reads a refusal from the insert id);
+   * each of `fenceColumns` is a BIGINT column with its grant column `<column>_grant`. Throws
+   * InvalidLockOptionsError naming the table, what is wrong and the DDL to run.
    */
   async checkSchema(fenceColumns: { table: string; column?: string }[] = []): Promise<void> {
-    const expect = [
-      { table: this.table, column: 'resource', type: /char|text/, ddl: this.ddl },
-      { table: this.table, column: 'token', type: /^bigint$/, ddl: this.ddl },
+    const expect: { table: string; rules: Record<string, ColumnRule>; ddl: string }[] = [
+      { table: this.table, rules: fenceTableRules(this.dialect), ddl: this.ddl },
       ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }) => ({
         table,
-        column,
-        type: /^bigint$/,
+        rules: fenceColumnRules(this.dialect, column),
         ddl: this.columnDdl(table, column),
       })),
     ];
-    const tables = new Map<string, Map<string, string>>();
     for (const e of expect) {
-      if (!tables.has(e.table)) {
-        const { sql, values } = columnsStatement(this.dialect, e.table);
-        const { rows } = await this.exec(this.client, sql, values);
-        tables.set(e.table, new Map(rows.map((r) => [String(r.c).toLowerCase(), String(r.d)])));
+      const { sql, values } = columnsStatement(this.dialect, e.table);
+      const { rows } = await this.run(this.client, sql, values, e.table);
+      const columns = new Map<string, ColumnInfo>(
+        rows.map((r) => [
+          String(r.c).toLowerCase(),
+          { type: String(r.d), collation: String(r.k ?? ''), extra: String(r.e ?? '') },
+        ]),
+      );
+      for (const [name, rule] of Object.entries(e.rules)) {
+        const found = columns.get(name);
+        if (found === undefined || !rule.test(found))
+          throw new InvalidLockOptionsError(
+            'table',
+            e.table,
+            `a table with column ${name} of type ${rule.describe} (found ` +
+              `${found ? `${found.type} ${found.collation}`.trim() : 'no such column'}); ` +
+              (found === undefined && rule.add
+                ? `run: ${addColumnDdl(this.dialect, e.table, name, rule.add)}`
+                : `run: ${e.ddl}`),
+          );
       }
-      const type = tables.get(e.table)?.get(e.column);
-      if (type === undefined || !e.type.test(type))
+      const counter = [...columns].find(([, c]) => c.extra.includes('auto_increment'));
+      if (e.table === this.table && counter)
         throw new InvalidLockOptionsError(
           'table',
           e.table,
-          `a table with column ${e.column} of type ${e.type.source} ` +
-            `(found ${type ?? 'no such column'}); run: ${e.ddl}`,
+          `a fence table without AUTO_INCREMENT columns (found ${counter[0]}: its insert ids ` +
+            `would read as refusals); create it with: ${this.ddl}`,
         );
     }
   }
 
+  /**
+   * Forgets `resource`'s row in the fence table (an operator's reset, e.g. after a forged
+   * `@Fenced` call shut the real holders out); the next token is accepted. True when there was one.
+   */
+  async reset(resource: string, tx: Q = this.client): Promise<boolean> {
+    const out = await this.run(tx, resetStatement(this.dialect, this.table), [resource], resource);
+    return out.count > 0;
+  }
+
   /** The highest token the fence table holds for `resource`, or undefined. */
   async highest(resource: string): Promise<bigint | undefined> {
-    const { rows } = await this.exec(this.client, highestStatement(this.dialect, this.table), [
-      resource,
-    ]);
+    const select = highestStatement(this.dialect, this.table);
+    const { rows } = await this.run(this.client, select, [resource], resource);
     const token = rows[0]?.token;
     return token === undefined || token === null ? undefined : BigInt(String(token));
   }

@@ -187,21 +187,25 @@ describe('RedisFencedStore on Redis Cluster (3 private masters)', () => {
     }
   }, 60_000);
 
-  it('a client with ioredis keyPrefix: the fence is computed on the prefixed key (still one slot)', async () => {
-    const prefixed = new Cluster(
-      cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
-      { keyPrefix: 'app:' },
-    );
-    try {
-      const store = new RedisFencedStore({ client: prefixed });
-      for (const key of ['order:9', '{order:9}:total', 'a}b']) {
-        expect((await store.set(key, 5n, 'v')).accepted).toBe(true);
-        expect((await store.set(key, 4n, 'old')).accepted).toBe(false);
-        expect(await client.get(`app:${key}`)).toBe('v');
-        expect(await store.highest(key)).toBe(5n);
+  it.each(['app:', '{app}:'])(
+    'a client with ioredis keyPrefix %s: the fence is computed on the prefixed key (still one slot)',
+    async (keyPrefix) => {
+      const prefixed = new Cluster(
+        cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+        { keyPrefix },
+      );
+      try {
+        const store = new RedisFencedStore({ client: prefixed });
+        for (const key of ['order:9', '{order:9}:total', 'a}b']) {
+          expect((await store.set(key, 5n, 'v')).accepted).toBe(true);
+          expect((await store.set(key, 4n, 'old')).accepted).toBe(false);
+          expect(await client.get(`${keyPrefix}${key}`)).toBe('v');
+          expect(await store.highest(key)).toBe(5n);
+        }
+      } finally {
+        prefixed.disconnect();
       }
-    } finally {
-      prefixed.disconnect();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

@@ -84,14 +84,16 @@ describe.each([
     expect(f.store.columnDdl('accounts')).toBe(fenceColumnDdl(f.kind, 'accounts'));
     const types = await f.query(
       'SELECT table_name AS t, column_name AS c, data_type AS d FROM information_schema.columns ' +
-        "WHERE table_name IN ('lock_fences', 'accounts') AND column_name IN ('resource', 'token', 'fence') " +
+        "WHERE table_name IN ('lock_fences', 'accounts') AND column_name IN ('resource', 'token', 'grant_id', 'fence', 'fence_grant') " +
         'ORDER BY 1, 2',
     );
     expect(
       types.map((r) => `${r.t ?? r.T}.${r.c ?? r.C}:${String(r.d ?? r.D).toLowerCase()}`),
     ).toEqual([
       'accounts.fence:bigint',
-      expect.stringMatching(/^lock_fences\.resource:(character varying|varchar)$/),
+      expect.stringMatching(/^accounts\.fence_grant:(character varying|varbinary)$/),
+      expect.stringMatching(/^lock_fences\.grant_id:(character varying|varbinary)$/),
+      expect.stringMatching(/^lock_fences\.resource:(character varying|varbinary)$/),
       'lock_fences.token:bigint',
     ]);
   });
@@ -99,7 +101,7 @@ describe.each([
   it('checkSchema() accepts the documented DDL and names what is missing otherwise', async () => {
     await f.store.checkSchema([{ table: 'accounts' }]);
     await expect(f.store.checkSchema([{ table: 'accounts', column: 'balance' }])).rejects.toThrow(
-      /column balance of type \^bigint\$ \(found (integer|int)\); run: ALTER TABLE/,
+      /column balance of type BIGINT \(found (integer|int)\b.*\); run: ALTER TABLE/,
     );
     await expect(f.store.checkSchema([{ table: 'nowhere' }])).rejects.toThrow(/no such column/);
   });
