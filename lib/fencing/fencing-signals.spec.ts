@@ -28,10 +28,17 @@ describe('fencing signals: metrics and the live view see every refusal', () => {
     await store.advance('r', 5n);
     await store.advance('r', 4n);
     await store.advance('r', 6n);
+    await store.advance('r', { token: 6n, grant: 'other-grant' });
     stop();
     await store.advance('r', 1n);
-    expect(added).toEqual([[1, { 'fencing.store': 'memory' }]]);
-    expect(warnings).toEqual(['fenced write to "r" refused (memory): token 4 < highest 5']);
+    expect(added).toEqual([
+      [1, { 'fencing.store': 'memory' }],
+      [1, { 'fencing.store': 'memory' }],
+    ]);
+    expect(warnings).toEqual([
+      'fenced write to "r" refused (memory): token 4 < highest 5',
+      'fenced write to "r" refused (memory): token 6 was already written by another grant',
+    ]);
   });
 
   it("shows a refusal in the live view's recent events (tokens as strings)", async () => {

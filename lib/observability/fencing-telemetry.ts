@@ -25,7 +25,11 @@ export function instrumentFencing(
     stale?.add?.(1, { 'fencing.store': e.store });
     if (warn && logger)
       logger.warn(
-        `fenced write to "${safe(e.resource)}" refused (${e.store}): token ${e.token} < highest ${e.highest}`,
+        `fenced write to "${safe(e.resource)}" refused (${e.store}): ${
+          e.token < e.highest
+            ? `token ${e.token} < highest ${e.highest}`
+            : `token ${e.token} was already written by another grant`
+        }`,
       );
   });
 }
