@@ -22,7 +22,7 @@ export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
-export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
+export { ACQUIRE, FENCE_LUA, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
 export {
   heldOn,
   holderOf,

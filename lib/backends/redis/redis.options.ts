@@ -23,7 +23,7 @@ export interface RedisLockBackendOptions {
    * wait). false = poll only.
    */
   notifications?: boolean;
-  /** ms a key's fence counter lives after it was created. Default 1 hour; see redis.scripts.ts. */
+  /** ms a key's fence counter lives after its last grant. Default 1 hour; see redis.scripts.ts. */
   fenceRetention?: number;
   /**
    * After each grant, WAIT until `count` replicas acknowledge (at most `timeout` ms); fewer acks

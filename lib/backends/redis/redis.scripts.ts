@@ -1,4 +1,4 @@
-import { redisScript } from '../redis-client';
+import { FENCE_LUA, redisScript } from '../redis-client';
 
 /**
  * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
@@ -12,12 +12,13 @@ import { redisScript } from '../redis-client';
  * newcomer never overtakes the queue: with Q non-empty it queues (except a reader joining readers
  * when no writer is queued ahead of it, since it would not delay anyone).
  *
- * Fence: token = INCR of F; only when F is new is it set to the server time in µs (and given its
- * retention, counted from creation). So tokens are max(last + 1, server µs at F's creation), and
- * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F
- * after expiry still starts above every earlier token unless the server clock stepped back by more
- * than the retention. Cost per distinct key (for the docs): F lives `fenceRetention` ms (default 1
- * hour) after its creation, whatever the traffic; MEMORY USAGE reports 56 bytes for a 14-character
+ * Fence: token = max(last + 1, server µs) at every grant (FENCE_LUA, shared with Redlock), F kept
+ * `fenceRetention` ms after the key's last grant. So tokens grow strictly while F lives and the
+ * server clock does not step back, and, since a token exceeds the clock only by the number of
+ * grants per µs (never >= 1), a new F (after expiry, or a failover to a replica that missed the
+ * last grants) still starts above every earlier token unless the clock is behind by more than the
+ * time since those grants. Cost per distinct key (for the docs): F lives `fenceRetention` ms
+ * (default 1 hour) after the key's last grant; MEMORY USAGE reports 56 bytes for a 14-character
  * key name on Redis 7.0 (about 42 bytes + the key name). So 1M distinct keys a day keep ~42k fence
  * keys, ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire
  * by the waiters' deadlines).
@@ -31,17 +32,7 @@ local function now_ms()
 end
 `;
 
-const FENCE = `
-local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  return string.format('%.0f', f)
-end
-`;
+const FENCE = FENCE_LUA;
 
 /** Live readers after purging expired seats: count, and the latest expiry (server ms). */
 const READERS = `

@@ -1,4 +1,4 @@
-import { lockKeys, recentKeys, redisScript } from '../redis-client';
+import { FENCE_LUA, lockKeys, recentKeys, redisScript } from '../redis-client';
 
 /**
  * Lua scripts of the Redis backend's native semaphores (`permits: N`). Keys, all in the slot of
@@ -52,19 +52,11 @@ export const semaphoreKeys = recentKeys((fullKey): SemaphoreKeys => {
 });
 
 /**
- * The next fencing token of F (an integer below 2^53 until the year 2255): INCR, or, for a fence
- * that expired or never was, the server's µs clock.
+ * The next fencing token of F, as a number: max(last + 1, server µs) at every grant (FENCE_LUA,
+ * shared with the lock: a key's lock and semaphore grants share one order).
  */
-const FENCE = `
-local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  return f
-end
+const FENCE = `${FENCE_LUA}
+local fence = fence_number
 `;
 
 /**
