@@ -23,6 +23,7 @@ import { resolveLockOptions, type ResolvedDefaults } from './keys/lock-options';
 import { LockHandle, type LeaseOps } from './lease/lock-handle';
 import type { LockLease } from './lease/lock-lease';
 import { callRelease } from './lease/release-call';
+import { ReleaseRetries } from './lease/release-retry';
 import { Watchdog } from './lease/watchdog';
 import type { AcquireMeta, RecipeHost } from './recipe-host';
 
@@ -56,6 +57,19 @@ export class LockEngine implements RecipeHost {
     release: (lease) => this.releaseHold(lease),
   };
 
+  /** Failed releases, retried in the background (`attempt` reads operationTimeout when it runs). */
+  private readonly releaseRetries = new ReleaseRetries({
+    activity: this.activity,
+    attempt: (lease) =>
+      this.call(
+        this.detached(() => lease.backendRelease()),
+        this.label(lease.backendName),
+        'release',
+        this.operationTimeout,
+        lease.key,
+      ),
+  });
+
   constructor(options: LockEngineOptions) {
     const o = validateEngineOptions(options);
     this.backends = o.backends;
@@ -78,6 +92,7 @@ export class LockEngine implements RecipeHost {
       closed: false,
       detached: this.detached,
       forgetLease: this.forgetLease,
+      releaseRetries: this.releaseRetries,
     };
     this.pipeline = new AcquirePipeline(this.ctx);
     for (const [name, backend] of this.backends) {
