@@ -5,6 +5,7 @@
  */
 export type {
   RedisClientLike,
+  RedisNodeLike,
   RedisPipelineLike,
   RedisReply,
   RedisSubscriberLike,
@@ -18,6 +19,7 @@ export {
   type RedisScript,
 } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
+export { clusterSlot } from './cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';

@@ -34,6 +34,13 @@ end
 
 const FENCE = FENCE_LUA;
 
+/**
+ * ms a handed-off grant lives on Cluster until its waiter confirms it (see dispatch): long enough
+ * for the message and the confirming script on a busy network, short enough that a waiter whose
+ * process died delays the next one by well under a second.
+ */
+export const HANDOFF_CONFIRM_MS = 500;
+
 /** Live readers after purging expired seats: count, and the latest expiry (server ms). */
 const READERS = `
 local function readers(R, now)
@@ -51,8 +58,12 @@ end
  * dispatch(): while the lock is free, grant the queue's head: one writer (no live readers), or
  * every reader up to the next writer. Waiters past their deadline are dropped. Each grant is
  * announced on the waiter's channel; with `probe` (standalone servers), a grant nobody received
- * (the waiter's process is gone) is undone and the next waiter served. `self` is the caller's own
- * owner (its grant is returned, not announced). Returns the token granted to `self`, or false.
+ * (the waiter's process is gone) is undone and the next waiter served. Without it (Cluster: PUBLISH
+ * counts only one node's subscribers) a grant to another waiter is provisional: it lives
+ * HANDOFF_CONFIRM_MS until the waiter's re-check confirms it (ACQUIRE re-dates it to its ttl), and
+ * the next waiter is told to re-check, so a dead waiter delays it by about that much. `self` is
+ * the caller's own owner (its grant is returned, not announced). Returns the token granted to
+ * `self`, or false.
  * Needs fence() (FENCE) defined before it. Scripts define it after their uncontended exit: Lua
  * creates a chunk's local functions as it reaches them, so the lean path pays for none of these.
  */
@@ -61,7 +72,7 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
   if redis.call('EXISTS', W) == 1 then return false end
   local now = now_ms()
   local held = readers(R, now)
-  local token, mine, granted_readers = nil, false, false
+  local token, mine, granted_readers, provisional = nil, false, false, false
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)[1]
     if not head then break end
@@ -75,10 +86,15 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
       if mode == 'exclusive' and held > 0 then break end
       redis.call('ZREM', Q, head)
       redis.call('HDEL', D, head)
+      local hold = tonumber(ttl)
+      if probe ~= '1' and head ~= self and hold > ${HANDOFF_CONFIRM_MS} then
+        hold = ${HANDOFF_CONFIRM_MS}
+        provisional = true
+      end
       if mode == 'exclusive' then
-        redis.call('SET', W, head, 'PX', ttl)
+        redis.call('SET', W, head, 'PX', hold)
       else
-        redis.call('ZADD', R, now + tonumber(ttl), head)
+        redis.call('ZADD', R, now + hold, head)
         granted_readers = true
       end
       token = token or fence(F, retention)
@@ -97,6 +113,12 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
     end
   end
   if granted_readers then reader_expiry(R) end
+  if provisional then
+    local nxt = redis.call('ZRANGE', Q, 0, 0)[1]
+    local info = nxt and redis.call('HGET', D, nxt)
+    local ch = info and string.match(info, '^%d+|%a+|%d+|(.*)$')
+    if ch and ch ~= '' then redis.call('PUBLISH', ch, nxt .. '|') end
+  end
   return mine
 end
 `;
