@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import type { RedisLockBackendOptions } from '../../lib/backends/redis/redis.options';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { clusterSlot } from '../../lib/backends/redis-client/cluster-slot';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { RedisClusterGroup } from '../support/redis-cluster';
 
@@ -66,15 +67,24 @@ export function keyOnFreshPrimary(
   base: string,
   avoid: readonly number[] = [],
 ): { key: string; primary: number } {
-  for (let n = 0; n < 1_000; n++) {
-    const key = `${base}:${n}`;
-    const primary = group.primaryOfKey(lockKeys(keyPrefix + key).writer);
-    if (avoid.includes(primary)) continue;
-    try {
-      if (group.replicaOf(primary).running) return { key, primary };
-    } catch {
-      // no replica: try the next key
+  const owner = group.slotOwners();
+  const withReplica = new Map<number, boolean>();
+  const eligible = (port: number) => {
+    if (!withReplica.has(port)) {
+      let ok = false;
+      try {
+        ok = !avoid.includes(port) && group.replicaOf(port).running;
+      } catch {
+        ok = false; // no replica
+      }
+      withReplica.set(port, ok);
     }
+    return withReplica.get(port);
+  };
+  for (let n = 0; n < 10_000; n++) {
+    const key = `${base}:${n}`;
+    const primary = owner(clusterSlot(lockKeys(keyPrefix + key).writer));
+    if (eligible(primary)) return { key, primary };
   }
   throw new Error('no primary with a live replica left');
 }

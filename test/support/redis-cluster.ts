@@ -69,7 +69,7 @@ export class RedisClusterGroup {
     this.paused.delete(n);
   }
 
-  /** A running node's view: `cluster_state:ok`, every slot served, every replica linked. */
+  /** Every live node's view: `cluster_state:ok`, every slot served, every replica linked. */
   async settled(timeoutMs = 30_000): Promise<void> {
     await eventually(
       () => {
@@ -80,8 +80,13 @@ export class RedisClusterGroup {
             if (!info.includes('cluster_state:ok')) return false;
             if (!info.includes('cluster_slots_ok:16384')) return false;
             const role = this.cli(n.port, 'ROLE').split('\n');
-            // A replica must be connected to its primary (master_link_status up).
-            return role[0] !== 'slave' || role[3] === 'connected';
+            // Every live node serves slots or is a replica connected to its primary (just after
+            // create, a future replica is briefly a master without slots).
+            if (role[0] === 'slave') return role[3] === 'connected';
+            const me = this.cli(n.port, 'CLUSTER', 'NODES')
+              .split('\n')
+              .find((l) => l.includes('myself'));
+            return (me?.split(' ').length ?? 0) > 8;
           } catch {
             return false;
           }
@@ -99,15 +104,27 @@ export class RedisClusterGroup {
   }
 
   primaryOfSlot(slot: number): number {
+    return this.slotOwners()(slot);
+  }
+
+  /** slot -> port of the primary serving it, from one CLUSTER NODES. */
+  slotOwners(): (slot: number) => number {
+    const ranges: [number, number, number][] = [];
     for (const line of this.cli(this.anyLive().port, 'CLUSTER', 'NODES').split('\n')) {
       const f = line.split(' ');
       if (!f[2]?.includes('master') || f[2].includes('fail')) continue;
+      const port = Number(f[1].split(':')[1].split('@')[0]);
       for (const range of f.slice(8)) {
+        if (range.startsWith('[')) continue; // a slot being migrated
         const [a, b = a] = range.split('-').map(Number);
-        if (slot >= a && slot <= b) return Number(f[1].split(':')[1].split('@')[0]);
+        ranges.push([a, b, port]);
       }
     }
-    throw new Error(`no primary serves slot ${slot}`);
+    return (slot) => {
+      const hit = ranges.find(([a, b]) => slot >= a && slot <= b);
+      if (!hit) throw new Error(`no primary serves slot ${slot}`);
+      return hit[2];
+    };
   }
 
   /** The node (process) listening on `port`. */
