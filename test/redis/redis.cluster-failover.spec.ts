@@ -3,6 +3,8 @@ import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.e
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import type { LockEngine } from '../../lib/core/lock-engine';
+import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
 
@@ -122,9 +124,14 @@ describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
     const store = new RedisFencedStore({ client: storeClient });
     const a = procs.open();
     const b = procs.open();
-    await a.acquire('warm', { wait: 0 }).then((h) => h.release());
     await b.acquire('warm', { wait: 0 }).then((h) => h.release());
+    // Earlier grants of the key reached the replica: its fence counter exists there, behind.
+    await a.acquire(key, { wait: 0 }).then((h) => h.release());
     const replica = group.replicaOf(primary);
+    const fence = lockKeys(PREFIX + key).fence;
+    await eventually(
+      () => group.readOnReplica(replica.port, fence) === group.cli(primary, 'GET', fence),
+    );
     // Cut the replica off: stopped, and its link dropped by the primary, so the grant never
     // reaches it (the stop is short: well under the node timeout).
     group.pause(replica);

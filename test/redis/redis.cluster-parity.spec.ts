@@ -78,8 +78,7 @@ describe('Redis Cluster parity with standalone', () => {
     const h = await engine.acquire(key, { wait: 0 });
     const replica = group.replicaOf(primary);
     // WAIT returned: the replica of the key's own primary has the grant now.
-    group.cli(replica.port, 'READONLY');
-    expect(group.cli(replica.port, '-c', 'GET', procs.writerKey(key))).toBe(h.owner);
+    expect(group.readOnReplica(replica.port, procs.writerKey(key))).toBe(h.owner);
     await h.release();
   });
 

@@ -58,6 +58,16 @@ export class RedisClusterGroup {
     }).trim();
   }
 
+  /** GET `key` on a replica (READONLY and GET on one connection): what it has replicated. */
+  readOnReplica(port: number, key: string): string {
+    const out = execFileSync('redis-cli', ['-p', String(port)], {
+      encoding: 'utf8',
+      timeout: 2_000,
+      input: `READONLY\nGET ${key}\n`,
+    });
+    return out.trim().split('\n').slice(1).join('\n');
+  }
+
   /** SIGSTOP: the node stalls (a long GC, a frozen VM); never asked anything while paused. */
   pause(n: ServerProcess): void {
     this.paused.add(n);
@@ -74,6 +84,15 @@ export class RedisClusterGroup {
     await eventually(
       () => {
         const live = this.nodes.filter((n) => n.running && !this.paused.has(n));
+        // Every node's view knows every live replica as one (gossip takes a moment after a change).
+        const replicas = live.filter((n) => this.cli(n.port, 'ROLE').startsWith('slave')).length;
+        const views = live.map(
+          (n) =>
+            this.cli(n.port, 'CLUSTER', 'NODES')
+              .split('\n')
+              .filter((l) => / (myself,)?slave /.test(l) && !l.includes('fail')).length,
+        );
+        if (views.some((seen) => seen !== replicas)) return false;
         return live.every((n) => {
           try {
             const info = this.cli(n.port, 'CLUSTER', 'INFO');
