@@ -1,12 +1,9 @@
 import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
-import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
-import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
-import { LockLostError } from '../../lib/errors/lock-lost.error';
-import type { LockEngine } from '../../lib/core/lock-engine';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
+import { check, contend, WAIT_MS } from './contention';
 
 /**
  * Failovers on a private 3 + 3 Redis Cluster (cluster-node-timeout 2 s), with the client
@@ -20,9 +17,6 @@ import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
  *   within its wait, and the first grant after the fault within RECOVERY_BOUND_MS.
  */
 const PREFIX = 'failover:';
-/** Promotion takes 3-5 s here (node timeout 2 s + election); the bound leaves room for a slow CI. */
-const RECOVERY_BOUND_MS = 10_000;
-const WAIT_MS = 20_000;
 let group: RedisClusterGroup;
 const procs = clusterProcesses(PREFIX, () => group);
 const faulted: number[] = [];
@@ -35,84 +29,6 @@ beforeAll(async () => {
 afterEach(() => procs.closeAll());
 
 afterAll(async () => group?.destroy());
-
-interface Contention {
-  grants: { at: number; token: bigint }[];
-  errors: { name: string; ms: number }[];
-  overlaps: number;
-  counter: number;
-  sections: number;
-}
-
-/**
- * `engines` contend for `key` (1 s holds) until `stop()`; the counter is a non-atomic read, yield,
- * write, and an overlap detector counts two holders inside at once.
- */
-function contend(engines: LockEngine[], key: string) {
-  const c: Contention = { grants: [], errors: [], overlaps: 0, counter: 0, sections: 0 };
-  let inside = 0;
-  let stopped = false;
-  const loops = engines.map(async (engine) => {
-    while (!stopped) {
-      const started = performance.now();
-      try {
-        await engine.withLock(
-          key,
-          async (h) => {
-            inside++;
-            if (inside > 1) c.overlaps++;
-            c.grants.push({ at: performance.now(), token: h.fencingToken });
-            const read = c.counter;
-            await new Promise((r) => setTimeout(r, 1_000)); // the work of a 1 s hold
-            c.counter = read + 1;
-            c.sections++;
-            inside--;
-          },
-          { ttl: 30_000, wait: WAIT_MS },
-        );
-      } catch (error) {
-        c.errors.push({ name: (error as Error).name, ms: performance.now() - started });
-        // A failed section that was inside (its lock lost) is not counted.
-        if (error instanceof LockLostError) inside = Math.max(0, inside - 1);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  });
-  return {
-    c,
-    async stop() {
-      stopped = true;
-      await Promise.all(loops);
-    },
-  };
-}
-
-/** The contention's verdicts, and its table row. */
-function check(name: string, c: Contention, faultAt: number) {
-  const after = c.grants.find((g) => g.at > faultAt);
-  const recovery = after ? after.at - faultAt : Infinity;
-  const ordered = c.grants.every((g, i) => i === 0 || g.token > c.grants[i - 1].token);
-  const typed = [
-    LockAcquireTimeoutError.name,
-    LockBackendUnavailableError.name,
-    LockLostError.name,
-  ];
-  report(
-    `${name}: first grant ${recovery.toFixed(0)} ms after the fault; ${c.grants.length} grants, ` +
-      `${c.errors.length} errors (${[...new Set(c.errors.map((e) => e.name))].join(', ') || 'none'}), ` +
-      `longest failed call ${Math.max(0, ...c.errors.map((e) => e.ms)).toFixed(0)} ms; ` +
-      `${c.overlaps} overlaps; counter ${c.counter}/${c.sections}; tokens ${ordered ? 'strictly growing' : 'OUT OF ORDER'}`,
-  );
-  expect(recovery).toBeLessThan(RECOVERY_BOUND_MS);
-  expect(c.overlaps).toBe(0);
-  expect(c.counter).toBe(c.sections);
-  expect(ordered).toBe(true);
-  for (const e of c.errors) {
-    expect(typed).toContain(e.name);
-    // Within the wait, plus the engine's operation budget and a second of slack for the call.
-    expect(e.ms).toBeLessThan(WAIT_MS + 2_000 + 1_000);
-  }
-}
 
 describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
@@ -172,7 +88,7 @@ describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
     while (run.c.grants.length < target && performance.now() - faultAt < 25_000)
       await new Promise((r) => setTimeout(r, 50));
     await run.stop();
-    check('primary killed', run.c, faultAt);
+    check(report, 'primary killed', run.c, faultAt);
   }, 60_000);
 
   it('the hot key’s primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds)', async () => {
@@ -195,6 +111,6 @@ describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
       group.resume(node);
     }
     await run.stop();
-    check('primary paused', run.c, faultAt);
+    check(report, 'primary paused', run.c, faultAt);
   }, 60_000);
 });
