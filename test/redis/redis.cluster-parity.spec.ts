@@ -4,6 +4,7 @@ import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 
 /**
  * What standalone Redis does that Cluster must do too, on a private 3 + 3 Cluster: a waiter whose
@@ -50,6 +51,39 @@ describe('Redis Cluster parity with standalone', () => {
       report(`live waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`);
       expect(delay).toBeLessThan(1_000);
       expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+      await next.release();
+    } finally {
+      await dead.kill();
+    }
+  }, 60_000);
+
+  it('a semaphore waiter whose process was killed does not delay the next live waiter by more than 1 s', async () => {
+    const { key } = keyOnFreshPrimary(group, PREFIX, 'dead-seat-waiter');
+    const admin = procs.admin();
+    const queue = semaphoreKeys(PREFIX + key).queue;
+    const holder = procs.open();
+    const held = await holder.acquire(key, { ttl: 30_000, permits: 1 });
+    const dead = HolderProcess.start(`${__dirname}/cluster-waiter.process.ts`, [
+      group.nodes.map((n) => n.port).join(','),
+      PREFIX,
+      key,
+      '1',
+    ]);
+    try {
+      await dead.next('ready', 0, 40_000);
+      await eventually(async () => (await admin.zcard(queue)) === 1, 10_000, 20);
+      const live = procs.open();
+      const waiting = live.acquire(key, { ttl: 30_000, wait: 10_000, permits: 1 });
+      await eventually(async () => (await admin.zcard(queue)) === 2, 10_000, 20);
+      await dead.kill();
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await waiting;
+      const delay = performance.now() - releasedAt;
+      report(
+        `live seat waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`,
+      );
+      expect(delay).toBeLessThan(1_000);
       await next.release();
     } finally {
       await dead.kill();
