@@ -22,7 +22,7 @@ import type { LockKeys } from './keys/key-list';
 import { resolveLockOptions, type ResolvedDefaults } from './keys/lock-options';
 import { LockHandle, type LeaseOps } from './lease/lock-handle';
 import type { LockLease } from './lease/lock-lease';
-import { callRelease } from './lease/release-call';
+import { callRelease, retryRelease } from './lease/release-call';
 import { ReleaseRetries } from './lease/release-retry';
 import { Watchdog } from './lease/watchdog';
 import type { AcquireMeta, RecipeHost } from './recipe-host';
@@ -57,17 +57,10 @@ export class LockEngine implements RecipeHost {
     release: (lease) => this.releaseHold(lease),
   };
 
-  /** Failed releases, retried in the background (`attempt` reads operationTimeout when it runs). */
+  /** Failed releases, retried in the background (see ReleaseRetries). */
   private readonly releaseRetries = new ReleaseRetries({
     activity: this.activity,
-    attempt: (lease) =>
-      this.call(
-        this.detached(() => lease.backendRelease()),
-        this.label(lease.backendName),
-        'release',
-        this.operationTimeout,
-        lease.key,
-      ),
+    attempt: (lease) => retryRelease(this.ctx, lease),
   });
 
   constructor(options: LockEngineOptions) {

@@ -1,5 +1,5 @@
 import { MAX_DURATION_MS } from '../../backend-kit/limits';
-import { BackendCall, backendLabel } from '../acquire/backend-call';
+import { BackendCall, backendLabel, callBackend } from '../acquire/backend-call';
 import type { PipelineContext } from '../acquire/pipeline-context';
 import type { LockLease } from './lock-lease';
 
@@ -20,4 +20,17 @@ export function callRelease<T>(
     lease,
     retries: e.releaseRetries,
   }).start(op);
+}
+
+/**
+ * One background retry of a lease's release (ReleaseRetries): a plain engine call within
+ * operationTimeout, outside every caller's context; its failure is not another releaseFailed.
+ */
+export function retryRelease(
+  e: Pick<PipelineContext, 'activity' | 'backends' | 'operationTimeout' | 'detached'>,
+  lease: LockLease,
+): Promise<void> {
+  const op = e.detached(() => lease.backendRelease());
+  const label = backendLabel(e.backends, lease.backendName);
+  return callBackend(e.activity, op, label, 'release', e.operationTimeout, lease.key);
 }
