@@ -55,6 +55,9 @@ const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
   forceReleased: 'warn',
 };
 
+/** The releases the engine retries in the background (the others wait for their ttl). */
+const RETRIED = new Set(['release', 'lost-release']);
+
 /** How a release retried in the background ended, as the log line says it. */
 const RETRY_ENDS = {
   released: 'went through',
@@ -109,7 +112,7 @@ export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined 
     case 'releaseFailed':
       return [
         'warn',
-        `release of ${q(e.key)}${where} failed (${e.during}); retrying until its ttl runs out: ${message(e.error)}`,
+        `release of ${q(e.key)}${where} failed (${e.during}); ${RETRIED.has(e.during) ? 'retrying while its ttl lasts' : 'it stays held until its ttl runs out'}: ${message(e.error)}`,
       ];
     case 'releaseRetried':
       return [
