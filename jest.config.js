@@ -27,6 +27,7 @@ const SERVER_HARNESSES = inRepo(
   [
     'redis-server',
     'redis-sentinel',
+    'redis-cluster',
     'etcd-server',
     'zookeeper-server',
     'mariadb-server',

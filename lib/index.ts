@@ -54,6 +54,7 @@ export type {
   LockLostEvent,
   LockRenewFailedEvent,
   LockReleaseFailedEvent,
+  LockReleaseRetriedEvent,
   LockBackendUnavailableEvent,
   LockBackendRecoveredEvent,
   LockForceReleasedEvent,

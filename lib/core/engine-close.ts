@@ -40,8 +40,12 @@ export async function closeEngine(
   const leases = [...e.watchdogs.values()].flatMap((w) => [...w.held]);
   // Code still running under a lock must learn that it no longer holds it.
   for (const lease of leases) lease.lose('the lock module shut down and released it');
-  await Promise.all(
-    leases.map((l) =>
+  // Releases still retried in the background get one last attempt each, beside the held ones
+  // (each within operationTimeout: close() stays within its budget).
+  const retries = e.releaseRetries.stop();
+  await Promise.all([
+    retries,
+    ...leases.map((l) =>
       l
         .release((op, what) =>
           callBackend(
@@ -58,7 +62,7 @@ export async function closeEngine(
         )
         .catch(reported),
     ),
-  );
+  ]);
   for (const w of e.watchdogs.values()) w.stop();
   await Promise.all(
     [...e.backends].map(async ([name, b]) => {

@@ -22,7 +22,8 @@ import type { LockKeys } from './keys/key-list';
 import { resolveLockOptions, type ResolvedDefaults } from './keys/lock-options';
 import { LockHandle, type LeaseOps } from './lease/lock-handle';
 import type { LockLease } from './lease/lock-lease';
-import { callRelease } from './lease/release-call';
+import { callRelease, retryRelease } from './lease/release-call';
+import { ReleaseRetries } from './lease/release-retry';
 import { Watchdog } from './lease/watchdog';
 import type { AcquireMeta, RecipeHost } from './recipe-host';
 
@@ -56,6 +57,12 @@ export class LockEngine implements RecipeHost {
     release: (lease) => this.releaseHold(lease),
   };
 
+  /** Failed releases, retried in the background (see ReleaseRetries). */
+  private readonly releaseRetries = new ReleaseRetries({
+    activity: this.activity,
+    attempt: (lease) => retryRelease(this.ctx, lease),
+  });
+
   constructor(options: LockEngineOptions) {
     const o = validateEngineOptions(options);
     this.backends = o.backends;
@@ -78,6 +85,7 @@ export class LockEngine implements RecipeHost {
       closed: false,
       detached: this.detached,
       forgetLease: this.forgetLease,
+      releaseRetries: this.releaseRetries,
     };
     this.pipeline = new AcquirePipeline(this.ctx);
     for (const [name, backend] of this.backends) {

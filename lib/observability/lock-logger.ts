@@ -49,10 +49,21 @@ const LEVELS: Record<LockEvent['type'], LockLogLevel> = {
   lost: 'warn',
   renewFailed: 'warn',
   releaseFailed: 'warn',
+  releaseRetried: 'warn',
   backendUnavailable: 'error',
   backendRecovered: 'log',
   forceReleased: 'warn',
 };
+
+/** The releases the engine retries in the background (the others wait for their ttl). */
+const RETRIED = new Set(['release', 'lost-release']);
+
+/** How a release retried in the background ended, as the log line says it. */
+const RETRY_ENDS = {
+  released: 'went through',
+  expired: 'gave up (its ttl passed)',
+  shutdown: 'gave up at shutdown',
+} as const;
 
 /** The level of an event's log line (a caller's own mistake, or a cancel, is only debug). */
 export function levelOf(e: LockEvent): LockLogLevel {
@@ -101,7 +112,12 @@ export function describeEvent(e: LockEvent): [LockLogLevel, string] | undefined 
     case 'releaseFailed':
       return [
         'warn',
-        `release of ${q(e.key)}${where} failed (${e.during}); it stays held until its ttl runs out: ${message(e.error)}`,
+        `release of ${q(e.key)}${where} failed (${e.during}); ${RETRIED.has(e.during) ? 'retrying while its ttl lasts' : 'it stays held until its ttl runs out'}: ${message(e.error)}`,
+      ];
+    case 'releaseRetried':
+      return [
+        'warn',
+        `release of ${q(e.key)}${where} ${RETRY_ENDS[e.outcome]} after ${e.attempts} retry(ies) in ${ms(e.retryMs)}`,
       ];
     case 'backendUnavailable':
       return ['error', `backend ${q(e.backend)} unavailable (${e.operation}): ${message(e.error)}`];

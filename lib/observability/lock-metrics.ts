@@ -35,6 +35,7 @@ export const LOCK_METRICS = {
   acquisitions: 'lock.acquisitions',
   losses: 'lock.losses',
   renewFailures: 'lock.renew.failures',
+  releaseRetries: 'lock.release.retries',
   held: 'lock.held',
   waiters: 'lock.waiters',
   fencingStale: 'lock.fencing.stale',
@@ -47,6 +48,7 @@ export interface LockInstruments {
   readonly acquisitions: OtelInstrument;
   readonly losses: OtelInstrument;
   readonly renewFailures: OtelInstrument;
+  readonly releaseRetries: OtelInstrument;
   readonly held: OtelObservable;
   readonly waiters: OtelObservable;
 }
@@ -70,13 +72,17 @@ export function createLockInstruments(meter: OtelMeter): LockInstruments {
   const renewFailures = meter.createCounter(LOCK_METRICS.renewFailures, {
     description: 'Locks whose renewal call failed (backend slow or unreachable)',
   });
+  const releaseRetries = meter.createCounter(LOCK_METRICS.releaseRetries, {
+    description:
+      'Releases that failed and were retried in the background, by how the retries ended (released, expired, shutdown)',
+  });
   const held = meter.createObservableGauge(LOCK_METRICS.held, {
     description: 'Locks held by this process',
   });
   const waiters = meter.createObservableGauge(LOCK_METRICS.waiters, {
     description: 'Acquire calls in flight in this process',
   });
-  return { wait, hold, acquisitions, losses, renewFailures, held, waiters };
+  return { wait, hold, acquisitions, losses, renewFailures, releaseRetries, held, waiters };
 }
 
 /** Registers the gauges' callbacks (held locks and waiters per backend); returns their removal. */
@@ -111,7 +117,7 @@ export function recordLockEvents(
 
 /** Records one lock event on its instruments (events without a metric are ignored). */
 function recordLockEvent(e: LockEvent, instruments: LockInstruments, keyOf: KeyAttributeOf): void {
-  const { wait, hold, acquisitions, losses, renewFailures } = instruments;
+  const { wait, hold, acquisitions, losses, renewFailures, releaseRetries } = instruments;
   switch (e.type) {
     case 'acquired': {
       const attrs = acquireAttributes(e, keyOf, e.reentrant ? 'reentered' : 'acquired');
@@ -153,6 +159,9 @@ function recordLockEvent(e: LockEvent, instruments: LockInstruments, keyOf: KeyA
     }
     case 'renewFailed':
       renewFailures.add?.(e.keys.length, { 'lock.backend': e.backend });
+      break;
+    case 'releaseRetried':
+      releaseRetries.add?.(1, { 'lock.backend': e.backend, 'lock.outcome': e.outcome });
       break;
     default:
       break;

@@ -25,6 +25,7 @@ import {
   type LockEvent,
 } from '../../lib';
 import { CrashableBackend } from '../conformance/conformance-tools';
+import type { BackendLock } from '../../lib/interfaces/lock-backend.interface';
 
 const root = resolve(__dirname, '../..');
 
@@ -102,6 +103,18 @@ function documentedNames(): DocName[] {
   return out;
 }
 
+/** A crashable backend whose next `failReleases` releases fail (then go through on a retry). */
+class FlakyReleaseBackend extends CrashableBackend {
+  failReleases = 0;
+  override async release(lock: BackendLock): Promise<void> {
+    if (this.failReleases > 0) {
+      this.failReleases--;
+      throw new Error('connection reset');
+    }
+    return super.release(lock);
+  }
+}
+
 /** Resolves when `events` has seen every type in `types`. */
 function seen(service: LockService, types: LockEvent['type'][]): Promise<void> {
   const missing = new Set(types);
@@ -125,7 +138,7 @@ describe('Prometheus names in the docs', () => {
   });
 
   it('every lock_... name of a Prometheus section is in a real scrape of every instrument', async () => {
-    const backend = new CrashableBackend(new MemoryLockBackend());
+    const backend = new FlakyReleaseBackend(new MemoryLockBackend());
     const moduleRef = await Test.createTestingModule({
       imports: [DistributedLockModule.forRoot({ backend, logging: false })],
     }).compile();
@@ -144,6 +157,12 @@ describe('Prometheus names in the docs', () => {
     await lostAndFailed;
     expect(fragile.signal.aborted).toBe(true);
     backend.crashed = false;
+    // A release that failed, then went through on a background retry (release retries).
+    const flaky = await locks.acquire('flaky');
+    const retried = seen(locks, ['releaseRetried']);
+    backend.failReleases = 1;
+    await flaky.release().catch(() => undefined);
+    await retried;
     // A stale fencing token refused (fencing stale).
     const fence = new MemoryFenceStore();
     fence.write('account:1', 2n, () => undefined);

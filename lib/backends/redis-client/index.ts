@@ -5,6 +5,7 @@
  */
 export type {
   RedisClientLike,
+  RedisNodeLike,
   RedisPipelineLike,
   RedisReply,
   RedisSubscriberLike,
@@ -18,11 +19,12 @@ export {
   type RedisScript,
 } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
+export { clusterSlot } from './cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
-export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
+export { ACQUIRE, FENCE_LUA, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
 export {
   heldOn,
   holderOf,

@@ -11,21 +11,31 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
 /**
- * Token = max(last + 1, server time in µs), the counter kept `fenceRetention` ms after the last
- * grant. Redlock needs the time term on EVERY grant (not only for a new counter, as the Redis
- * backend does): the token is the largest of the granting majority's, and different majorities
- * agree only because every master's token tracks its clock.
+ * Token = max(last + 1, server time in µs) at EVERY grant, the counter kept `fenceRetention` ms
+ * after the last grant; `fence_number` answers a number, `fence` its decimal string. Shared by the
+ * Redis backend's scripts (lock, semaphore, multi-key) and Redlock's:
+ * - Redlock: the token is the largest of the granting majority's, and different majorities agree
+ *   only because every master's token tracks its clock.
+ * - Redis with replicas: a failover to a replica that missed the last grants (or a fence that
+ *   expired) must not hand out their tokens again. The promoted replica's clock has moved on by
+ *   the time the failover took, so its first token passes every lost one unless its clock is
+ *   behind the old primary's by more than that (docs/guide/semantics.md states it).
+ * Below 2^53 (exact in Lua's doubles) until the year 2255.
  */
-const FENCE = `
-local function fence(F, retention)
+export const FENCE_LUA = `
+local function fence_number(F, retention)
   local f = tonumber(redis.call('GET', F) or '0') + 1
   local t = redis.call('TIME')
   local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if micros > f then f = micros end
   redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  return string.format('%.0f', f)
+  return f
+end
+local function fence(F, retention)
+  return string.format('%.0f', fence_number(F, retention))
 end
 `;
+const FENCE = FENCE_LUA;
 
 /**
  * acquire KEYS={K},{K}:r,{K}:f,{K}:q ARGV=owner,ttl,mode,fenceRetention,channel,score,keepMs

@@ -33,6 +33,16 @@ export interface RedisClientLike {
   quit?(): Promise<unknown>;
   disconnect?(): void;
   readonly isCluster?: boolean;
+  /** Cluster: slot -> ["host:port" of its primary, replicas...], as the client last saw them. */
+  readonly slots?: readonly (readonly string[] | undefined)[];
+  /** Cluster: its connections to the nodes of `role`. */
+  nodes?(role: 'master'): RedisNodeLike[];
+}
+
+/** One node connection of an ioredis Cluster client. */
+export interface RedisNodeLike {
+  readonly options: { readonly host?: string; readonly port?: number };
+  wait?(numReplicas: number, timeout: number): Promise<number>;
 }
 
 /** Methods a value must have to be accepted as a client. */

@@ -17,6 +17,7 @@ import {
   confirmReplicated,
   forceReleaseLock,
   inspectLock,
+  isReplicasUnmet,
   releaseScript,
   renewScripts,
   waitForReplicas,
@@ -103,6 +104,7 @@ export class RedisLockBackend implements LockBackend {
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),
       leaveScript: (request) => releaseScript(this.o, request, '1'),
+      final: isReplicasUnmet,
     };
   }
 

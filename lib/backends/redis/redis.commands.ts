@@ -12,12 +12,14 @@ import type {
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import {
+  clusterSlot,
   parseInspect,
   runScript,
   runScriptBatch,
   runScriptThen,
   toInspection,
   type RedisClientLike,
+  type RedisNodeLike,
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import type { RecentMarks } from './redis.recent-marks';
@@ -225,10 +227,20 @@ export async function confirmReplicated(
   }
 }
 
+/** Errors that say `replicas` went unmet: a queued wait ends with them instead of retrying. */
+const unmet = new WeakSet<object>();
+
+/** true for the error of a grant that too few replicas acknowledged (see waitForReplicas). */
+export function isReplicasUnmet(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && unmet.has(error);
+}
+
 /**
  * WAIT on our connection: it covers every write this connection sent before it (the replication
  * offset only grows), so one WAIT confirms a whole renewal batch. It blocks the connection for up
- * to `timeout` ms, which is why that should stay well below the ttl.
+ * to `timeout` ms, which is why that should stay well below the ttl. On Cluster it runs on the
+ * client's connection to the primary that owns `key`'s slot (the one that took the write; a WAIT
+ * on any other connection would answer at once, having nothing of ours to wait for).
  */
 export async function waitForReplicas(
   o: ResolvedRedisOptions,
@@ -238,19 +250,33 @@ export async function waitForReplicas(
 ): Promise<void> {
   const { count, timeout } = o.replicas as { count: number; timeout: number };
   const client = await o.source.get();
-  if (client.isCluster || typeof client.wait !== 'function') {
+  const node = client.isCluster ? primaryConnection(client, key) : client;
+  if (!node || typeof node.wait !== 'function') {
     throw new LockBackendUnavailableError(
       backendName,
-      'option "replicas" needs a standalone or Sentinel-managed client (WAIT is per primary)',
+      client.isCluster
+        ? `option "replicas": no connection to the primary of the key's slot is known yet`
+        : 'option "replicas" needs a client with WAIT (an ioredis Redis or Cluster client)',
       { key },
     );
   }
-  const acked = await client.wait(count, timeout);
+  const acked = await node.wait(count, timeout);
   if (acked < count) {
-    throw new LockBackendUnavailableError(
+    const error = new LockBackendUnavailableError(
       backendName,
-      `only ${acked} of ${count} required replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
+      `only ${acked} of ${count} replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
       { key },
     );
+    unmet.add(error);
+    throw error;
   }
+}
+
+/** A Cluster client's connection to the primary that owns `key`'s slot, if it knows one. */
+function primaryConnection(client: RedisClientLike, key: string): RedisNodeLike | undefined {
+  const owner = client.slots?.[clusterSlot(key)]?.[0];
+  if (!owner || !client.nodes) return undefined;
+  return client
+    .nodes('master')
+    .find((n) => `${n.options.host ?? '127.0.0.1'}:${n.options.port ?? 6379}` === owner);
 }

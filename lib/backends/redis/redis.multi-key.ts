@@ -1,13 +1,13 @@
 import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
-import { lockKeys, redisScript, runScript, type RedisClientLike } from '../redis-client';
+import { FENCE_LUA, lockKeys, redisScript, runScript, type RedisClientLike } from '../redis-client';
 
 /**
  * acquireAll KEYS=(W,R,F,Q,D) per lock ARGV=fenceRetention,mode,(owner,ttl) per lock
  * All or nothing: first checks every key (free for the mode, and nobody queued: a multi-key grant
- * never overtakes a waiter), then grants every key with its own fence INCR. Returns {1, tokens...}
- * or {0, index of the first busy key (1-based), its ms to expiry (-1 unknown)}.
+ * never overtakes a waiter), then grants every key with its own fence (FENCE_LUA). Returns
+ * {1, tokens...} or {0, index of the first busy key (1-based), its ms to expiry (-1 unknown)}.
  */
-export const ACQUIRE_ALL = redisScript(`
+export const ACQUIRE_ALL = redisScript(`${FENCE_LUA}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retention, mode = ARGV[1], ARGV[2]
@@ -35,12 +35,7 @@ for i = 0, n - 1 do
     local last = redis.call('ZRANGE', R, -1, -1, 'WITHSCORES')
     redis.call('PEXPIREAT', R, tonumber(last[2]))
   end
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  out[#out + 1] = string.format('%.0f', f)
+  out[#out + 1] = fence(F, retention)
 end
 return out
 `);

@@ -23,11 +23,12 @@ export interface RedisLockBackendOptions {
    * wait). false = poll only.
    */
   notifications?: boolean;
-  /** ms a key's fence counter lives after it was created. Default 1 hour; see redis.scripts.ts. */
+  /** ms a key's fence counter lives after its last grant. Default 1 hour; see redis.scripts.ts. */
   fenceRetention?: number;
   /**
    * After each grant, WAIT until `count` replicas acknowledge (at most `timeout` ms); fewer acks
-   * release the grant and fail the acquire with LockBackendUnavailableError.
+   * release the grant and fail the acquire with LockBackendUnavailableError ("only N of M replicas
+   * acknowledged"). On Cluster the WAIT runs on the primary that owns the key's slot.
    */
   replicas?: { count: number; timeout: number };
 }
@@ -76,11 +77,11 @@ export function resolveRedisOptions(options: RedisLockBackendOptions): ResolvedR
     }
     const count = checkInteger('replicas.count', o.replicas.count, 1, 1_000);
     const timeout = checkDuration('replicas.timeout', o.replicas.timeout, 1);
-    if (o.client && (o.client.isCluster || typeof o.client.wait !== 'function')) {
+    if (o.client && !o.client.isCluster && typeof o.client.wait !== 'function') {
       throw new InvalidLockOptionsError(
         'replicas',
         o.replicas,
-        'a standalone or Sentinel-managed ioredis client (WAIT is per primary)',
+        'an ioredis Redis (standalone or Sentinel-managed) or Cluster client: one with WAIT',
       );
     }
     replicas = { count, timeout };

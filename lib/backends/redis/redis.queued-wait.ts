@@ -43,6 +43,11 @@ export interface QueuedWaitSteps {
    * raced with it).
    */
   leaveScript(request: BackendAttempt): Promise<unknown>;
+  /**
+   * An attempt's failure that ends the wait at once instead of being retried: a grant too few
+   * replicas acknowledged (it was given back; the caller must hear why, not a budget message).
+   */
+  final?(error: unknown): boolean;
 }
 
 /**
@@ -158,6 +163,7 @@ async function waitLoop(
         sleep = recheckAfter(last);
       } catch (error) {
         failure = error;
+        if (steps.final?.(error)) break;
         if (phase === 'wait') phase = 'recheck';
         sleep = Math.random() * backoff;
         backoff = Math.min(backoff * 2, 500);

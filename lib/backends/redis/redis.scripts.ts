@@ -1,4 +1,4 @@
-import { redisScript } from '../redis-client';
+import { FENCE_LUA, redisScript } from '../redis-client';
 
 /**
  * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
@@ -12,12 +12,13 @@ import { redisScript } from '../redis-client';
  * newcomer never overtakes the queue: with Q non-empty it queues (except a reader joining readers
  * when no writer is queued ahead of it, since it would not delay anyone).
  *
- * Fence: token = INCR of F; only when F is new is it set to the server time in µs (and given its
- * retention, counted from creation). So tokens are max(last + 1, server µs at F's creation), and
- * since a token can only exceed the clock by the number of grants per µs (never >= 1), a new F
- * after expiry still starts above every earlier token unless the server clock stepped back by more
- * than the retention. Cost per distinct key (for the docs): F lives `fenceRetention` ms (default 1
- * hour) after its creation, whatever the traffic; MEMORY USAGE reports 56 bytes for a 14-character
+ * Fence: token = max(last + 1, server µs) at every grant (FENCE_LUA, shared with Redlock), F kept
+ * `fenceRetention` ms after the key's last grant. So tokens grow strictly while F lives and the
+ * server clock does not step back, and, since a token exceeds the clock only by the number of
+ * grants per µs (never >= 1), a new F (after expiry, or a failover to a replica that missed the
+ * last grants) still starts above every earlier token unless the clock is behind by more than the
+ * time since those grants. Cost per distinct key (for the docs): F lives `fenceRetention` ms
+ * (default 1 hour) after the key's last grant; MEMORY USAGE reports 56 bytes for a 14-character
  * key name on Redis 7.0 (about 42 bytes + the key name). So 1M distinct keys a day keep ~42k fence
  * keys, ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire
  * by the waiters' deadlines).
@@ -31,17 +32,14 @@ local function now_ms()
 end
 `;
 
-const FENCE = `
-local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  return string.format('%.0f', f)
-end
-`;
+const FENCE = FENCE_LUA;
+
+/**
+ * ms a handed-off grant lives on Cluster until its waiter confirms it (see dispatch): long enough
+ * for the message and the confirming script on a busy network, short enough that a waiter whose
+ * process died delays the next one by well under a second.
+ */
+export const HANDOFF_CONFIRM_MS = 500;
 
 /** Live readers after purging expired seats: count, and the latest expiry (server ms). */
 const READERS = `
@@ -60,8 +58,12 @@ end
  * dispatch(): while the lock is free, grant the queue's head: one writer (no live readers), or
  * every reader up to the next writer. Waiters past their deadline are dropped. Each grant is
  * announced on the waiter's channel; with `probe` (standalone servers), a grant nobody received
- * (the waiter's process is gone) is undone and the next waiter served. `self` is the caller's own
- * owner (its grant is returned, not announced). Returns the token granted to `self`, or false.
+ * (the waiter's process is gone) is undone and the next waiter served. Without it (Cluster: PUBLISH
+ * counts only one node's subscribers) a grant to another waiter is provisional: it lives
+ * HANDOFF_CONFIRM_MS until the waiter's re-check confirms it (ACQUIRE re-dates it to its ttl), and
+ * the next waiter is told to re-check, so a dead waiter delays it by about that much. `self` is
+ * the caller's own owner (its grant is returned, not announced). Returns the token granted to
+ * `self`, or false.
  * Needs fence() (FENCE) defined before it. Scripts define it after their uncontended exit: Lua
  * creates a chunk's local functions as it reaches them, so the lean path pays for none of these.
  */
@@ -70,7 +72,7 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
   if redis.call('EXISTS', W) == 1 then return false end
   local now = now_ms()
   local held = readers(R, now)
-  local token, mine, granted_readers = nil, false, false
+  local token, mine, granted_readers, provisional = nil, false, false, false
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)[1]
     if not head then break end
@@ -84,10 +86,15 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
       if mode == 'exclusive' and held > 0 then break end
       redis.call('ZREM', Q, head)
       redis.call('HDEL', D, head)
+      local hold = tonumber(ttl)
+      if probe ~= '1' and head ~= self and hold > ${HANDOFF_CONFIRM_MS} then
+        hold = ${HANDOFF_CONFIRM_MS}
+        provisional = true
+      end
       if mode == 'exclusive' then
-        redis.call('SET', W, head, 'PX', ttl)
+        redis.call('SET', W, head, 'PX', hold)
       else
-        redis.call('ZADD', R, now + tonumber(ttl), head)
+        redis.call('ZADD', R, now + hold, head)
         granted_readers = true
       end
       token = token or fence(F, retention)
@@ -106,6 +113,12 @@ local function dispatch(W, R, F, Q, D, retention, probe, self)
     end
   end
   if granted_readers then reader_expiry(R) end
+  if provisional then
+    local nxt = redis.call('ZRANGE', Q, 0, 0)[1]
+    local info = nxt and redis.call('HGET', D, nxt)
+    local ch = info and string.match(info, '^%d+|%a+|%d+|(.*)$')
+    if ch and ch ~= '' then redis.call('PUBLISH', ch, nxt .. '|') end
+  end
   return mine
 end
 `;

@@ -1,4 +1,5 @@
-import { lockKeys, recentKeys, redisScript } from '../redis-client';
+import { FENCE_LUA, lockKeys, recentKeys, redisScript } from '../redis-client';
+import { HANDOFF_CONFIRM_MS } from './redis.scripts';
 
 /**
  * Lua scripts of the Redis backend's native semaphores (`permits: N`). Keys, all in the slot of
@@ -52,19 +53,11 @@ export const semaphoreKeys = recentKeys((fullKey): SemaphoreKeys => {
 });
 
 /**
- * The next fencing token of F (an integer below 2^53 until the year 2255): INCR, or, for a fence
- * that expired or never was, the server's µs clock.
+ * The next fencing token of F, as a number: max(last + 1, server µs) at every grant (FENCE_LUA,
+ * shared with the lock: a key's lock and semaphore grants share one order).
  */
-const FENCE = `
-local function fence(F, retention)
-  local f = redis.call('INCR', F)
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', F, string.format('%.0f', f), 'PX', retention)
-  end
-  return f
-end
+const FENCE = `${FENCE_LUA}
+local fence = fence_number
 `;
 
 /**
@@ -123,11 +116,13 @@ local function mark_seats(S)
 end
 -- dispatch: grant queued waiters in arrival order while the head finds a free seat (by its own
 -- permits); drop waiters past their deadline; with probe (standalone), a grant whose PUBLISH
--- reached nobody is undone. Returns the token granted to self, or false.
+-- reached nobody is undone; without (Cluster), another waiter's seat is provisional until its
+-- re-check confirms it, and the next waiter is told to re-check (as the lock's dispatch). Returns
+-- the token granted to self, or false.
 local function dispatch(S, F, Q, D, retention, probe, self)
   local now = now_ms()
   local held = live(S, now)
-  local mine = false
+  local mine, provisional = false, false
   while true do
     local head = redis.call('ZRANGE', Q, 0, 0)[1]
     if not head then break end
@@ -140,7 +135,12 @@ local function dispatch(S, F, Q, D, retention, probe, self)
     else
       if held >= tonumber(permits) then break end
       redis.call('ZREM', Q, head)
-      seat(S, '~' .. head, now + tonumber(ttl), tonumber(ttl), false)
+      local hold = tonumber(ttl)
+      if probe ~= '1' and head ~= self and hold > ${HANDOFF_CONFIRM_MS} then
+        hold = ${HANDOFF_CONFIRM_MS}
+        provisional = true
+      end
+      seat(S, '~' .. head, now + hold, tonumber(ttl), false)
       local token = fence(F, retention)
       local got = 1
       if head == self then
@@ -157,6 +157,12 @@ local function dispatch(S, F, Q, D, retention, probe, self)
       end
       if got > 0 or probe ~= '1' then held = held + 1 end
     end
+  end
+  if provisional then
+    local nxt = redis.call('ZRANGE', Q, 0, 0)[1]
+    local info = nxt and redis.call('HGET', D, nxt)
+    local ch = info and string.match(info, '^%d+|%d+|%d+|(.*)$')
+    if ch and ch ~= '' then redis.call('PUBLISH', ch, nxt .. '|') end
   end
   return mine
 end

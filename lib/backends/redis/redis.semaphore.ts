@@ -14,7 +14,7 @@ import {
   type RedisClientSource,
   type RedisSubscriber,
 } from '../redis-client';
-import { busy, type Phase } from './redis.commands';
+import { busy, isReplicasUnmet, type Phase } from './redis.commands';
 import { RecentMarks } from './redis.recent-marks';
 import type { RedisHandoffs } from './redis.handoffs';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
@@ -74,6 +74,7 @@ export class RedisSemaphore implements SemaphoreBackend {
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
       leaveScript: (request) => this.releaseScript(request, '1'),
+      final: isReplicasUnmet,
     };
   }
 

@@ -10,6 +10,7 @@ import type { LockBackend } from '../../interfaces/lock-backend.interface';
 import { budgetClock, type Budget } from './budget-clock';
 import type { LockActivity } from '../activity/lock-activity';
 import type { LockLease } from '../lease/lock-lease';
+import type { ReleaseRetries } from '../lease/release-retry';
 
 /** "name (kind)" per backend, made once (not a template string per call). */
 const labels = new WeakMap<LockBackend, { name: string; kind: string; label: string }>();
@@ -44,8 +45,8 @@ export class BackendCall<T> implements Budget {
     private readonly budget: number,
     private readonly key: string | undefined,
     private readonly onLate: (() => void) | undefined,
-    /** The lease this call releases, if it is a release (see callRelease). */
-    private readonly released?: LockLease,
+    /** The lease this call releases and who retries it, if it is a release (see callRelease). */
+    private readonly released?: { readonly lease: LockLease; readonly retries: ReleaseRetries },
   ) {
     this.at = performance.now() + budget;
   }
@@ -106,10 +107,12 @@ export class BackendCall<T> implements Budget {
 
   /**
    * Told of the call's failure before the caller is: a release's failure is reported
-   * (releaseFailed).
+   * (releaseFailed) and retried in the background (ReleaseRetries).
    */
   private report(error: unknown): void {
-    if (this.released) this.activity.leaseReleaseFailed(this.released, error);
+    if (!this.released) return;
+    this.activity.leaseReleaseFailed(this.released.lease, error);
+    this.released.retries.start(this.released.lease);
   }
 }
 

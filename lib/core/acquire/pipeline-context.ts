@@ -8,6 +8,7 @@ import type { LockActivity } from '../activity/lock-activity';
 import type { LockEventBus } from '../activity/lock-events';
 import type { LeaseOps } from '../lease/lock-handle';
 import type { LockLease } from '../lease/lock-lease';
+import type { ReleaseRetries } from '../lease/release-retry';
 import type { Watchdog } from '../lease/watchdog';
 import type { ResolvedDefaults } from '../keys/lock-options';
 import type { GrantForm } from './grant-form';
@@ -72,6 +73,8 @@ export interface PipelineContext {
   readonly runner: AcquireRunner;
   readonly watchdogs: ReadonlyMap<string, Watchdog>;
   readonly ops: LeaseOps<LockLease>;
+  /** Failed releases retried in the background until they answer or their ttl passes. */
+  readonly releaseRetries: ReleaseRetries;
   /** Set by LockEngine.close(). */
   closed: boolean;
   /** Runs fn outside every caller's async context (see ReentrancyScopes.detached). */

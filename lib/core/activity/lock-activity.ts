@@ -232,6 +232,21 @@ export class LockActivity {
       this.events.emit({ type: 'releaseFailed', at: Date.now(), backend, key, during, error });
   }
 
+  /** A release retried in the background ended (see ReleaseRetries). */
+  releaseRetried(
+    lease: LockLease,
+    end: { attempts: number; outcome: 'released' | 'expired' | 'shutdown'; retryMs: number },
+  ): void {
+    if (this.events.wants('releaseRetried'))
+      this.events.emit({
+        type: 'releaseRetried',
+        at: Date.now(),
+        backend: lease.backendName,
+        key: lease.key,
+        ...end,
+      });
+  }
+
   alias(label: string, name: string): void {
     this.names.set(label, name);
   }

@@ -90,7 +90,10 @@ export interface LockRenewFailedEvent extends LockEventBase {
   readonly error: unknown;
 }
 
-/** A backend release failed (the key stays held until its ttl runs out). */
+/**
+ * A backend release failed. The engine retries it in the background until it answers or the
+ * lease's ttl has passed (releaseRetried says how that ended).
+ */
 export interface LockReleaseFailedEvent extends LockEventBase {
   readonly type: 'releaseFailed';
   readonly key: string;
@@ -100,6 +103,22 @@ export interface LockReleaseFailedEvent extends LockEventBase {
    */
   readonly during: string;
   readonly error: unknown;
+}
+
+/**
+ * A release that failed (releaseFailed, during 'release' or 'lost-release') was retried in the
+ * background, and the retries ended: `released` (the backend answered: the key is freed, or was
+ * already gone or someone else's), `expired` (the lease's ttl passed first: the server dropped it),
+ * or `shutdown` (close() made the last attempt, and it failed too).
+ */
+export interface LockReleaseRetriedEvent extends LockEventBase {
+  readonly type: 'releaseRetried';
+  readonly key: string;
+  readonly outcome: 'released' | 'expired' | 'shutdown';
+  /** Retry attempts made (the first, failed release not counted). */
+  readonly attempts: number;
+  /** ms from the first failure to the end of the retries. */
+  readonly retryMs: number;
 }
 
 /** A backend call failed or got no answer in time (emitted once per outage, or for 'close'). */
@@ -133,6 +152,7 @@ export type LockEvent =
   | LockLostEvent
   | LockRenewFailedEvent
   | LockReleaseFailedEvent
+  | LockReleaseRetriedEvent
   | LockBackendUnavailableEvent
   | LockBackendRecoveredEvent
   | LockForceReleasedEvent;
@@ -149,6 +169,7 @@ export const LOCK_EVENT_TYPES: readonly LockEventType[] = [
   'lost',
   'renewFailed',
   'releaseFailed',
+  'releaseRetried',
   'backendUnavailable',
   'backendRecovered',
   'forceReleased',

@@ -187,8 +187,8 @@ export class LockLease implements BackendLock {
     if (this.state === 'lost') {
       // Best effort: if a renewal failed only because the backend was unreachable, the key may
       // still be ours. Its failure is not lost: every caller's `call` reports it (releaseFailed,
-      // through LockActivity.leaseReleaseFailed) before this catch; the lock is already lost and
-      // reported as such.
+      // through LockActivity.leaseReleaseFailed, and retries it while the ttl lasts) before this
+      // catch; the lock is already lost and reported as such.
       this.releasing = call(this.backendRelease(), 'release', this).catch(() => undefined);
       return this.releasing;
     }
@@ -203,8 +203,9 @@ export class LockLease implements BackendLock {
 
   /**
    * The backend's release, outside every caller's context; a synchronous throw becomes a rejection.
+   * Also what a background retry sends (ReleaseRetries): owner-checked, so safe to repeat.
    */
-  private backendRelease(): Promise<void> {
+  backendRelease(): Promise<void> {
     try {
       return this.detached(() => this.holder.release(this.lock));
     } catch (error) {

@@ -1,0 +1,141 @@
+import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
+import { HolderProcess } from '../support/holder-harness';
+import { eventually } from '../support/eventually';
+import { RedisClusterGroup } from '../support/redis-cluster';
+import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
+import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
+
+/**
+ * What standalone Redis does that Cluster must do too, on a private 3 + 3 Cluster: a waiter whose
+ * process died is skipped within a second (PUBLISH cannot tell there, so a handed-off grant is
+ * provisional until the waiter confirms it), and `replicas` waits for a replica of the primary
+ * that owns the key's slot.
+ */
+const PREFIX = 'parity:';
+let group: RedisClusterGroup;
+const procs = clusterProcesses(PREFIX, () => group);
+const report = (line: string) => process.stdout.write(`[cluster parity] ${line}\n`);
+
+beforeAll(async () => {
+  group = await RedisClusterGroup.start();
+}, 60_000);
+
+afterEach(() => procs.closeAll());
+
+afterAll(async () => group?.destroy());
+
+describe('Redis Cluster parity with standalone', () => {
+  it('a waiter whose process was killed does not delay the next live waiter by more than 1 s', async () => {
+    const { key } = keyOnFreshPrimary(group, PREFIX, 'dead-waiter');
+    const admin = procs.admin();
+    const queue = lockKeys(PREFIX + key).queue;
+    const holder = procs.open();
+    const held = await holder.acquire(key, { ttl: 30_000 });
+    const dead = HolderProcess.start(`${__dirname}/cluster-waiter.process.ts`, [
+      group.nodes.map((n) => n.port).join(','),
+      PREFIX,
+      key,
+    ]);
+    try {
+      await dead.next('ready', 0, 40_000);
+      await eventually(async () => (await admin.zcard(queue)) === 1, 10_000, 20);
+      const live = procs.open();
+      const waiting = live.acquire(key, { ttl: 30_000, wait: 10_000 });
+      await eventually(async () => (await admin.zcard(queue)) === 2, 10_000, 20);
+      await dead.kill();
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await waiting;
+      const delay = performance.now() - releasedAt;
+      report(`live waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`);
+      expect(delay).toBeLessThan(1_000);
+      expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+      await next.release();
+    } finally {
+      await dead.kill();
+    }
+  }, 60_000);
+
+  it('a semaphore waiter whose process was killed does not delay the next live waiter by more than 1 s', async () => {
+    const { key } = keyOnFreshPrimary(group, PREFIX, 'dead-seat-waiter');
+    const admin = procs.admin();
+    const queue = semaphoreKeys(PREFIX + key).queue;
+    const holder = procs.open();
+    const held = await holder.acquire(key, { ttl: 30_000, permits: 1 });
+    const dead = HolderProcess.start(`${__dirname}/cluster-waiter.process.ts`, [
+      group.nodes.map((n) => n.port).join(','),
+      PREFIX,
+      key,
+      '1',
+    ]);
+    try {
+      await dead.next('ready', 0, 40_000);
+      await eventually(async () => (await admin.zcard(queue)) === 1, 10_000, 20);
+      const live = procs.open();
+      const waiting = live.acquire(key, { ttl: 30_000, wait: 10_000, permits: 1 });
+      await eventually(async () => (await admin.zcard(queue)) === 2, 10_000, 20);
+      await dead.kill();
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await waiting;
+      const delay = performance.now() - releasedAt;
+      report(
+        `live seat waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`,
+      );
+      expect(delay).toBeLessThan(1_000);
+      await next.release();
+    } finally {
+      await dead.kill();
+    }
+  }, 60_000);
+
+  it('a live waiter confirms its handed-off grant and keeps it for its whole ttl', async () => {
+    const { key } = keyOnFreshPrimary(group, PREFIX, 'live-handoff');
+    const admin = procs.admin();
+    const a = procs.open();
+    const b = procs.open();
+    const held = await a.acquire(key, { ttl: 30_000 });
+    const waiting = b.acquire(key, { ttl: 30_000, wait: 10_000 });
+    await eventually(async () => (await admin.zcard(lockKeys(PREFIX + key).queue)) === 1);
+    await held.release();
+    const next = await waiting;
+    // Confirmed: re-dated to its ttl, not the provisional handoff's half second.
+    expect(await admin.pttl(procs.writerKey(key))).toBeGreaterThan(20_000);
+    expect(next.held).toBe(true);
+    await next.release();
+  });
+
+  it('"replicas" works with a Cluster client: WAIT on the primary of the key, whose replica holds the grant', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas');
+    const engine = procs.open({ replicas: { count: 1, timeout: 1_000 } });
+    const h = await engine.acquire(key, { wait: 0 });
+    const replica = group.replicaOf(primary);
+    // WAIT returned: the replica of the key's own primary has the grant now.
+    expect(group.readOnReplica(replica.port, procs.writerKey(key))).toBe(h.owner);
+    await h.release();
+  });
+
+  it('"replicas" unmet on Cluster: the acquire fails with "only 0 of 1 replicas acknowledged" and leaves no lock', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas-unmet');
+    const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
+    const admin = procs.admin();
+    await admin.ping();
+    const replica = group.replicaOf(primary);
+    group.pause(replica);
+    try {
+      const started = performance.now();
+      const error = await engine.acquire(key, { wait: 5_000 }).catch((e: unknown) => e);
+      const ms = performance.now() - started;
+      expect(error).toBeInstanceOf(LockBackendUnavailableError);
+      expect((error as Error).message).toMatch(
+        /only 0 of 1 replicas acknowledged the grant within 300 ms \(option "replicas"\)/,
+      );
+      // At once, not at the end of the wait: the refusal is the answer.
+      expect(ms).toBeLessThan(5_000);
+      expect(await admin.exists(procs.writerKey(key))).toBe(0);
+    } finally {
+      group.resume(replica);
+    }
+  });
+});

@@ -1,0 +1,119 @@
+import Redis from 'ioredis';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
+import { eventually } from '../support/eventually';
+import { RedisSentinelGroup, SENTINEL_MASTER_NAME } from '../support/redis-sentinel';
+import { check, contend, until, WAIT_MS } from './contention';
+
+/**
+ * Failovers of a Sentinel group (primary + replica replicating through a proxy, 3 sentinels), with
+ * the client docs/backends/redis-production.md shows (failoverDetector + commandTimeout):
+ * - the replica cut off, a grant, the primary killed: the promoted replica never saw the grant
+ *   (both hold: asynchronous replication), but the new token is above the lost one and the old
+ *   holder's late write through RedisFencedStore is refused;
+ * - the primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds), a failover
+ *   forced: first grant within the bound, no overlap, exact counter, typed errors within the wait.
+ */
+const PREFIX = 'sentinel-fence:';
+let group: RedisSentinelGroup;
+let clients: Redis[] = [];
+let engines: LockEngine[] = [];
+const report = (line: string) => process.stdout.write(`[sentinel failover] ${line}\n`);
+
+function sentinelClient(): Redis {
+  const c = new Redis({
+    sentinels: group.sentinelAddresses,
+    name: SENTINEL_MASTER_NAME,
+    failoverDetector: true,
+    commandTimeout: 1_000,
+    maxRetriesPerRequest: 1,
+  });
+  c.on('error', () => undefined);
+  clients.push(c);
+  return c;
+}
+
+function engine(): LockEngine {
+  const e = new LockEngine({
+    backend: new RedisLockBackend({ client: sentinelClient() }),
+    keyPrefix: PREFIX,
+    operationTimeout: 2_000,
+  });
+  engines.push(e);
+  return e;
+}
+
+beforeAll(async () => {
+  group = await RedisSentinelGroup.start();
+}, 60_000);
+
+afterEach(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  engines = [];
+  clients.forEach((c) => c.disconnect());
+  clients = [];
+});
+
+afterAll(async () => group?.destroy());
+
+describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
+  it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
+    await group.settled();
+    const a = engine();
+    const b = engine();
+    const storeClient = sentinelClient();
+    const store = new RedisFencedStore({ client: storeClient });
+    const key = 'lagging';
+    // Earlier grants reached the replica: its fence counter exists there, behind.
+    await a.acquire(key, { wait: 0 }).then((h) => h.release());
+    await b.acquire('warm', { wait: 0 }).then((h) => h.release());
+    const fence = lockKeys(PREFIX + key).fence;
+    const primary = group.primary();
+    await eventually(
+      () => group.cli(group.replica().port, 'GET', fence) === group.cli(primary.port, 'GET', fence),
+    );
+    group.link.blackhole();
+    try {
+      const old = await a.acquire(key, { ttl: 30_000, wait: 0 });
+      await primary.kill();
+      const killedAt = performance.now();
+      await group.failover();
+      const next = await b.acquire(key, { ttl: 30_000, wait: WAIT_MS });
+      report(
+        `lagging replica then kill: new grant ${(performance.now() - killedAt).toFixed(0)} ms after the kill; ` +
+          `old token ${old.fencingToken}, new token ${next.fencingToken}`,
+      );
+      expect(next.fencingToken).toBeGreaterThan(old.fencingToken);
+      expect((await store.set('account:1', next.fencingToken, 'new holder')).accepted).toBe(true);
+      expect((await store.set('account:1', old.fencingToken, 'old holder')).accepted).toBe(false);
+      expect(await storeClient.get('account:1')).toBe('new holder');
+      await next.release();
+    } finally {
+      group.link.heal();
+      await group.restartAsReplica(primary);
+    }
+  }, 60_000);
+
+  it('the primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds)', async () => {
+    await group.settled();
+    const run = contend([engine(), engine(), engine(), engine()], 'hot');
+    const primary = group.primary();
+    await until(() => run.c.grants.length >= 2, performance.now(), 20_000);
+    primary.pause();
+    const faultAt = performance.now();
+    try {
+      await group.failover();
+      await until(() => run.c.grants.some((g) => g.at > faultAt), faultAt, 15_000);
+      const target = run.c.grants.length + 2;
+      await until(() => run.c.grants.length >= target, faultAt, 25_000);
+    } finally {
+      primary.resume();
+    }
+    await run.stop();
+    check(report, 'Sentinel primary paused', run.c, faultAt);
+    // The old primary comes back as a replica; the link is put back in its path.
+    await group.settled();
+  }, 60_000);
+});
