@@ -20,6 +20,7 @@ export {
 export { RedisSubscriber } from './redis.subscriber';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
+export { RedisConnectionDownError } from './connection-state';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
 export { ACQUIRE, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
