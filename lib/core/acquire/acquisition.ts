@@ -186,6 +186,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.done = true;
     budgetClock.delete(this);
     if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
+    if (result.acquired && result.waited) this.plan.record.waited = true;
     this.finish();
     const signal = this.callerSignal;
     if (!result.acquired) {
