@@ -1,3 +1,4 @@
+import { FenceSchemaError } from '../errors/fence-schema.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { FenceStore } from './fence-store.interface';
 import { staleReporter, type FenceObserverOptions } from './fencing-events';
@@ -160,13 +161,22 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
    * table. Throws InvalidLockOptionsError naming the table, what is missing and the DDL to run.
    */
   async checkSchema(fenceColumns: { table: string; column?: string }[] = []): Promise<void> {
+    const fenceTable = {
+      table: this.table,
+      option: 'table',
+      role: `the store's fence table (option table, default ${DEFAULT_FENCE_TABLE})`,
+      ddl: this.ddl,
+    };
     const expect = [
-      { table: this.table, column: 'resource', type: /char|text/, ddl: this.ddl },
-      { table: this.table, column: 'token', type: /^bigint$/, ddl: this.ddl },
-      ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }) => ({
+      { ...fenceTable, column: 'resource', type: /char|text/, expected: 'a character type' },
+      { ...fenceTable, column: 'token', type: /^bigint$/, expected: 'bigint' },
+      ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }, i) => ({
         table,
+        option: `checkSchema()[${i}].table`,
+        role: 'the fenced table',
         column,
         type: /^bigint$/,
+        expected: 'bigint',
         ddl: this.columnDdl(table, column),
       })),
     ];
@@ -177,14 +187,10 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
         const { rows } = await this.exec(this.client, sql, values);
         tables.set(e.table, new Map(rows.map((r) => [String(r.c).toLowerCase(), String(r.d)])));
       }
-      const type = tables.get(e.table)?.get(e.column);
+      const columns = tables.get(e.table) as Map<string, string>;
+      const type = columns.get(e.column);
       if (type === undefined || !e.type.test(type))
-        throw new InvalidLockOptionsError(
-          'table',
-          e.table,
-          `a table with column ${e.column} of type ${e.type.source} ` +
-            `(found ${type ?? 'no such column'}); run: ${e.ddl}`,
-        );
+        throw new FenceSchemaError({ ...e, found: type, tableExists: columns.size > 0 });
     }
   }
 
