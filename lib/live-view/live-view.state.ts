@@ -1,9 +1,13 @@
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
-import { fencingEvents, type StaleFencingEvent } from '../fencing/fencing-events';
+import type { FencingEvents, StaleFencingEvent } from '../fencing/fencing-events';
 import { LiveViewHistory, type LiveViewHistorySnapshot } from './live-view.history';
+import { cut, redactResource, textOf } from './live-view.text';
+
+/** The FencingEvents whose refusals the page lists (null: none), from register()'s option. */
+export const LIVE_VIEW_FENCING_EVENTS = Symbol('LIVE_VIEW_FENCING_EVENTS');
 
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {
@@ -16,7 +20,10 @@ export interface LiveViewSnapshot {
     since: number;
     holds: number;
   }[];
+  /** Held locks in all (`held` shows at most LIVE_VIEW_MAX_ROWS of them). */
+  readonly heldTotal: number;
   readonly waiting: { key: string; backend: string; waiters: number }[];
+  readonly waitingTotal: number;
   readonly recent: Record<string, unknown>[];
   /**
    * Held on each backend by every process, from the backend's list() (refreshed every
@@ -38,6 +45,12 @@ export interface BackendListing {
   /** Set when the backend cannot list (unsupported) or the last listing failed. */
   readonly note?: string;
 }
+
+/**
+ * Rows of held locks and of waiters a push carries (the page shows this many): with the strings cut
+ * to LIVE_VIEW_MAX_TEXT characters, a push stays under about 200 KB whatever the process holds.
+ */
+export const LIVE_VIEW_MAX_ROWS = 200;
 
 /** How many recent events the page keeps, and the least interval between two pushes (ms). */
 export const LIVE_VIEW_RECENT = 50;
@@ -63,27 +76,44 @@ export class LiveViewState implements OnModuleDestroy {
   private readonly stops: (() => void)[];
   private readonly history = new LiveViewHistory();
 
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {
-    // Lock events, and this process's refused fenced writes (type 'fencing.stale').
-    this.stops = [engine.events.on((e) => this.record(e)), fencingEvents.on((e) => this.record(e))];
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Optional() @Inject(LIVE_VIEW_FENCING_EVENTS) fencing?: FencingEvents | null,
+  ) {
+    // Lock events, and the refused fenced writes of this app's stores (type 'fencing.stale').
+    this.stops = [engine.events.on((e) => this.record(e))];
+    if (fencing) this.stops.push(fencing.on((e) => this.record(e)));
   }
 
   snapshot(): LiveViewSnapshot {
     const now = Date.now();
+    const held = this.engine.operator.heldLocks();
+    const waiting = this.engine.operator.waitingLocks();
+    const history = this.history.snapshot(now);
     return {
       now,
-      held: this.engine.operator.heldLocks().map((l) => ({
-        key: l.key,
-        backend: l.backend,
+      held: held.slice(0, LIVE_VIEW_MAX_ROWS).map((l) => ({
+        key: cut(l.key),
+        backend: cut(l.backend),
         mode: l.mode,
         fencingToken: String(l.fencingToken),
         since: now - l.heldMs,
         holds: l.holds,
       })),
-      waiting: this.engine.operator.waitingLocks(),
+      heldTotal: held.length,
+      waiting: waiting.slice(0, LIVE_VIEW_MAX_ROWS).map((w) => ({
+        key: cut(w.key),
+        backend: cut(w.backend),
+        waiters: w.waiters,
+      })),
+      waitingTotal: waiting.length,
       recent: [...this.recent],
       backends: this.listing,
-      history: this.history.snapshot(now),
+      history: {
+        ...history,
+        timeline: history.timeline.map((k) => ({ ...k, key: cut(k.key), backend: cut(k.backend) })),
+        hot: history.hot.map((h) => ({ ...h, key: cut(h.key), backend: cut(h.backend) })),
+      },
     };
   }
 
@@ -101,7 +131,7 @@ export class LiveViewState implements OnModuleDestroy {
           const keys = await operator.list('', backend, LIVE_VIEW_LIST_LIMIT + 1);
           return {
             backend,
-            keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT),
+            keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT).map(cut),
             more: keys.length > LIVE_VIEW_LIST_LIMIT,
           };
         } catch (error) {
@@ -170,13 +200,19 @@ export class LiveViewState implements OnModuleDestroy {
   }
 }
 
+/**
+ * An event as the page gets it: tokens as strings, errors as codes, strings cut to
+ * LIVE_VIEW_MAX_TEXT, a refused write's resource without the values of its `where`.
+ */
 function toJson(e: LockEvent | StaleFencingEvent): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(e)) {
     if (typeof v === 'bigint') out[k] = String(v);
     else if (v instanceof Error || k === 'error') out[k] = errorCode(v);
     else if (typeof v === 'number' && k !== 'at') out[k] = Math.round(v);
-    else out[k] = v;
+    else if (k === 'resource' && typeof v === 'string') out[k] = cut(redactResource(v));
+    else if (typeof v === 'string') out[k] = cut(v);
+    else out[k] = textOf(v);
   }
   return out;
 }
