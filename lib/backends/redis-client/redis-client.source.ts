@@ -47,7 +47,11 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
    */
   get(): C | Promise<C> {
     const client = this.client;
-    if (!client) return (this.made ??= this.make());
+    if (!client) return (this.made ??= this.make()).then((made) => this.gated(made));
+    return this.gated(client);
+  }
+
+  private gated(client: C): C | Promise<C> {
     const gate = this.connection?.gate();
     return gate ? gate.then(() => client) : client;
   }
