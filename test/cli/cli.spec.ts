@@ -139,6 +139,12 @@ describe.each(Object.keys(servers))('nestjs-distributed-lock CLI on %s', (name) 
     expect(view).toMatchObject({ key: 'orders:42', held: true, mode: 'exclusive' });
     expect(view.holders.length).toBe(1);
 
+    const watch = await cli('watch', '--url', server.url, '--count', '1', '--json');
+    expect(watch.code).toBe(0);
+    expect(JSON.parse(watch.stdout).locks).toEqual([
+      expect.objectContaining({ key: 'orders:42', held: true }),
+    ]);
+
     const text = await cli('list', '--url', server.url);
     expect(text.stdout.split('\n')).toContain('orders:42');
 
