@@ -121,15 +121,18 @@ function liveViewController(path: string, guard: Type<CanActivate>): Type<unknow
     @Get('state')
     @UseGuards(Stream)
     @safe
-    snapshot(): LiveViewSnapshot {
-      return this.state.snapshot();
+    snapshot(@Query('filter') filter?: unknown): LiveViewSnapshot {
+      return this.state.snapshot(filterOf(filter));
     }
 
     @Sse('events')
     @UseGuards(Stream)
     @safe
-    events(@Query('ticket') ticket?: unknown): Observable<{ data: LiveViewSnapshot }> {
-      const updates = this.state.updates().pipe(map((data) => ({ data })));
+    events(
+      @Query('ticket') ticket?: unknown,
+      @Query('filter') filter?: unknown,
+    ): Observable<{ data: LiveViewSnapshot }> {
+      const updates = this.state.updates(filterOf(filter)).pipe(map((data) => ({ data })));
       // A stream let in by its ticket ends when the ticket does (the page then reloads itself,
       // through your guard); one your guard let in lasts while the guard's answer does.
       const expires = this.tickets.expiry(ticket);
@@ -138,4 +141,9 @@ function liveViewController(path: string, guard: Type<CanActivate>): Type<unknow
     }
   }
   return DistributedLockLiveViewController;
+}
+
+/** The page's key filter: a string of at most 200 characters, anything else none. */
+function filterOf(filter: unknown): string {
+  return typeof filter === 'string' ? filter.slice(0, 200) : '';
 }

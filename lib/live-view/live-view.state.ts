@@ -1,10 +1,13 @@
 import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { hostname } from 'node:os';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
 import type { FencingEvents, StaleFencingEvent } from '../fencing/fencing-events';
 import { LiveViewHistory, type LiveViewHistorySnapshot } from './live-view.history';
 import { cut, redactResource, textOf } from './live-view.text';
+
+const SELF = { host: cut(hostname()), pid: process.pid };
 
 /** The FencingEvents whose refusals the page lists (null: none), from register()'s option. */
 export const LIVE_VIEW_FENCING_EVENTS = Symbol('LIVE_VIEW_FENCING_EVENTS');
@@ -24,6 +27,8 @@ export interface LiveViewSnapshot {
   readonly heldTotal: number;
   readonly waiting: { key: string; backend: string; waiters: number }[];
   readonly waitingTotal: number;
+  /** This process, as the held rows' holder: host name and pid. */
+  readonly self: { readonly host: string; readonly pid: number };
   readonly recent: Record<string, unknown>[];
   /**
    * Held on each backend by every process, from the backend's list() (refreshed every
@@ -69,7 +74,8 @@ export const LIVE_VIEW_LIST_LIMIT = 100;
 @Injectable()
 export class LiveViewState implements OnModuleDestroy {
   private readonly recent: Record<string, unknown>[] = [];
-  private readonly pages = new Set<(s: LiveViewSnapshot) => void>();
+  /** Open pages: each is pushed the snapshot of its own filter. */
+  private readonly pages = new Set<{ filter: string; push: (s: LiveViewSnapshot) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private listing: BackendListing[] = [];
   private lister: NodeJS.Timeout | undefined;
@@ -85,11 +91,16 @@ export class LiveViewState implements OnModuleDestroy {
     if (fencing) this.stops.push(fencing.on((e) => this.record(e)));
   }
 
-  snapshot(): LiveViewSnapshot {
+  /**
+   * What the page shows; `filter` (a substring of the key, as the page's filter box or a click on a
+   * key sets it) narrows every panel before the rows are capped, so any key can be reached.
+   */
+  snapshot(filter = ''): LiveViewSnapshot {
     const now = Date.now();
-    const held = this.engine.operator.heldLocks();
-    const waiting = this.engine.operator.waitingLocks();
-    const history = this.history.snapshot(now);
+    const match = (key: string) => !filter || key.includes(filter);
+    const held = this.engine.operator.heldLocks().filter((l) => match(l.key));
+    const waiting = this.engine.operator.waitingLocks().filter((w) => match(w.key));
+    const history = this.history.snapshot(now, match);
     return {
       now,
       held: held.slice(0, LIVE_VIEW_MAX_ROWS).map((l) => ({
@@ -107,7 +118,10 @@ export class LiveViewState implements OnModuleDestroy {
         waiters: w.waiters,
       })),
       waitingTotal: waiting.length,
-      recent: [...this.recent],
+      recent: filter
+        ? this.recent.filter((e) => match(String(e.key ?? e.resource ?? '')))
+        : [...this.recent],
+      self: SELF,
       backends: this.listing,
       history: {
         ...history,
@@ -144,17 +158,27 @@ export class LiveViewState implements OnModuleDestroy {
   }
 
   /** Snapshots for one page: the current one at once, then after every change. */
-  updates(): Observable<LiveViewSnapshot> {
+  updates(filter = ''): Observable<LiveViewSnapshot> {
     return new Observable((subscriber) => {
-      const push = (s: LiveViewSnapshot) => subscriber.next(s);
-      this.pages.add(push);
-      push(this.snapshot());
+      const page = { filter, push: (s: LiveViewSnapshot) => subscriber.next(s) };
+      this.pages.add(page);
+      page.push(this.snapshot(filter));
       this.startListing();
       return () => {
-        this.pages.delete(push);
+        this.pages.delete(page);
         if (this.pages.size === 0) this.stopListing();
       };
     });
+  }
+
+  /** One snapshot per distinct filter of the open pages, pushed to each. */
+  private broadcast(): void {
+    const made = new Map<string, LiveViewSnapshot>();
+    for (const page of this.pages) {
+      let s = made.get(page.filter);
+      if (!s) made.set(page.filter, (s = this.snapshot(page.filter)));
+      page.push(s);
+    }
   }
 
   /**
@@ -166,8 +190,7 @@ export class LiveViewState implements OnModuleDestroy {
     const tick = () => {
       void this.refreshListing().then(() => {
         if (this.pages.size === 0) return;
-        const s = this.snapshot();
-        for (const push of this.pages) push(s);
+        this.broadcast();
         if (this.lister) this.lister = setTimeout(tick, LIVE_VIEW_LIST_INTERVAL).unref();
       });
     };
@@ -193,8 +216,7 @@ export class LiveViewState implements OnModuleDestroy {
     if (this.pages.size === 0 || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      const s = this.snapshot();
-      for (const push of this.pages) push(s);
+      this.broadcast();
     }, PUSH_INTERVAL_MS);
     this.timer.unref();
   }
