@@ -254,6 +254,9 @@ describe('live view behind cookie, header and query guards, in a real browser', 
     await page.locator('#held tbody tr', { hasText: 'tenant:39:invoice:999' }).waitFor();
     expect(await page.locator('#held tbody tr').count()).toBe(1);
     await page.fill('#filter', '');
+    // Cleared: the server's unfiltered snapshot again.
+    await page.locator('#held-count', { hasText: '(1002)' }).waitFor();
+    await page.locator('#timeline-svg text.key', { hasText: 'orders:payment:42' }).waitFor();
     await page.evaluate('document.activeElement.blur(); window.scrollTo(0, 0)');
     // LIVE_VIEW_SCREENSHOT=docs/images/live-view.png refreshes the picture in the docs.
     await page.screenshot({
