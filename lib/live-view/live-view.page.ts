@@ -59,7 +59,7 @@ export function liveViewPage(ticket: string): string {
 <h2>Held on the backends (all processes)</h2>
 <table id="backends"><thead><tr><th>Backend</th><th>Held keys</th></tr></thead><tbody></tbody></table>
 <h2>Waiting</h2>
-<table id="waiting"><thead><tr><th>Key</th><th>Backend</th><th>Waiters</th></tr></thead><tbody></tbody></table>
+<table id="waiting"><thead><tr><th>Key</th><th>Backend</th><th>Waiters</th><th>Longest wait</th></tr></thead><tbody></tbody></table>
 <h2>Recent events</h2>
 <table id="events"><thead><tr><th>Time</th><th>Event</th><th>Key</th><th>Details</th></tr></thead><tbody></tbody></table>
 <script>${SCRIPT}</script></body></html>`;

@@ -85,7 +85,7 @@ export const LIVE_VIEW_SCRIPT = `
     document.getElementById('held-count').textContent = '(' + (f ? held.length : last.heldTotal) + ')';
     rows('held', held, f ? held.length : last.heldTotal, 7, function (l) { return [key(l.key), esc(l.backend), '<span title="this process; token ' + esc(l.fencingToken) + ', held since ' + esc(new Date(l.since).toLocaleTimeString()) + '">' + esc(me) + '</span>', esc(l.mode), token(l.fencingToken), ms(now - l.since), esc(l.holds)]; });
     rows('backends', last.backends || [], (last.backends || []).length, 2, function (b) { return [esc(b.backend), b.note ? '<span class="status">' + esc(b.note) + '</span>' : (b.keys.length ? b.keys.filter(match).map(function (k) { return key(k, 40); }).join(' ') + (b.more ? ' \\u2026' : '') : '<span class="status">none</span>')]; });
-    rows('waiting', last.waiting, last.waitingTotal, 3, function (w) { return [key(w.key), esc(w.backend), esc(w.waiters)]; });
+    rows('waiting', last.waiting, last.waitingTotal, 4, function (w) { return [key(w.key), esc(w.backend), esc(w.waiters), w.oldestMs === undefined ? '' : ms(w.oldestMs + (Date.now() - skew - last.now))]; });
     rows('hot', last.history.hot, last.history.hot.length, 4, function (k) { return [key(k.key, 40), ms(k.waitMs), esc(k.waits), ms(k.waitMs / Math.max(1, k.waits))]; }, 'no waits in the last 5 minutes');
     rows('events', last.recent.slice(0, 20), Math.min(20, last.recent.length), 4, function (e) { return [new Date(e.at).toLocaleTimeString(), '<span class="t-' + esc(e.type) + '">' + esc(e.type) + '</span>', e.key ? key(e.key, 40) : '<code>' + esc(e.backend || '') + '</code>', details(e)]; });
     var lost = lostCount(last.history), badge = document.getElementById('lost');

@@ -25,7 +25,7 @@ export interface LiveViewSnapshot {
   }[];
   /** Held locks in all (`held` shows at most LIVE_VIEW_MAX_ROWS of them). */
   readonly heldTotal: number;
-  readonly waiting: { key: string; backend: string; waiters: number }[];
+  readonly waiting: { key: string; backend: string; waiters: number; oldestMs?: number }[];
   readonly waitingTotal: number;
   /** This process, as the held rows' holder: host name and pid. */
   readonly self: { readonly host: string; readonly pid: number };
@@ -116,6 +116,7 @@ export class LiveViewState implements OnModuleDestroy {
         key: cut(w.key),
         backend: cut(w.backend),
         waiters: w.waiters,
+        oldestMs: w.oldestMs,
       })),
       waitingTotal: waiting.length,
       recent: filter

@@ -280,7 +280,10 @@ describe('live view behind cookie, header and query guards, in a real browser', 
       await locks.withLock(k, () => new Promise((r) => setTimeout(r, 120)));
     const held = await locks.acquire('orders:payment:7');
     const busy = locks.acquire('orders:payment:7', { wait: 5_000 });
-    await page.locator('#waiting tbody tr', { hasText: 'orders:payment:7' }).waitFor();
+    const waiting = page.locator('#waiting tbody tr', { hasText: 'orders:payment:7' });
+    await waiting.waitFor();
+    // How long its waiter has waited so far, in human units.
+    expect(await waiting.textContent()).toMatch(/orders:payment:7default1\d+(\.\d)? (ms|s)$/);
     await held.release();
     const second = await busy;
     // A lock lost by its holder: freed behind its back, found gone at its next renewal.

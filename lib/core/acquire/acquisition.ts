@@ -50,7 +50,8 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   readonly callerKey: string;
   readonly backendName: string;
   private readonly o: ResolvedLockOptions;
-  private readonly startedAt: number;
+  /** performance.now() when the acquire started (its waiters' age in the operator view). */
+  readonly startedAt: number;
   /** Made when first needed (an uncontended grant never reads or aborts the signal). */
   private controller: AbortController | undefined = undefined;
   private armed = false;

@@ -24,6 +24,8 @@ export interface WaitingLockInfo {
   readonly key: string;
   readonly backend: string;
   readonly waiters: number;
+  /** ms the longest waiter of the key has waited so far. */
+  readonly oldestMs?: number;
 }
 
 /** One observed acquire's end, as observe.ts reports it. */
@@ -55,6 +57,8 @@ export interface InFlightAcquire {
   readonly backendName: string;
   /** The key as the caller gave it. */
   readonly callerKey: string;
+  /** performance.now() when the acquire started. */
+  readonly startedAt?: number;
   /** Stops the acquire: its wait ends and its caller gets `error` (a later grant is given back). */
   cancel(error: unknown): void;
 }
@@ -106,14 +110,23 @@ export class LockActivity {
 
   /** Keys with acquires in flight, by backend, each with how many. */
   waitingLocks(): WaitingLockInfo[] {
-    const counts = new Map<string, Map<string, number>>();
+    const counts = new Map<string, Map<string, { waiters: number; since: number }>>();
+    const now = performance.now();
     for (const a of this.inFlight) {
       let keys = counts.get(a.backendName);
       if (!keys) counts.set(a.backendName, (keys = new Map()));
-      keys.set(a.callerKey, (keys.get(a.callerKey) ?? 0) + 1);
+      const k = keys.get(a.callerKey) ?? { waiters: 0, since: now };
+      k.waiters++;
+      k.since = Math.min(k.since, a.startedAt ?? now);
+      keys.set(a.callerKey, k);
     }
     return [...counts].flatMap(([backend, keys]) =>
-      [...keys].map(([key, waiters]) => ({ key, backend, waiters })),
+      [...keys].map(([key, k]) => ({
+        key,
+        backend,
+        waiters: k.waiters,
+        oldestMs: Math.round(now - k.since),
+      })),
     );
   }
 
