@@ -145,6 +145,17 @@ function planFor(engine: LockEngine, method: LockedMethod): MethodPlan {
   return plan;
 }
 
+/**
+ * @Locked methods that @nestjs/schedule calls (@Cron, @Interval, @Timeout), marked by the explorer.
+ * Nobody awaits a scheduled call but the scheduler, which logs a rejection as an ERROR with its
+ * stack: a tick whose wait ran out is skipped instead (a 'skipped' event), as with onBusy 'skip'.
+ */
+const scheduled = new WeakSet<LockedMethod>();
+
+export function markScheduled(method: LockedMethod): void {
+  scheduled.add(method);
+}
+
 async function acquireFor(
   engine: LockEngine,
   key: string | string[],
@@ -162,7 +173,7 @@ async function acquireFor(
   } catch (error) {
     if (!(error instanceof LockAcquireTimeoutError)) throw error;
     const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
-    if (onBusy === 'skip') {
+    if (onBusy === 'skip' || scheduled.has(method)) {
       if (engine.events.active)
         engine.events.emit({
           type: 'skipped',

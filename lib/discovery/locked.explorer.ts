@@ -1,6 +1,7 @@
 import {
   Inject,
   Injectable,
+  Logger,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
   type OnModuleInit,
@@ -14,7 +15,22 @@ import { engineRegistry } from '../core/engine-registry';
 import { checkTemplatesDisjoint, type TemplateUse } from '../core/keys/template-overlap';
 import { DISTRIBUTED_LOCK_MODULE_OPTIONS } from '../distributed-lock.module-definition';
 import { bindToGateways } from '../filters/gateway-enhancers';
+import { markScheduled } from '../decorators/locked-invoker';
 import type { DistributedLockModuleOptions } from '../interfaces/distributed-lock-module-options.interface';
+import { LOCK_LOGGER_CONTEXT } from '../observability/lock-logger';
+
+/**
+ * @nestjs/schedule's metadata keys (its constants, read by name: the package stays optional).
+ */
+const SCHEDULE_KEYS = [
+  'SCHEDULE_CRON_OPTIONS',
+  'SCHEDULE_INTERVAL_OPTIONS',
+  'SCHEDULE_TIMEOUT_OPTIONS',
+];
+
+function isScheduled(fn: unknown): boolean {
+  return typeof fn === 'function' && SCHEDULE_KEYS.some((k) => Reflect.hasMetadata(k, fn));
+}
 
 /**
  * At bootstrap, finds every provider and controller with @Locked methods, binds them to this
@@ -25,6 +41,7 @@ import type { DistributedLockModuleOptions } from '../interfaces/distributed-loc
 @Injectable()
 export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly campaigns: LeaderOnlyMethod[] = [];
+  private readonly logger = new Logger(LOCK_LOGGER_CONTEXT);
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -69,6 +86,7 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
           LockedMethod | undefined;
         if (!method) continue;
         found = true;
+        if (isScheduled(proto[name])) this.scheduled(method);
         const { retryAfter: _retryAfter, ...lockOptions } = method.options;
         const resolved = this.engine.resolveOptions(
           { ...lockOptions, onBusy: undefined } as never,
@@ -82,6 +100,22 @@ export class LockedExplorer implements OnModuleInit, OnApplicationBootstrap, OnA
       if (found) engineRegistry.register(instance, this.engine);
     }
     for (const uses of templates.values()) checkTemplatesDisjoint(uses);
+  }
+
+  /**
+   * A @Locked method that @nestjs/schedule calls: a tick whose wait runs out is skipped, not an
+   * ERROR with a stack from the scheduler. With onBusy 'wait' (the default), a losing instance
+   * waits and may then run the same tick again once the winner is done: said once, at start-up.
+   */
+  private scheduled(method: LockedMethod): void {
+    markScheduled(method);
+    const onBusy = method.options.onBusy ?? this.engine.defaults.onBusy;
+    if (onBusy !== 'wait') return;
+    this.logger.warn(
+      `${method.where} is scheduled (@Cron/@Interval/@Timeout) and @Locked with onBusy 'wait': ` +
+        'an instance that finds the lock busy waits, then runs the same tick again once the ' +
+        "holder is done. For one run per tick use @LockedJob(name, { minHold }) or onBusy: 'skip'",
+    );
   }
 
   /** Campaigns start once the application is up (not while modules are still initialising). */

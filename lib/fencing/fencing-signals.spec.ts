@@ -43,9 +43,11 @@ describe('fencing signals: metrics and the live view see every refusal', () => {
 
   it("shows a refusal in the live view's recent events (tokens as strings)", async () => {
     const engine = new LockEngine({ backend: new MemoryLockBackend() });
-    const state = new LiveViewState(engine);
+    // The page lists the refusals of the FencingEvents it is given (its app's stores').
+    const events = new FencingEvents();
+    const state = new LiveViewState(engine, events);
     try {
-      const store = new MemoryFenceStore();
+      const store = new MemoryFenceStore({ events });
       store.write('acct:1', 9n, () => 'ok');
       expect(store.write('acct:1', 8n, () => 'late').accepted).toBe(false);
       expect(state.snapshot().recent[0]).toMatchObject({

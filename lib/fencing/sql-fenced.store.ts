@@ -1,3 +1,4 @@
+import { FenceSchemaError } from '../errors/fence-schema.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { FenceStore } from './fence-store.interface';
 import { boundedFenceCall, fenceTimeout } from './fence-timeout';
@@ -190,10 +191,22 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
    * InvalidLockOptionsError naming the table, what is wrong and the DDL to run.
    */
   async checkSchema(fenceColumns: { table: string; column?: string }[] = []): Promise<void> {
-    const expect: { table: string; rules: Record<string, ColumnRule>; ddl: string }[] = [
-      { table: this.table, rules: fenceTableRules(this.dialect), ddl: this.ddl },
-      ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }) => ({
+    const fenceTable = {
+      option: 'table',
+      role: `the store's fence table (option table, default ${DEFAULT_FENCE_TABLE})`,
+    };
+    const expect: {
+      table: string;
+      option: string;
+      role: string;
+      rules: Record<string, ColumnRule>;
+      ddl: string;
+    }[] = [
+      { ...fenceTable, table: this.table, rules: fenceTableRules(this.dialect), ddl: this.ddl },
+      ...fenceColumns.map(({ table, column = DEFAULT_FENCE_COLUMN }, i) => ({
         table,
+        option: `checkSchema()[${i}].table`,
+        role: 'the fenced table',
         rules: fenceColumnRules(this.dialect, column),
         ddl: this.columnDdl(table, column),
       })),
@@ -210,15 +223,18 @@ export abstract class SqlFencedStore<Q> implements FenceStore {
       for (const [name, rule] of Object.entries(e.rules)) {
         const found = columns.get(name);
         if (found === undefined || !rule.test(found))
-          throw new InvalidLockOptionsError(
-            'table',
-            e.table,
-            `a table with column ${name} of type ${rule.describe} (found ` +
-              `${found ? `${found.type} ${found.collation}`.trim() : 'no such column'}); ` +
-              (found === undefined && rule.add
-                ? `run: ${addColumnDdl(this.dialect, e.table, name, rule.add)}`
-                : `run: ${e.ddl}`),
-          );
+          throw new FenceSchemaError({
+            ...e,
+            column: name,
+            expected: rule.describe,
+            found: found && `${found.type} ${found.collation}`.trim(),
+            tableExists: columns.size > 0,
+            // A table that lacks one column gets that column; a missing table its whole DDL.
+            ddl:
+              found === undefined && rule.add && columns.size > 0
+                ? addColumnDdl(this.dialect, e.table, name, rule.add)
+                : e.ddl,
+          });
       }
       const counter = [...columns].find(([, c]) => c.extra.includes('auto_increment'));
       if (e.table === this.table && counter)

@@ -145,6 +145,11 @@ export type BackendAcquireResult =
        * ones.
        */
       readonly sentAt?: number;
+      /**
+       * A native queued wait (`acquire`) sets it when its first attempt did not grant: the grant is
+       * reported `contended` although the engine saw one call.
+       */
+      readonly waited?: boolean;
     }
   | {
       readonly acquired: false;

@@ -31,12 +31,17 @@ export class LiveViewTickets {
   }
 
   valid(ticket: unknown, now = Date.now()): boolean {
-    if (typeof ticket !== 'string' || ticket.length > 128) return false;
+    return this.expiry(ticket, now) !== undefined;
+  }
+
+  /** When a valid ticket expires (epoch ms); undefined for an invalid or expired one. */
+  expiry(ticket: unknown, now = Date.now()): number | undefined {
+    if (typeof ticket !== 'string' || ticket.length > 128) return undefined;
     const [expires, mac] = ticket.split('.');
-    if (!/^\d{1,16}$/.test(expires ?? '') || Number(expires) < now || !mac) return false;
+    if (!/^\d{1,16}$/.test(expires ?? '') || Number(expires) < now || !mac) return undefined;
     const want = Buffer.from(this.mac(expires));
     const got = Buffer.from(mac);
-    return got.length === want.length && timingSafeEqual(got, want);
+    return got.length === want.length && timingSafeEqual(got, want) ? Number(expires) : undefined;
   }
 
   private mac(expires: string): string {

@@ -2,9 +2,13 @@ import type { LockEvent } from '../core/activity/lock-events';
 
 /** How far back the timeline and the wait statistics look (ms), and how much they keep. */
 export const HISTORY_WINDOW_MS = 5 * 60_000;
-/** Keys the history tracks (the least recently active is dropped first), bars and marks per key. */
-export const HISTORY_KEYS = 2_000;
-const PER_KEY = 20;
+/**
+ * Keys the history tracks (the least recently active is dropped first), and holds and marks kept
+ * per key: a busy key keeps its last 200 holds. Memory is bounded by 500 x (200 + 200) entries of
+ * about 100 bytes (20 MB at most, a few KB per quiet key).
+ */
+export const HISTORY_KEYS = 500;
+export const PER_KEY = 200;
 /** Keys on the timeline (the most recently active) and in the hottest-keys table. */
 export const TIMELINE_KEYS = 25;
 export const HOT_KEYS = 10;
@@ -87,35 +91,50 @@ export class LiveViewHistory {
     }
   }
 
-  snapshot(now: number): LiveViewHistorySnapshot {
-    const since = now - HISTORY_WINDOW_MS;
-    const { hot, histogram } = this.waitStats(since);
-    // The hottest keys first (where waiting happens), then the most recently active ones.
-    const ids = [...hot.map((h) => h.id), ...[...this.keys.keys()].reverse()];
+  snapshot(now: number, match: (key: string) => boolean = () => true): LiveViewHistorySnapshot {
+    const { hot, histogram } = this.waitStats(now - HISTORY_WINDOW_MS, match);
+    const lines = this.shown(hot, match);
+    // One window for every row: it starts where every shown row still has all its entries (a busy
+    // key's ring that dropped older holds would otherwise start later than a quiet key's row).
+    let since = now - HISTORY_WINDOW_MS;
+    for (const line of lines) {
+      if (line.bars.length >= PER_KEY) since = Math.max(since, line.bars[0].from);
+      if (line.marks.length >= PER_KEY) since = Math.max(since, line.marks[0].at);
+    }
     const timeline: KeyTimeline[] = [];
-    const taken = new Set<string>();
-    for (const id of ids) {
-      const line = this.keys.get(id);
-      if (timeline.length >= TIMELINE_KEYS) break;
-      if (!line || taken.has(id)) continue;
-      taken.add(id);
+    for (const line of lines) {
       const bars = line.bars.filter((b) => b.to === undefined || b.to >= since);
       const marks = line.marks.filter((m) => m.at >= since);
       if (bars.length || marks.length) timeline.push({ ...line, bars, marks });
     }
     return {
-      windowMs: HISTORY_WINDOW_MS,
+      windowMs: now - since,
       timeline,
       hot: hot.map(({ id: _id, ...h }) => h),
       histogram,
     };
   }
 
-  private waitStats(since: number) {
+  /** The timeline's keys: the hottest first (where waiting happens), then the most recent. */
+  private shown(hot: { id: string }[], match: (key: string) => boolean): KeyTimeline[] {
+    const ids = [...hot.map((h) => h.id), ...[...this.keys.keys()].reverse()];
+    const lines: KeyTimeline[] = [];
+    const taken = new Set<string>();
+    for (const id of ids) {
+      const line = this.keys.get(id);
+      if (lines.length >= TIMELINE_KEYS) break;
+      if (!line || taken.has(id) || !match(line.key)) continue;
+      taken.add(id);
+      lines.push(line);
+    }
+    return lines;
+  }
+
+  private waitStats(since: number, match: (key: string) => boolean) {
     const per = new Map<string, { waitMs: number; waits: number }>();
     const histogram = [...WAIT_BUCKETS_MS, null].map((le) => ({ le, count: 0 }));
     for (const w of this.waits) {
-      if (w.at < since) continue;
+      if (w.at < since || !match(w.id.slice(w.id.indexOf('\u0000') + 1))) continue;
       const i = WAIT_BUCKETS_MS.findIndex((le) => w.ms <= le);
       histogram[i < 0 ? histogram.length - 1 : i].count++;
       if (!w.contended) continue;

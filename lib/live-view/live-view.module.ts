@@ -5,17 +5,19 @@ import {
   Header,
   Inject,
   Module,
+  Query,
   Sse,
   UseGuards,
   type CanActivate,
   type DynamicModule,
   type Type,
 } from '@nestjs/common';
-import { map, type Observable } from 'rxjs';
+import { map, takeUntil, timer, type Observable } from 'rxjs';
+import type { FencingEvents } from '../fencing/fencing-events';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LiveViewTickets, streamGuard } from './live-view.access';
 import { LIVE_VIEW_CSP, liveViewPage } from './live-view.page';
-import { LiveViewState, type LiveViewSnapshot } from './live-view.state';
+import { LIVE_VIEW_FENCING_EVENTS, LiveViewState, type LiveViewSnapshot } from './live-view.state';
 
 export interface DistributedLockLiveViewOptions {
   /**
@@ -25,6 +27,12 @@ export interface DistributedLockLiveViewOptions {
   path?: string;
   /** Required: a guard class deciding who may see the page (it shows keys and owner details). */
   guard: Type<CanActivate>;
+  /**
+   * Where the fenced stores of this app report refused writes, listed with the lock events (give
+   * your stores the same `events`). Default: none listed; the process-wide `fencingEvents` mixes
+   * the refusals of every app of the process, so pass it only where the process runs one app.
+   */
+  fencingEvents?: FencingEvents;
 }
 
 /**
@@ -40,11 +48,11 @@ export class DistributedLockLiveViewModule {
     if (options === null || typeof options !== 'object')
       throw new InvalidLockOptionsError('live view options', options, 'an object { path, guard }');
     for (const name of Object.keys(options)) {
-      if (name !== 'path' && name !== 'guard')
+      if (name !== 'path' && name !== 'guard' && name !== 'fencingEvents')
         throw new InvalidLockOptionsError(
           name,
           (options as unknown as Record<string, unknown>)[name],
-          'one of path, guard (unknown option)',
+          'one of path, guard, fencingEvents (unknown option)',
         );
     }
     if (typeof options.guard !== 'function')
@@ -60,10 +68,18 @@ export class DistributedLockLiveViewModule {
         path,
         'a route path of letters, digits, /, _ and -',
       );
+    const events = options.fencingEvents;
+    if (events !== undefined && (events === null || typeof events.on !== 'function'))
+      throw new InvalidLockOptionsError('fencingEvents', events, 'a FencingEvents instance');
     return {
       module: DistributedLockLiveViewModule,
       controllers: [liveViewController(path, options.guard)],
-      providers: [LiveViewState, LiveViewTickets, options.guard],
+      providers: [
+        LiveViewState,
+        LiveViewTickets,
+        options.guard,
+        { provide: LIVE_VIEW_FENCING_EVENTS, useValue: events ?? null },
+      ],
     };
   }
 }
@@ -105,16 +121,29 @@ function liveViewController(path: string, guard: Type<CanActivate>): Type<unknow
     @Get('state')
     @UseGuards(Stream)
     @safe
-    snapshot(): LiveViewSnapshot {
-      return this.state.snapshot();
+    snapshot(@Query('filter') filter?: unknown): LiveViewSnapshot {
+      return this.state.snapshot(filterOf(filter));
     }
 
     @Sse('events')
     @UseGuards(Stream)
     @safe
-    events(): Observable<{ data: LiveViewSnapshot }> {
-      return this.state.updates().pipe(map((data) => ({ data })));
+    events(
+      @Query('ticket') ticket?: unknown,
+      @Query('filter') filter?: unknown,
+    ): Observable<{ data: LiveViewSnapshot }> {
+      const updates = this.state.updates(filterOf(filter)).pipe(map((data) => ({ data })));
+      // A stream let in by its ticket ends when the ticket does (the page then reloads itself,
+      // through your guard); one your guard let in lasts while the guard's answer does.
+      const expires = this.tickets.expiry(ticket);
+      if (expires === undefined) return updates;
+      return updates.pipe(takeUntil(timer(Math.max(0, expires - Date.now()))));
     }
   }
   return DistributedLockLiveViewController;
+}
+
+/** The page's key filter: a string of at most 200 characters, anything else none. */
+function filterOf(filter: unknown): string {
+  return typeof filter === 'string' ? filter.slice(0, 200) : '';
 }

@@ -1,9 +1,16 @@
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
+import { hostname } from 'node:os';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
-import { fencingEvents, type StaleFencingEvent } from '../fencing/fencing-events';
+import type { FencingEvents, StaleFencingEvent } from '../fencing/fencing-events';
 import { LiveViewHistory, type LiveViewHistorySnapshot } from './live-view.history';
+import { cut, redactResource, textOf } from './live-view.text';
+
+const SELF = { host: cut(hostname()), pid: process.pid };
+
+/** The FencingEvents whose refusals the page lists (null: none), from register()'s option. */
+export const LIVE_VIEW_FENCING_EVENTS = Symbol('LIVE_VIEW_FENCING_EVENTS');
 
 /** What the page shows; JSON-safe (tokens as strings, errors as messages). */
 export interface LiveViewSnapshot {
@@ -16,7 +23,12 @@ export interface LiveViewSnapshot {
     since: number;
     holds: number;
   }[];
-  readonly waiting: { key: string; backend: string; waiters: number }[];
+  /** Held locks in all (`held` shows at most LIVE_VIEW_MAX_ROWS of them). */
+  readonly heldTotal: number;
+  readonly waiting: { key: string; backend: string; waiters: number; oldestMs?: number }[];
+  readonly waitingTotal: number;
+  /** This process, as the held rows' holder: host name and pid. */
+  readonly self: { readonly host: string; readonly pid: number };
   readonly recent: Record<string, unknown>[];
   /**
    * Held on each backend by every process, from the backend's list() (refreshed every
@@ -39,6 +51,12 @@ export interface BackendListing {
   readonly note?: string;
 }
 
+/**
+ * Rows of held locks and of waiters a push carries (the page shows this many): with the strings cut
+ * to LIVE_VIEW_MAX_TEXT characters, a push stays under about 200 KB whatever the process holds.
+ */
+export const LIVE_VIEW_MAX_ROWS = 200;
+
 /** How many recent events the page keeps, and the least interval between two pushes (ms). */
 export const LIVE_VIEW_RECENT = 50;
 const PUSH_INTERVAL_MS = 100;
@@ -56,34 +74,61 @@ export const LIVE_VIEW_LIST_LIMIT = 100;
 @Injectable()
 export class LiveViewState implements OnModuleDestroy {
   private readonly recent: Record<string, unknown>[] = [];
-  private readonly pages = new Set<(s: LiveViewSnapshot) => void>();
+  /** Open pages: each is pushed the snapshot of its own filter. */
+  private readonly pages = new Set<{ filter: string; push: (s: LiveViewSnapshot) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private listing: BackendListing[] = [];
   private lister: NodeJS.Timeout | undefined;
   private readonly stops: (() => void)[];
   private readonly history = new LiveViewHistory();
 
-  constructor(@Inject(LockEngine) private readonly engine: LockEngine) {
-    // Lock events, and this process's refused fenced writes (type 'fencing.stale').
-    this.stops = [engine.events.on((e) => this.record(e)), fencingEvents.on((e) => this.record(e))];
+  constructor(
+    @Inject(LockEngine) private readonly engine: LockEngine,
+    @Optional() @Inject(LIVE_VIEW_FENCING_EVENTS) fencing?: FencingEvents | null,
+  ) {
+    // Lock events, and the refused fenced writes of this app's stores (type 'fencing.stale').
+    this.stops = [engine.events.on((e) => this.record(e))];
+    if (fencing) this.stops.push(fencing.on((e) => this.record(e)));
   }
 
-  snapshot(): LiveViewSnapshot {
+  /**
+   * What the page shows; `filter` (a substring of the key, as the page's filter box or a click on a
+   * key sets it) narrows every panel before the rows are capped, so any key can be reached.
+   */
+  snapshot(filter = ''): LiveViewSnapshot {
     const now = Date.now();
+    const match = (key: string) => !filter || key.includes(filter);
+    const held = this.engine.operator.heldLocks().filter((l) => match(l.key));
+    const waiting = this.engine.operator.waitingLocks().filter((w) => match(w.key));
+    const history = this.history.snapshot(now, match);
     return {
       now,
-      held: this.engine.operator.heldLocks().map((l) => ({
-        key: l.key,
-        backend: l.backend,
+      held: held.slice(0, LIVE_VIEW_MAX_ROWS).map((l) => ({
+        key: cut(l.key),
+        backend: cut(l.backend),
         mode: l.mode,
         fencingToken: String(l.fencingToken),
         since: now - l.heldMs,
         holds: l.holds,
       })),
-      waiting: this.engine.operator.waitingLocks(),
-      recent: [...this.recent],
+      heldTotal: held.length,
+      waiting: waiting.slice(0, LIVE_VIEW_MAX_ROWS).map((w) => ({
+        key: cut(w.key),
+        backend: cut(w.backend),
+        waiters: w.waiters,
+        oldestMs: w.oldestMs,
+      })),
+      waitingTotal: waiting.length,
+      recent: filter
+        ? this.recent.filter((e) => match(String(e.key ?? e.resource ?? '')))
+        : [...this.recent],
+      self: SELF,
       backends: this.listing,
-      history: this.history.snapshot(now),
+      history: {
+        ...history,
+        timeline: history.timeline.map((k) => ({ ...k, key: cut(k.key), backend: cut(k.backend) })),
+        hot: history.hot.map((h) => ({ ...h, key: cut(h.key), backend: cut(h.backend) })),
+      },
     };
   }
 
@@ -101,7 +146,7 @@ export class LiveViewState implements OnModuleDestroy {
           const keys = await operator.list('', backend, LIVE_VIEW_LIST_LIMIT + 1);
           return {
             backend,
-            keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT),
+            keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT).map(cut),
             more: keys.length > LIVE_VIEW_LIST_LIMIT,
           };
         } catch (error) {
@@ -114,17 +159,27 @@ export class LiveViewState implements OnModuleDestroy {
   }
 
   /** Snapshots for one page: the current one at once, then after every change. */
-  updates(): Observable<LiveViewSnapshot> {
+  updates(filter = ''): Observable<LiveViewSnapshot> {
     return new Observable((subscriber) => {
-      const push = (s: LiveViewSnapshot) => subscriber.next(s);
-      this.pages.add(push);
-      push(this.snapshot());
+      const page = { filter, push: (s: LiveViewSnapshot) => subscriber.next(s) };
+      this.pages.add(page);
+      page.push(this.snapshot(filter));
       this.startListing();
       return () => {
-        this.pages.delete(push);
+        this.pages.delete(page);
         if (this.pages.size === 0) this.stopListing();
       };
     });
+  }
+
+  /** One snapshot per distinct filter of the open pages, pushed to each. */
+  private broadcast(): void {
+    const made = new Map<string, LiveViewSnapshot>();
+    for (const page of this.pages) {
+      let s = made.get(page.filter);
+      if (!s) made.set(page.filter, (s = this.snapshot(page.filter)));
+      page.push(s);
+    }
   }
 
   /**
@@ -136,8 +191,7 @@ export class LiveViewState implements OnModuleDestroy {
     const tick = () => {
       void this.refreshListing().then(() => {
         if (this.pages.size === 0) return;
-        const s = this.snapshot();
-        for (const push of this.pages) push(s);
+        this.broadcast();
         if (this.lister) this.lister = setTimeout(tick, LIVE_VIEW_LIST_INTERVAL).unref();
       });
     };
@@ -163,20 +217,25 @@ export class LiveViewState implements OnModuleDestroy {
     if (this.pages.size === 0 || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      const s = this.snapshot();
-      for (const push of this.pages) push(s);
+      this.broadcast();
     }, PUSH_INTERVAL_MS);
     this.timer.unref();
   }
 }
 
+/**
+ * An event as the page gets it: tokens as strings, errors as codes, strings cut to
+ * LIVE_VIEW_MAX_TEXT, a refused write's resource without the values of its `where`.
+ */
 function toJson(e: LockEvent | StaleFencingEvent): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(e)) {
     if (typeof v === 'bigint') out[k] = String(v);
     else if (v instanceof Error || k === 'error') out[k] = errorCode(v);
     else if (typeof v === 'number' && k !== 'at') out[k] = Math.round(v);
-    else out[k] = v;
+    else if (k === 'resource' && typeof v === 'string') out[k] = cut(redactResource(v));
+    else if (typeof v === 'string') out[k] = cut(v);
+    else out[k] = textOf(v);
   }
   return out;
 }

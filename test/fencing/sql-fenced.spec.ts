@@ -101,9 +101,11 @@ describe.each([
   it('checkSchema() accepts the documented DDL and names what is missing otherwise', async () => {
     await f.store.checkSchema([{ table: 'accounts' }]);
     await expect(f.store.checkSchema([{ table: 'accounts', column: 'balance' }])).rejects.toThrow(
-      /column balance of type BIGINT \(found (integer|int)\b.*\); run: ALTER TABLE/,
+      /has column balance of type (integer|int)\b.*, not BIGINT.*; run: ALTER TABLE/,
     );
-    await expect(f.store.checkSchema([{ table: 'nowhere' }])).rejects.toThrow(/no such column/);
+    await expect(f.store.checkSchema([{ table: 'nowhere' }])).rejects.toThrow(
+      /"nowhere" does not exist/,
+    );
   });
 
   it('column form: one UPDATE writes with a current token and refuses an older one', async () => {

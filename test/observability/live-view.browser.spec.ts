@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   Injectable,
@@ -11,6 +11,7 @@ import {
 import { Test } from '@nestjs/testing';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import request from 'supertest';
+import { eventually } from '../support/eventually';
 import {
   DistributedLockLiveViewModule,
   DistributedLockModule,
@@ -72,7 +73,9 @@ describe('live view in a real browser', () => {
     await request(app.getHttpServer()).post('/orders/7/pay').send({ amount: 25 }).expect(201);
     const row = page.locator('#held tbody tr', { hasText: 'job:nightly-report' });
     await row.waitFor();
-    expect(await row.textContent()).toMatch(/job:nightly-reportdefaultexclusive\d+\d+ s1/);
+    expect(await row.textContent()).toMatch(
+      /job:nightly-reportdefault.+:\d+exclusive\d+[\d.]+ (ms|s)1/,
+    );
     await page.locator('#events tbody', { hasText: 'order:7' }).waitFor();
     await page.screenshot({ path: join(profile, 'live-view.png') });
     expect(await job).toMatchObject({ steps: 2 });
@@ -251,6 +254,9 @@ describe('live view behind cookie, header and query guards, in a real browser', 
     await page.locator('#held tbody tr', { hasText: 'tenant:39:invoice:999' }).waitFor();
     expect(await page.locator('#held tbody tr').count()).toBe(1);
     await page.fill('#filter', '');
+    // Cleared: the server's unfiltered snapshot again.
+    await page.locator('#held-count', { hasText: '(1002)' }).waitFor();
+    await page.locator('#timeline-svg text.key', { hasText: 'orders:payment:42' }).waitFor();
     await page.evaluate('document.activeElement.blur(); window.scrollTo(0, 0)');
     // LIVE_VIEW_SCREENSHOT=docs/images/live-view.png refreshes the picture in the docs.
     await page.screenshot({
@@ -261,6 +267,52 @@ describe('live view behind cookie, header and query guards, in a real browser', 
     // /favicon.ico is the browser's own request).
     expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
     await Promise.all([second, shared, ...many].map((h) => h.release()));
+    await page.close();
+  });
+
+  it('one window with round ticks and a legend, holders, a lost lock in red; a click on a key filters', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    await page.goto(`${base}/ops/query?token=${SECRET}`);
+    await page.waitForSelector('#status .ok');
+    for (const k of ['reports:nightly', 'inventory:sku-1', 'customer:ann%40example.com'])
+      await locks.withLock(k, () => new Promise((r) => setTimeout(r, 120)));
+    const held = await locks.acquire('orders:payment:7');
+    const busy = locks.acquire('orders:payment:7', { wait: 5_000 });
+    const waiting = page.locator('#waiting tbody tr', { hasText: 'orders:payment:7' });
+    await waiting.waitFor();
+    // How long its waiter has waited so far, in human units.
+    expect(await waiting.textContent()).toMatch(/orders:payment:7default1\d+(\.\d)? (ms|s)$/);
+    await held.release();
+    const second = await busy;
+    // A lock lost by its holder: freed behind its back, found gone at its next renewal.
+    const doomed = await locks.acquire('ledger:close-day', { ttl: 600 });
+    await locks.forceRelease('ledger:close-day');
+    await new Promise<void>((resolve) =>
+      doomed.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+    await page.locator('#lost.bad', { hasText: '1 lost lock' }).waitFor();
+    await page.locator('#timeline-svg rect.hold.lost').first().waitFor();
+    await page.locator('#events tbody tr.lost').first().waitFor();
+    // Keys as the app wrote them, the holder's host:pid, round ticks and the legend.
+    await page.locator('#timeline-svg text.key', { hasText: 'customer:ann@example.com' }).waitFor();
+    await page.locator('#held tbody tr', { hasText: `${hostname()}:${process.pid}` }).waitFor();
+    const ticks = await page.locator('#timeline-svg text.axis').allTextContents();
+    expect(ticks[0]).toBe('now');
+    for (const t of ticks.slice(1)) expect(t).toMatch(/^\u2212(\d+ s|\d+ min)$/);
+    expect(await page.locator('.legend span').count()).toBe(7);
+    await page.evaluate('window.scrollTo(0, 0)');
+    await page.screenshot({
+      path: process.env.LIVE_VIEW_SCREENSHOT ?? join(profile, 'live-view-holders.png'),
+      fullPage: true,
+    });
+    // A click on a key filters every panel, on the server too.
+    await page.locator('#timeline-svg text.key', { hasText: 'orders:payment:7' }).click();
+    await expect(page.inputValue('#filter')).resolves.toBe('orders:payment:7');
+    await eventually(async () => (await page.locator('#timeline-svg text.key').count()) === 1);
+    expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
+    await second.release();
     await page.close();
   });
 });

@@ -107,6 +107,8 @@ describe('start-up checks', () => {
 
   it('warns once at the first grant when shutdown hooks are off, never when they are on', async () => {
     const off = await boot({});
+    // A server: it runs until it is stopped, so it hears of the hooks at once.
+    await off.app.listen(0, '127.0.0.1');
     const locks = off.app.get(LockService);
     await locks.withLock('a', async () => undefined);
     await locks.withLock('b', async () => undefined);
@@ -122,5 +124,19 @@ describe('start-up checks', () => {
     await on.app.get(LockService).withLock('a', async () => undefined);
     expect(on.ours()).toEqual([]);
     await on.app.close();
+  });
+
+  it('does not warn an application context (a script) that ends with its own app.close()', async () => {
+    const logger = new CapturingLogger();
+    const context = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ backend: new MemoryLockBackend() })],
+    })
+      .setLogger(logger)
+      .compile();
+    await context.init();
+    await context.get(LockService).withLock('job', async () => undefined);
+    await context.close();
+    const ours = logger.lines.filter((l) => l.context === 'DistributedLock');
+    expect(ours.filter((l) => l.message.includes('shutdown hooks are off'))).toEqual([]);
   });
 });

@@ -22,6 +22,7 @@ export { RedisSubscriber } from './redis.subscriber';
 export { clusterSlot } from './cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
+export { RedisConnectionDownError } from './connection-state';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
 export { ACQUIRE, FENCE_LUA, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';

@@ -1,4 +1,5 @@
 import { checkClient, CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
+import { RedisConnectionState } from './connection-state';
 import { REDIS_CLIENT_METHODS, type RedisClientLike } from './redis-client.types';
 
 /**
@@ -9,15 +10,30 @@ import { REDIS_CLIENT_METHODS, type RedisClientLike } from './redis-client.types
 export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
   private made: Promise<C> | undefined;
   private closed = false;
-  /** The client once known (at once for `{ client }`). */
-  current: C | undefined;
+  private client: C | undefined;
+  private connection: RedisConnectionState | undefined;
 
   constructor(
     private readonly given: C | undefined,
     private readonly factory: (() => C | Promise<C>) | undefined,
     private readonly option = 'clientFactory',
   ) {
-    this.current = given;
+    if (given) this.use(given, RedisConnectionState.hasErrorListener(given));
+  }
+
+  /**
+   * The client once known (at once for `{ client }`), while it may take commands: undefined while
+   * it is connecting or known down, so that callers go through get(), which waits or fails fast.
+   */
+  get current(): C | undefined {
+    const client = this.client;
+    if (!client || (client as { status?: string }).status === 'ready') return client;
+    return this.connection?.blocked ? undefined : client;
+  }
+
+  /** The client once known, whatever its connection's state (for options checks and tests). */
+  get known(): C | undefined {
+    return this.client;
   }
 
   /** Whether the backend made (and so closes) the client. */
@@ -25,9 +41,19 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
     return this.given === undefined;
   }
 
+  /**
+   * The client; a promise while it is being made or connecting, rejected with the connection's own
+   * error (RedisConnectionDownError: ECONNREFUSED, ENOTFOUND) while the server is known down.
+   */
   get(): C | Promise<C> {
-    if (this.current) return this.current;
-    return (this.made ??= this.make());
+    const client = this.client;
+    if (!client) return (this.made ??= this.make()).then((made) => this.gated(made));
+    return this.gated(client);
+  }
+
+  private gated(client: C): C | Promise<C> {
+    const gate = this.connection?.gate();
+    return gate ? gate.then(() => client) : client;
   }
 
   /** QUITs the client if the backend made it (falls back to disconnect when QUIT fails). */
@@ -37,6 +63,11 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
     // A factory that failed made no client: nothing to close (its error reached that caller).
     const client = await this.made.catch(() => undefined);
     if (client) await quit(client);
+  }
+
+  private use(client: C, recordErrors: boolean): void {
+    this.client = client;
+    this.connection = new RedisConnectionState(client as never, recordErrors);
   }
 
   private async make(): Promise<C> {
@@ -49,7 +80,7 @@ export class RedisClientSource<C extends RedisClientLike = RedisClientLike> {
         throw new Error('the backend was closed while its client was being made');
       }
       quietErrors(client);
-      this.current = client;
+      this.use(client, true);
       return client;
     } catch (error) {
       this.made = undefined;

@@ -125,7 +125,7 @@ export class RedisLockBackend implements LockBackend {
 
   /** The client, once known (a `clientFactory` client after the first call). */
   get client(): RedisClientLike | undefined {
-    return this.o.source.current;
+    return this.o.source.known;
   }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {

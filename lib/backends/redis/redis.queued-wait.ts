@@ -4,6 +4,7 @@ import type {
   BackendAcquireResult,
   BackendAttempt,
 } from '../../interfaces/lock-backend.interface';
+import { RedisConnectionDownError } from '../redis-client';
 import { busy, type Phase } from './redis.commands';
 import type { HandoffWaiter, RedisHandoffs } from './redis.handoffs';
 
@@ -150,7 +151,11 @@ async function waitLoop(
         const reply = steps.reply(await p);
         failure = undefined;
         backoff = 10;
-        if (reply[0] === 1) return await steps.granted(request, reply[1], sentAt);
+        // Only a first attempt that did not grant leads here: every grant of the loop waited.
+        if (reply[0] === 1) {
+          const granted = await steps.granted(request, reply[1], sentAt);
+          return granted.acquired ? { ...granted, waited: true } : granted;
+        }
         last = busy(reply);
         if (phase === 'try') {
           // The first wait of this backend: subscribe before queueing, so a handoff is never
@@ -164,6 +169,9 @@ async function waitLoop(
       } catch (error) {
         failure = error;
         if (steps.final?.(error)) break;
+        // The client says the server is down (connection refused, host unknown): waiting out the
+        // deadline would only delay the same answer. A brief drop while connected still retries.
+        if (error instanceof RedisConnectionDownError) break;
         if (phase === 'wait') phase = 'recheck';
         sleep = Math.random() * backoff;
         backoff = Math.min(backoff * 2, 500);

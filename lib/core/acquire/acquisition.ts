@@ -50,7 +50,8 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   readonly callerKey: string;
   readonly backendName: string;
   private readonly o: ResolvedLockOptions;
-  private readonly startedAt: number;
+  /** performance.now() when the acquire started (its waiters' age in the operator view). */
+  readonly startedAt: number;
   /** Made when first needed (an uncontended grant never reads or aborts the signal). */
   private controller: AbortController | undefined = undefined;
   private armed = false;
@@ -192,6 +193,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.done = true;
     budgetClock.delete(this);
     if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
+    if (result.acquired && result.waited) this.plan.record.waited = true;
     this.finish();
     const signal = this.callerSignal;
     if (!result.acquired) {

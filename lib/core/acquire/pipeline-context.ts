@@ -45,6 +45,8 @@ export interface AcquireRecord {
   attempts: number;
   /** Acquires of the key already in flight in this process when this one started. */
   ahead: number;
+  /** The first attempt did not grant: the request went on to wait (a native queued wait too). */
+  waited?: boolean;
 }
 
 /** What the checks settled for one fresh acquire (no re-entrant hold to reuse). */

@@ -24,6 +24,8 @@ export interface WaitingLockInfo {
   readonly key: string;
   readonly backend: string;
   readonly waiters: number;
+  /** ms the longest waiter of the key has waited so far. */
+  readonly oldestMs?: number;
 }
 
 /** One observed acquire's end, as observe.ts reports it. */
@@ -37,7 +39,11 @@ export interface AcquiredReport extends AcquireReport {
   readonly requested: LockMode;
   readonly handle: LockHandle | undefined;
   readonly error: unknown;
-  readonly record: { readonly attempts: number; readonly ahead: number };
+  readonly record: {
+    readonly attempts: number;
+    readonly ahead: number;
+    readonly waited?: boolean;
+  };
   readonly outcome: string;
 }
 export interface FailedReport extends AcquireReport {
@@ -51,6 +57,8 @@ export interface InFlightAcquire {
   readonly backendName: string;
   /** The key as the caller gave it. */
   readonly callerKey: string;
+  /** performance.now() when the acquire started. */
+  readonly startedAt?: number;
   /**
    * Stops the acquire: its wait ends and its caller gets `error`. Settles once an attempt still in
    * flight has answered and a grant it made has been given back (never rejects).
@@ -108,14 +116,23 @@ export class LockActivity {
 
   /** Keys with acquires in flight, by backend, each with how many. */
   waitingLocks(): WaitingLockInfo[] {
-    const counts = new Map<string, Map<string, number>>();
+    const counts = new Map<string, Map<string, { waiters: number; since: number }>>();
+    const now = performance.now();
     for (const a of this.inFlight) {
       let keys = counts.get(a.backendName);
       if (!keys) counts.set(a.backendName, (keys = new Map()));
-      keys.set(a.callerKey, (keys.get(a.callerKey) ?? 0) + 1);
+      const k = keys.get(a.callerKey) ?? { waiters: 0, since: now };
+      k.waiters++;
+      k.since = Math.min(k.since, a.startedAt ?? now);
+      keys.set(a.callerKey, k);
     }
     return [...counts].flatMap(([backend, keys]) =>
-      [...keys].map(([key, waiters]) => ({ key, backend, waiters })),
+      [...keys].map(([key, k]) => ({
+        key,
+        backend,
+        waiters: k.waiters,
+        oldestMs: Math.round(now - k.since),
+      })),
     );
   }
 
@@ -142,12 +159,12 @@ export class LockActivity {
 
   /** Emits acquired (a handle) or busy (no handle: timed out or wait: 0), if someone wants it. */
   acquired(a: AcquiredReport): void {
-    const { attempts, ahead } = a.record;
+    const { attempts, ahead, waited } = a.record;
     const base = { at: Date.now(), backend: a.backend, key: a.key, keyTemplate: a.keyTemplate };
     if (a.handle) {
       if (!this.events.wants('acquired')) return;
       const { mode, fencingToken } = a.handle;
-      const contended = attempts > 1 || ahead > 0;
+      const contended = attempts > 1 || ahead > 0 || waited === true;
       const reentrant = attempts === 0;
       this.events.emit({
         type: 'acquired',

@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ts from 'typescript';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Runs a ```ts block of a doc page as the reader would paste it: the `index`-th block after the
+ * line `heading`, compiled with decorator metadata (what Nest's injection reads), its
+ * 'nestjs-distributed-lock' import bound to lib/. Returns the block's exports.
+ */
+export function runDocSnippet(file: string, heading: string, index = 0): Record<string, any> {
+  const md = readFileSync(join(ROOT, file), 'utf8');
+  const from = md.indexOf(`\n${heading}\n`);
+  if (from < 0) throw new Error(`${file}: no heading ${heading}`);
+  const blocks = [...md.slice(from).matchAll(/```ts\n([\s\S]*?)```/g)];
+  const code = blocks[index]?.[1];
+  if (code === undefined) throw new Error(`${file}: no ts block ${index} after ${heading}`);
+  const js = ts.transpileModule(code, {
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      esModuleInterop: true,
+    },
+  }).outputText;
+  const module = { exports: {} as Record<string, any> };
+  const load = (id: string): unknown =>
+    id === 'nestjs-distributed-lock' ? require('../../lib') : require(id);
+  new Function('require', 'module', 'exports', js)(load, module, module.exports);
+  return module.exports;
+}

@@ -1,0 +1,89 @@
+import { createServer, type AddressInfo } from 'node:net';
+import Redis, { type RedisOptions } from 'ioredis';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
+
+/**
+ * A Redis URL that points nowhere (a closed port, a host that does not resolve): the caller learns
+ * the connection's own error, and once the client knows the server is down, a request with a long
+ * wait fails at once (the wait is far longer than the test's timeout: waiting it out fails it).
+ */
+const LONG_MS = 120_000;
+const TEST_MS = 30_000;
+
+function engineFor(options: RedisOptions) {
+  const clients: Redis[] = [];
+  const engine = new LockEngine({
+    backend: new RedisLockBackend({
+      clientFactory: () => {
+        const client = new Redis({ ...options, retryStrategy: () => 50 });
+        clients.push(client);
+        return client;
+      },
+    }),
+    keyPrefix: 'unreachable:',
+    operationTimeout: LONG_MS,
+    defaults: { wait: LONG_MS },
+  });
+  return { engine, clients };
+}
+
+/** A loopback port nobody listens on: bound, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function failure(p: Promise<unknown>): Promise<Error> {
+  return p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: Error) => error,
+  );
+}
+
+describe('Redis backend whose server cannot be reached', () => {
+  it(
+    'names ECONNREFUSED for a closed port, on the first request and on the ones after',
+    async () => {
+      const { engine, clients } = engineFor({ host: '127.0.0.1', port: await closedPort() });
+      try {
+        const first = await failure(engine.acquire('a'));
+        expect(first).toBeInstanceOf(LockBackendUnavailableError);
+        expect(first.message).toContain('ECONNREFUSED');
+        // The client now knows the server is down: the next request does not queue behind it.
+        const second = await failure(engine.acquire('b', { wait: LONG_MS }));
+        expect(second.message).toContain('ECONNREFUSED');
+        const inspected = await failure(engine.operator.inspect('c'));
+        expect(inspected.message).toContain('ECONNREFUSED');
+      } finally {
+        // Ended first: a QUIT to a server that is not there would wait for its own time bound.
+        for (const c of clients) c.disconnect();
+        await engine.close();
+      }
+    },
+    TEST_MS,
+  );
+
+  it(
+    'names ENOTFOUND for a host that does not resolve',
+    async () => {
+      const { engine, clients } = engineFor({ host: 'no-such-host.invalid', port: 6379 });
+      try {
+        const error = await failure(engine.acquire('a'));
+        expect(error).toBeInstanceOf(LockBackendUnavailableError);
+        expect(error.message).toMatch(/ENOTFOUND|EAI_AGAIN/);
+      } finally {
+        // Ended first: a QUIT to a server that is not there would wait for its own time bound.
+        for (const c of clients) c.disconnect();
+        await engine.close();
+      }
+    },
+    TEST_MS,
+  );
+});
