@@ -10,7 +10,8 @@ import {
   type FencedResult,
   type FencingTokenLike,
 } from './fencing-token';
-import { fenceKeyFor, hashTag } from './redis-slot';
+import { fenceKeyFor } from './redis-slot';
+import { hashTag } from '../backend-kit/cluster-slot';
 import {
   FENCE_ADVANCE,
   FENCED_DEL,

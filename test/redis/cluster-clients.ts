@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import type { RedisLockBackendOptions } from '../../lib/backends/redis/redis.options';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
-import { clusterSlot } from '../../lib/backends/redis-client/cluster-slot';
+import { keySlot as clusterSlot } from '../../lib/backend-kit/cluster-slot';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { RedisClusterGroup } from '../support/redis-cluster';
 

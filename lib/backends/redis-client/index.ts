@@ -19,7 +19,7 @@ export {
   type RedisScript,
 } from './redis.script';
 export { RedisSubscriber } from './redis.subscriber';
-export { clusterSlot } from './cluster-slot';
+export { keySlot as clusterSlot } from '../../backend-kit/cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { RedisConnectionDownError } from './connection-state';
