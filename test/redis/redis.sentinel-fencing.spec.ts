@@ -86,6 +86,8 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
           `old token ${old.fencingToken}, new token ${next.fencingToken}`,
       );
       expect(next.fencingToken).toBeGreaterThan(old.fencingToken);
+      // The store's own client reconnects to the promoted replica on its own schedule.
+      await eventually(async () => (await storeClient.ping().catch(() => 'down')) === 'PONG');
       expect((await store.set('account:1', next.fencingToken, 'new holder')).accepted).toBe(true);
       expect((await store.set('account:1', old.fencingToken, 'old holder')).accepted).toBe(false);
       expect(await storeClient.get('account:1')).toBe('new holder');

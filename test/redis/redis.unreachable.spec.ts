@@ -3,11 +3,14 @@ import Redis, { type RedisOptions } from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
+import { RedisServer } from '../support/redis-server';
 
 /**
  * A Redis URL that points nowhere (a closed port, a host that does not resolve): the caller learns
  * the connection's own error, and once the client knows the server is down, a request with a long
  * wait fails at once (the wait is far longer than the test's timeout: waiting it out fails it).
+ * A server that was up and goes away for a moment (a restart, a failover) is not "known down": a
+ * wait rides out its return.
  */
 const LONG_MS = 120_000;
 const TEST_MS = 30_000;
@@ -86,4 +89,32 @@ describe('Redis backend whose server cannot be reached', () => {
     },
     TEST_MS,
   );
+
+  it(
+    'rides out a restart of a server it had reached: a wait begun while it is down is granted once it is back',
+    async () => {
+      const server = await RedisServer.start();
+      const { engine, clients } = engineFor({ host: '127.0.0.1', port: server.port });
+      try {
+        await (await engine.acquire('before', { wait: 0 })).release();
+        await server.kill();
+        await eventuallyDown(clients[0]);
+        const during = engine.acquire('during', { wait: 20_000, ttl: 5_000 });
+        await server.start();
+        const handle = await during;
+        expect(handle.held).toBe(true);
+        await handle.release();
+      } finally {
+        await engine.close();
+        await server.destroy();
+      }
+    },
+    TEST_MS,
+  );
 });
+
+/** Resolves once the client has seen its server go (its status leaves 'ready'). */
+function eventuallyDown(client: Redis): Promise<void> {
+  if (client.status !== 'ready') return Promise.resolve();
+  return new Promise((resolve) => client.once('close', () => resolve()));
+}

@@ -3,12 +3,18 @@
  * known to be down fails at once with the connection's own error (`ECONNREFUSED`, `ENOTFOUND`)
  * instead of sitting in ioredis's offline queue until the caller's budget runs out.
  *
- * "Known down" is the client's own word: its status is `reconnecting`, `close` or `end` (ioredis
- * sets it once a connection attempt failed or the connection dropped). A client that is connecting
- * for the first time is not known down; a call then waits for it as ioredis would, but fails with
- * the connection's error as soon as the attempt fails, not at its budget.
+ * "Known down" is the client's own word, its status `reconnecting`, `close` or `end` (ioredis sets
+ * it once a connection attempt failed or the connection dropped), for a client that never reached
+ * its server (a bad URL, a server down since start-up) or has not reached it for DOWN_GRACE_MS. A
+ * client that was up and just lost its server (a failover, a restart) is not known down yet: calls
+ * wait for its reconnection within their budget, so a wait rides out a failover instead of failing
+ * at its first refused connection. A client that is connecting for the first time is not known down
+ * either; a call then waits for it as ioredis would, but fails with the connection's error as soon
+ * as the attempt fails, not at its budget.
  */
 const DOWN = new Set(['reconnecting', 'close', 'end']);
+/** How long a client that was up may be without its server before calls fail at once. */
+export const DOWN_GRACE_MS = 10_000;
 const CONNECTING = new Set(['connecting', 'connect']);
 
 interface Watchable {
@@ -30,6 +36,9 @@ export class RedisConnectionDownError extends Error {
 
 export class RedisConnectionState {
   private lastError: Error | undefined;
+  /** Whether the client ever was ready, and since when it is not (performance.now()). */
+  private everReady: boolean;
+  private downSince: number | undefined;
   private attempt: { promise: Promise<void>; fail: (e: Error) => void; ok: () => void } | undefined;
 
   /**
@@ -42,13 +51,17 @@ export class RedisConnectionState {
     private readonly client: Watchable,
     recordErrors: boolean,
   ) {
+    this.everReady = client.status === 'ready';
     if (typeof client.on !== 'function') return;
     client.on('ready', () => {
+      this.everReady = true;
+      this.downSince = undefined;
       this.lastError = undefined;
       this.attempt?.ok();
     });
     const failed = (error?: unknown) => {
       if (client.status === 'ready') return;
+      this.downSince ??= performance.now();
       // Duck-typed: a socket's error may come from another realm (a test VM) than our Error.
       if (typeof (error as Error | undefined)?.message === 'string')
         this.lastError = error as Error;
@@ -65,10 +78,21 @@ export class RedisConnectionState {
     return typeof c.listenerCount === 'function' && c.listenerCount('error') > 0;
   }
 
-  /** Whether a command must go through gate() first (connecting, or known down). */
+  /**
+   * Whether a command must go through gate() first (connecting, or known down): exactly when gate()
+   * answers a promise, so a caller that waits for gate() and asks again never spins.
+   */
   get blocked(): boolean {
     const status = this.client.status;
-    return status !== undefined && (DOWN.has(status) || CONNECTING.has(status));
+    if (status === undefined || status === 'ready') return false;
+    return (DOWN.has(status) || CONNECTING.has(status)) && !this.ridingOut();
+  }
+
+  /** A client that was up and lost its server less than DOWN_GRACE_MS ago (a failover, a restart). */
+  private ridingOut(): boolean {
+    return (
+      this.everReady && performance.now() - (this.downSince ?? performance.now()) < DOWN_GRACE_MS
+    );
   }
 
   /**
@@ -78,6 +102,9 @@ export class RedisConnectionState {
   gate(): Promise<void> | undefined {
     const status = this.client.status;
     if (status === 'ready' || status === undefined) return undefined;
+    // A client that was up and lost its server moments ago: commands queue for its reconnection,
+    // as ioredis has them, within the caller's budget (a failover is not an outage yet).
+    if (this.ridingOut()) return undefined;
     if (DOWN.has(status))
       return Promise.reject(new RedisConnectionDownError(status, this.lastError));
     if (!CONNECTING.has(status)) return undefined;
