@@ -88,7 +88,7 @@ export class RedisConnectionState {
     return (DOWN.has(status) || CONNECTING.has(status)) && !this.ridingOut();
   }
 
-  /** A client that was up and lost its server less than DOWN_GRACE_MS ago (a failover, a restart). */
+  /** A client that was up and lost its server under DOWN_GRACE_MS ago (a failover, a restart). */
   private ridingOut(): boolean {
     return (
       this.everReady && performance.now() - (this.downSince ?? performance.now()) < DOWN_GRACE_MS
