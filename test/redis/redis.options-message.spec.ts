@@ -4,18 +4,21 @@ import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.e
 
 /** Option errors show the value the caller passed, not `object Object`. */
 describe('RedisLockBackend option messages', () => {
-  it('shows the replicas value it refuses with a Cluster client', async () => {
+  it('shows an object value it refuses as its keys and values', async () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 7000 }], { lazyConnect: true });
     try {
       let error: unknown;
       try {
-        new RedisLockBackend({ client: cluster, replicas: { count: 1, timeout: 100 } });
+        new RedisLockBackend({
+          client: cluster,
+          notifications: { count: 1, timeout: 100 } as unknown as boolean,
+        });
       } catch (e) {
         error = e;
       }
       expect(error).toBeInstanceOf(InvalidLockOptionsError);
       const message = (error as Error).message;
-      expect(message).toContain('"replicas": got { count: 1, timeout: 100 }');
+      expect(message).toContain('"notifications": got { count: 1, timeout: 100 }');
       expect(message).not.toContain('object Object');
     } finally {
       cluster.disconnect();
