@@ -9,6 +9,8 @@ import { MAX_KEY_LENGTH } from './limits';
  * encode alike.
  */
 const SAFE = /^[A-Za-z0-9_-]$/;
+/** A value made only of safe characters encodes to itself (the common case: ids). */
+const ALL_SAFE = /^[A-Za-z0-9_-]*$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 /**
  * A UTF-16 surrogate that is not part of a pair: UTF-8 cannot carry it (it would become U+FFFD and
@@ -28,6 +30,7 @@ export function encodeKeyPart(
 ): string {
   const text = String(value);
   if (text.length > maxLength) throw tooLong(value, maxLength);
+  if (ALL_SAFE.test(text)) return text;
   if (LONE_SURROGATE.test(text)) {
     throw new InvalidLockOptionsError(
       'key',

@@ -35,7 +35,12 @@ export function invokeLocked(
   }
   return engine.runInScope(async () => {
     const key = resolveKey(engine, args, method);
-    const handle = await acquireFor(engine, key, method);
+    let handle: LockHandle | null;
+    try {
+      handle = await acquireFor(engine, key, method);
+    } catch (error) {
+      handle = whenBusy(engine, key, method, error);
+    }
     if (!handle) return undefined;
     const grantedAt = performance.now();
     let result: unknown;
@@ -76,7 +81,9 @@ function lockedObservable(
     engine
       .runInScope(async () => {
         const key = resolveKey(engine, args, method);
-        const granted = await acquireFor(engine, key, method);
+        const granted = await acquireFor(engine, key, method).catch((error: unknown) =>
+          whenBusy(engine, key, method, error),
+        );
         handle = granted && timed(granted, key, performance.now());
         if (!handle) return subscriber.complete();
         if (closed) return void (await handle.release());
@@ -122,8 +129,13 @@ function holdUntilDone(source: Observable<unknown>, handle: LockHandle): Observa
 interface MethodPlan {
   engine: LockEngine;
   options: LockOptions;
-  meta: { keyTemplate: string | undefined };
+  meta: { keyTemplate: string | undefined; keyChecked: boolean };
   maxKeyLength: number;
+  /**
+   * Keys from templates (checked literals, encoded values): only their length needs checking per
+   * call. A key function's keys are checked in full.
+   */
+  templated: boolean;
 }
 const plans = new WeakMap<LockedMethod, MethodPlan>();
 
@@ -132,10 +144,13 @@ function planFor(engine: LockEngine, method: LockedMethod): MethodPlan {
   if (cached?.engine === engine) return cached;
   const { onBusy = engine.defaults.onBusy, retryAfter: _retryAfter, ...rest } = method.options;
   const options: LockOptions = { ...rest, ...(onBusy === 'wait' ? {} : { wait: 0 }) };
+  const parts = method.key.parts ?? [method.key];
+  const templated = parts.every((part) => part.literals !== undefined);
   const plan: MethodPlan = {
     engine,
     options: Object.freeze(options),
-    meta: Object.freeze({ keyTemplate: method.key.template }),
+    meta: Object.freeze({ keyTemplate: method.key.template, keyChecked: templated }),
+    templated,
     maxKeyLength: Math.min(
       MAX_KEY_LENGTH,
       engine.backend(method.options.backend).capabilities.maxKeyLength,
@@ -156,43 +171,55 @@ export function markScheduled(method: LockedMethod): void {
   scheduled.add(method);
 }
 
-async function acquireFor(
+/** Starts the acquire of a @Locked call (synchronously: it is the call's own lock). */
+function acquireFor(
   engine: LockEngine,
   key: string | string[],
   method: LockedMethod,
-): Promise<LockHandle | null> {
+): Promise<LockHandle> {
   const plan = planFor(engine, method);
   // Inside a request, the wait ends when the client goes away (the module's middleware).
   const requestSignal = requestSignalOf();
-  try {
-    return await engine.acquire(
-      key,
-      plan.options,
-      requestSignal ? { ...plan.meta, requestSignal } : plan.meta,
-    );
-  } catch (error) {
-    if (!(error instanceof LockAcquireTimeoutError)) throw error;
-    const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
-    if (onBusy === 'skip' || scheduled.has(method)) {
-      if (engine.events.active)
-        engine.events.emit({
-          type: 'skipped',
-          at: Date.now(),
-          backend: method.options.backend ?? 'default',
-          key: typeof key === 'string' ? key : key.join(', '),
-          keyTemplate: method.key.template,
-          where: method.where,
-        });
-      return null;
-    }
-    if (retryAfter !== undefined) retryAfterHints.set(error, retryAfter);
-    throw error;
+  return engine.acquire(
+    key,
+    plan.options,
+    requestSignal ? { ...plan.meta, requestSignal } : plan.meta,
+  );
+}
+
+/**
+ * A @Locked acquire failed: null when its wait ran out and the call is skipped (onBusy 'skip', or a
+ * scheduled tick); otherwise throws the error (a timeout with the method's retryAfter hint).
+ */
+function whenBusy(
+  engine: LockEngine,
+  key: string | string[],
+  method: LockedMethod,
+  error: unknown,
+): null {
+  if (!(error instanceof LockAcquireTimeoutError)) throw error;
+  const { onBusy = engine.defaults.onBusy, retryAfter } = method.options;
+  if (onBusy === 'skip' || scheduled.has(method)) {
+    if (engine.events.active)
+      engine.events.emit({
+        type: 'skipped',
+        at: Date.now(),
+        backend: method.options.backend ?? 'default',
+        key: typeof key === 'string' ? key : key.join(', '),
+        keyTemplate: method.key.template,
+        where: method.where,
+      });
+    return null;
   }
+  if (retryAfter !== undefined) retryAfterHints.set(error, retryAfter);
+  throw error;
 }
 
 /** Feeds the key's hold time (while still held) to the Retry-After estimate. */
 function recordHold(handle: LockHandle, key: string | readonly string[], grantedAt: number): void {
-  if (!handle.held) return;
+  const watched =
+    typeof key === 'string' ? holdTimes.watches(key) : key.some((k) => holdTimes.watches(k));
+  if (!watched || !handle.held) return;
   const ms = performance.now() - grantedAt;
   if (typeof key === 'string') holdTimes.record(key, ms);
   else for (const k of key) holdTimes.record(k, ms);
@@ -214,10 +241,10 @@ export function timed(
 
 function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): string | string[] {
   const key = method.key.resolve(args);
-  const { maxKeyLength } = planFor(engine, method);
+  const { maxKeyLength, templated } = planFor(engine, method);
   try {
-    if (typeof key === 'string') checkKey(engine, key, maxKeyLength);
-    else for (const k of key) checkKey(engine, k, maxKeyLength);
+    if (typeof key === 'string') checkKey(engine, key, maxKeyLength, templated);
+    else for (const k of key) checkKey(engine, k, maxKeyLength, templated);
   } catch (error) {
     // A key built from request values that does not fit is the request's fault (400), not the
     // code's.
@@ -232,7 +259,8 @@ function resolveKey(engine: LockEngine, args: unknown[], method: LockedMethod): 
   return key;
 }
 
-function checkKey(engine: LockEngine, key: string, maxKeyLength: number): void {
+function checkKey(engine: LockEngine, key: string, maxKeyLength: number, templated: boolean): void {
+  if (templated && engine.keyPrefix.length + key.length <= maxKeyLength) return;
   checkLockKey(key);
   checkLockKey(engine.keyPrefix + key, maxKeyLength);
 }

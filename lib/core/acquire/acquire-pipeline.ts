@@ -63,7 +63,7 @@ export class AcquirePipeline {
         });
       const o = resolveLockOptions(call.options, e.defaults, e.backendNames, call.key);
       const backend = findBackend(e, o.backend);
-      const fullKey = this.checkKey(call.key, o, backend);
+      const fullKey = this.checkKey(call, o, backend);
       // Before any owning call ran no scope exists: no id to build, nothing to find.
       const id = e.scopes.active
         ? ReentrancyScopes.id(o.backend, fullKey + (call.form?.reentry ?? ''))
@@ -80,8 +80,9 @@ export class AcquirePipeline {
   }
 
   /** The full key, after the key and its length on this backend are checked; and the mode. */
-  private checkKey(key: string, o: ResolvedLockOptions, backend: LockBackend): string {
-    checkLockKey(key);
+  private checkKey(call: AcquireCall, o: ResolvedLockOptions, backend: LockBackend): string {
+    const key = call.key;
+    if (!call.keyChecked) checkLockKey(key);
     // The prefix was checked at start-up and the key just now, so the joined key is clean too (a
     // surrogate pair cannot form across them: a lone half fails either check); only its length is
     // left.

@@ -26,6 +26,11 @@ export interface AcquireMeta {
    * with the caller's own; called only once the acquire has to wait.
    */
   readonly requestSignal?: (own: AbortSignal | undefined) => AbortSignal | undefined;
+  /**
+   * The key came from a template whose literals were checked at start-up and whose values were
+   * encoded: it cannot hold what checkLockKey refuses, so only its length is checked.
+   */
+  readonly keyChecked?: boolean;
 }
 
 /** One call into the pipeline. */

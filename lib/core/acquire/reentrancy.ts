@@ -6,8 +6,11 @@ import type { LockLease } from '../lease/lock-lease';
 export interface ReentrancyScope {
   /** The nearest enclosing scope that was still open when this one began. */
   readonly parent: ReentrancyScope | undefined;
-  /** The locks this call owns (normally one: the lock it was opened for), by backend+key. */
-  readonly leases: Map<string, LockLease>;
+  /** The first lock this call owns (normally its only one: the lock it was opened for), by id. */
+  firstId: string | undefined;
+  first: LockLease | undefined;
+  /** Any further locks it owns, by backend+key (made for the second). */
+  more: Map<string, LockLease> | undefined;
   /**
    * false once the owning call has settled: code it left running (timers, stray promises) no longer
    * owns.
@@ -69,13 +72,15 @@ export class ReentrancyScopes {
   run<T>(fn: () => T): T {
     const scope: ReentrancyScope = {
       parent: this.nearestOpen(),
-      leases: new Map(),
+      firstId: undefined,
+      first: undefined,
+      more: undefined,
       open: true,
       claimable: true,
     };
     const close = () => {
       scope.open = false;
-      scope.leases.clear();
+      scope.first = scope.more = undefined;
     };
     let result: T;
     this.used = true;
@@ -113,14 +118,18 @@ export class ReentrancyScopes {
   find(id: string): LockLease | undefined {
     for (let s = this.storage.getStore(); s; s = s.parent) {
       if (!s.open) continue;
-      const lease = s.leases.get(id);
+      const lease = s.firstId === id ? s.first : s.more?.get(id);
       if (lease?.state === 'held') return lease;
     }
     return undefined;
   }
 
   remember(scope: ReentrancyScope, id: string, lease: LockLease): void {
-    if (scope.open) scope.leases.set(id, lease);
+    if (!scope.open) return;
+    if (scope.first === undefined || scope.firstId === id) {
+      scope.firstId = id;
+      scope.first = lease;
+    } else (scope.more ??= new Map()).set(id, lease);
   }
 
   /**
@@ -131,7 +140,7 @@ export class ReentrancyScopes {
     for (let s = this.storage.getStore(); s; s = s.parent) if (s.open) chain.unshift(s);
     const byId = new Map<string, LockLease>();
     for (const s of chain)
-      for (const [id, lease] of s.leases) if (lease.state === 'held') byId.set(id, lease);
+      for (const [id, lease] of owned(s)) if (lease.state === 'held') byId.set(id, lease);
     return [...byId.values()];
   }
 
@@ -142,28 +151,29 @@ export class ReentrancyScopes {
    */
   detached<T>(fn: () => T): T {
     if (!this.used) return this.root.runInAsyncScope(fn) as T;
-    return this.root.runInAsyncScope(this.outside, this, fn) as T;
+    return (this.outside ??= this.snapshotOutside())(fn);
   }
 
   /** detached(() => fn(arg)), without that closure (one per acquire on the hot path). */
   detachedWith<A, T>(fn: (arg: A) => T, arg: A): T {
     if (!this.used) return this.root.runInAsyncScope(fn, undefined, arg) as T;
-    return this.root.runInAsyncScope(this.outsideWith, this, fn, arg) as T;
-  }
-
-  /** outside() for detachedWith. */
-  private outsideWith<A, T>(fn: (arg: A) => T, arg: A): T {
-    return this.storage.run(undefined, fn, arg);
+    return (this.outside ??= this.snapshotOutside())(fn, arg);
   }
 
   /**
-   * In the root's context: fn with no scope. run(undefined), not exit(): on Node 20 exit() disables
-   * the storage for fn's duration, turning the process-wide promise hooks off and on again on every
-   * call. (Skipping run() when getStore() is already undefined is NOT equivalent: the reentrancy
-   * spec "request B's loss listener never runs in request A's scope" fails that way.)
+   * Runs a function in the root's context with no scope: a snapshot taken there once, so entering
+   * it switches to a context made once instead of making one per call. run(undefined), not exit():
+   * on Node 20 exit() disables the storage while it runs, turning the process-wide promise hooks
+   * off and on again. (Skipping the switch when getStore() is already undefined is NOT
+   * equivalent: the reentrancy spec "request B's loss listener never runs in request A's scope"
+   * fails that way.)
    */
-  private outside<T>(fn: () => T): T {
-    return this.storage.run(undefined, fn);
+  private outside?: <A extends unknown[], T>(fn: (...args: A) => T, ...args: A) => T;
+
+  private snapshotOutside(): NonNullable<ReentrancyScopes['outside']> {
+    return this.root.runInAsyncScope(() =>
+      this.storage.run(undefined, () => AsyncLocalStorage.snapshot()),
+    );
   }
 
   private nearestOpen(): ReentrancyScope | undefined {
@@ -171,4 +181,12 @@ export class ReentrancyScopes {
     while (s && !s.open) s = s.parent;
     return s;
   }
+}
+
+/** The locks `scope` owns, as [id, lease] pairs. */
+function owned(scope: ReentrancyScope): [string, LockLease][] {
+  const pairs: [string, LockLease][] = [];
+  if (scope.first !== undefined) pairs.push([scope.firstId!, scope.first]);
+  if (scope.more) pairs.push(...scope.more);
+  return pairs;
 }

@@ -95,6 +95,15 @@ describe('key templates', () => {
     expect(() => compileLockKey('', ['id'], 'T.m()')).toThrow(InvalidLockOptionsError);
   });
 
+  it('refuses a template whose literal text holds a control character or a lone surrogate, at definition', () => {
+    for (const template of ['order:\n<id>', '<id>\u0000', 'a\ud800:<id>']) {
+      expect(() => compileLockKey(template, ['id'], 'C.m()')).toThrow(InvalidLockOptionsError);
+      expect(() => compileLockKey(template, ['id'], 'C.m()')).toThrow(/C\.m\(\)/);
+    }
+    // Values are encoded: what a resolved key holds beyond the literals is [A-Za-z0-9_%-] only.
+    expect(compileLockKey('order:<id>', ['id'], 'C.m()').resolve(['a\nb'])).toBe('order:a%0Ab');
+  });
+
   it('function keys: a throwing or non-string result fails the call', () => {
     const k = compileLockKey((x: { id: string }) => x.id, ['x'], 'T.m()');
     expect(k.resolve([{ id: 'a' }])).toBe('a');

@@ -1,4 +1,4 @@
-import { encodeKeyPart, LONE_SURROGATE } from '../../backend-kit/key-encoding';
+import { checkLockKey, encodeKeyPart, LONE_SURROGATE } from '../../backend-kit/key-encoding';
 import { MAX_KEY_LENGTH } from '../../backend-kit/limits';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockKeyResolutionError } from '../../errors/lock-key-resolution.error';
@@ -78,6 +78,7 @@ export function compileLockKey(
     throw new InvalidLockOptionsError('key', key, `balanced <placeholders> (${where})`);
   }
   checkUnambiguous(key, literals, placeholders, where);
+  checkLiterals(key, literals, where);
   const fixed = literals.reduce((n, l) => n + l.length, 0);
   return {
     template: key,
@@ -94,6 +95,19 @@ export function compileLockKey(
       return out;
     },
   };
+}
+
+/**
+ * What checkLockKey refuses in a key, refused in the template's literals at start-up: a resolved
+ * key is then literals and encoded values only, and needs no scan per call (only its length).
+ */
+function checkLiterals(key: string, literals: readonly string[], where: string): void {
+  try {
+    for (const literal of literals) if (literal) checkLockKey(literal, Infinity);
+  } catch (error) {
+    const allowed = error instanceof InvalidLockOptionsError ? error.allowed : String(error);
+    throw new InvalidLockOptionsError('key', key, `${allowed} (${where})`);
+  }
 }
 
 /**
