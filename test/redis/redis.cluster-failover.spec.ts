@@ -1,9 +1,13 @@
+import { Pool } from 'pg';
+import { PostgresFencedStore } from '../../lib/fencing/postgres-fenced.store';
 import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { eventually } from '../support/eventually';
+import { PostgresServer } from '../support/postgres-server';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
-import { check, contend, WAIT_MS } from './contention';
+import { ContenderProcesses, now } from './contender-processes';
+import { check, WAIT_MS, type Contention } from './contention';
 
 /**
  * Failovers on a private 3 + 3 Redis Cluster (cluster-node-timeout 2 s), with the client
@@ -11,24 +15,49 @@ import { check, contend, WAIT_MS } from './contention';
  * - a replica cut off from its primary, a grant, then the primary killed: the promoted replica
  *   never saw the grant, so the next holder overlaps the old one (asynchronous replication; the
  *   docs say so), but its token is above the old one and the old holder's late write through the
- *   Redis fenced store is refused;
- * - the hot key's primary killed, then paused (SIGSTOP), under 4 contending engines (own clients),
- *   ttl 30 s, 1 s holds: no overlap, exact counter, tokens in grant order, every error typed and
- *   within its wait, and the first grant after the fault within RECOVERY_BOUND_MS.
+ *   Redis and the PostgreSQL fenced stores is refused (the new holder's write is accepted);
+ * - the hot key's primary killed, then paused (SIGSTOP), under 4 contending OS processes (each its
+ *   own client and engine; contender-processes.ts), ttl 30 s, 1 s holds: no overlap across the
+ *   processes, exact counter, tokens in grant order, every error typed and within its wait, no call
+ *   hanging, and the first grant after the fault within RECOVERY_BOUND_MS.
  */
 const PREFIX = 'failover:';
 let group: RedisClusterGroup;
+let contenders: ContenderProcesses;
+let pg: PostgresServer;
+let pool: Pool;
 const procs = clusterProcesses(PREFIX, () => group);
 const faulted: number[] = [];
 const report = (line: string) => process.stdout.write(`[cluster failover] ${line}\n`);
 
 beforeAll(async () => {
-  group = await RedisClusterGroup.start();
-}, 60_000);
+  [group, pg] = await Promise.all([RedisClusterGroup.start(), PostgresServer.start()]);
+  pool = new Pool({ ...pg.connection, max: 2 });
+  pool.on('error', () => undefined);
+  const ports = group.nodes.map((n) => n.port);
+  contenders = await ContenderProcesses.start(4, { kind: 'cluster', ports }, PREFIX);
+}, 120_000);
 
 afterEach(() => procs.closeAll());
 
-afterAll(async () => group?.destroy());
+afterAll(async () => {
+  await contenders?.kill();
+  await pool?.end();
+  await pg?.destroy();
+  await group?.destroy();
+});
+
+/** Polls `done` every 50 ms until it holds or `ms` have passed since `from` (epoch ms). */
+async function until(done: () => boolean, from: number, ms: number): Promise<void> {
+  while (!done() && now() - from < ms) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** Waits for the first grant after the fault, then two more: the queue runs again. */
+async function afterFault(c: Contention, faultAt: number): Promise<void> {
+  await until(() => c.grants.some((g) => g.at > faultAt), faultAt, 15_000);
+  const target = c.grants.length + 2;
+  await until(() => c.grants.length >= target, faultAt, 25_000);
+}
 
 describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
@@ -70,47 +99,51 @@ describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
     const late = await store.set(res, old.fencingToken, 'old holder');
     expect(late.accepted).toBe(false);
     expect(await storeClient.get(res)).toBe('new holder');
+    // The same through the SQL fenced store (PostgreSQL): the new holder's write commits, the old
+    // holder's late one is refused and rolled back.
+    const sql = new PostgresFencedStore({ client: pool });
+    await sql.createTable();
+    await pool.query('CREATE TABLE balances (id TEXT PRIMARY KEY, owner TEXT)');
+    const write = (h: typeof old, owner: string) =>
+      sql.transaction(res, h, (tx) =>
+        tx.query('INSERT INTO balances VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET owner = $2', [
+          res,
+          owner,
+        ]),
+      );
+    expect((await write(next, 'new holder')).accepted).toBe(true);
+    const lateSql = await write(old, 'old holder');
+    expect(lateSql.accepted).toBe(false);
+    const { rows } = await pool.query('SELECT owner FROM balances WHERE id = $1', [res]);
+    expect(rows).toEqual([{ owner: 'new holder' }]);
     await next.release();
   }, 60_000);
 
-  it('the hot key’s primary killed under 4 contending engines (ttl 30 s, 1 s holds)', async () => {
+  it('the hot key’s primary killed under 4 contending processes (ttl 30 s, 1 s holds)', async () => {
     const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'hot-kill', faulted);
     faulted.push(primary);
-    const engines = [procs.open(), procs.open(), procs.open(), procs.open()];
-    const run = contend(engines, key);
-    while (run.c.grants.length < 2) await new Promise((r) => setTimeout(r, 50));
+    const run = contenders.contend(key);
+    await until(() => run.c.grants.length >= 2, now(), 20_000);
     await group.byPort(primary).kill();
-    const faultAt = performance.now();
-    while (!run.c.grants.some((g) => g.at > faultAt) && performance.now() - faultAt < 15_000)
-      await new Promise((r) => setTimeout(r, 50));
-    // Two more grants after the first one: the queue runs again.
-    const target = run.c.grants.length + 2;
-    while (run.c.grants.length < target && performance.now() - faultAt < 25_000)
-      await new Promise((r) => setTimeout(r, 50));
-    await run.stop();
-    check(report, 'primary killed', run.c, faultAt);
+    const faultAt = now();
+    await afterFault(run.c, faultAt);
+    check(report, 'primary killed', await run.stop(), faultAt);
   }, 60_000);
 
-  it('the hot key’s primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds)', async () => {
+  it('the hot key’s primary paused (SIGSTOP) under 4 contending processes (ttl 30 s, 1 s holds)', async () => {
     const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'hot-stop', faulted);
     faulted.push(primary);
-    const engines = [procs.open(), procs.open(), procs.open(), procs.open()];
-    const run = contend(engines, key);
-    while (run.c.grants.length < 2) await new Promise((r) => setTimeout(r, 50));
+    const run = contenders.contend(key);
+    await until(() => run.c.grants.length >= 2, now(), 20_000);
     const node = group.byPort(primary);
     group.pause(node);
-    const faultAt = performance.now();
+    const faultAt = now();
     try {
-      while (!run.c.grants.some((g) => g.at > faultAt) && performance.now() - faultAt < 15_000)
-        await new Promise((r) => setTimeout(r, 50));
-      const target = run.c.grants.length + 2;
-      while (run.c.grants.length < target && performance.now() - faultAt < 25_000)
-        await new Promise((r) => setTimeout(r, 50));
+      await afterFault(run.c, faultAt);
     } finally {
       // It comes back as a replica of its promoted replica.
       group.resume(node);
     }
-    await run.stop();
-    check(report, 'primary paused', run.c, faultAt);
+    check(report, 'primary paused', await run.stop(), faultAt);
   }, 60_000);
 });
