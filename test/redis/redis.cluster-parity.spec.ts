@@ -1,4 +1,5 @@
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { HolderProcess } from '../support/holder-harness';
 import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
@@ -137,5 +138,45 @@ describe('Redis Cluster parity with standalone', () => {
     } finally {
       group.resume(replica);
     }
+  });
+
+  it('"replicas" on Cluster: a renewal needs the acks of each renewed key’s own primary, not those of the first key’s', async () => {
+    const x = keyOnFreshPrimary(group, PREFIX, 'renew-x');
+    const y = keyOnFreshPrimary(group, PREFIX, 'renew-y', [x.primary]);
+    const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
+    // One watchdog batch renews both, x first.
+    const hx = await engine.acquire(x.key, { ttl: 3_000, wait: 0 });
+    const hy = await engine.acquire(y.key, { ttl: 3_000, wait: 0 });
+    const replica = group.replicaOf(y.primary);
+    group.pause(replica);
+    try {
+      // y's renewals reach no replica: its lease ends with its validity (ttl 3 s), lost. (With the
+      // WAIT on x's primary alone, both renewals counted as acknowledged and y stayed held.)
+      await eventually(() => hy.signal.aborted, 8_000, 20);
+      expect(hy.signal.reason).toBeInstanceOf(LockLostError);
+    } finally {
+      group.resume(replica);
+    }
+    await hx.release().catch(() => undefined);
+  });
+
+  it('"replicas" on Cluster covers semaphore seats: a seat granted and renewed with acks, refused without', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas-seats');
+    const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
+    const seat = await engine.acquire(key, { permits: 2, ttl: 3_000, wait: 0 });
+    await seat.extend();
+    const replica = group.replicaOf(primary);
+    group.pause(replica);
+    try {
+      const error = await engine
+        .acquire(key, { permits: 2, ttl: 3_000, wait: 0 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockBackendUnavailableError);
+      expect((error as Error).message).toMatch(/only 0 of 1 replicas acknowledged the grant/);
+    } finally {
+      group.resume(replica);
+    }
+    expect(seat.held).toBe(true);
+    await seat.release();
   });
 });
