@@ -5,6 +5,7 @@ import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { keySlot } from '../../lib/backend-kit/cluster-slot';
 import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 
 /**
@@ -179,4 +180,40 @@ describe('Redis Cluster parity with standalone', () => {
     expect(seat.held).toBe(true);
     await seat.release();
   });
+
+  it('"replicas" on Cluster: a seat granted through an ASK redirect (slot migrating) needs the acks of the node that took it', async () => {
+    // A slot being migrated with every key of the semaphore already on the importing node: the
+    // scripts run there through ASK, while the client's slot map still names the old primary.
+    const { key, primary: from } = keyOnFreshPrimary(group, PREFIX, 'ask-seat');
+    const { primary: to } = keyOnFreshPrimary(group, PREFIX, 'ask-target', [from]);
+    const admin = procs.admin();
+    const seatKeys = semaphoreKeys(PREFIX + key);
+    const holders = [procs.open(), procs.open()];
+    const [h1] = await Promise.all(holders.map((e) => e.acquire(key, { permits: 2, wait: 0 })));
+    // Two waiters, so the queue (and every other key of the semaphore) still exists once the
+    // first is served.
+    const acked = procs.open({ replicas: { count: 1, timeout: 300 } });
+    const waiting = acked.acquire(key, { permits: 2, wait: 10_000 });
+    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 1, 10_000, 20);
+    const behind = procs.open().acquire(key, { permits: 2, wait: 30_000 });
+    behind.catch(() => undefined);
+    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 2, 10_000, 20);
+    const migration = group.openMigration(keySlot(seatKeys.seats), from, to);
+    const replica = group.replicaOf(to);
+    try {
+      expect(migration.moveKeys(100).sort()).toEqual(Object.values(seatKeys).sort());
+      group.pause(replica);
+      // The release runs on the importing node (ASK) and hands the seat to the first waiter,
+      // whose confirming script must be acknowledged by a replica of that node: none can.
+      await h1.release();
+      const outcome = await waiting.then(
+        () => 'granted',
+        (e: Error) => e.message,
+      );
+      expect(outcome).toMatch(/only 0 of 1 replicas acknowledged the grant/);
+    } finally {
+      migration.close();
+      group.resume(replica);
+    }
+  }, 30_000);
 });

@@ -8,6 +8,7 @@ export interface RedisPipelineLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
   eval(script: string, numKeys: number, ...args: (string | number)[]): unknown;
   wait?(numReplicas: number, timeout: number): unknown;
+  asking?(): unknown;
   exec(): Promise<[Error | null, RedisReply][] | null>;
 }
 
@@ -46,6 +47,7 @@ export interface RedisClientLike {
 export interface RedisNodeLike {
   readonly options: { readonly host?: string; readonly port?: number };
   wait?(numReplicas: number, timeout: number): Promise<number>;
+  pipeline?(): RedisPipelineLike;
 }
 
 /** Methods a value must have to be accepted as a client. */
