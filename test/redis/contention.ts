@@ -76,6 +76,7 @@ export function check(
   name: string,
   c: Contention,
   faultAt: number,
+  bound = RECOVERY_BOUND_MS,
 ) {
   const after = c.grants.find((g) => g.at > faultAt);
   const recovery = after ? after.at - faultAt : Infinity;
@@ -91,7 +92,7 @@ export function check(
       `longest failed call ${Math.max(0, ...c.errors.map((e) => e.ms)).toFixed(0)} ms; ` +
       `${c.overlaps} overlaps; counter ${c.counter}/${c.sections}; tokens ${ordered ? 'strictly growing' : 'OUT OF ORDER'}`,
   );
-  expect(recovery).toBeLessThan(RECOVERY_BOUND_MS);
+  expect(recovery).toBeLessThan(bound);
   expect(c.overlaps).toBe(0);
   expect(c.counter).toBe(c.sections);
   expect(ordered).toBe(true);

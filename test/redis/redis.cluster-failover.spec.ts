@@ -2,6 +2,7 @@ import { Pool } from 'pg';
 import { PostgresFencedStore } from '../../lib/fencing/postgres-fenced.store';
 import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { keySlot } from '../../lib/backend-kit/cluster-slot';
 import { eventually } from '../support/eventually';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisClusterGroup } from '../support/redis-cluster';
@@ -19,8 +20,15 @@ import { check, WAIT_MS, type Contention } from './contention';
  * - the hot key's primary killed, then paused (SIGSTOP), under 4 contending OS processes (each its
  *   own client and engine; contender-processes.ts), ttl 30 s, 1 s holds: no overlap across the
  *   processes, exact counter, tokens in grant order, every error typed and within its wait, no call
- *   hanging, and the first grant after the fault within RECOVERY_BOUND_MS.
+ *   hanging, and the first grant after the fault within RECOVERY_BOUND_MS;
+ * - the hot key's slot migrated slowly to another primary (SETSLOT MIGRATING / IMPORTING, one key
+ *   per MIGRATE 300 ms apart, the slot open for at least 3 s, then SETSLOT NODE) under the same 4
+ *   processes: while the slot is open every lock script on it is refused (TRYAGAIN: its keys are
+ *   split or missing), so no grant; no overlap, exact counter, typed errors within the wait, and
+ *   the first grant within MIGRATION_RECOVERY_BOUND_MS of the migration's end.
  */
+/** After a migration's last SETSLOT NODE: a failed release is retried within 1 s, then handed on. */
+const MIGRATION_RECOVERY_BOUND_MS = 3_000;
 const PREFIX = 'failover:';
 let group: RedisClusterGroup;
 let contenders: ContenderProcesses;
@@ -60,6 +68,30 @@ async function afterFault(c: Contention, faultAt: number): Promise<void> {
 }
 
 describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
+  it('the hot key’s slot migrated slowly to another primary under 4 contending processes', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'hot-move');
+    const writer = procs.writerKey(key);
+    const slot = keySlot(writer);
+    const owner = group.slotOwners();
+    const to =
+      owner((slot + 8_192) % 16_384) === primary ? owner(0) : owner((slot + 8_192) % 16_384);
+    const run = contenders.contend(key);
+    await until(() => run.c.grants.length >= 2, now(), 20_000);
+    const openedAt = now();
+    const moved = await group.migrateSlot(slot, primary, to, { stepMs: 300, minMs: 3_000 });
+    const endAt = now();
+    await afterFault(run.c, endAt);
+    const c = await run.stop();
+    const during = c.grants.filter((g) => g.at > openedAt && g.at < endAt).length;
+    report(
+      `slot migration: open ${(endAt - openedAt).toFixed(0)} ms, ${moved.length} keys moved, ` +
+        `${during} grants while open`,
+    );
+    check(report, 'slot migrated slowly', c, endAt, MIGRATION_RECOVERY_BOUND_MS);
+    expect(group.primaryOfKey(writer)).toBe(to);
+    expect(moved).toContain(lockKeys(PREFIX + key).fence);
+  }, 60_000);
+
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
     const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'lagging');
     faulted.push(primary);
