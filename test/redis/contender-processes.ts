@@ -6,9 +6,6 @@ import { WAIT_MS, type Contention } from './contention';
 
 const SCRIPT = join(__dirname, 'contender.process.ts');
 
-/** Epoch ms with sub-ms precision: comparable with the contenders' `at` (same machine clock). */
-export const now = () => performance.timeOrigin + performance.now();
-
 export type ContenderClient =
   | { kind: 'cluster'; ports: number[] }
   | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string };

@@ -7,8 +7,8 @@ import { eventually } from '../support/eventually';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
-import { ContenderProcesses, now } from './contender-processes';
-import { check, WAIT_MS, type Contention } from './contention';
+import { ContenderProcesses } from './contender-processes';
+import { check, now, until, WAIT_MS, type Contention } from './contention';
 
 /**
  * Failovers on a private 3 + 3 Redis Cluster (cluster-node-timeout 2 s), with the client
@@ -54,11 +54,6 @@ afterAll(async () => {
   await pg?.destroy();
   await group?.destroy();
 });
-
-/** Polls `done` every 50 ms until it holds or `ms` have passed since `from` (epoch ms). */
-async function until(done: () => boolean, from: number, ms: number): Promise<void> {
-  while (!done() && now() - from < ms) await new Promise((r) => setTimeout(r, 50));
-}
 
 /** Waits for the first grant after the fault, then two more: the queue runs again. */
 async function afterFault(c: Contention, faultAt: number): Promise<void> {

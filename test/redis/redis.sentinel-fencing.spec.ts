@@ -8,8 +8,8 @@ import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
 import { eventually } from '../support/eventually';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisSentinelGroup, SENTINEL_MASTER_NAME } from '../support/redis-sentinel';
-import { ContenderProcesses, now } from './contender-processes';
-import { check, WAIT_MS } from './contention';
+import { ContenderProcesses } from './contender-processes';
+import { check, now, until, WAIT_MS } from './contention';
 
 /**
  * Failovers of a Sentinel group (primary + replica replicating through a proxy, 3 sentinels), with
@@ -70,11 +70,6 @@ afterAll(async () => {
   await pg?.destroy();
   await group?.destroy();
 });
-
-/** Polls `done` every 50 ms until it holds or `ms` have passed since `from` (epoch ms). */
-async function until(done: () => boolean, from: number, ms: number): Promise<void> {
-  while (!done() && now() - from < ms) await new Promise((r) => setTimeout(r, 50));
-}
 
 describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
