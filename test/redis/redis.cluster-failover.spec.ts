@@ -1,9 +1,12 @@
+import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
 import { Pool } from 'pg';
+import { MySqlFencedStore } from '../../lib/fencing/mysql-fenced.store';
 import { PostgresFencedStore } from '../../lib/fencing/postgres-fenced.store';
 import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { keySlot } from '../../lib/backend-kit/cluster-slot';
 import { eventually } from '../support/eventually';
+import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
@@ -16,7 +19,8 @@ import { check, now, until, WAIT_MS, type Contention } from './contention';
  * - a replica cut off from its primary, a grant, then the primary killed: the promoted replica
  *   never saw the grant, so the next holder overlaps the old one (asynchronous replication; the
  *   docs say so), but its token is above the old one and the old holder's late write through the
- *   Redis and the PostgreSQL fenced stores is refused (the new holder's write is accepted);
+ *   Redis, PostgreSQL and MySQL (MariaDB) fenced stores is refused (the new holder's write is
+ *   accepted);
  * - the hot key's primary killed, then paused (SIGSTOP), under 4 contending OS processes (each its
  *   own client and engine; contender-processes.ts), ttl 30 s, 1 s holds: no overlap across the
  *   processes, exact counter, tokens in grant order, every error typed and within its wait, no call
@@ -34,12 +38,19 @@ let group: RedisClusterGroup;
 let contenders: ContenderProcesses;
 let pg: PostgresServer;
 let pool: Pool;
+let maria: MariaDbServer;
+let mysql: MySqlPool;
 const procs = clusterProcesses(PREFIX, () => group);
 const faulted: number[] = [];
 const report = (line: string) => process.stdout.write(`[cluster failover] ${line}\n`);
 
 beforeAll(async () => {
-  [group, pg] = await Promise.all([RedisClusterGroup.start(), PostgresServer.start()]);
+  [group, pg, maria] = await Promise.all([
+    RedisClusterGroup.start(),
+    PostgresServer.start(),
+    MariaDbServer.start(),
+  ]);
+  mysql = createPool({ ...maria.connection, connectionLimit: 2 });
   pool = new Pool({ ...pg.connection, max: 2 });
   pool.on('error', () => undefined);
   const ports = group.nodes.map((n) => n.port);
@@ -52,6 +63,8 @@ afterAll(async () => {
   await contenders?.kill();
   await pool?.end();
   await pg?.destroy();
+  await mysql?.end();
+  await maria?.destroy();
   await group?.destroy();
 });
 
@@ -126,23 +139,36 @@ describe('Redis Cluster failovers (3 + 3, node timeout 2 s)', () => {
     const late = await store.set(res, old.fencingToken, 'old holder');
     expect(late.accepted).toBe(false);
     expect(await storeClient.get(res)).toBe('new holder');
-    // The same through the SQL fenced store (PostgreSQL): the new holder's write commits, the old
-    // holder's late one is refused and rolled back.
-    const sql = new PostgresFencedStore({ client: pool });
-    await sql.createTable();
+    // The same through the SQL fenced stores (the table form): the new holder's write commits, the
+    // old holder's late one is refused and rolled back.
+    const pgStore = new PostgresFencedStore({ client: pool });
+    await pgStore.createTable();
     await pool.query('CREATE TABLE balances (id TEXT PRIMARY KEY, owner TEXT)');
-    const write = (h: typeof old, owner: string) =>
-      sql.transaction(res, h, (tx) =>
+    const pgWrite = (h: typeof old, owner: string) =>
+      pgStore.transaction(res, h, (tx) =>
         tx.query('INSERT INTO balances VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET owner = $2', [
           res,
           owner,
         ]),
       );
-    expect((await write(next, 'new holder')).accepted).toBe(true);
-    const lateSql = await write(old, 'old holder');
-    expect(lateSql.accepted).toBe(false);
+    expect((await pgWrite(next, 'new holder')).accepted).toBe(true);
+    expect((await pgWrite(old, 'old holder')).accepted).toBe(false);
     const { rows } = await pool.query('SELECT owner FROM balances WHERE id = $1', [res]);
     expect(rows).toEqual([{ owner: 'new holder' }]);
+    const myStore = new MySqlFencedStore({ client: mysql });
+    await myStore.createTable();
+    await mysql.query('CREATE TABLE balances (id VARCHAR(200) PRIMARY KEY, owner TEXT)');
+    const myWrite = (h: typeof old, owner: string) =>
+      myStore.transaction(res, h, (tx) =>
+        tx.query(
+          'INSERT INTO balances VALUES (?, ?) ON DUPLICATE KEY UPDATE owner = VALUES(owner)',
+          [res, owner],
+        ),
+      );
+    expect((await myWrite(next, 'new holder')).accepted).toBe(true);
+    expect((await myWrite(old, 'old holder')).accepted).toBe(false);
+    const [myRows] = await mysql.query('SELECT owner FROM balances WHERE id = ?', [res]);
+    expect(myRows).toEqual([{ owner: 'new holder' }]);
     await next.release();
   }, 60_000);
 
