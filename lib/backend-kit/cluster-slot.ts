@@ -3,8 +3,7 @@
  * the key's bytes mod 16384, where the bytes are the hash tag's when the key has one. A hash tag
  * is what lies between the first `{` and the first `}` after it, when that is non-empty; `{}` (or
  * no `}` after the first `{`) means the whole key is hashed. Keys are UTF-8, as ioredis sends them.
- * One rule for the Redis backend (`replicas` on Cluster: WAIT on the primary that owns the key's
- * slot) and the Redis fenced store (a fence record in its resource's slot).
+ * The Redis fenced store uses it (a fence record in its resource's slot).
  */
 export const CLUSTER_SLOTS = 16384;
 

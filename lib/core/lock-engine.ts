@@ -269,7 +269,7 @@ export class LockEngine implements RecipeHost {
 
   private async extendLease(lease: LockLease, ttl: number): Promise<void> {
     const startedAt = performance.now();
-    const renewal = this.detached(() => lease.backend.renew([{ ...lease.lock, ttl }]));
+    const renewal = this.detached(() => lease.holder.renew([{ ...lease.lock, ttl }]));
     const [ok] = await this.call(
       renewal,
       this.label(lease.backendName),

@@ -1,20 +1,25 @@
-import type { LockEngine } from '../../lib/core/lock-engine';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 
 /**
- * Contention through a failover, shared by the Cluster and Sentinel failover specs: engines loop
- * on one key with 1 s holds (ttl 30 s) while a test kills or pauses its primary; `check` asserts
- * the verdicts and reports the row of the docs' table.
+ * Contention through a failover, shared by the Cluster and Sentinel failover specs: contender
+ * processes (contender-processes.ts) loop on one key with 1 s holds (ttl 30 s) while a test kills
+ * or pauses its primary or migrates its slot; `check` asserts the verdicts and reports the row of
+ * the docs' table.
  */
 /** Promotion takes 3-7 s in these specs; the bound leaves room for a slow CI machine. */
 export const RECOVERY_BOUND_MS = 10_000;
 export const WAIT_MS = 20_000;
+/** The contenders' engine operation budget (a call may end this much after its wait). */
+export const CONTENDER_OPERATION_TIMEOUT_MS = 2_000;
 
-/** Polls `done` every 50 ms until it holds or `ms` have passed since `from`. */
+/** Epoch ms with sub-ms precision: comparable across the contender processes (one clock). */
+export const now = () => performance.timeOrigin + performance.now();
+
+/** Polls `done` every 50 ms until it holds or `ms` have passed since `from` (epoch ms). */
 export async function until(done: () => boolean, from: number, ms: number): Promise<void> {
-  while (!done() && performance.now() - from < ms) await new Promise((r) => setTimeout(r, 50));
+  while (!done() && now() - from < ms) await new Promise((r) => setTimeout(r, 50));
 }
 
 export interface Contention {
@@ -25,55 +30,13 @@ export interface Contention {
   sections: number;
 }
 
-/**
- * `engines` contend for `key` (1 s holds) until `stop()`; the counter is a non-atomic read, yield,
- * write, and an overlap detector counts two holders inside at once.
- */
-export function contend(engines: LockEngine[], key: string) {
-  const c: Contention = { grants: [], errors: [], overlaps: 0, counter: 0, sections: 0 };
-  let inside = 0;
-  let stopped = false;
-  const loops = engines.map(async (engine) => {
-    while (!stopped) {
-      const started = performance.now();
-      try {
-        await engine.withLock(
-          key,
-          async (h) => {
-            inside++;
-            if (inside > 1) c.overlaps++;
-            c.grants.push({ at: performance.now(), token: h.fencingToken });
-            const read = c.counter;
-            await new Promise((r) => setTimeout(r, 1_000)); // the work of a 1 s hold
-            c.counter = read + 1;
-            c.sections++;
-            inside--;
-          },
-          { ttl: 30_000, wait: WAIT_MS },
-        );
-      } catch (error) {
-        c.errors.push({ name: (error as Error).name, ms: performance.now() - started });
-        // A failed section that was inside (its lock lost) is not counted.
-        if (error instanceof LockLostError) inside = Math.max(0, inside - 1);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  });
-  return {
-    c,
-    async stop() {
-      stopped = true;
-      await Promise.all(loops);
-    },
-  };
-}
-
 /** The contention's verdicts, and its table row. */
 export function check(
   report: (line: string) => void,
   name: string,
   c: Contention,
   faultAt: number,
+  bound = RECOVERY_BOUND_MS,
 ) {
   const after = c.grants.find((g) => g.at > faultAt);
   const recovery = after ? after.at - faultAt : Infinity;
@@ -89,13 +52,13 @@ export function check(
       `longest failed call ${Math.max(0, ...c.errors.map((e) => e.ms)).toFixed(0)} ms; ` +
       `${c.overlaps} overlaps; counter ${c.counter}/${c.sections}; tokens ${ordered ? 'strictly growing' : 'OUT OF ORDER'}`,
   );
-  expect(recovery).toBeLessThan(RECOVERY_BOUND_MS);
+  expect(recovery).toBeLessThan(bound);
   expect(c.overlaps).toBe(0);
   expect(c.counter).toBe(c.sections);
   expect(ordered).toBe(true);
   for (const e of c.errors) {
     expect(typed).toContain(e.name);
     // Within the wait, plus the engine's operation budget and a second of slack for the call.
-    expect(e.ms).toBeLessThan(WAIT_MS + 2_000 + 1_000);
+    expect(e.ms).toBeLessThan(WAIT_MS + CONTENDER_OPERATION_TIMEOUT_MS + 1_000);
   }
 }

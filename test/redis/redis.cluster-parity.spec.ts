@@ -1,9 +1,11 @@
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
+import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { HolderProcess } from '../support/holder-harness';
 import { eventually } from '../support/eventually';
 import { RedisClusterGroup } from '../support/redis-cluster';
 import { clusterProcesses, keyOnFreshPrimary } from './cluster-clients';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
+import { keySlot } from '../../lib/backend-kit/cluster-slot';
 import { semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 
 /**
@@ -138,4 +140,80 @@ describe('Redis Cluster parity with standalone', () => {
       group.resume(replica);
     }
   });
+
+  it('"replicas" on Cluster: a renewal needs the acks of each renewed key’s own primary, not those of the first key’s', async () => {
+    const x = keyOnFreshPrimary(group, PREFIX, 'renew-x');
+    const y = keyOnFreshPrimary(group, PREFIX, 'renew-y', [x.primary]);
+    const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
+    // One watchdog batch renews both, x first.
+    const hx = await engine.acquire(x.key, { ttl: 3_000, wait: 0 });
+    const hy = await engine.acquire(y.key, { ttl: 3_000, wait: 0 });
+    const replica = group.replicaOf(y.primary);
+    group.pause(replica);
+    try {
+      // y's renewals reach no replica: its lease ends with its validity (ttl 3 s), lost. (With the
+      // WAIT on x's primary alone, both renewals counted as acknowledged and y stayed held.)
+      await eventually(() => hy.signal.aborted, 8_000, 20);
+      expect(hy.signal.reason).toBeInstanceOf(LockLostError);
+    } finally {
+      group.resume(replica);
+    }
+    await hx.release().catch(() => undefined);
+  });
+
+  it('"replicas" on Cluster covers semaphore seats: a seat granted and renewed with acks, refused without', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas-seats');
+    const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
+    const seat = await engine.acquire(key, { permits: 2, ttl: 3_000, wait: 0 });
+    await seat.extend();
+    const replica = group.replicaOf(primary);
+    group.pause(replica);
+    try {
+      const error = await engine
+        .acquire(key, { permits: 2, ttl: 3_000, wait: 0 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockBackendUnavailableError);
+      expect((error as Error).message).toMatch(/only 0 of 1 replicas acknowledged the grant/);
+    } finally {
+      group.resume(replica);
+    }
+    expect(seat.held).toBe(true);
+    await seat.release();
+  });
+
+  it('"replicas" on Cluster: a seat granted through an ASK redirect (slot migrating) needs the acks of the node that took it', async () => {
+    // A slot being migrated with every key of the semaphore already on the importing node: the
+    // scripts run there through ASK, while the client's slot map still names the old primary.
+    const { key, primary: from } = keyOnFreshPrimary(group, PREFIX, 'ask-seat');
+    const { primary: to } = keyOnFreshPrimary(group, PREFIX, 'ask-target', [from]);
+    const admin = procs.admin();
+    const seatKeys = semaphoreKeys(PREFIX + key);
+    const holders = [procs.open(), procs.open()];
+    const [h1] = await Promise.all(holders.map((e) => e.acquire(key, { permits: 2, wait: 0 })));
+    // Two waiters, so the queue (and every other key of the semaphore) still exists once the
+    // first is served.
+    const acked = procs.open({ replicas: { count: 1, timeout: 300 } });
+    const waiting = acked.acquire(key, { permits: 2, wait: 10_000 });
+    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 1, 10_000, 20);
+    const behind = procs.open().acquire(key, { permits: 2, wait: 30_000 });
+    behind.catch(() => undefined);
+    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 2, 10_000, 20);
+    const migration = group.openMigration(keySlot(seatKeys.seats), from, to);
+    const replica = group.replicaOf(to);
+    try {
+      expect(migration.moveKeys(100).sort()).toEqual(Object.values(seatKeys).sort());
+      group.pause(replica);
+      // The release runs on the importing node (ASK) and hands the seat to the first waiter,
+      // whose confirming script must be acknowledged by a replica of that node: none can.
+      await h1.release();
+      const outcome = await waiting.then(
+        () => 'granted',
+        (e: Error) => e.message,
+      );
+      expect(outcome).toMatch(/only 0 of 1 replicas acknowledged the grant/);
+    } finally {
+      migration.close();
+      group.resume(replica);
+    }
+  }, 30_000);
 });

@@ -55,6 +55,17 @@ function countScripts(procs: { client: Redis }[]): { bySha: Map<string, number>;
 }
 
 describe('RedisLockBackend native semaphore', () => {
+  it('extend() of a seat renews the seat (it renewed the lock of the key instead, and lost the seat)', async () => {
+    const { engine } = processLike();
+    const seat = await engine.acquire('extend-seat', { permits: 2, ttl: 2_000, wait: 0 });
+    await seat.extend(20_000);
+    expect(seat.held).toBe(true);
+    const score = await redis.admin.zscore(semaphoreKeys(PREFIX + 'extend-seat').seats, seat.owner);
+    expect(score).not.toBeNull();
+    await seat.release();
+    expect(await seats('extend-seat')).toBe(0);
+  });
+
   it('at most N hold across 4 processes under load, all N seats used, tokens all distinct', async () => {
     const procs = Array.from({ length: 4 }, () => processLike());
     let inside = 0;

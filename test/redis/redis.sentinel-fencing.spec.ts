@@ -1,23 +1,30 @@
 import Redis from 'ioredis';
+import { Pool } from 'pg';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
+import { PostgresFencedStore } from '../../lib/fencing/postgres-fenced.store';
 import { RedisFencedStore } from '../../lib/fencing/redis-fenced.store';
 import { eventually } from '../support/eventually';
+import { PostgresServer } from '../support/postgres-server';
 import { RedisSentinelGroup, SENTINEL_MASTER_NAME } from '../support/redis-sentinel';
-import { check, contend, until, WAIT_MS } from './contention';
+import { ContenderProcesses } from './contender-processes';
+import { check, now, until, WAIT_MS } from './contention';
 
 /**
  * Failovers of a Sentinel group (primary + replica replicating through a proxy, 3 sentinels), with
  * the client docs/backends/redis-production.md shows (failoverDetector + commandTimeout):
  * - the replica cut off, a grant, the primary killed: the promoted replica never saw the grant
  *   (both hold: asynchronous replication), but the new token is above the lost one and the old
- *   holder's late write through RedisFencedStore is refused;
- * - the primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds), a failover
- *   forced: first grant within the bound, no overlap, exact counter, typed errors within the wait.
+ *   holder's late write through RedisFencedStore and PostgresFencedStore is refused;
+ * - the primary paused (SIGSTOP) under 4 contending OS processes (contender-processes.ts; ttl
+ *   30 s, 1 s holds), a failover forced: first grant within the bound, no overlap across the
+ *   processes, exact counter, typed errors within the wait, no call hanging.
  */
 const PREFIX = 'sentinel-fence:';
 let group: RedisSentinelGroup;
+let pg: PostgresServer;
+let pool: Pool;
 let clients: Redis[] = [];
 let engines: LockEngine[] = [];
 const report = (line: string) => process.stdout.write(`[sentinel failover] ${line}\n`);
@@ -46,8 +53,10 @@ function engine(): LockEngine {
 }
 
 beforeAll(async () => {
-  group = await RedisSentinelGroup.start();
-}, 60_000);
+  [group, pg] = await Promise.all([RedisSentinelGroup.start(), PostgresServer.start()]);
+  pool = new Pool({ ...pg.connection, max: 2 });
+  pool.on('error', () => undefined);
+}, 120_000);
 
 afterEach(async () => {
   await Promise.all(engines.map((e) => e.close()));
@@ -56,7 +65,11 @@ afterEach(async () => {
   clients = [];
 });
 
-afterAll(async () => group?.destroy());
+afterAll(async () => {
+  await pool?.end();
+  await pg?.destroy();
+  await group?.destroy();
+});
 
 describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
@@ -91,6 +104,21 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
       expect((await store.set('account:1', next.fencingToken, 'new holder')).accepted).toBe(true);
       expect((await store.set('account:1', old.fencingToken, 'old holder')).accepted).toBe(false);
       expect(await storeClient.get('account:1')).toBe('new holder');
+      // The same through the SQL fenced store (PostgreSQL, the table form).
+      const sql = new PostgresFencedStore({ client: pool });
+      await sql.createTable();
+      await pool.query('CREATE TABLE balances (id TEXT PRIMARY KEY, owner TEXT)');
+      const write = (h: typeof old, owner: string) =>
+        sql.transaction('account:1', h, (tx) =>
+          tx.query(
+            'INSERT INTO balances VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET owner = $2',
+            ['account:1', owner],
+          ),
+        );
+      expect((await write(next, 'new holder')).accepted).toBe(true);
+      expect((await write(old, 'old holder')).accepted).toBe(false);
+      const { rows } = await pool.query('SELECT owner FROM balances');
+      expect(rows).toEqual([{ owner: 'new holder' }]);
       await next.release();
     } finally {
       group.link.heal();
@@ -98,24 +126,33 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
     }
   }, 60_000);
 
-  it('the primary paused (SIGSTOP) under 4 contending engines (ttl 30 s, 1 s holds)', async () => {
+  it('the primary paused (SIGSTOP) under 4 contending processes (ttl 30 s, 1 s holds)', async () => {
     await group.settled();
-    const run = contend([engine(), engine(), engine(), engine()], 'hot');
-    const primary = group.primary();
-    await until(() => run.c.grants.length >= 2, performance.now(), 20_000);
-    primary.pause();
-    const faultAt = performance.now();
+    const client = {
+      kind: 'sentinel' as const,
+      sentinels: group.sentinelAddresses,
+      name: SENTINEL_MASTER_NAME,
+    };
+    const contenders = await ContenderProcesses.start(4, client, PREFIX);
     try {
-      await group.failover();
-      await until(() => run.c.grants.some((g) => g.at > faultAt), faultAt, 15_000);
-      const target = run.c.grants.length + 2;
-      await until(() => run.c.grants.length >= target, faultAt, 25_000);
+      const run = contenders.contend('hot');
+      const primary = group.primary();
+      await until(() => run.c.grants.length >= 2, now(), 20_000);
+      primary.pause();
+      const faultAt = now();
+      try {
+        await group.failover();
+        await until(() => run.c.grants.some((g) => g.at > faultAt), faultAt, 15_000);
+        const target = run.c.grants.length + 2;
+        await until(() => run.c.grants.length >= target, faultAt, 25_000);
+      } finally {
+        primary.resume();
+      }
+      check(report, 'Sentinel primary paused', await run.stop(), faultAt);
     } finally {
-      primary.resume();
+      await contenders.kill();
     }
-    await run.stop();
-    check(report, 'Sentinel primary paused', run.c, faultAt);
     // The old primary comes back as a replica; the link is put back in its path.
     await group.settled();
-  }, 60_000);
+  }, 120_000);
 });

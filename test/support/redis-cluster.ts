@@ -181,6 +181,61 @@ export class RedisClusterGroup {
   }
 
   /**
+   * Moves `slot` from the primary on `from` to the one on `to` the way `redis-cli --cluster
+   * reshard` does, slowly: opens the migration (openMigration), then moves one key per MIGRATE
+   * with `stepMs` between (keys created meanwhile are moved too) until `from` has none left and at
+   * least `minMs` have passed, then closes it. While the slot is open, commands on it get ASK or
+   * TRYAGAIN redirects. Resolves with the keys moved.
+   */
+  async migrateSlot(
+    slot: number,
+    from: number,
+    to: number,
+    { stepMs = 300, minMs = 0 } = {},
+  ): Promise<string[]> {
+    const migration = this.openMigration(slot, from, to);
+    const started = performance.now();
+    const moved: string[] = [];
+    for (;;) {
+      const [key] = migration.moveKeys(1);
+      if (key) moved.push(key);
+      else if (performance.now() - started >= minMs) break;
+      await new Promise((r) => setTimeout(r, stepMs));
+    }
+    migration.close();
+    return moved;
+  }
+
+  /**
+   * Opens the migration of `slot` from `from` to `to` (SETSLOT IMPORTING on `to`, MIGRATING on
+   * `from`). `moveKeys(n)` MIGRATEs up to `n` of the keys `from` still has (answering them);
+   * `close()` gives the slot to `to` (SETSLOT NODE on every live primary, `to` first).
+   */
+  openMigration(slot: number, from: number, to: number) {
+    const fromId = this.cli(from, 'CLUSTER', 'MYID');
+    const toId = this.cli(to, 'CLUSTER', 'MYID');
+    this.cli(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId);
+    this.cli(from, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId);
+    return {
+      moveKeys: (n: number): string[] => {
+        const keys = this.cli(from, 'CLUSTER', 'GETKEYSINSLOT', String(slot), String(n))
+          .split('\n')
+          .filter(Boolean);
+        if (keys.length > 0)
+          this.cli(from, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys);
+        return keys;
+      },
+      close: (): void => {
+        const primaries = this.nodes.filter(
+          (n) => n.running && !this.paused.has(n) && this.cli(n.port, 'ROLE').startsWith('master'),
+        );
+        for (const n of [this.byPort(to), ...primaries.filter((p) => p.port !== to)])
+          this.cli(n.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', toId);
+      },
+    };
+  }
+
+  /**
    * Restarts a dead (or stopped) old primary as an empty node and makes it a replica of
    * `primaryPort`, then waits until the cluster is settled again.
    */

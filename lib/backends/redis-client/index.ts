@@ -18,6 +18,7 @@ export {
   runScriptThen,
   type RedisScript,
 } from './redis.script';
+export { runScriptThenWait } from './redis.script-acked';
 export { RedisSubscriber } from './redis.subscriber';
 export { keySlot as clusterSlot } from '../../backend-kit/cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';

@@ -7,6 +7,8 @@ export type RedisReply = unknown;
 export interface RedisPipelineLike {
   evalsha(sha: string, numKeys: number, ...args: (string | number)[]): unknown;
   eval(script: string, numKeys: number, ...args: (string | number)[]): unknown;
+  wait?(numReplicas: number, timeout: number): unknown;
+  asking?(): unknown;
   exec(): Promise<[Error | null, RedisReply][] | null>;
 }
 
@@ -35,6 +37,8 @@ export interface RedisClientLike {
   readonly isCluster?: boolean;
   /** Cluster: slot -> ["host:port" of its primary, replicas...], as the client last saw them. */
   readonly slots?: readonly (readonly string[] | undefined)[];
+  /** Cluster: reads the slot map again; `callback` once it has (or has failed to). */
+  refreshSlotsCache?(callback?: (error?: Error | null) => void): void;
   /** Cluster: its connections to the nodes of `role`. */
   nodes?(role: 'master'): RedisNodeLike[];
 }
@@ -43,6 +47,7 @@ export interface RedisClientLike {
 export interface RedisNodeLike {
   readonly options: { readonly host?: string; readonly port?: number };
   wait?(numReplicas: number, timeout: number): Promise<number>;
+  pipeline?(): RedisPipelineLike;
 }
 
 /** Methods a value must have to be accepted as a client. */

@@ -14,6 +14,7 @@ import {
   attemptReply,
   attemptScript,
   busy,
+  checkAcks,
   confirmReplicated,
   forceReleaseLock,
   inspectLock,
@@ -116,9 +117,9 @@ export class RedisLockBackend implements LockBackend {
       handoffs: this.handoffs,
       channel: this.processChannel,
       fenceRetention: this.o.fenceRetention,
-      replicated: this.o.replicas
-        ? (what, key) => waitForReplicas(this.o, this.name, what, key)
-        : undefined,
+      replicas: this.o.replicas,
+      replicated: (what, key) => waitForReplicas(this.o, this.name, what, key),
+      checkAcks: (what, key, acked) => checkAcks(this.o, this.name, what, key, acked),
     }));
   }
   private seats: RedisSemaphore | undefined;
@@ -164,11 +165,11 @@ export class RedisLockBackend implements LockBackend {
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
-    const results = await renewScripts(this.o, locks);
+    const results = await renewScripts(this.o, this.name, locks);
     // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
     // would expire the key at the old deadline while we count on the new one. So it needs the acks
-    // too.
-    if (this.o.replicas && results.some(Boolean))
+    // too (on Cluster renewScripts has them, one WAIT per renewal on its node's connection).
+    if (this.o.replicas && !this.o.source.known?.isCluster && results.some(Boolean))
       await waitForReplicas(this.o, this.name, 'renewal', locks[0].key);
     return results;
   }

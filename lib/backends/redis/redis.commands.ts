@@ -12,14 +12,13 @@ import type {
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import {
-  clusterSlot,
   parseInspect,
   runScript,
   runScriptBatch,
   runScriptThen,
+  runScriptThenWait,
   toInspection,
   type RedisClientLike,
-  type RedisNodeLike,
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import type { RecentMarks } from './redis.recent-marks';
@@ -71,6 +70,13 @@ export function attemptScript(
     return Promise.resolve(o.source.get()).then(() =>
       attemptScript(o, channel, request, phase, waitMs, busyKeys),
     );
+  if (o.replicas && client.isCluster) {
+    const args = acquireArgs(client, o, channel, request, phase, waitMs);
+    return runScriptThenWait(client, ACQUIRE, 5, args, o.replicas).then(([reply, acked]) => {
+      clusterAcks.set(request, acked);
+      return reply;
+    });
+  }
   if (!busyKeys || phase === 'recheck' || request.mode !== 'exclusive' || busyKeys.has(request.key))
     return fullAttempt(client, o, channel, request, phase, waitMs);
   const { writer, readers, fence, queue } = lockKeys(request.key);
@@ -91,8 +97,20 @@ function fullAttempt(
   phase: Phase,
   waitMs: number,
 ): Promise<unknown> {
+  return runScript(client, ACQUIRE, 5, acquireArgs(client, o, channel, request, phase, waitMs));
+}
+
+/** The ACQUIRE script's keys and arguments. */
+function acquireArgs(
+  client: RedisClientLike,
+  o: ResolvedRedisOptions,
+  channel: string,
+  request: BackendAttempt,
+  phase: Phase,
+  waitMs: number,
+): (string | number)[] {
   const k = lockKeys(request.key);
-  const args = [
+  return [
     k.writer,
     k.readers,
     k.fence,
@@ -107,7 +125,6 @@ function fullAttempt(
     channel,
     client.isCluster ? '0' : '1',
   ];
-  return runScript(client, ACQUIRE, 5, args);
 }
 
 /**
@@ -168,9 +185,14 @@ export function releaseScript(
   return runScript(client, RELEASE, 5, args);
 }
 
-/** The renewal scripts of plain (not semaphore) locks; true where the lock was still ours. */
+/**
+ * The renewal scripts of plain (not semaphore) locks; true where the lock was still ours. With
+ * `replicas` on Cluster each renewal runs with its own WAIT on its node's connection, and a
+ * renewal too few replicas acknowledged fails the batch (as the one WAIT does on a single primary).
+ */
 export async function renewScripts(
   o: ResolvedRedisOptions,
+  backendName: string,
   locks: readonly BackendLock[],
 ): Promise<boolean[]> {
   const calls = locks.map((l) => {
@@ -178,6 +200,16 @@ export async function renewScripts(
     return [k.writer, k.readers, l.owner, l.ttl, l.mode];
   });
   const client = await o.source.get();
+  if (o.replicas && client.isCluster) {
+    const replicas = o.replicas;
+    const acked = await Promise.all(
+      calls.map((args) => runScriptThenWait(client, RENEW, 2, args, replicas)),
+    );
+    acked.forEach(([reply, n], i) => {
+      if (reply === 1) checkAcks(o, backendName, 'renewal', locks[i].key, n);
+    });
+    return acked.map(([reply]) => reply === 1);
+  }
   // Cluster: keys live on different nodes; the calls go out concurrently (one round trip of
   // latency). Standalone: one pipelined round trip for the whole batch.
   const replies = client.isCluster
@@ -219,7 +251,9 @@ export async function confirmReplicated(
   lock: BackendLock,
 ): Promise<void> {
   try {
-    await waitForReplicas(o, backendName, 'grant', lock.key);
+    const acked = clusterAcks.get(lock);
+    if (acked === undefined) await waitForReplicas(o, backendName, 'grant', lock.key);
+    else checkAcks(o, backendName, 'grant', lock.key, acked);
   } catch (error) {
     // The replicas error is what the caller must see; a failed give-back expires by its ttl.
     await releaseScript(o, lock, '0').catch(() => undefined);
@@ -230,17 +264,23 @@ export async function confirmReplicated(
 /** Errors that say `replicas` went unmet: a queued wait ends with them instead of retrying. */
 const unmet = new WeakSet<object>();
 
+/**
+ * Cluster: the acks of the WAIT that ran with an attempt's script (runScriptThenWait), by attempt;
+ * confirmReplicated reads those of the attempt that granted.
+ */
+export const clusterAcks = new WeakMap<BackendLock, number>();
+
 /** true for the error of a grant that too few replicas acknowledged (see waitForReplicas). */
 export function isReplicasUnmet(error: unknown): boolean {
   return typeof error === 'object' && error !== null && unmet.has(error);
 }
 
 /**
- * WAIT on our connection: it covers every write this connection sent before it (the replication
- * offset only grows), so one WAIT confirms a whole renewal batch. It blocks the connection for up
- * to `timeout` ms, which is why that should stay well below the ttl. On Cluster it runs on the
- * client's connection to the primary that owns `key`'s slot (the one that took the write; a WAIT
- * on any other connection would answer at once, having nothing of ours to wait for).
+ * WAIT on our connection to a single primary (standalone or Sentinel-managed): it covers every
+ * write this connection sent before it (the replication offset only grows), so one WAIT confirms a
+ * whole renewal batch. It blocks the connection for up to `timeout` ms, which is why that should
+ * stay well below the ttl. On Cluster the WAIT goes with each script instead (runScriptThenWait):
+ * apart from it, it could run on another node than the one that took the write.
  */
 export async function waitForReplicas(
   o: ResolvedRedisOptions,
@@ -250,33 +290,33 @@ export async function waitForReplicas(
 ): Promise<void> {
   const { count, timeout } = o.replicas as { count: number; timeout: number };
   const client = await o.source.get();
-  const node = client.isCluster ? primaryConnection(client, key) : client;
-  if (!node || typeof node.wait !== 'function') {
+  if (client.isCluster || typeof client.wait !== 'function') {
     throw new LockBackendUnavailableError(
       backendName,
       client.isCluster
-        ? `option "replicas": no connection to the primary of the key's slot is known yet`
+        ? 'option "replicas": a Cluster client WAITs with each script, not apart'
         : 'option "replicas" needs a client with WAIT (an ioredis Redis or Cluster client)',
       { key },
     );
   }
-  const acked = await node.wait(count, timeout);
-  if (acked < count) {
-    const error = new LockBackendUnavailableError(
-      backendName,
-      `only ${acked} of ${count} replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
-      { key },
-    );
-    unmet.add(error);
-    throw error;
-  }
+  checkAcks(o, backendName, what, key, await client.wait(count, timeout));
 }
 
-/** A Cluster client's connection to the primary that owns `key`'s slot, if it knows one. */
-function primaryConnection(client: RedisClientLike, key: string): RedisNodeLike | undefined {
-  const owner = client.slots?.[clusterSlot(key)]?.[0];
-  if (!owner || !client.nodes) return undefined;
-  return client
-    .nodes('master')
-    .find((n) => `${n.options.host ?? '127.0.0.1'}:${n.options.port ?? 6379}` === owner);
+/** Throws the "only N of M replicas acknowledged" error when `acked` is short of `replicas`. */
+export function checkAcks(
+  o: ResolvedRedisOptions,
+  backendName: string,
+  what: string,
+  key: string,
+  acked: number,
+): void {
+  const { count, timeout } = o.replicas as { count: number; timeout: number };
+  if (acked >= count) return;
+  const error = new LockBackendUnavailableError(
+    backendName,
+    `only ${acked} of ${count} replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
+    { key },
+  );
+  unmet.add(error);
+  throw error;
 }

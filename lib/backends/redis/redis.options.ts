@@ -28,7 +28,8 @@ export interface RedisLockBackendOptions {
   /**
    * After each grant, WAIT until `count` replicas acknowledge (at most `timeout` ms); fewer acks
    * release the grant and fail the acquire with LockBackendUnavailableError ("only N of M replicas
-   * acknowledged"). On Cluster the WAIT runs on the primary that owns the key's slot.
+   * acknowledged"). On Cluster each script goes in one pipeline with its WAIT: on the node that
+   * took the write.
    */
   replicas?: { count: number; timeout: number };
 }

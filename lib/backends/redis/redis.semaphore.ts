@@ -10,11 +10,12 @@ import {
   runScript,
   runScriptBatch,
   runScriptThen,
+  runScriptThenWait,
   type RedisClientLike,
   type RedisClientSource,
   type RedisSubscriber,
 } from '../redis-client';
-import { busy, isReplicasUnmet, type Phase } from './redis.commands';
+import { busy, clusterAcks, isReplicasUnmet, type Phase } from './redis.commands';
 import { RecentMarks } from './redis.recent-marks';
 import type { RedisHandoffs } from './redis.handoffs';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
@@ -40,8 +41,12 @@ export interface RedisSemaphoreDeps {
   /** This backend's process channel (handoffs to its waiters arrive there). */
   readonly channel: string;
   readonly fenceRetention: number;
-  /** WAIT for the configured replicas after a grant or renewal; undefined without `replicas`. */
-  readonly replicated: ((what: string, key: string) => Promise<void>) | undefined;
+  /** The `replicas` option (undefined without it). */
+  readonly replicas: { readonly count: number; readonly timeout: number } | undefined;
+  /** WAIT on a single primary for the configured replicas after a grant or renewal. */
+  readonly replicated: (what: string, key: string) => Promise<void>;
+  /** Throws the "only N of M" error when `acked` falls short (Cluster: the WAIT went with it). */
+  readonly checkAcks: (what: string, key: string, acked: number) => void;
 }
 
 /**
@@ -106,12 +111,20 @@ export class RedisSemaphore implements SemaphoreBackend {
     if (locks.length === 0) return [];
     const calls = locks.map((l) => [semaphoreKeys(l.key).seats, l.owner, l.ttl]);
     const client = await this.d.source.get();
+    const replicas = this.d.replicas;
+    if (replicas && client.isCluster) {
+      // Each renewal with its own WAIT on its node's connection (runScriptThenWait).
+      const acked = await Promise.all(
+        calls.map((args) => runScriptThenWait(client, SEM_RENEW, 1, args, replicas)),
+      );
+      acked.forEach(([r, n], i) => Number(r) === 1 && this.d.checkAcks('renewal', locks[i].key, n));
+      return acked.map(([r]) => Number(r) === 1);
+    }
     const replies = client.isCluster
       ? await Promise.all(calls.map((args) => runScript(client, SEM_RENEW, 1, args)))
       : await runScriptBatch(client, SEM_RENEW, 1, calls);
     const results = replies.map((r) => Number(r) === 1);
-    if (this.d.replicated && results.some(Boolean))
-      await this.d.replicated('renewal', locks[0].key);
+    if (replicas && results.some(Boolean)) await this.d.replicated('renewal', locks[0].key);
     return results;
   }
 
@@ -186,7 +199,7 @@ export class RedisSemaphore implements SemaphoreBackend {
         this.attempt(request, phase, waitMs, permits),
       );
     const k = semaphoreKeys(request.key);
-    if (phase === 'recheck' || this.busyKeys.has(request.key))
+    if (phase === 'recheck' || this.busyKeys.has(request.key) || this.clusterReplicas(client))
       return this.fullAttempt(request, phase, waitMs, permits);
     const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
     return runScriptThen(client, SEM_SEAT_FREE, 3, args, (answer) => {
@@ -224,7 +237,17 @@ export class RedisSemaphore implements SemaphoreBackend {
       channel,
       probe(client),
     ];
-    return runScript(client, SEM_ACQUIRE, 4, args);
+    const replicas = this.clusterReplicas(client);
+    if (!replicas) return runScript(client, SEM_ACQUIRE, 4, args);
+    return runScriptThenWait(client, SEM_ACQUIRE, 4, args, replicas).then(([reply, acked]) => {
+      clusterAcks.set(request, acked);
+      return reply;
+    });
+  }
+
+  /** `replicas` when the client is a Cluster client (its WAIT goes with each script). */
+  private clusterReplicas(client: RedisClientLike) {
+    return client.isCluster ? this.d.replicas : undefined;
   }
 
   /** The release script; answers 1 when a seat of ours was freed. Not async (see attempt). */
@@ -255,8 +278,13 @@ export class RedisSemaphore implements SemaphoreBackend {
     sentAt: number,
   ): BackendAcquireResult | Promise<BackendAcquireResult> {
     const result = { acquired: true, fencingToken: BigInt(token), sentAt };
-    if (!this.d.replicated) return result;
-    return this.d.replicated('grant', request.key).then(
+    if (!this.d.replicas) return result;
+    const acked = clusterAcks.get(request);
+    const confirmed =
+      acked === undefined
+        ? this.d.replicated('grant', request.key)
+        : Promise.resolve().then(() => this.d.checkAcks('grant', request.key, acked));
+    return confirmed.then(
       () => result,
       async (error: unknown) => {
         await this.release(request).catch(() => undefined);
