@@ -21,12 +21,6 @@ export interface PollAcquireOptions {
    * Default 1000.
    */
   readonly fallbackDelay?: number;
-  /**
-   * Called once the request is about to wait (its first attempt answered busy or failed, or it
-   * starts on a handoff), before the loop reads `request.signal`: the engine starts the wait's
-   * deadline timer here, so an acquire granted at its first attempt never creates one.
-   */
-  readonly onWait?: () => void;
 }
 
 /** One busy or failed attempt: its answer (busy), or its failure (backend unreachable). */
@@ -62,11 +56,12 @@ function prepare(notifier: WakeupSource, key: string): Promise<boolean> {
 async function afterBusy(
   request: BackendAcquireRequest,
   options: PollAcquireOptions,
+  onWait: (() => void) | undefined,
   listener: ReleaseListener | undefined,
   answer: Answer,
   state: WaitState,
 ): Promise<BackendAcquireResult | undefined> {
-  if (request.wait > 0) options.onWait?.();
+  if (request.wait > 0) onWait?.();
   if (request.wait === 0 || request.signal.aborted) {
     listener?.dispose();
     if (answer.failure !== undefined)
@@ -102,18 +97,22 @@ async function afterBusy(
  * release notification, the lock's own expiry (the attempt's retryAfter) or a jittered backoff,
  * whichever comes first; stop when the request's signal aborts (deadline or cancel). A failed
  * attempt (backend unreachable) is retried while the budget lasts; when it runs out, the last
- * failure surfaces as LockBackendUnavailableError, never as a timeout.
+ * failure surfaces as LockBackendUnavailableError, never as a timeout. `onWait` is called once
+ * the request is about to wait (its first attempt answered busy or failed, or it starts on a
+ * handoff), before the loop reads `request.signal`: the engine starts the wait's deadline timer
+ * there, so an acquire granted at its first attempt never creates one.
  */
 export async function pollAcquire(
   request: BackendAcquireRequest,
   attempt: () => Promise<BackendAcquireResult>,
   options: PollAcquireOptions,
   handoff?: ReleaseListener,
+  onWait?: () => void,
 ): Promise<BackendAcquireResult> {
   // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
   // its release (or the fallback) before the first attempt instead of attempting in vain.
   if (handoff) {
-    options.onWait?.();
+    onWait?.();
     await handoff.wait(options.fallbackDelay ?? 1_000, request.signal);
   }
   let state: WaitState | undefined; // made at the first busy answer (a grant needs none)
@@ -137,7 +136,7 @@ export async function pollAcquire(
       answer = { failure };
     }
     state ??= { delay: options.minDelay ?? 10, prepared: false };
-    const done = await afterBusy(request, options, listener, answer, state);
+    const done = await afterBusy(request, options, onWait, listener, answer, state);
     if (done) return done;
   }
 }

@@ -4,7 +4,7 @@ import type {
   LockBackend,
 } from '../../interfaces/lock-backend.interface';
 import type { GrantForm } from './grant-form';
-import { pollAcquire } from './poll-wait';
+import { pollAcquire, type PollAcquireOptions } from './poll-wait';
 import { LocalWaitQueue } from './wait-line';
 
 /**
@@ -17,6 +17,7 @@ import { LocalWaitQueue } from './wait-line';
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
+  private readonly policies = new WeakMap<LockBackend, PollAcquireOptions>();
 
   /** `record.attempts` counts attempts; `onWait` is called once the request really waits. */
   run(
@@ -27,13 +28,13 @@ export class AcquireRunner {
     record: { attempts: number },
     onWait: () => void,
   ): Promise<BackendAcquireResult> {
-    const options = { backend: label, notifier: backend.wakeups, ...backend.waitPolicy, onWait };
+    const options = this.options(backend, label);
     if (form.manyHolders) {
       const attempt = () => {
         record.attempts++;
         return form.tryAcquire(request);
       };
-      return pollAcquire(request, attempt, options);
+      return pollAcquire(request, attempt, options, undefined, onWait);
     }
     const line = this.line(backend, label);
     const attempt = () => {
@@ -46,7 +47,7 @@ export class AcquireRunner {
     const listen = wakeups && !wakeups.prepare ? (key: string) => wakeups.listen(key) : undefined;
     return line.run(
       request,
-      (handoff) => pollAcquire(request, attempt, options, handoff),
+      (handoff) => pollAcquire(request, attempt, options, handoff, onWait),
       listen,
       onWait,
     );
@@ -55,6 +56,15 @@ export class AcquireRunner {
   /** Waiters queued in this process's lines for `backend` (heads included). */
   waiting(backend: LockBackend): number {
     return this.lines.get(backend)?.waiting ?? 0;
+  }
+
+  /** The wait's options for `backend` (its label, wake-ups and policy), made once per backend. */
+  private options(backend: LockBackend, label: string): PollAcquireOptions {
+    const cached = this.policies.get(backend);
+    if (cached?.backend === label) return cached;
+    const options = { backend: label, notifier: backend.wakeups, ...backend.waitPolicy };
+    this.policies.set(backend, options);
+    return options;
   }
 
   private line(backend: LockBackend, label: string): LocalWaitQueue {

@@ -54,7 +54,13 @@ export function observed(
   // Grants and busy answers are reported only to someone who wants them (the default log level
   // wants failures alone): then no record is kept and nothing runs on a grant.
   const outcomes = tracing || events.wants('acquired') || events.wants('busy');
-  if (!outcomes && !events.wants('acquireFailed')) return pipeline.start(call, UNREAD);
+  if (!outcomes) {
+    if (!events.wants('acquireFailed')) return pipeline.start(call, UNREAD);
+    const started = performance.now();
+    return pipeline.start(call, UNREAD).catch((error: unknown) => {
+      throw failedOnly(engine, call, started, error);
+    });
+  }
   const backend = call.options?.backend ?? DEFAULT_BACKEND_NAME;
   const record: AcquireRecord = outcomes
     ? { attempts: 0, ahead: engine.activity.waitingFor(backend, call.key) }
@@ -75,7 +81,6 @@ export function observed(
     report(undefined, error);
     throw error;
   };
-  if (!outcomes) return pipeline.start(call, record).catch(failed);
   const observe = () =>
     pipeline.start(call, record).then((handle) => (report(handle), handle), failed);
   if (!tracing) return observe();
@@ -102,6 +107,28 @@ export function observed(
 }
 
 type Settled = { handle?: LockHandle; error?: unknown };
+
+/**
+ * What the default log level watches (failures alone), reported from one callback: an acquire that
+ * failed (not a busy answer or a timeout) becomes an 'acquireFailed' event. Returns the error.
+ */
+function failedOnly(
+  engine: ObservedEngine,
+  call: AcquireCall,
+  startedAt: number,
+  error: unknown,
+): unknown {
+  if (!engine.events.active || outcomeOf(UNREAD, error, 0) !== 'failed') return error;
+  engine.activity.acquireFailed({
+    key: call.key,
+    keyTemplate: call.keyTemplate,
+    backend: call.options?.backend ?? DEFAULT_BACKEND_NAME,
+    waitMs: performance.now() - startedAt,
+    mode: call.options?.mode ?? engine.defaults.mode,
+    error,
+  });
+  return error;
+}
 
 /**
  * Runs a locked call inside the tracers (a 'held' span, active for the work inside); plain

@@ -70,7 +70,8 @@ export class LockLease implements BackendLock {
   /** Made on first use: most locks are released without anyone reading their signal. */
   private controller?: AbortController;
   /** Internal loss callbacks (see onLoss): cheaper than a listener on the signal. */
-  private lossWatchers?: Set<() => void>;
+  /** Who learns of a loss (see onLoss): one watcher, or a Set once there are more. */
+  private lossWatchers?: (() => void) | Set<() => void>;
   private releasing?: Promise<void>;
 
   readonly key: string;
@@ -144,7 +145,8 @@ export class LockLease implements BackendLock {
     this.lossWatchers = undefined;
     this.detached(() => {
       controller.abort(error);
-      if (watchers) for (const watch of watchers) watch();
+      if (typeof watchers === 'function') watchers();
+      else if (watchers) for (const watch of watchers) watch();
     });
   }
 
@@ -158,8 +160,17 @@ export class LockLease implements BackendLock {
       queueMicrotask(watch);
       return noop;
     }
-    (this.lossWatchers ??= new Set()).add(watch);
-    return () => this.lossWatchers?.delete(watch);
+    const watchers = this.lossWatchers;
+    if (watchers === undefined) this.lossWatchers = watch;
+    else if (typeof watchers === 'function') this.lossWatchers = new Set([watchers, watch]);
+    else watchers.add(watch);
+    return () => this.unwatch(watch);
+  }
+
+  private unwatch(watch: () => void): void {
+    const watchers = this.lossWatchers;
+    if (watchers === watch) this.lossWatchers = undefined;
+    else if (typeof watchers === 'object') watchers.delete(watch);
   }
 
   get lostError(): LockLostError | undefined {
