@@ -123,14 +123,40 @@ const LABELS: Record<HttpLayerRowName, [string, HttpLayerRowName | undefined]> =
   manualRedis: ['SET NX PX + compare-and-delete by hand (no module)', 'bare'],
 };
 
-/** One table per runtime. */
+/** The runtimes side by side (medians and ratios), then one table per runtime with every run. */
 export function httpLayerSection(results: HttpLayerResult[]): string {
-  return results.map(httpLayerTable).join('');
+  return (results.length > 1 ? sideBySide(results) : '') + results.map(httpLayerTable).join('');
+}
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+
+/** The median req/s of each route on each runtime, and its ratio to the row it is judged against. */
+function sideBySide(results: HttpLayerResult[]): string {
+  const lines = [
+    '',
+    `## HTTP layer, runtimes side by side (median req/s of ${results[0].runs} runs)`,
+    '',
+    `| route | ${results.map((r) => `${r.runtime} req/s | ÷`).join(' | ')} |`,
+    `| :---- | ${results.map(() => '-----: | :-').join(' | ')} |`,
+  ];
+  for (const [name, [label, against]] of Object.entries(LABELS) as [
+    HttpLayerRowName,
+    [string, HttpLayerRowName | undefined],
+  ][]) {
+    const cells = results.map((r) => {
+      const values = r.rows[name];
+      if (!values) return '— | ';
+      const base = against && r.rows[against];
+      const ratio = base ? `${(median(values) / median(base)).toFixed(2)}× ${against}` : '';
+      return `${median(values).toFixed(0)} | ${ratio}`;
+    });
+    lines.push(`| ${label} | ${cells.join(' | ')} |`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** The table: req/s per run, their median, and the median's ratio to the row it is judged against. */
 function httpLayerTable(r: HttpLayerResult): string {
-  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
   const lines = [
     '',
     `## HTTP layer on ${r.runtime} (${r.runs} runs, ${r.connections} connections, ${r.seconds} s per row, load ${r.loadAverage.start[0]} → ${r.loadAverage.end[0]})`,
