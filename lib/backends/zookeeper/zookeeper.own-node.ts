@@ -194,7 +194,9 @@ export abstract class OwnNode {
       if (errorCode(error) === ERR_NO_NODE) {
         lockDirs.forget(c, this.nodeDir);
         await zk.mkdirp(c, this.nodeDir, this.acl);
-        return createNode(true).catch((e) => this.createFailed(e));
+        const path = await createNode(true).catch((e) => this.createFailed(e));
+        lockDirs.add(c, this.nodeDir);
+        return path;
       }
       return this.createFailed(error);
     }
