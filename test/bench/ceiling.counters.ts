@@ -30,12 +30,18 @@ async function etcdCounters(url: string): Promise<Counters> {
       out[handled[1]] = (out[handled[1]] ?? 0) + Number(handled[2]);
       out.requests += Number(handled[2]);
     }
-    const received = /^grpc_server_msg_received_total\{[^}]*grpc_method="(Watch|LeaseKeepAlive)"[^}]*\} (\S+)$/.exec(line);
+    const received =
+      /^grpc_server_msg_received_total\{[^}]*grpc_method="(Watch|LeaseKeepAlive)"[^}]*\} (\S+)$/.exec(
+        line,
+      );
     if (received) {
       out[`${received[1]} msg`] = Number(received[2]);
       out.requests += Number(received[2]);
     }
-    const m = /^(etcd_server_proposals_committed_total|etcd_disk_wal_fsync_duration_seconds_count) (\S+)$/.exec(line);
+    const m =
+      /^(etcd_server_proposals_committed_total|etcd_disk_wal_fsync_duration_seconds_count) (\S+)$/.exec(
+        line,
+      );
     if (m) out[m[1].startsWith('etcd_server') ? 'durableWrites' : 'fsyncs'] = Number(m[2]);
   }
   return out;
@@ -43,7 +49,8 @@ async function etcdCounters(url: string): Promise<Counters> {
 
 async function zkCounters(port: number): Promise<Counters> {
   const [mntr, srvr] = await Promise.all([fourLetter(port, 'mntr'), fourLetter(port, 'srvr')]);
-  const num = (name: string) => Number(new RegExp(`^${name}\\s+(\\S+)$`, 'm').exec(mntr)?.[1] ?? NaN);
+  const num = (name: string) =>
+    Number(new RegExp(`^${name}\\s+(\\S+)$`, 'm').exec(mntr)?.[1] ?? NaN);
   const zxid = /Zxid: 0x([0-9a-f]+)/.exec(srvr)?.[1] ?? '0';
   // The 4lw connections themselves are packets too: count them out in diff().
   return {
@@ -54,7 +61,12 @@ async function zkCounters(port: number): Promise<Counters> {
 }
 
 /** after - before, per `per` operations; `requests` net of the probes' own packets (ZooKeeper). */
-export function diff(system: CeilingSystem, before: Counters, after: Counters, per: number): Counters {
+export function diff(
+  system: CeilingSystem,
+  before: Counters,
+  after: Counters,
+  per: number,
+): Counters {
   const out: Counters = {};
   for (const k of Object.keys(after)) {
     const d = after[k] - (before[k] ?? 0);

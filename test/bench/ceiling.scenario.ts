@@ -90,7 +90,13 @@ async function ceilingOf(
       const r = await runHandoff(
         ours,
         ctx.servers,
-        { workers: WORKERS, durationMs: windowMs, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `c${round}` },
+        {
+          workers: WORKERS,
+          durationMs: windowMs,
+          holdMs: HOLD_MS,
+          pauseMs: PAUSE_MS,
+          key: `c${round}`,
+        },
         ctx.inProcess ? undefined : await ctx.workerPool(),
       );
       handoffSamples.push(r.handoffsPerSec);
@@ -98,11 +104,19 @@ async function ceilingOf(
       writeSamples.push(await writes.sample(WRITES));
       await cycle(one, `u${round}:${system}`, ctx.quick ? 100 : 300, cycles);
       ctx.log(
-        `ceiling ${system} round ${round}: writes ${writeSamples.slice(-2).map((w) => w.toFixed(0)).join(' / ')}/s, ` +
+        `ceiling ${system} round ${round}: writes ${writeSamples
+          .slice(-2)
+          .map((w) => w.toFixed(0))
+          .join(' / ')}/s, ` +
           `${r.handoffsPerSec.toFixed(0)} handoffs/s, cycle ${summarize(cycles).mean.toFixed(2)} ms`,
       );
     }
-    const perCycle = await account(system, ctx, () => cycle(one, `acc:${system}`, 200, [], false), 200);
+    const perCycle = await account(
+      system,
+      ctx,
+      () => cycle(one, `acc:${system}`, 200, [], false),
+      200,
+    );
     const perHandoff = await accountHandoffs(system, ctx);
     const writesPerSec = mean(writeSamples);
     const handoffsPerSec = mean(handoffSamples);
@@ -127,7 +141,13 @@ async function ceilingOf(
 }
 
 /** Sequential acquire + release of new keys: `count` cycles, or for `count` ms when `ms`. */
-async function cycle(client: LockClient, prefix: string, count: number, samples: number[], ms = true) {
+async function cycle(
+  client: LockClient,
+  prefix: string,
+  count: number,
+  samples: number[],
+  ms = true,
+) {
   const until = performance.now() + count;
   for (let i = 0; ms ? performance.now() < until : i < count; i++) {
     const t0 = performance.now();
@@ -153,7 +173,9 @@ async function account(
 /** Counters per grant of the contended loop, its WORKERS clients in this process (no warm-up). */
 async function accountHandoffs(system: CeilingSystem, ctx: BenchContext): Promise<Counters> {
   const ours = contendersFor(system)[0];
-  const clients = await Promise.all(Array.from({ length: WORKERS }, () => ours.connect(ctx.servers)));
+  const clients = await Promise.all(
+    Array.from({ length: WORKERS }, () => ours.connect(ctx.servers)),
+  );
   const o = { durationMs: 1_000, holdMs: HOLD_MS, pauseMs: PAUSE_MS, key: `acc-h:${system}` };
   try {
     await driveClients(clients, { ...o, key: `${o.key}:warm` }, process.hrtime.bigint());
@@ -190,7 +212,7 @@ export function ceilingSection(r: CeilingResult): string {
     ...r.rows.map(
       (x) =>
         `| ${x.system} | ${x.writesPerSec.toFixed(0)} | ${x.handoffsPerSec.toFixed(0)} | ${x.handoffRatio.toFixed(2)}× | ` +
-          `${x.cycleMs.toFixed(2)} | ${x.cycleWrites.toFixed(2)} | ${x.overlaps} |`,
+        `${x.cycleMs.toFixed(2)} | ${x.cycleWrites.toFixed(2)} | ${x.overlaps} |`,
     ),
     '',
     ...r.rows.flatMap((x) => [

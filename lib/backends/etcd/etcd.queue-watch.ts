@@ -6,7 +6,7 @@ export interface RangeDelete {
   readonly rev: bigint;
 }
 
-/** What a waiter sees of its lock's queue watch: deletes kept, complete for every one after `from`. */
+/** A waiter's view of its lock's queue watch: the deletes kept, complete past `from`. */
 export interface QueueView {
   readonly from: bigint;
   readonly history: readonly RangeDelete[];

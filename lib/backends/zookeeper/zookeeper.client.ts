@@ -9,7 +9,7 @@ import { lockDirs } from './zookeeper.dirs';
 export interface ZooKeeperStat {
   readonly czxid: Buffer | number | bigint;
   readonly ephemeralOwner: Buffer | number | bigint;
-  /** Changes to the node's children so far (a sequential child's suffix is its parent's cversion). */
+  /** Changes to the node's children so far (a sequential child's suffix is this, before it). */
   readonly cversion?: number;
   /** zxid of the last change to the node's children. */
   readonly pzxid?: Buffer | number | bigint;
@@ -52,7 +52,11 @@ export interface ZooKeeperClientLike {
   ): void;
   getChildren(
     path: string,
-    callback: (error: ZooKeeperError | null | undefined, children: string[], stat?: ZooKeeperStat) => void,
+    callback: (
+      error: ZooKeeperError | null | undefined,
+      children: string[],
+      stat?: ZooKeeperStat,
+    ) => void,
   ): void;
   mkdirp(path: string, callback: Callback<string>): void;
   mkdirp(path: string, acls: readonly unknown[], callback: Callback<string>): void;
@@ -175,11 +179,15 @@ export const zk: {
         e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list),
       ),
     ),
-  /** getChildren with the directory's stat (the driver sends GET_CHILDREN2); null when it is gone. */
+  /** getChildren with the directory's stat (the driver sends GET_CHILDREN2); null when gone. */
   listing: (c: ZooKeeperClientLike, path: string) =>
     new Promise<Listing | null>((resolve, reject) =>
       c.getChildren(path, (e, children, stat) =>
-        e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve({ children, stat }),
+        e
+          ? errorCode(e) === ERR_NO_NODE
+            ? resolve(null)
+            : reject(e)
+          : resolve({ children, stat }),
       ),
     ),
   mkdirp: (c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]) =>

@@ -5,6 +5,7 @@ import {
   errorCode,
   zk,
   type Listing,
+  type ZooKeeperClientLike,
   type ZooKeeperEvent,
 } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
@@ -24,6 +25,8 @@ export class Contender extends OwnNode {
    * from "busy lock".
    */
   serverCall = false;
+  /** Our node's czxid (the fencing token), once known. */
+  private czxid: bigint | undefined;
 
   constructor(
     session: ZooKeeperSession,
@@ -60,83 +63,34 @@ export class Contender extends OwnNode {
    * waiting for that one never skips our turn.
    */
   async run(): Promise<Grant | null> {
-    let czxid: bigint | undefined;
     let listing: Listing | null | undefined;
     for (;;) {
       if (this.abandoned) return this.giveUp();
       try {
         const c = this.session.client;
         this.woken = false;
-        if (!this.path) {
-          const created = this.create();
-          const listed = zk.listing(c, this.dir);
-          listed.catch(() => undefined);
-          this.path = await this.call(() => created);
-          czxid = undefined;
-          this.ownWatched = false;
-          this.ownGone = false;
-          listing = await this.call(() => listed).catch(() => undefined);
-          if (this.abandoned) return this.giveUp();
-        }
+        if (!this.path) listing = await this.createAndList(c);
+        if (this.abandoned || !this.path) return this.giveUp();
         const path = this.path;
         const ours = path.slice(this.dir.length + 1);
-        if (!listing?.children.includes(ours)) listing = await this.call(() => zk.listing(c, this.dir));
+        if (!listing?.children.includes(ours))
+          listing = await this.call(() => zk.listing(c, this.dir));
         if (this.abandoned) return this.giveUp();
         const sorted = sortChildren(listing?.children ?? []);
         const where = standing(sorted, ours, this.exclusive);
-        if ('missing' in where) {
-          // Our node vanished (deleted by an operator, or its directory removed): queue up again.
-          this.path = listing = undefined;
-          continue;
-        }
-        if (where.held) {
-          czxid ??= this.czxidFrom(listing as Listing, ours);
-          if (czxid === undefined) {
-            const stat = await this.call(() => this.watchOwn(c, path));
-            if (!stat) {
-              this.path = listing = undefined;
-              continue;
-            }
-            czxid = toBigInt(stat.czxid, 'zookeeper');
-          }
-          this.granted = true;
-          if (!this.ownWatched) this.watchOwnLater(c, path);
-          return { path, czxid };
-        }
-        if (this.tryOnce) return this.giveUp();
+        const step =
+          'missing' in where
+            ? 'missing'
+            : where.held
+              ? await this.holdNow(c, path, listing as Listing, ours)
+              : this.tryOnce
+                ? 'busy'
+                : await this.waitTurn(c, path, sorted.indexOf(ours), sorted, where.watch);
         listing = undefined;
-        // exclusive: older nodes are those before ours; the first waiter has exactly one
-        const index = sorted.indexOf(ours);
-        const first = this.exclusive && index === 1;
-        const target = this.exclusive && index >= 2 ? sorted[index - 2] : where.watch;
-        const generation = ++this.generation;
-        const [stat, watched] = await this.call(() =>
-          Promise.all([
-            this.ownWatched ? undefined : this.watchOwn(c, path),
-            zk.watch(c, `${this.dir}/${target}`, (event: ZooKeeperEvent) => {
-              // a watch from an earlier round: we moved on
-              if (generation !== this.generation) return;
-              if (event.type === EVENT_NODE_DELETED) {
-                this.stats.watchNotifications++;
-                if (first) this.turn = generation;
-              }
-              this.kick();
-            }),
-          ]),
-        );
-        if (stat === null) {
-          this.path = undefined;
-          continue;
-        }
-        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
-        if (this.abandoned) return this.giveUp();
-        if (first && !watched) this.turn = generation;
-        else if (watched) await this.sleep();
-        if (this.abandoned) return this.giveUp();
-        if (first && this.turn === generation && !this.ownGone && czxid !== undefined) {
-          this.granted = true;
-          return { path, czxid };
-        }
+        if (step === 'busy') return this.giveUp();
+        if (step === 'granted') return { path, czxid: this.czxid as bigint };
+        // Our node vanished (deleted by an operator, or its directory removed): queue up again.
+        if (step === 'missing') this.path = undefined;
       } catch (error) {
         listing = undefined;
         if (errorCode(error) === ERR_CONNECTION_LOSS && !this.session.dead && !this.abandoned) {
@@ -147,6 +101,77 @@ export class Contender extends OwnNode {
         throw error;
       }
     }
+  }
+
+  /** Creates our node and lists the directory right behind it: the listing, if it answered. */
+  private async createAndList(c: ZooKeeperClientLike): Promise<Listing | null | undefined> {
+    const created = this.create();
+    const listed = zk.listing(c, this.dir);
+    listed.catch(() => undefined);
+    this.path = await this.call(() => created);
+    this.czxid = undefined;
+    this.ownWatched = false;
+    this.ownGone = false;
+    if (this.abandoned) return undefined;
+    return this.call(() => listed).catch(() => undefined);
+  }
+
+  /** We are first: the grant, with our czxid from the listing or from one read of our node. */
+  private async holdNow(
+    c: ZooKeeperClientLike,
+    path: string,
+    listing: Listing,
+    ours: string,
+  ): Promise<'granted' | 'missing'> {
+    this.czxid ??= this.czxidFrom(listing, ours);
+    if (this.czxid === undefined) {
+      const stat = await this.call(() => this.watchOwn(c, path));
+      if (!stat) return 'missing';
+      this.czxid = toBigInt(stat.czxid, 'zookeeper');
+    }
+    this.granted = true;
+    if (!this.ownWatched) this.watchOwnLater(c, path);
+    return 'granted';
+  }
+
+  /**
+   * Watches the node we wait for (and our own, in the same round trip) and sleeps until woken:
+   * 'granted' when we are the first waiter and its node went while ours did not, else 'again'
+   * (list again) or 'missing' (our node is gone).
+   */
+  private async waitTurn(
+    c: ZooKeeperClientLike,
+    path: string,
+    index: number,
+    sorted: readonly string[],
+    watch: string,
+  ): Promise<'granted' | 'again' | 'missing'> {
+    const first = this.exclusive && index === 1;
+    const target = this.exclusive && index >= 2 ? sorted[index - 2] : watch;
+    const generation = ++this.generation;
+    const [stat, watched] = await this.call(() =>
+      Promise.all([
+        this.ownWatched ? undefined : this.watchOwn(c, path),
+        zk.watch(c, `${this.dir}/${target}`, (event: ZooKeeperEvent) => {
+          // a watch from an earlier round: we moved on
+          if (generation !== this.generation) return;
+          if (event.type === EVENT_NODE_DELETED) {
+            this.stats.watchNotifications++;
+            if (first) this.turn = generation;
+          }
+          this.kick();
+        }),
+      ]),
+    );
+    if (stat === null) return 'missing';
+    if (stat) this.czxid = toBigInt(stat.czxid, 'zookeeper');
+    if (this.abandoned) return 'again';
+    if (first && !watched) this.turn = generation;
+    else if (watched) await this.sleep();
+    if (this.abandoned || !first || this.turn !== generation || this.ownGone) return 'again';
+    if (this.czxid === undefined) return 'again';
+    this.granted = true;
+    return 'granted';
   }
 
   /** Our czxid from a listing taken right after our create, when nothing changed in between. */
