@@ -35,7 +35,9 @@ async function etcdCounters(url: string): Promise<Counters> {
         line,
       );
     if (received) {
-      out[`${received[1]} msg`] = Number(received[2]);
+      // grpc.health.v1.Health has a Watch method too: sum over services.
+      const k = `${received[1]} msg`;
+      out[k] = (out[k] ?? 0) + Number(received[2]);
       out.requests += Number(received[2]);
     }
     const m =
