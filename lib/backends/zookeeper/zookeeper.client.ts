@@ -112,7 +112,7 @@ export const zk: {
     data?: Buffer,
   ): Promise<string>;
   remove(c: ZooKeeperClientLike, path: string): Promise<void>;
-  release(c: ZooKeeperClientLike, path: string): Promise<void>;
+  release(c: ZooKeeperClientLike, path: string, parents?: readonly string[]): Promise<void>;
   exists(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null>;
   watch(
     c: ZooKeeperClientLike,
@@ -143,19 +143,22 @@ export const zk: {
    * Deletes our node, then its lock directory if that is now empty, so directories do not pile up
    * (one per key ever used). The delete and a listing of the directory go out back to back (one
    * round trip; the server runs a session's requests in order); the release resolves with the
-   * delete, and the directory is removed after it only when the listing was empty. Removing it
-   * blindly cost a logged NOT_EMPTY transaction on every contended release. A contender whose
-   * create then finds no directory recreates it.
+   * delete, and the directory is removed after it only when the listing was empty (then so are
+   * `parents`, in order, each only if empty: a semaphore's path). Removing it blindly cost a
+   * logged NOT_EMPTY transaction on every contended release. A contender whose create then finds
+   * no directory recreates it.
    */
-  release: (c: ZooKeeperClientLike, path: string) => {
+  release: (c: ZooKeeperClientLike, path: string, parents: readonly string[] = []) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
     c.getChildren(dir, (e, children) => {
       if (e || children.length > 0) return;
-      lockDirs.forget(c, dir);
       // NOT_EMPTY (a contender came meanwhile) or NO_NODE: fine; a failure leaves an empty
       // directory that costs nothing (the next release there removes it).
-      c.remove(dir, -1, () => undefined);
+      for (const d of [dir, ...parents]) {
+        lockDirs.forget(c, d);
+        c.remove(d, -1, () => undefined);
+      }
     });
     return node;
   },
