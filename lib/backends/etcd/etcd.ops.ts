@@ -66,10 +66,11 @@ function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeReques
 
 /**
  * The key to wait for in a youngest-first page, skipping our own key and foreign keys. Shared: the
- * youngest older writer. Exclusive: the (TURN_WATCH_MAX + 1)-th youngest older contender (or the
- * oldest in the page): its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the
- * waiter re-reads and moves to the turn watch while those still hold, off the handoff's path. Any
- * older key blocks an exclusive waiter, so waiting for this one never skips our turn.
+ * youngest older writer. Exclusive (only when more than TURN_WATCH_MAX are older, else the queue
+ * watch waits): the (TURN_WATCH_MAX + 1)-th youngest older contender (or the oldest in the page):
+ * its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the waiter re-reads and
+ * moves to the queue watch while those still hold. Any older key blocks an exclusive waiter, so
+ * waiting for this one never skips our turn.
  */
 function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
   let found: Blocker | undefined;
