@@ -11,6 +11,7 @@ import { runScaling } from './scaling.scenario';
 import { runSemaphore, semaphoreSection, type SemaphoreResult } from './semaphore.scenario';
 import { httpLayerSection, runHttpLayer, type HttpLayerResult } from './http-layer.scenario';
 import { fencingTable, runFencing, type FencingRow } from './fencing.scenario';
+import { ceilingSection, runCeiling, type CeilingResult } from './ceiling.scenario';
 import { renderReport, type BenchResults } from './bench.report';
 import { writeCharts } from './bench.chart';
 import { WorkerPool } from './bench.workers';
@@ -20,7 +21,7 @@ import { reportMain } from './bench.record';
 const WORKER_PROCESSES = 8;
 
 /**
- * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore,http-layer,fencing]
+ * `npm run bench [-- --quick] [--scenarios=uncontended,contended,decorator,watchdog,scaling,semaphore,http-layer,fencing,ceiling]
  * [--systems=memory,redis,...] [--in-process] [--out=name]`: starts private servers, runs the
  * scenarios (ours and the competitors alternating, in this one process, against the same servers),
  * writes test/bench/results/<name>.json, .md and <name>-*.svg (git ignores all but the record).
@@ -37,6 +38,7 @@ const SCENARIOS = [
   'semaphore',
   'http-layer',
   'fencing',
+  'ceiling',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const KNOWN_FLAGS = ['--quick', '--scenarios', '--systems', '--in-process', '--out', '--report'];
@@ -115,6 +117,7 @@ async function main(): Promise<void> {
       if (scenario === 'semaphore') Object.assign(results, { semaphore: await runSemaphore(ctx) });
       if (scenario === 'http-layer') Object.assign(results, { httpLayer: await runHttpLayer(ctx) });
       if (scenario === 'fencing') Object.assign(results, { fencing: await runFencing() });
+      if (scenario === 'ceiling') Object.assign(results, { ceiling: await runCeiling(ctx) });
     }
   } finally {
     await (await pool?.catch(() => undefined))?.stop();
@@ -130,11 +133,13 @@ async function main(): Promise<void> {
   const semaphore = (results as { semaphore?: SemaphoreResult }).semaphore;
   const httpLayer = (results as { httpLayer?: HttpLayerResult[] }).httpLayer;
   const fencing = (results as { fencing?: FencingRow[] }).fencing;
+  const ceiling = (results as { ceiling?: CeilingResult }).ceiling;
   const report =
     renderReport(results, charts) +
     (semaphore ? semaphoreSection(semaphore) : '') +
     (httpLayer ? httpLayerSection(httpLayer) : '') +
-    (fencing ? `\n## Fenced writes\n\n${fencingTable(fencing)}\n` : '');
+    (fencing ? `\n## Fenced writes\n\n${fencingTable(fencing)}\n` : '') +
+    (ceiling ? ceilingSection(ceiling) : '');
   writeFileSync(join(dir, `${name}.md`), report);
   ctx.log(
     `done in ${results.durationSeconds} s: test/bench/results/${name}.json, .md; charts: ${charts.join(', ') || 'none'}`,

@@ -84,25 +84,41 @@ describe('etcd backend: the turn watch', () => {
     await granted.release();
   });
 
-  it('a waiter further back moves to the turn watch while the waiter ahead holds: no request after that one releases', async () => {
-    const key = name('deeper');
+  it('a waiter two places back is granted with no etcd request after its create: not when the holder goes, not when the next one does', async () => {
+    const key = name('queue');
     const holder = await engine().engine.acquire(key);
     const second = engine().engine.acquire(key);
     await eventually(async () => (await keysOf(key)).length === 2);
     const { client, stats } = countingClient();
     const third = engine(client).engine.acquire(key);
-    await eventually(async () => (await keysOf(key)).length === 3);
+    await eventually(
+      async () => (await keysOf(key)).length === 3 && stats.watches >= 1 && stats.inflight === 0,
+    );
+    // Its create txn listed both older contenders; the lock's queue watch proves the rest.
+    const before = stats.calls;
     await holder.release();
     const next = await second;
-    // The third one re-reads now (the holder's delete leaves one contender older than it) and
-    // arms its turn watch while `next` holds.
-    await eventually(() => stats.watches >= 2 && stats.inflight === 0);
-    const before = stats.calls;
     await next.release();
     const last = await third;
+    // The old path re-read its position when the holder's delete moved it up (one txn).
     expect(stats.calls - before).toBe(0);
     expect(last.fencingToken > next.fencingToken).toBe(true);
     await last.release();
+  });
+
+  it("a lock's queue watch outlives a wait: the next wait on it in the same process opens no new watch", async () => {
+    const key = name('linger');
+    const { client, stats } = countingClient();
+    const waiter = engine(client).engine;
+    for (let round = 0; round < 3; round++) {
+      const holder = await engine().engine.acquire(key);
+      const waiting = waiter.acquire(key);
+      await eventually(async () => (await keysOf(key)).length === 2 && stats.inflight === 0);
+      await holder.release();
+      await (await waiting).release();
+    }
+    // One watch for the three waits (the old path opened one per wait).
+    expect(stats.watches).toBe(1);
   });
 
   it.each([

@@ -18,6 +18,7 @@ import { deleteSeatHolders, readSeats, seatInspection } from './etcd.seats';
 import { renewHeld } from './etcd.renew';
 import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
+import { QueueWatches } from './etcd.queue-watch';
 import { EtcdSession } from './etcd.session';
 import { LockSlot, type SlotContext } from './etcd.slot';
 
@@ -62,6 +63,7 @@ export class EtcdLockBackend implements LockBackend {
   private readonly slots = new Map<string, LockSlot>();
   private readonly ctx: SlotContext;
   private readonly semaphores: EtcdSemaphores;
+  private readonly watches = new QueueWatches(() => this.live?.client ?? this.client);
   private live: EtcdSession | undefined;
   private granting: Promise<EtcdSession> | undefined;
   private closed = false;
@@ -78,6 +80,7 @@ export class EtcdLockBackend implements LockBackend {
       backend: this.name,
       callTimeout: o.callTimeout,
       recheckInterval: o.sessionTtl,
+      watches: this.watches,
       session: (key) => this.session(key),
       idle: (slot) => {
         if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
@@ -271,6 +274,7 @@ export class EtcdLockBackend implements LockBackend {
     if (this.closed) return;
     this.closed = true;
     for (const slot of this.slots.values()) slot.close();
+    this.watches.close();
     // A grant that failed left no session to close; its error went to the acquire that asked.
     const session = this.live ?? (await this.granting?.catch(() => undefined));
     await session?.close();

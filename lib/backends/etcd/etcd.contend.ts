@@ -9,6 +9,7 @@ import {
   type Contender,
   type Position,
 } from './etcd.ops';
+import type { QueueWatches } from './etcd.queue-watch';
 import type { EtcdSession } from './etcd.session';
 import { waitForTurn, type TurnOutcome } from './etcd.turn';
 import { waitForDelete } from './etcd.watch';
@@ -18,6 +19,8 @@ export interface ContendHooks {
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
   readonly recheckInterval: number;
+  /** The backend's queue watches (one per lock, shared by its waiters). */
+  readonly watches: QueueWatches;
   /** The live session (a new one after a loss). */
   session(): Promise<EtcdSession>;
   /** Attaches the incarnation to `session` (its key becomes `NAME/<session lease>`). */
@@ -103,6 +106,7 @@ function watchTurn(
   // (no re-read after the predecessor's delete); else watch the predecessor and re-read.
   return pos.older
     ? waitForTurn(
+        hooks.watches,
         client,
         c,
         pos.rev,

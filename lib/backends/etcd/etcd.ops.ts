@@ -6,20 +6,22 @@ import { isContenderKey, prefixRangeEnd, SHARED_VALUE } from './etcd.keys';
  * The etcd round trips of the lock, each one request (a transaction where several reads must see
  * one revision). Contenders are ordered by create revision, exactly as Go's concurrency.Mutex:
  * an exclusive contender holds when no contender is older; a shared one when no older contender
- * is a writer. A waiter watches one key: the youngest older writer (shared), or (exclusive) the
- * older contender whose delete leaves TURN_WATCH_MAX older ones, after which it waits on the turn
- * watch (etcd.turn.ts); so a release wakes at most two waiters, not the herd.
+ * is a writer. An exclusive waiter whose read listed every older contender (at most
+ * TURN_WATCH_MAX) waits on the lock's queue watch (etcd.turn.ts) with no read after; otherwise a
+ * waiter watches one key: the youngest older writer (shared), or (exclusive) the older contender
+ * whose delete leaves TURN_WATCH_MAX older ones, and re-reads when it goes.
  */
 const PAGE = 32;
 /** etcd's default --max-txn-ops is 128. */
 const MAX_TXN_OPS = 100;
 /**
- * At most this many older contenders for a waiter to watch its lock's whole range (etcd.turn.ts)
- * instead of one key: each such waiter is woken by every delete of the lock. 1 = the first waiter
- * only: with every waiter on it, 8 worker processes were all woken per handoff and the contended
- * rate fell below the old path's (docs/backends/etcd.md).
+ * At most this many older contenders for an exclusive waiter to wait on the lock's queue watch
+ * (etcd.turn.ts) instead of one key: one page, so the read that queued it listed them all. The
+ * watch is one per lock per backend and outlives a wait, so every waiter being on it costs each
+ * process one event per delete and no request (a watch per wait, with its create, cancel and
+ * gap read, made this rate fall with every waiter on it: docs/backends/etcd.md).
  */
-export const TURN_WATCH_MAX = 1;
+export const TURN_WATCH_MAX = PAGE;
 
 export interface Blocker {
   readonly key: Buffer;
@@ -64,10 +66,11 @@ function olderRange(c: Contender, maxRev: bigint, limit = PAGE): EtcdRangeReques
 
 /**
  * The key to wait for in a youngest-first page, skipping our own key and foreign keys. Shared: the
- * youngest older writer. Exclusive: the (TURN_WATCH_MAX + 1)-th youngest older contender (or the
- * oldest in the page): its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the
- * waiter re-reads and moves to the turn watch while those still hold, off the handoff's path. Any
- * older key blocks an exclusive waiter, so waiting for this one never skips our turn.
+ * youngest older writer. Exclusive (only when more than TURN_WATCH_MAX are older, else the queue
+ * watch waits): the (TURN_WATCH_MAX + 1)-th youngest older contender (or the oldest in the page):
+ * its delete leaves at most TURN_WATCH_MAX older ones in FIFO order, so the waiter re-reads and
+ * moves to the queue watch while those still hold. Any older key blocks an exclusive waiter, so
+ * waiting for this one never skips our turn.
  */
 function pick(c: Contender, kvs: readonly EtcdKeyValue[]): Blocker | undefined {
   let found: Blocker | undefined;

@@ -4,6 +4,7 @@ import { deleteUntilGone } from './etcd.cleanup';
 import { contend } from './etcd.contend';
 import { Incarnation, Waiter } from './etcd.incarnation';
 import { writerQueuedAfter, type Contender } from './etcd.ops';
+import type { QueueWatches } from './etcd.queue-watch';
 import type { EtcdSession } from './etcd.session';
 
 /**
@@ -22,6 +23,8 @@ export interface SlotContext {
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
   readonly recheckInterval: number;
+  /** The backend's queue watches (etcd.queue-watch.ts). */
+  readonly watches: QueueWatches;
   session(key?: string): Promise<EtcdSession>;
   /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
   idle(slot: LockSlot): void;
@@ -238,6 +241,7 @@ export class LockSlot {
     await contend(inc, {
       callTimeout: this.ctx.callTimeout,
       recheckInterval: this.ctx.recheckInterval,
+      watches: this.ctx.watches,
       session: () => this.ctx.session(this.fullKey),
       bind: (i, session) => this.bind(i, session),
       contender: (i) => this.contender(i),

@@ -1,6 +1,7 @@
 import type { EtcdClientLike } from './etcd.client';
 import { allOlder, readPosition, type Blocker, type Contender } from './etcd.ops';
-import { watchOnce, type WatchOutcome } from './etcd.watch';
+import type { QueueView, QueueWatches, RangeDelete } from './etcd.queue-watch';
+import type { WatchOutcome } from './etcd.watch';
 
 /** A queue watch answers 'granted' (we hold, proven from its events) or as waitForDelete. */
 export interface TurnOutcome {
@@ -11,23 +12,25 @@ export interface TurnOutcome {
 const hex = (key: Buffer) => key.toString('hex');
 
 /**
- * Waits for our turn without a read after the predecessor's delete: ONE watch over the
- * lock's whole range `NAME/`, deletes only. etcd delivers one watcher's events complete and in
- * revision order from its start, so the waiter keeps the set of older contenders itself:
+ * Waits for our turn without a read after the predecessor's delete, on the lock's queue watch
+ * (etcd.queue-watch.ts: ONE watch over the lock's whole range `NAME/`, deletes only, shared by
+ * this backend's waiters and kept between waits). etcd delivers one watcher's events complete
+ * and in revision order from its start, so the waiter keeps the set of older contenders itself:
  * - the set is complete at the read it starts from (a listing of every older contender; none can
  *   be added later: a new key gets a newer create revision than ours);
- * - every delete after that read reaches us, in order, including a delete of OUR key (lease
- *   revoked or expired, an operator's delete): then we answer 'recheck' and the caller's re-read
- *   sees the key gone and queues again, never granting on a key that is gone;
+ * - every delete after that read reaches us, in order (the watch's kept deletes since the read,
+ *   then live ones), including a delete of OUR key (lease revoked or expired, an operator's
+ *   delete): then we answer 'recheck' and the caller's re-read sees the key gone and queues again,
+ *   never granting on a key that is gone;
  * - so when the last older contender's delete arrives and ours has not, we are the oldest at that
  *   revision: held, exactly Go's Mutex rule, with our create revision still the fencing token.
- * The watch starts "now" (synced, see etcd.watch.ts); when the server created it at W past our read
- * R, one read at >= W (serializable when that member is current) closes (R, W]: it re-lists the
- * older contenders and checks our key. Compaction or a dropped stream cancels the watch: 'recheck'
- * (the caller re-reads, the old path). Cost: every such waiter sees every delete of its lock, so
- * callers use it only while few contenders are older (TURN_WATCH_MAX, ops.ts). Never rejects.
+ * A watch that etcd created at W past our read R (a new watch: it starts "now", see etcd.watch.ts)
+ * leaves (R, W] unseen: one read at >= W (serializable when that member is current) closes it, as
+ * it re-lists the older contenders and checks our key. A dropped stream or a watch etcd cancels
+ * (compaction) answers 'recheck' (the caller re-reads, the old path). Never rejects.
  */
 export function waitForTurn(
+  watches: QueueWatches,
   client: EtcdClientLike,
   c: Contender,
   rev: bigint,
@@ -38,47 +41,55 @@ export function waitForTurn(
   callTimeout: number,
 ): Promise<TurnOutcome> {
   const own = hex(c.key);
-  // Deletes seen so far (key, revision), and the older contenders still to go once listed.
-  const deletes: { k: string; rev: bigint }[] = [];
-  let waitingFor: Set<string> | undefined; // undefined until a listing covers the watch's start
-  let listedAt = 0n;
-  // A delete at or before the listing's revision is in the listing already (and may be an older
-  // incarnation of a listed key, e.g. when the watch's member lags the read's): never apply it.
-  const check = (finish: (result: TurnOutcome) => void) => {
-    if (!waitingFor) return;
-    for (const d of deletes.splice(0)) if (d.rev > listedAt) waitingFor.delete(d.k);
-    if (waitingFor.size === 0) finish({ outcome: 'granted' });
-  };
-  const listed = (list: readonly Blocker[], at: string, finish: (r: TurnOutcome) => void) => {
-    waitingFor = new Set(list.map((b) => hex(b.key)));
-    listedAt = BigInt(at);
-    check(finish);
-  };
-  return watchOnce<TurnOutcome>(
-    signal,
-    fallbackMs,
-    (finish) => {
-      const watcher = client.watch().prefix(c.lockPrefix).only('delete').watcher();
-      watcher.on('delete', (kv) => {
-        const k = hex(kv.key);
-        const at = BigInt(kv.mod_revision);
-        // Our own key went (lease revoked or expired, deleted): we must not hold. Re-read,
-        // re-queue. (A delete before our create revision is an earlier incarnation of our key.)
-        if (k === own) return at > rev ? finish({ outcome: 'recheck' }) : undefined;
-        deletes.push({ k, rev: at });
-        check(finish);
-      });
-      return watcher;
-    },
-    // Only the first creation leaves a gap; a reconnect ends this wait anyway ('disconnected').
-    (watchRevision, finish) => {
-      if (BigInt(watchRevision) <= BigInt(readRevision)) return listed(older, readRevision, finish);
-      olderContenders(client, c, rev, watchRevision, Date.now() + callTimeout).then(
-        (l) => (l ? listed(l.older, l.revision, finish) : finish({ outcome: 'recheck' })),
-        (error: unknown) => finish({ outcome: 'recheck', failure: error }),
-      );
-    },
-  );
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve({ outcome: 'stopped' });
+    // The older contenders still to go, once a listing covers the watch's start.
+    let waitingFor: Set<string> | undefined;
+    let listedAt = 0n;
+    let done = false;
+    let unsubscribe = () => undefined as unknown;
+    const finish = (result: TurnOutcome) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onStop);
+      unsubscribe();
+      resolve(result);
+    };
+    // A delete at or before the listing's revision is in the listing already (and may be an older
+    // incarnation of a listed key): never apply it.
+    const apply = (d: RangeDelete) => {
+      // Our own key went: we must not hold. Re-read, re-queue. (A delete before our create
+      // revision is an earlier incarnation of our key.)
+      if (d.key === own) return d.rev > rev ? finish({ outcome: 'recheck' }) : undefined;
+      if (!waitingFor || d.rev <= listedAt) return;
+      waitingFor.delete(d.key);
+      if (waitingFor.size === 0) finish({ outcome: 'granted' });
+    };
+    const listed = (list: readonly Blocker[], at: string, view: QueueView) => {
+      listedAt = BigInt(at);
+      // Deletes past the read were dropped from the kept ones (a very long read): re-read.
+      if (view.from > listedAt) return finish({ outcome: 'recheck' });
+      waitingFor = new Set(list.map((b) => hex(b.key)));
+      for (const d of view.history) if (!done) apply(d);
+      if (!done && waitingFor.size === 0) finish({ outcome: 'granted' });
+    };
+    const onStop = () => finish({ outcome: 'stopped' });
+    const timer = setTimeout(() => finish({ outcome: 'recheck' }), fallbackMs);
+    signal.addEventListener('abort', onStop, { once: true });
+    unsubscribe = watches.subscribe(c.lockPrefix, {
+      ready: (view) => {
+        if (view.from <= BigInt(readRevision)) return listed(older, readRevision, view);
+        olderContenders(client, c, rev, String(view.from), Date.now() + callTimeout).then(
+          (l) => (l ? listed(l.older, l.revision, view) : finish({ outcome: 'recheck' })),
+          (error: unknown) => finish({ outcome: 'recheck', failure: error }),
+        );
+      },
+      deleted: apply,
+      broken: (failure) => finish({ outcome: 'recheck', failure }),
+    });
+    if (done) unsubscribe();
+  });
 }
 
 /**

@@ -1,3 +1,5 @@
+import { lockDirs } from './zookeeper.dirs';
+
 /**
  * The part of node-zookeeper-client's Client the backend uses, typed structurally so the package
  * never loads the driver itself (it is an optional peer dependency). Numeric constants mirror the
@@ -7,6 +9,10 @@
 export interface ZooKeeperStat {
   readonly czxid: Buffer | number | bigint;
   readonly ephemeralOwner: Buffer | number | bigint;
+  /** Changes to the node's children so far (a sequential child's suffix is this, before it). */
+  readonly cversion?: number;
+  /** zxid of the last change to the node's children. */
+  readonly pzxid?: Buffer | number | bigint;
 }
 
 export interface ZooKeeperError extends Error {
@@ -44,7 +50,14 @@ export interface ZooKeeperClientLike {
     watcher: (event: ZooKeeperEvent) => void,
     callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void,
   ): void;
-  getChildren(path: string, callback: Callback<string[]>): void;
+  getChildren(
+    path: string,
+    callback: (
+      error: ZooKeeperError | null | undefined,
+      children: string[],
+      stat?: ZooKeeperStat,
+    ) => void,
+  ): void;
   mkdirp(path: string, callback: Callback<string>): void;
   mkdirp(path: string, acls: readonly unknown[], callback: Callback<string>): void;
   /**
@@ -83,6 +96,12 @@ export function errorCode(error: unknown): number | undefined {
   return typeof e.code === 'number' ? e.code : undefined;
 }
 
+/** A directory's children and (when the driver gives it) its stat. */
+export interface Listing {
+  readonly children: string[];
+  readonly stat?: ZooKeeperStat;
+}
+
 /** Promisified driver calls; errors keep the driver's code (see errorCode). */
 export const zk: {
   create(
@@ -93,7 +112,7 @@ export const zk: {
     data?: Buffer,
   ): Promise<string>;
   remove(c: ZooKeeperClientLike, path: string): Promise<void>;
-  release(c: ZooKeeperClientLike, path: string): Promise<void>;
+  release(c: ZooKeeperClientLike, path: string, parents?: readonly string[]): Promise<void>;
   exists(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null>;
   watch(
     c: ZooKeeperClientLike,
@@ -101,6 +120,7 @@ export const zk: {
     watcher: (event: ZooKeeperEvent) => void,
   ): Promise<ZooKeeperStat | null>;
   children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
+  listing(c: ZooKeeperClientLike, path: string): Promise<Listing | null>;
   mkdirp(c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]): Promise<void>;
 } = {
   create: (
@@ -121,17 +141,26 @@ export const zk: {
     ),
   /**
    * Deletes our node, then its lock directory if that is now empty, so directories do not pile up
-   * (one per key ever used). Both requests go out back to back (one round trip; the server runs a
-   * session's requests in order). NOT_EMPTY (others queued) or NO_NODE on the directory is fine; a
-   * contender whose create then finds no directory recreates it.
+   * (one per key ever used). The delete and a listing of the directory go out back to back (one
+   * round trip; the server runs a session's requests in order); the release resolves with the
+   * delete, and the directory is removed after it only when the listing was empty (then so are
+   * `parents`, in order, each only if empty: a semaphore's path). Removing it blindly cost a
+   * logged NOT_EMPTY transaction on every contended release. A contender whose create then finds
+   * no directory recreates it.
    */
-  release: (c: ZooKeeperClientLike, path: string) => {
+  release: (c: ZooKeeperClientLike, path: string, parents: readonly string[] = []) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
-    // Any error on the directory is fine to drop: NOT_EMPTY/NO_NODE are the usual answers, and an
-    // empty directory left by a failure costs nothing (the next release there removes it).
-    const parent = new Promise<void>((resolve) => c.remove(dir, -1, () => resolve()));
-    return Promise.all([node, parent]).then(() => undefined);
+    c.getChildren(dir, (e, children) => {
+      if (e || children.length > 0) return;
+      // NOT_EMPTY (a contender came meanwhile) or NO_NODE: fine; a failure leaves an empty
+      // directory that costs nothing (the next release there removes it).
+      for (const d of [dir, ...parents]) {
+        lockDirs.forget(c, d);
+        c.remove(d, -1, () => undefined);
+      }
+    });
+    return node;
   },
   exists: (c: ZooKeeperClientLike, path: string) =>
     new Promise<ZooKeeperStat | null>((resolve, reject) =>
@@ -151,6 +180,17 @@ export const zk: {
     new Promise<string[] | null>((resolve, reject) =>
       c.getChildren(path, (e, list) =>
         e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(list),
+      ),
+    ),
+  /** getChildren with the directory's stat (the driver sends GET_CHILDREN2); null when gone. */
+  listing: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<Listing | null>((resolve, reject) =>
+      c.getChildren(path, (e, children, stat) =>
+        e
+          ? errorCode(e) === ERR_NO_NODE
+            ? resolve(null)
+            : reject(e)
+          : resolve({ children, stat }),
       ),
     ),
   mkdirp: (c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]) =>

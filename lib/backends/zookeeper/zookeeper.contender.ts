@@ -4,6 +4,8 @@ import {
   EVENT_NODE_DELETED,
   errorCode,
   zk,
+  type Listing,
+  type ZooKeeperClientLike,
   type ZooKeeperEvent,
 } from './zookeeper.client';
 import { sortChildren, standing } from './zookeeper.nodes';
@@ -23,6 +25,8 @@ export class Contender extends OwnNode {
    * from "busy lock".
    */
   serverCall = false;
+  /** Our node's czxid (the fencing token), once known. */
+  private czxid: bigint | undefined;
 
   constructor(
     session: ZooKeeperSession,
@@ -42,57 +46,53 @@ export class Contender extends OwnNode {
   /**
    * Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or
    * server errors.
+   *
+   * Round trips: the create and the directory's listing go out together (the server runs a
+   * session's requests in order, so the listing shows our node). Holding, the fencing token comes
+   * from that listing when nothing else changed the directory since our create: our sequence
+   * suffix is the directory's cversion before it, so a cversion of suffix + 1 means the
+   * directory's pzxid is our create's zxid, our czxid; else one read of our node. The watch on our
+   * own node is then set without waiting for it. Waiting, the watches on our node and on the one
+   * we wait for go out together. The first waiter (exclusive, exactly one older node) is granted
+   * on that node's delete event with no read after it: the listing after our create held every
+   * older node (a later node gets a larger sequence), and the server delivers a delete of our
+   * own node before any later answer, so when the one older node is gone and ours is not, we are
+   * first. Waiters further back watch the second-youngest older node instead of their
+   * predecessor: when it goes they re-list and become the first waiter while the node ahead still
+   * holds, so their read is off the handoff's path. Any older node blocks an exclusive waiter, so
+   * waiting for that one never skips our turn.
    */
   async run(): Promise<Grant | null> {
-    let czxid: bigint | undefined;
+    let listing: Listing | null | undefined;
     for (;;) {
       if (this.abandoned) return this.giveUp();
       try {
-        if (!this.path) {
-          this.path = await this.call(() => this.create());
-          czxid = undefined;
-          if (this.abandoned) return this.giveUp();
-        }
-        this.woken = false;
-        const path = this.path;
         const c = this.session.client;
-        // Pipelined: the own-node watch (and its czxid) and the directory listing in one round
-        // trip.
-        const [stat, children] = await this.call(() =>
-          Promise.all([
-            czxid === undefined ? zk.watch(c, path, this.ownWatcher) : undefined,
-            zk.children(c, this.dir),
-          ]),
-        );
-        if (this.abandoned) return this.giveUp();
-        if (stat) czxid = toBigInt(stat.czxid, 'zookeeper');
+        this.woken = false;
+        if (!this.path) listing = await this.createAndList(c);
+        if (this.abandoned || !this.path) return this.giveUp();
+        const path = this.path;
         const ours = path.slice(this.dir.length + 1);
-        const where =
-          children && stat !== null
-            ? standing(sortChildren(children), ours, this.exclusive)
-            : ({ held: false, missing: true } as const);
-        if ('missing' in where) {
-          // Our node vanished (deleted by an operator, or its directory removed): queue up again.
-          this.path = undefined;
-          continue;
-        }
-        if (where.held) {
-          this.granted = true;
-          return { path, czxid: czxid as bigint };
-        }
-        if (this.tryOnce) return this.giveUp();
-        const generation = ++this.generation;
-        const watched = await this.call(() =>
-          zk.watch(c, `${this.dir}/${where.watch}`, (event: ZooKeeperEvent) => {
-            // a watch from an earlier round: we moved on
-            if (generation !== this.generation) return;
-            if (event.type === EVENT_NODE_DELETED) this.stats.watchNotifications++;
-            this.kick();
-          }),
-        );
+        if (!listing?.children.includes(ours))
+          listing = await this.call(() => zk.listing(c, this.dir));
         if (this.abandoned) return this.giveUp();
-        if (watched) await this.sleep();
+        const sorted = sortChildren(listing?.children ?? []);
+        const where = standing(sorted, ours, this.exclusive);
+        const step =
+          'missing' in where
+            ? 'missing'
+            : where.held
+              ? await this.holdNow(c, path, listing as Listing, ours)
+              : this.tryOnce
+                ? 'busy'
+                : await this.waitTurn(c, path, sorted.indexOf(ours), sorted, where.watch);
+        listing = undefined;
+        if (step === 'busy') return this.giveUp();
+        if (step === 'granted') return { path, czxid: this.czxid as bigint };
+        // Our node vanished (deleted by an operator, or its directory removed): queue up again.
+        if (step === 'missing') this.path = undefined;
       } catch (error) {
+        listing = undefined;
         if (errorCode(error) === ERR_CONNECTION_LOSS && !this.session.dead && !this.abandoned) {
           // The driver reconnects and queues our next request; watches are re-set on the same
           // session.
@@ -101,6 +101,85 @@ export class Contender extends OwnNode {
         throw error;
       }
     }
+  }
+
+  /** Creates our node and lists the directory right behind it: the listing, if it answered. */
+  private async createAndList(c: ZooKeeperClientLike): Promise<Listing | null | undefined> {
+    const created = this.create();
+    const listed = zk.listing(c, this.dir);
+    listed.catch(() => undefined);
+    this.path = await this.call(() => created);
+    this.czxid = undefined;
+    this.ownWatched = false;
+    this.ownGone = false;
+    if (this.abandoned) return undefined;
+    return this.call(() => listed).catch(() => undefined);
+  }
+
+  /** We are first: the grant, with our czxid from the listing or from one read of our node. */
+  private async holdNow(
+    c: ZooKeeperClientLike,
+    path: string,
+    listing: Listing,
+    ours: string,
+  ): Promise<'granted' | 'missing'> {
+    this.czxid ??= this.czxidFrom(listing, ours);
+    if (this.czxid === undefined) {
+      const stat = await this.call(() => this.watchOwn(c, path));
+      if (!stat) return 'missing';
+      this.czxid = toBigInt(stat.czxid, 'zookeeper');
+    }
+    this.granted = true;
+    if (!this.ownWatched) this.watchOwnLater(c, path);
+    return 'granted';
+  }
+
+  /**
+   * Watches the node we wait for (and our own, in the same round trip) and sleeps until woken:
+   * 'granted' when we are the first waiter and its node went while ours did not, else 'again'
+   * (list again) or 'missing' (our node is gone).
+   */
+  private async waitTurn(
+    c: ZooKeeperClientLike,
+    path: string,
+    index: number,
+    sorted: readonly string[],
+    watch: string,
+  ): Promise<'granted' | 'again' | 'missing'> {
+    const first = this.exclusive && index === 1;
+    const target = this.exclusive && index >= 2 ? sorted[index - 2] : watch;
+    const generation = ++this.generation;
+    const [stat, watched] = await this.call(() =>
+      Promise.all([
+        this.ownWatched ? undefined : this.watchOwn(c, path),
+        zk.watch(c, `${this.dir}/${target}`, (event: ZooKeeperEvent) => {
+          // a watch from an earlier round: we moved on
+          if (generation !== this.generation) return;
+          if (event.type === EVENT_NODE_DELETED) {
+            this.stats.watchNotifications++;
+            if (first) this.turn = generation;
+          }
+          this.kick();
+        }),
+      ]),
+    );
+    if (stat === null) return 'missing';
+    if (stat) this.czxid = toBigInt(stat.czxid, 'zookeeper');
+    if (this.abandoned) return 'again';
+    if (first && !watched) this.turn = generation;
+    else if (watched) await this.sleep();
+    if (this.abandoned || !first || this.turn !== generation || this.ownGone) return 'again';
+    if (this.czxid === undefined) return 'again';
+    this.granted = true;
+    return 'granted';
+  }
+
+  /** Our czxid from a listing taken right after our create, when nothing changed in between. */
+  private czxidFrom(listing: Listing, ours: string): bigint | undefined {
+    const suffix = ours.slice(this.prefix.length);
+    const stat = listing.stat;
+    if (!/^\d{10}$/.test(suffix) || stat?.pzxid === undefined) return undefined;
+    return stat.cversion === Number(suffix) + 1 ? toBigInt(stat.pzxid, 'zookeeper') : undefined;
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {

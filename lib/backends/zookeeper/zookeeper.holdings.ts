@@ -120,10 +120,9 @@ export class ZooKeeperHoldings {
     h.ended = true;
     if (h.session.dead) return; // the session's ephemeral nodes went with it
     try {
-      await zk.release(h.session.client, h.path);
       // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not
       // awaited).
-      if (seat) h.session.client.remove(dir, -1, () => undefined);
+      await zk.release(h.session.client, h.path, seat ? [dir] : []);
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node;
       // keep deleting it in the background, after each reconnect, until it is gone or the session

@@ -6,8 +6,11 @@ import {
   EVENT_NODE_DELETED,
   errorCode,
   zk,
+  type ZooKeeperClientLike,
   type ZooKeeperEvent,
+  type ZooKeeperStat,
 } from './zookeeper.client';
+import { lockDirs } from './zookeeper.dirs';
 import type { ZooKeeperSession } from './zookeeper.session';
 
 export interface ZooKeeperLockStats {
@@ -52,6 +55,12 @@ export abstract class OwnNode {
   ownDeleted = false;
   /** The last create's answer was lost (CONNECTION_LOSS): the node may exist under our prefix. */
   protected createLost = false;
+  /** Our node's watch is set (its getData answered with our czxid). */
+  protected ownWatched = false;
+  /** Our node was deleted before the grant (its watch said so): we must not hold. */
+  protected ownGone = false;
+  /** The watch round whose first-waiter watch saw its node deleted: our turn. */
+  protected turn = -1;
   /** Set by kick(): a wake-up that came while the loop was not asleep yet is not missed. */
   protected woken = false;
   /** Counts watch rounds, so a watch set in an earlier round does not wake a later one. */
@@ -116,11 +125,32 @@ export abstract class OwnNode {
       );
       return;
     }
-    if (!this.granted) return this.kick();
+    if (!this.granted) {
+      this.ownGone = true;
+      return this.kick();
+    }
     if (this.ownDeleted) return;
     this.ownDeleted = true;
     this.onOwnDeleted?.();
   };
+
+  /** Sets the watch on our own node; resolves its stat (null: it is gone). */
+  protected async watchOwn(c: ZooKeeperClientLike, path: string): Promise<ZooKeeperStat | null> {
+    const stat = await zk.watch(c, path, this.ownWatcher);
+    this.ownWatched = true;
+    return stat;
+  }
+
+  /** Sets the watch on our own node after the grant, without waiting: gone = a lost lock. */
+  protected watchOwnLater(c: ZooKeeperClientLike, path: string): void {
+    this.ownWatched = true;
+    zk.watch(c, path, this.ownWatcher).then(
+      (stat) => (stat ? undefined : this.ownWatcher({ type: EVENT_NODE_DELETED, path })),
+      () => {
+        this.stats.ownWatchFailures = (this.stats.ownWatchFailures ?? 0) + 1;
+      },
+    );
+  }
 
   /**
    * After a lost create answer: our node, found by its protected prefix, or undefined if the create
@@ -135,11 +165,12 @@ export abstract class OwnNode {
 
   /**
    * Creates our node, or after a lost create answer first looks for it by our protected prefix.
-   * Its directory is deleted when its last node goes, so the directory is created first, in the
-   * same round trip: the server runs a session's requests in order, so it exists when our node's
-   * create runs (NODE_EXISTS, the usual answer, is ignored; NO_NODE means a parent is missing:
-   * mkdirp, then once more; any other error fails our node's create as well, and that is thrown).
-   * Both creates go out before the first await: a caller may pipeline a request behind them.
+   * Its directory is deleted when its last node goes, so unless this client knows it exists
+   * (lockDirs), the directory is created first, in the same round trip: the server runs a
+   * session's requests in order, so it exists when our node's create runs (NODE_EXISTS is ignored;
+   * NO_NODE means a parent is missing: mkdirp, then once more; any other error fails our node's
+   * create as well, and that is thrown). Every create goes out before the first await: a caller
+   * may pipeline a request behind them (the listing that tells whether we hold).
    */
   protected async create(): Promise<string> {
     const c = this.session.client;
@@ -148,18 +179,24 @@ export abstract class OwnNode {
       const found = await this.findLostCreate();
       if (found) return found;
     }
-    const createNode = () => {
-      if (this.acl) c.create(this.nodeDir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
-      else c.create(this.nodeDir, null, CREATE_MODE_PERSISTENT, () => undefined);
+    const createNode = (withDir: boolean) => {
+      if (withDir && this.acl)
+        c.create(this.nodeDir, null, this.acl, CREATE_MODE_PERSISTENT, () => undefined);
+      else if (withDir) c.create(this.nodeDir, null, CREATE_MODE_PERSISTENT, () => undefined);
       const path = `${this.nodeDir}/${this.prefix}`;
       return zk.create(c, path, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl, this.data);
     };
     try {
-      return await createNode();
+      const path = await createNode(!lockDirs.has(c, this.nodeDir));
+      lockDirs.add(c, this.nodeDir);
+      return path;
     } catch (error) {
       if (errorCode(error) === ERR_NO_NODE) {
+        lockDirs.forget(c, this.nodeDir);
         await zk.mkdirp(c, this.nodeDir, this.acl);
-        return createNode().catch((e) => this.createFailed(e));
+        const path = await createNode(true).catch((e) => this.createFailed(e));
+        lockDirs.add(c, this.nodeDir);
+        return path;
       }
       return this.createFailed(error);
     }

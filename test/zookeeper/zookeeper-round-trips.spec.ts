@@ -1,0 +1,140 @@
+import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
+import type { ZooKeeperClientLike } from '../../lib/backends/zookeeper/zookeeper.client';
+import { lockDirectory } from '../../lib/backends/zookeeper/zookeeper.nodes';
+import { LockEngine } from '../../lib/core/lock-engine';
+import { eventually } from '../support/eventually';
+import { connectedZkClient, fourLetter, ZooKeeperServer } from '../support/zookeeper-server';
+
+/**
+ * What a lock costs ZooKeeper, counted: transactions from the server's own zxid (a failed write,
+ * NODE_EXISTS or NOT_EMPTY, is logged like any other), requests from a wrapper around the driver
+ * that forwards every call and can hold back the answers to getData.
+ */
+let server: ZooKeeperServer;
+let admin: ZooKeeperClientLike;
+const clients: ZooKeeperClientLike[] = [];
+const engines: LockEngine[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  server = await ZooKeeperServer.start();
+  admin = await connectedZkClient(server.connectionString, 5_000);
+  clients.push(admin);
+});
+
+afterAll(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+  for (const c of clients) c.close();
+  await server?.destroy();
+});
+
+interface Counted {
+  sent: number;
+  answered: number;
+  /** While true, getData answers are held back until release(). */
+  gate: boolean;
+  held: (() => void)[];
+}
+
+async function process(): Promise<{ engine: LockEngine; stats: Counted }> {
+  const client = await connectedZkClient(server.connectionString, 5_000);
+  clients.push(client);
+  const stats: Counted = { sent: 0, answered: 0, gate: false, held: [] };
+  const methods = ['create', 'remove', 'exists', 'getData', 'getChildren'] as const;
+  for (const m of methods) {
+    const real = (client[m] as (...a: unknown[]) => void).bind(client);
+    (client as unknown as Record<string, unknown>)[m] = (...args: unknown[]) => {
+      stats.sent++;
+      const callback = args[args.length - 1] as (...r: unknown[]) => void;
+      args[args.length - 1] = (...result: unknown[]) => {
+        stats.answered++;
+        if (m === 'getData' && stats.gate) stats.held.push(() => callback(...result));
+        else callback(...result);
+      };
+      real(...args);
+    };
+  }
+  const backend = new ZooKeeperLockBackend({ client });
+  const engine = new LockEngine({ backend, defaults: { ttl: 10_000, wait: 10_000 } });
+  engines.push(engine);
+  return { engine, stats };
+}
+
+const zxid = async () =>
+  BigInt(`0x${/Zxid: 0x([0-9a-f]+)/.exec(await fourLetter(server.port, 'srvr'))?.[1] ?? '0'}`);
+
+const childrenOf = (path: string) =>
+  new Promise<string[]>((resolve) => admin.getChildren(path, (e, c) => resolve(e ? [] : c)));
+
+const fresh = (what: string) => {
+  const key = `rt-${what}-${++n}`;
+  return { key, dir: lockDirectory('/locks', `lock:${key}`) };
+};
+
+/** Every request of `stats` answered (and nothing held back). */
+const quiet = (stats: Counted) => eventually(() => stats.answered === stats.sent);
+
+it('a handoff costs the holder its delete and its queueing again its create: two transactions, no NODE_EXISTS or NOT_EMPTY', async () => {
+  const { key, dir } = fresh('txns');
+  const a = await process();
+  const b = await process();
+  let held = await a.engine.acquire(key);
+  const queued = b.engine.acquire(key);
+  await eventually(async () => (await childrenOf(dir)).length === 2);
+  await quiet(a.stats);
+  const before = await zxid();
+  await held.release();
+  const bHolds = await queued;
+  const again = a.engine.acquire(key);
+  await eventually(async () => (await childrenOf(dir)).length === 2);
+  await quiet(a.stats);
+  // The old path also logged a NOT_EMPTY delete of the directory and a NODE_EXISTS create of it.
+  expect(await zxid()).toBe(before + 2n);
+  await bHolds.release();
+  held = await again;
+  await held.release();
+});
+
+it("the first waiter is granted on its predecessor's delete event with no request after it", async () => {
+  const { key, dir } = fresh('turn');
+  const a = await process();
+  const b = await process();
+  const held = await a.engine.acquire(key);
+  const queued = b.engine.acquire(key);
+  await eventually(async () => (await childrenOf(dir)).length === 2);
+  await quiet(b.stats);
+  const before = b.stats.sent;
+  await held.release();
+  const granted = await queued;
+  // The old path listed the directory again here.
+  expect(b.stats.sent - before).toBe(0);
+  expect(granted.fencingToken > held.fencingToken).toBe(true);
+  await granted.release();
+});
+
+it("a free lock is granted from its create and the directory's listing, and its token is its node's czxid", async () => {
+  const { key, dir } = fresh('free');
+  const a = await process();
+  await a.engine.tryAcquire(fresh('warm').key).then((h) => h?.release());
+  await quiet(a.stats);
+  a.stats.gate = true; // answers to getData (our node's watch) wait
+  let granted = false;
+  const acquiring = a.engine.acquire(key).then((h) => {
+    granted = true;
+    return h;
+  });
+  // Every request of the acquire answered but getData's: let the answers run to their end.
+  await eventually(() => a.stats.answered === a.stats.sent);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  // The old path waited for a read of our node (its czxid) before the grant.
+  expect(granted).toBe(true);
+  a.stats.gate = false;
+  for (const answer of a.stats.held.splice(0)) answer();
+  const handle = await acquiring;
+  const [node] = await childrenOf(dir);
+  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
+    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
+  );
+  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
+  await handle.release();
+});
