@@ -1,5 +1,7 @@
 import {
   checkOptionsObject,
+  holderData,
+  holderMetadata,
   InvalidLockOptionsError,
   MAX_KEY_LENGTH,
   ReleaseNotifier,
@@ -8,9 +10,11 @@ import {
   type BackendLock,
   type LockBackend,
   type LockBackendCapabilities,
+  type LockHolderIdentity,
+  type LockHolderInfo,
+  type LockInspection,
   type SemaphoreBackend,
 } from '../../backend-kit';
-import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import { SteadyMap } from '../../backend-kit/steady-collections';
 
 /** The last fencing token handed out by any MemoryLockBackend of this process. */
@@ -21,6 +25,7 @@ interface Entry {
   readers: Map<string, number>;
   /** The token of the latest grant while the key is held (inspect); gone with the entry. */
   token?: bigint;
+  who: Map<string, LockHolderIdentity | undefined>; // holders' identities by owner (inspect)
 }
 
 export interface MemoryLockBackendOptions {
@@ -114,6 +119,7 @@ export class MemoryLockBackend implements LockBackend {
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
     else if (lock.mode === 'shared') entry.readers.delete(lock.owner);
     else return;
+    entry.who.delete(lock.owner);
     if (!entry.writer && entry.readers.size === 0) this.entries.delete(lock.key);
     this.notifier.notify(lock.key);
   }
@@ -122,9 +128,7 @@ export class MemoryLockBackend implements LockBackend {
     this.notifier.notifyAll();
   }
 
-  /**
-   * Deletes a key behind its holders' backs (tests and admin tooling: simulates an operator's DEL).
-   */
+  /** Deletes a key behind its holders' backs (tests, admin tooling: an operator's DEL). */
   forceDelete(key: string): void {
     this.entries.delete(key);
     this.notifier.notify(key);
@@ -132,7 +136,7 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
-    const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
+    const entry: Entry = this.live(request.key, now) ?? { readers: new Map(), who: new Map() };
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
     if (request.mode === 'exclusive') {
@@ -146,6 +150,7 @@ export class MemoryLockBackend implements LockBackend {
       entry.readers.set(request.owner, now + request.ttl);
     }
     this.entries.set(request.key, entry);
+    entry.who.set(request.owner, request.holder);
     entry.token = ++lastFencingToken;
     return { acquired: true, fencingToken: entry.token };
   }
@@ -197,12 +202,14 @@ export class MemoryLockBackend implements LockBackend {
     if (!entry) return undefined;
     let freed = false;
     if (entry.writer && entry.writer.expiresAt <= now) {
+      entry.who.delete(entry.writer.owner);
       entry.writer = undefined;
       freed = true;
     }
     for (const [owner, expiresAt] of entry.readers) {
       if (expiresAt <= now) {
         entry.readers.delete(owner);
+        entry.who.delete(owner);
         freed = true;
       }
     }
@@ -214,10 +221,7 @@ export class MemoryLockBackend implements LockBackend {
     return entry;
   }
 
-  /**
-   * Operator view of one key: holders with owner tokens and remaining ttl, and the last fencing
-   * token.
-   */
+  /** Operator view of one key: holders (owner, identity, remaining ttl), the last fencing token. */
   async inspect(key: string): Promise<LockInspection> {
     const now = this.now();
     const entry = this.live(key, now);
@@ -228,12 +232,14 @@ export class MemoryLockBackend implements LockBackend {
         mode: 'exclusive',
         owner: entry.writer.owner,
         remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)),
+        metadata: holderMetadata(holderData(entry.who.get(entry.writer.owner))),
       });
     for (const [owner, expiresAt] of entry?.readers ?? [])
       holders.push({
         mode: 'shared',
         owner,
         remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
+        metadata: holderMetadata(holderData(entry?.who.get(owner))),
       });
     const seats = this.liveSeats(key, now);
     if (seats) {

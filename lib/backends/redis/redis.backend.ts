@@ -15,13 +15,12 @@ import {
   attemptScript,
   busy,
   confirmReplicated,
-  forceReleaseLock,
-  inspectLock,
   isReplicasUnmet,
   releaseScript,
   renewScripts,
   waitForReplicas,
 } from './redis.commands';
+import { forceReleaseLock, inspectLock } from './redis.operator';
 import { RedisHandoffs } from './redis.handoffs';
 import { listRedisKeys } from './redis.list';
 import { RecentMarks } from './redis.recent-marks';
