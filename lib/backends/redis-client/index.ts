@@ -25,7 +25,15 @@ export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-
 export { RedisConnectionDownError } from './connection-state';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
-export { ACQUIRE, FENCE_LUA, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
+export {
+  ACQUIRE,
+  FENCE_LUA,
+  FORCE_RELEASE,
+  HOLDERS,
+  INSPECT,
+  RELEASE,
+  RENEW,
+} from './lock.scripts';
 export {
   heldOn,
   holderOf,

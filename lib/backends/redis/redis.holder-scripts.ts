@@ -1,5 +1,3 @@
-import { redisScript } from '../redis-client';
-
 /**
  * hold(H, owner, holder, retention, token): stores the grant's holder data (host, pid, instance) in
  * H={K}:h beside the grant, in the granting script (no round trip of its own), kept `retention` ms
@@ -14,6 +12,3 @@ local function hold(H, owner, holder, retention, token)
   return token
 end
 `;
-
-/** holders KEYS=H (read-only): the holders' identities, owner -> holder data (HGETALL). */
-export const HOLDERS = redisScript(`return redis.call('HGETALL', KEYS[1])`);

@@ -1,8 +1,7 @@
 /** The Redis lock's operator calls: inspect (with the holders' identities) and forceRelease. */
 import { holderMetadata } from '../../backend-kit/holder-data';
 import type { LockInspection } from '../../interfaces/lock-backend.interface';
-import { parseInspect, runScript, toInspection } from '../redis-client';
-import { HOLDERS } from './redis.holder-scripts';
+import { HOLDERS, parseInspect, runScript, toInspection } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import { FORCE_RELEASE, INSPECT, lockKeys } from './redis.scripts';
 
