@@ -61,7 +61,7 @@ export class Incarnation {
   unsubscribe: () => void = () => undefined;
   constructor(
     readonly mode: LockMode,
-    /** The value of our key: a campaign's proposal, or an exclusive holder's data (keyValue). */
-    readonly value?: string,
+    /** An election campaign's proposal: the value of our key (concurrency.Election's layout). */
+    readonly proposal?: string,
   ) {}
 }

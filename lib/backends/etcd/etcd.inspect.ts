@@ -1,4 +1,3 @@
-import { holderMetadata } from '../../backend-kit/holder-data';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike, EtcdKeyValue } from './etcd.client';
 import {
@@ -16,8 +15,6 @@ export interface EtcdContenderView {
   readonly rev: bigint;
   readonly lease: string;
   readonly shared: boolean;
-  /** The key's value (an exclusive holder's data, an election's proposal; '' from etcdctl). */
-  readonly value: string;
 }
 
 /**
@@ -48,7 +45,6 @@ export async function readContenders(
       rev: BigInt(kv.create_revision),
       lease: kv.lease,
       shared: kv.value.toString() === SHARED_VALUE,
-      value: kv.value.toString(),
     }));
 }
 
@@ -68,7 +64,6 @@ export function inspection(
   const infos: LockHolderInfo[] = holders.map((h) => ({
     mode: h.shared ? 'shared' : 'exclusive',
     metadata: {
-      ...(h.shared ? undefined : holderMetadata(h.value)),
       lease: BigInt(h.lease).toString(16),
       createRevision: h.rev.toString(),
       key: h.key.toString(),

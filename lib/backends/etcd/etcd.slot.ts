@@ -1,5 +1,4 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import { holderData } from '../../backend-kit/holder-data';
 import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
 import { deleteUntilGone } from './etcd.cleanup';
 import { contend } from './etcd.contend';
@@ -122,7 +121,7 @@ export class LockSlot {
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
     if (group.length === 0) return this.serveNext();
-    const inc = new Incarnation(group[0].mode, keyValue(group[0]));
+    const inc = new Incarnation(group[0].mode, group[0].proposal);
     for (const w of group) this.join(inc, w);
     this.current = inc;
     void this.run(inc);
@@ -332,7 +331,7 @@ export class LockSlot {
       key: inc.key as Buffer,
       lockPrefix: this.lockPrefix,
       mode: inc.mode,
-      value: inc.value,
+      value: inc.proposal,
     };
   }
 
@@ -340,14 +339,4 @@ export class LockSlot {
     if (cause instanceof LockBackendUnavailableError) return cause;
     return new LockBackendUnavailableError(this.ctx.backend, what, { key: this.fullKey, cause });
   }
-}
-
-/**
- * The value of our key: an election's proposal (concurrency.Election's layout); an exclusive
- * lock's holder data (host, pid, instance: etcdctl and concurrency.Mutex ignore the value); a
- * shared one's SHARED_VALUE, as the contenders' rule reads it (Contender.value unset).
- */
-function keyValue(w: Waiter): string | undefined {
-  if (w.proposal !== undefined || w.mode === 'shared') return w.proposal;
-  return holderData(w.request.holder) || undefined;
 }
