@@ -65,7 +65,7 @@ describe('live view: holders of every process, in a real browser', () => {
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      viewport: { width: 1200, height: 1000 },
+      viewport: { width: 1200, height: 1100 },
       args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
     });
   }, 60_000);
@@ -144,7 +144,7 @@ describe('live view: holders of every process, in a real browser', () => {
     await page.evaluate('document.activeElement.blur(); window.scrollTo(0, 0)');
     await page.screenshot({
       path: process.env.LIVE_VIEW_SCREENSHOT ?? join(profile, 'live-view.png'),
-      fullPage: true,
+      fullPage: false,
     });
     expect(errors.filter((e) => !e.includes('404'))).toEqual([]);
     await mine.release();
