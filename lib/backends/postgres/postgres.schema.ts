@@ -111,16 +111,16 @@ function ddl(table: string): string[] {
     // ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
     `DO $$ BEGIN
   IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${t}'::regclass AND conname = '${table}_mode_check'
-           AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
+             AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
     ALTER TABLE ${t} DROP CONSTRAINT "${table}_mode_check",
-    ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
+      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
   END IF;
 END $$`,
     // Upgrade of a table made before holder identities: adds the column once (a table that has
     // it gets no ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
     `DO $$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${t}'::regclass AND attname = '${HOLDER_COLUMN}'
-               AND NOT attisdropped) THEN
+                 AND NOT attisdropped) THEN
     ALTER TABLE ${t} ADD COLUMN ${HOLDER_COLUMN} text;
   END IF;
 END $$`,
