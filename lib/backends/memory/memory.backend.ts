@@ -21,11 +21,11 @@ import { SteadyMap } from '../../backend-kit/steady-collections';
 let lastFencingToken = 0n;
 
 interface Entry {
-  writer?: { owner: string; expiresAt: number };
+  writer?: { owner: string; expiresAt: number; holder?: LockHolderIdentity };
   readers: Map<string, number>;
   /** The token of the latest grant while the key is held (inspect); gone with the entry. */
   token?: bigint;
-  who: Map<string, LockHolderIdentity | undefined>; // holders' identities by owner (inspect)
+  who?: Map<string, LockHolderIdentity | undefined>; // shared holders' identities (inspect)
 }
 
 export interface MemoryLockBackendOptions {
@@ -117,9 +117,10 @@ export class MemoryLockBackend implements LockBackend {
     const entry = this.entries.get(lock.key);
     if (!entry) return;
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
-    else if (lock.mode === 'shared') entry.readers.delete(lock.owner);
-    else return;
-    entry.who.delete(lock.owner);
+    else if (lock.mode === 'shared') {
+      entry.readers.delete(lock.owner);
+      entry.who?.delete(lock.owner);
+    } else return;
     if (!entry.writer && entry.readers.size === 0) this.entries.delete(lock.key);
     this.notifier.notify(lock.key);
   }
@@ -136,7 +137,7 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
-    const entry: Entry = this.live(request.key, now) ?? { readers: new Map(), who: new Map() };
+    const entry: Entry = this.live(request.key, now) ?? { readers: new Map() };
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
     if (request.mode === 'exclusive') {
@@ -145,12 +146,12 @@ export class MemoryLockBackend implements LockBackend {
           acquired: false,
           retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now),
         };
-      entry.writer = { owner: request.owner, expiresAt: now + request.ttl };
+      entry.writer = { owner: request.owner, expiresAt: now + request.ttl, holder: request.holder };
     } else {
       entry.readers.set(request.owner, now + request.ttl);
+      (entry.who ??= new Map()).set(request.owner, request.holder);
     }
     this.entries.set(request.key, entry);
-    entry.who.set(request.owner, request.holder);
     entry.token = ++lastFencingToken;
     return { acquired: true, fencingToken: entry.token };
   }
@@ -202,14 +203,13 @@ export class MemoryLockBackend implements LockBackend {
     if (!entry) return undefined;
     let freed = false;
     if (entry.writer && entry.writer.expiresAt <= now) {
-      entry.who.delete(entry.writer.owner);
       entry.writer = undefined;
       freed = true;
     }
     for (const [owner, expiresAt] of entry.readers) {
       if (expiresAt <= now) {
         entry.readers.delete(owner);
-        entry.who.delete(owner);
+        entry.who?.delete(owner);
         freed = true;
       }
     }
@@ -232,14 +232,14 @@ export class MemoryLockBackend implements LockBackend {
         mode: 'exclusive',
         owner: entry.writer.owner,
         remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)),
-        metadata: holderMetadata(holderData(entry.who.get(entry.writer.owner))),
+        metadata: holderMetadata(holderData(entry.writer.holder)),
       });
     for (const [owner, expiresAt] of entry?.readers ?? [])
       holders.push({
         mode: 'shared',
         owner,
         remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
-        metadata: holderMetadata(holderData(entry?.who.get(owner))),
+        metadata: holderMetadata(holderData(entry?.who?.get(owner))),
       });
     const seats = this.liveSeats(key, now);
     if (seats) {

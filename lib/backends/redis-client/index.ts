@@ -24,7 +24,13 @@ export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { RedisConnectionDownError } from './connection-state';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
-export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
+export {
+  parseInspect,
+  storedHolders,
+  toInspection,
+  withIdentities,
+  type ServerLockView,
+} from './lock.inspection';
 export {
   ACQUIRE,
   FENCE_LUA,

@@ -59,14 +59,14 @@ export function attemptScript(
     );
   if (!busyKeys || phase === 'recheck' || request.mode !== 'exclusive' || busyKeys.has(request.key))
     return fullAttempt(client, o, channel, request, phase, waitMs);
-  const { writer, readers, fence, queue, holders } = lockKeys(request.key);
+  const { writer, readers, fence, queue, holder } = lockKeys(request.key);
   const who = holderData(request.holder);
   const args = [
     writer,
     readers,
     fence,
     queue,
-    holders,
+    holder,
     request.owner,
     request.ttl,
     o.fenceRetention,
@@ -95,6 +95,7 @@ function fullAttempt(
     k.fence,
     k.queue,
     k.waiters,
+    k.holder,
     k.holders,
     request.owner,
     request.ttl,
@@ -106,7 +107,7 @@ function fullAttempt(
     client.isCluster ? '0' : '1',
     holderData(request.holder),
   ];
-  return runScript(client, ACQUIRE, 6, args);
+  return runScript(client, ACQUIRE, 7, args);
 }
 
 /**
@@ -146,8 +147,7 @@ export function releaseScript(
     lock.mode === 'exclusive' &&
     !contendedKeys.has(lock.key)
   ) {
-    const args = [k.writer, k.queue, k.holders, lock.owner];
-    return runScriptThen(client, RELEASE_UNQUEUED, 3, args, (answer) => {
+    return runScriptThen(client, RELEASE_UNQUEUED, 2, [k.writer, k.queue, lock.owner], (answer) => {
       if (Number(answer) >= 0) return answer;
       contendedKeys.mark(lock.key);
       return releaseScript(o, lock, leaving);

@@ -5,6 +5,7 @@ import {
   FORCE_RELEASE,
   heldOn,
   HOLDERS,
+  storedHolders,
   INSPECT,
   lockKeys,
   parseInspect,
@@ -30,7 +31,7 @@ export async function inspectMasters(
     (i) =>
       Promise.all([
         runScript(m.clients[i], INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
-        runScript(m.clients[i], HOLDERS, 1, [k.holders]) as Promise<string[]>,
+        runScript(m.clients[i], HOLDERS, 2, [k.holder, k.holders]),
       ]),
     () => false,
     timeoutMs,
@@ -42,10 +43,7 @@ export async function inspectMasters(
   );
   // What any master stored about each owner (every granting master stored the same data).
   const stored = new Map<string, string>();
-  for (const o of outcomes)
-    if (o?.ok)
-      for (let i = 0; i + 1 < o.value[1].length; i += 2)
-        stored.set(o.value[1][i], o.value[1][i + 1]);
+  for (const o of outcomes) if (o?.ok) storedHolders(o.value[1], stored);
   const holders: LockHolderInfo[] = [];
   const votes = new Map<string, { mode: 'exclusive' | 'shared'; ttls: number[] }>();
   for (const v of views) {
@@ -84,7 +82,14 @@ export async function forceReleaseMasters(
     // is not ours to free.
     async (i) =>
       (await heldOn(m.clients[i], [key]))[0]
-        ? runScript(m.clients[i], FORCE_RELEASE, 4, [k.writer, k.readers, k.queue, k.holders, key])
+        ? runScript(m.clients[i], FORCE_RELEASE, 5, [
+            k.writer,
+            k.readers,
+            k.queue,
+            k.holder,
+            k.holders,
+            key,
+          ])
         : 0,
     () => false,
     timeoutMs,

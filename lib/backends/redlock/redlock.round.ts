@@ -48,7 +48,7 @@ export async function attemptRound(
   else request.signal.addEventListener('abort', onAbort, { once: true });
   const outcomes = await gather(
     n,
-    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 5, args(i))),
+    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 6, args(i))),
     // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
     // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
     // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
@@ -117,6 +117,7 @@ function acquireArgs(
     k.readers,
     k.fence,
     k.queue,
+    k.holder,
     k.holders,
     request.owner,
     request.ttl,
