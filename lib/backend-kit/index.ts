@@ -15,6 +15,7 @@ export type {
   ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
+  LockHolderIdentity,
   LockHolderInfo,
   LockInspection,
   LockMode,
@@ -40,6 +41,7 @@ export { safeValidity, minimumTtl } from './validity';
 export { toBigInt } from './tokens';
 export { MAX_DURATION_MS, MAX_KEY_LENGTH } from './limits';
 export { CLOSE_TIMEOUT_MS, within } from './bounded';
+export { holderData, holderMetadata, MAX_HOLDER_DATA } from './holder-data';
 export { markPartial, isPartial, type ListAnswer } from './list-answer';
 export {
   DistributedLockError,

@@ -38,7 +38,7 @@ export const USAGE = `Usage: nestjs-distributed-lock <command> [options]
 
 Commands:
   list                  keys held now (every process), under --prefix
-  inspect KEY           holders (owner, mode, remaining ttl), fencing token, waiters
+  inspect KEY           holders (host:pid, instance, mode, ttl left, owner), fencing token, waiters
   release KEY --yes     force-release KEY whoever holds it (its holder learns at its next renewal)
   watch                 a live table of held keys and their holders (Ctrl-C to stop)
 

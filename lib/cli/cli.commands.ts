@@ -92,6 +92,10 @@ interface KeyView {
     owner?: string;
     mode: string;
     remainingTtl?: number;
+    /** Who holds it, where the grant stored it (host, pid, the app's `instance`). */
+    host?: string;
+    pid?: number;
+    instance?: string;
     metadata?: Record<string, string>;
   }[];
 }
@@ -107,6 +111,9 @@ function inspection(r: LockInspection, keyPrefix: string): KeyView {
       owner: h.owner,
       mode: h.mode,
       remainingTtl: h.remainingTtl === undefined ? undefined : Math.round(h.remainingTtl),
+      host: h.metadata?.host,
+      pid: h.metadata?.pid === undefined ? undefined : Number(h.metadata.pid),
+      instance: h.metadata?.instance,
       metadata: h.metadata ? { ...h.metadata } : undefined,
     })),
   };
@@ -120,15 +127,29 @@ function describe(v: KeyView): string[] {
   ];
   for (const h of v.holders)
     lines.push(
-      `  holder ${h.owner ?? '(owner not stored)'} ${h.mode}` +
-        (h.remainingTtl !== undefined ? `, ttl ${seconds(h.remainingTtl)} left` : ''),
+      `  holder ${who(h)} ${h.mode}` +
+        (h.remainingTtl !== undefined ? `, ttl ${seconds(h.remainingTtl)} left` : '') +
+        (h.owner ? `, owner ${h.owner}` : ''),
     );
   return lines;
 }
 
+/**
+ * A holder as a person reads it: `host:pid (instance)` (the instance left out when it is the
+ * default `host:pid`), else what another client stored, else its owner token's start.
+ */
+function who(h: KeyView['holders'][number]): string {
+  if (h.host !== undefined) {
+    const at = `${h.host}:${h.pid}`;
+    return h.instance && h.instance !== at ? `${at} (${h.instance})` : at;
+  }
+  if (h.metadata?.data) return `data "${h.metadata.data}"`;
+  return h.owner ? `${h.owner.slice(0, 12)}\u2026` : '(identity not stored)';
+}
+
 /** watch's text table: one row per held key, its first holder and ttl. */
 function table(rows: KeyView[]): string[] {
-  const head = ['KEY', 'MODE', 'HOLDERS', 'TTL LEFT', 'TOKEN', 'WAITING', 'OWNER'];
+  const head = ['KEY', 'MODE', 'HOLDERS', 'TTL LEFT', 'TOKEN', 'WAITING', 'HOLDER'];
   const body = rows.map((r) => [
     r.key,
     r.mode ?? '-',
@@ -136,7 +157,7 @@ function table(rows: KeyView[]): string[] {
     r.holders[0]?.remainingTtl !== undefined ? seconds(r.holders[0].remainingTtl) : '-',
     r.fencingToken ?? '-',
     r.waiters === undefined ? '-' : String(r.waiters),
-    r.holders[0]?.owner?.slice(0, 12) ?? '-',
+    r.holders[0] ? who(r.holders[0]) : '-',
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) =>

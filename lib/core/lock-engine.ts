@@ -3,7 +3,7 @@ import { DEFAULT_BACKEND_NAME } from '../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
-import type { LockBackend } from '../interfaces/lock-backend.interface';
+import type { LockBackend, LockHolderIdentity } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { acquireSemaphore } from '../recipes/semaphore';
 import { acquireAll } from '../recipes/multi-key';
@@ -37,6 +37,8 @@ export type { LockEngineOptions } from './keys/engine-options';
 export class LockEngine implements RecipeHost {
   readonly backends: ReadonlyMap<string, LockBackend>;
   readonly keyPrefix: string;
+  /** This app as the holder of its grants: host, pid and the `instance` option. */
+  readonly holder: LockHolderIdentity;
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   private readonly watchdogs = new Map<string, Watchdog>();
@@ -68,12 +70,14 @@ export class LockEngine implements RecipeHost {
     this.backends = o.backends;
     this.backendNames = [...o.backends.keys()];
     this.keyPrefix = o.keyPrefix;
+    this.holder = o.holder;
     this.defaults = o.defaults;
     this.operationTimeout = o.operationTimeout;
     this.ctx = {
       backends: this.backends,
       backendNames: this.backendNames,
       keyPrefix: this.keyPrefix,
+      holder: this.holder,
       defaults: this.defaults,
       operationTimeout: this.operationTimeout,
       events: this.events,

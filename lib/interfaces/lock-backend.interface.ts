@@ -44,8 +44,21 @@ export interface BackendLock {
   readonly ttl: number;
 }
 
+/**
+ * Who asks for a grant: the app's host, pid and instance name (the module's `instance` option). A
+ * backend stores it with the grant where it writes anyway (a value, node data, a row), with the
+ * kit's holderData(), and reports it from inspect() as a holder's metadata (holderMetadata()).
+ */
+export interface LockHolderIdentity {
+  readonly host: string;
+  readonly pid: number;
+  readonly instance: string;
+}
+
 /** One attempt: a BackendLock plus the signals the engine gives every call that may grant it. */
 export interface BackendAttempt extends BackendLock {
+  /** Who asks (set by the engine; absent when a caller outside the engine builds the attempt). */
+  readonly holder?: LockHolderIdentity;
   /**
    * Aborts when the engine gives up: reason WAIT_DEADLINE (from the backend kit) at the wait
    * deadline, the caller's own reason on a cancel. After it aborts the backend must clean up any
@@ -167,7 +180,10 @@ export interface LockHolderInfo {
    * ones.
    */
   readonly remainingTtl?: number;
-  /** What the grant stored about its holder (host, pid, app, acquiredAt), where the backend can. */
+  /**
+   * What the grant stored about its holder, where the backend can: `host`, `pid` and `instance`
+   * (LockHolderIdentity, from holderMetadata()), or `data` when another client wrote the grant.
+   */
   readonly metadata?: Readonly<Record<string, string>>;
 }
 

@@ -43,7 +43,8 @@ export interface KeyTimeline {
 export interface LiveViewHistorySnapshot {
   readonly windowMs: number;
   readonly timeline: KeyTimeline[];
-  readonly hot: { key: string; backend: string; waitMs: number; waits: number }[];
+  /** The keys waited on most (total ms), each with its number of waits and its longest (ms). */
+  readonly hot: { key: string; backend: string; waitMs: number; waits: number; maxMs: number }[];
   /** Waits (every grant's, and busy answers) per bucket: `le` ms or less; null = above. */
   readonly histogram: { le: number | null; count: number }[];
 }
@@ -131,16 +132,17 @@ export class LiveViewHistory {
   }
 
   private waitStats(since: number, match: (key: string) => boolean) {
-    const per = new Map<string, { waitMs: number; waits: number }>();
+    const per = new Map<string, { waitMs: number; waits: number; maxMs: number }>();
     const histogram = [...WAIT_BUCKETS_MS, null].map((le) => ({ le, count: 0 }));
     for (const w of this.waits) {
       if (w.at < since || !match(w.id.slice(w.id.indexOf('\u0000') + 1))) continue;
       const i = WAIT_BUCKETS_MS.findIndex((le) => w.ms <= le);
       histogram[i < 0 ? histogram.length - 1 : i].count++;
       if (!w.contended) continue;
-      const p = per.get(w.id) ?? { waitMs: 0, waits: 0 };
+      const p = per.get(w.id) ?? { waitMs: 0, waits: 0, maxMs: 0 };
       p.waitMs += w.ms;
       p.waits++;
+      p.maxMs = Math.max(p.maxMs, w.ms);
       per.set(w.id, p);
     }
     const hot = [...per]
@@ -155,6 +157,7 @@ export class LiveViewHistory {
           backend: line?.backend ?? '',
           waits: p.waits,
           waitMs: Math.round(p.waitMs),
+          maxMs: Math.round(p.maxMs),
         };
       });
     return { hot, histogram };

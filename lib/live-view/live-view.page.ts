@@ -16,6 +16,8 @@ svg text{font:11px ui-monospace,monospace;fill:#1d232a}svg .axis{fill:#8a94a0}
 code,a.key{font:12px ui-monospace,monospace}input{font:13px system-ui;padding:3px 6px;margin:0 0 6px;width:260px}
 a.key{color:#1d232a;text-decoration:none;border-bottom:1px dotted #8a94a0}a.key:hover{color:#175cd3}svg text.key{cursor:pointer}
 tr.lost td{background:#fef3f2}.badge{display:inline-block;margin-left:10px;padding:1px 8px;border-radius:10px;background:#eef1f5;color:#4a5561;font-size:12px}.badge.bad{background:#d92d20;color:#fff}
+.col{display:flex;flex-direction:column}.fill{flex:1}#hot-card table{box-shadow:none}#hot-summary{margin:8px 10px 2px;font-size:12px}svg.share{vertical-align:middle}#histogram svg{max-height:150px}
+.holder{border-bottom:1px dotted #8a94a0;cursor:help}.holder.mine i{color:#5b6670}
 .legend{display:flex;flex-wrap:wrap;gap:14px;margin:6px 2px 0;font-size:12px;color:#4a5561}.legend i{display:inline-block;width:14px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}.legend i.dot{width:8px;height:8px;border-radius:50%}
 .c-held{background:#1a7f37}.c-ex{background:#2e90fa}.c-sh{background:#84b8f0}.c-lost{background:#d92d20}.c-waited{background:#7a5af8}.c-busy{background:#dc6803}.c-failed{background:#b42318}
 `;
@@ -50,14 +52,15 @@ export function liveViewPage(ticket: string): string {
 <h2>Timeline, <span id="window">last 5 min</span> (hover for tokens and times; click a key to filter)</h2>
 <div class="card"><div id="timeline"></div>
 <div class="legend"><span><i class="c-held"></i>held now</span><span><i class="c-ex"></i>exclusive hold, released</span><span><i class="c-sh"></i>shared hold</span><span><i class="c-lost"></i>lost</span><span><i class="dot c-waited"></i>granted after waiting</span><span><i class="dot c-busy"></i>busy (gave up)</span><span><i class="dot c-failed"></i>lost or failed</span></div></div>
-<div class="grid"><div><h2>Hottest keys by wait time</h2>
-<table id="hot"><thead><tr><th>Key</th><th>Waited (total)</th><th>Waits</th><th>Average</th></tr></thead><tbody></tbody></table></div>
-<div><h2>Wait times</h2><div class="card" id="histogram"></div></div></div>
+<div class="grid"><div class="col"><h2>Hottest keys by wait time</h2>
+<div class="card fill" id="hot-card"><table id="hot"><thead><tr><th>Key</th><th>Share</th><th>Waited</th><th>Waits</th><th>Average</th><th>Longest</th></tr></thead><tbody></tbody></table>
+<div class="status" id="hot-summary"></div></div></div>
+<div class="col"><h2>Wait times</h2><div class="card fill" id="histogram"></div></div></div>
 <h2>Held by this process <span id="held-count"></span></h2>
 <input id="filter" placeholder="filter keys" aria-label="filter keys">
-<table id="held"><thead><tr><th>Key</th><th>Backend</th><th>Holder (host:pid)</th><th>Mode</th><th>Fencing token</th><th>Held for</th><th>Holds</th></tr></thead><tbody></tbody></table>
+<table id="held"><thead><tr><th>Key</th><th>Backend</th><th>Holder (host:pid instance)</th><th>Mode</th><th>Fencing token</th><th>Held for</th><th>Holds</th></tr></thead><tbody></tbody></table>
 <h2>Held on the backends (all processes)</h2>
-<table id="backends"><thead><tr><th>Backend</th><th>Held keys</th></tr></thead><tbody></tbody></table>
+<table id="backends"><thead><tr><th>Backend</th><th>Key</th><th>Holder: host:pid instance (hover: ttl left, token)</th><th>Mode</th></tr></thead><tbody></tbody></table>
 <h2>Waiting</h2>
 <table id="waiting"><thead><tr><th>Key</th><th>Backend</th><th>Waiters</th><th>Longest wait</th></tr></thead><tbody></tbody></table>
 <h2>Recent events</h2>

@@ -74,19 +74,56 @@ export const LIVE_VIEW_SCRIPT = `
     });
     document.getElementById('histogram').innerHTML = out.join('') + '</svg>';
   }
+  function who(h) {
+    if (h.host !== undefined) { var at = h.host + ':' + h.pid; return esc(at) + (h.instance && h.instance !== at ? ' <b>' + esc(h.instance) + '</b>' : ''); }
+    if (h.data !== undefined) return '<span class="status">data</span> ' + esc(h.data);
+    return '<span class="status">' + (h.owner ? 'owner ' + esc(h.owner) + '\\u2026' : 'not stored') + '</span>';
+  }
+  function listing(backends, match, now) {
+    var out = [];
+    backends.forEach(function (b) {
+      if (b.note) { out.push([esc(b.backend), '<span class="status">' + esc(b.note) + '</span>', '', '']); return; }
+      var shown = {};
+      (b.locks || []).filter(function (l) { return match(l.key); }).forEach(function (l) {
+        shown[l.key] = 1;
+        var age = now - (b.at || now), me = last.self;
+        var hs = l.holders.map(function (h) {
+          var tip = (h.ttlMs !== undefined ? 'ttl ' + ms(Math.max(0, h.ttlMs - age)) + ' left' : 'no ttl (session)') + ' \\u00b7 token ' + (l.fencingToken || '?') + (h.owner ? ' \\u00b7 owner ' + h.owner + '\\u2026' : '');
+          var mine = me && h.host === me.host && h.pid === me.pid;
+          return '<span class="holder' + (mine ? ' mine' : '') + '" title="' + esc(tip) + '">' + who(h) + (mine ? ' <i>(this process)</i>' : '') + '</span>';
+        });
+        out.push([esc(b.backend), key(l.key, 40), hs.join('<br>'), esc(l.mode || '')]);
+      });
+      var rest = b.keys.filter(function (k) { return match(k) && !shown[k]; });
+      if (rest.length) out.push([esc(b.backend), rest.slice(0, 20).map(function (k) { return key(k, 40); }).join(' ') + (rest.length > 20 || b.more ? ' \\u2026' : ''), '<span class="status">' + (b.locks ? 'holders read for the first keys only' : 'this backend cannot inspect') + '</span>', '']);
+    });
+    return out;
+  }
+  function hot(h) {
+    var total = h.hot.reduce(function (n, k) { return n + k.waitMs; }, 0);
+    rows('hot', h.hot, h.hot.length, 6, function (k) {
+      var w = Math.round(60 * k.waitMs / Math.max(1, total));
+      return [key(k.key, 32), '<svg class="share" width="60" height="10"><rect width="60" height="10" fill="#eef1f5"/><rect width="' + Math.max(1, w) + '" height="10" fill="#7a5af8"><title>' + Math.round(100 * k.waitMs / Math.max(1, total)) + '% of the waiting on these keys</title></rect></svg>', ms(k.waitMs), esc(k.waits), ms(k.waitMs / Math.max(1, k.waits)), ms(k.maxMs)];
+    }, 'no waits in the last ' + ms(h.windowMs));
+    var waits = h.histogram.reduce(function (n, b) { return n + b.count; }, 0), slow = 0;
+    h.histogram.forEach(function (b) { if (b.le === null || b.le > 100) slow += b.count; });
+    var longest = h.hot.reduce(function (m, k) { return Math.max(m, k.maxMs); }, 0);
+    document.getElementById('hot-summary').textContent = waits + ' wait' + (waits === 1 ? '' : 's') + ' in the last ' + ms(h.windowMs) + ' \\u00b7 ' + slow + ' over 100 ms' + (h.hot.length ? ' \\u00b7 ' + h.hot.length + ' contended key' + (h.hot.length > 1 ? 's' : '') + ', longest wait ' + ms(longest) : ' \\u00b7 no contended key');
+  }
   function lostCount(h) {
     var n = 0; h.timeline.forEach(function (k) { k.marks.forEach(function (m) { if (m.kind === 'lost') n++; }); }); return n;
   }
   function render() {
     if (!last) return;
-    var now = Date.now() - skew, f = filter.value, me = last.self ? last.self.host + ':' + last.self.pid : '';
+    var now = Date.now() - skew, f = filter.value, me = last.self ? last.self.host + ':' + last.self.pid + (last.self.instance && last.self.instance !== last.self.host + ':' + last.self.pid ? ' (' + last.self.instance + ')' : '') : '';
     var match = function (k) { return !f || dk(k).indexOf(f) >= 0 || String(k).indexOf(f) >= 0; };
     var held = last.held.filter(function (l) { return match(l.key); });
     document.getElementById('held-count').textContent = '(' + (f ? held.length : last.heldTotal) + ')';
     rows('held', held, f ? held.length : last.heldTotal, 7, function (l) { return [key(l.key), esc(l.backend), '<span title="this process; token ' + esc(l.fencingToken) + ', held since ' + esc(new Date(l.since).toLocaleTimeString()) + '">' + esc(me) + '</span>', esc(l.mode), token(l.fencingToken), ms(now - l.since), esc(l.holds)]; });
-    rows('backends', last.backends || [], (last.backends || []).length, 2, function (b) { return [esc(b.backend), b.note ? '<span class="status">' + esc(b.note) + '</span>' : (b.keys.length ? b.keys.filter(match).map(function (k) { return key(k, 40); }).join(' ') + (b.more ? ' \\u2026' : '') : '<span class="status">none</span>')]; });
+    var listed = listing(last.backends || [], match, now);
+    rows('backends', listed, listed.length, 4, function (r) { return r; }, 'nothing held');
     rows('waiting', last.waiting, last.waitingTotal, 4, function (w) { return [key(w.key), esc(w.backend), esc(w.waiters), w.oldestMs === undefined ? '' : ms(w.oldestMs + (Date.now() - skew - last.now))]; });
-    rows('hot', last.history.hot, last.history.hot.length, 4, function (k) { return [key(k.key, 40), ms(k.waitMs), esc(k.waits), ms(k.waitMs / Math.max(1, k.waits))]; }, 'no waits in the last 5 minutes');
+    hot(last.history);
     rows('events', last.recent.slice(0, 20), Math.min(20, last.recent.length), 4, function (e) { return [new Date(e.at).toLocaleTimeString(), '<span class="t-' + esc(e.type) + '">' + esc(e.type) + '</span>', e.key ? key(e.key, 40) : '<code>' + esc(e.backend || '') + '</code>', details(e)]; });
     var lost = lostCount(last.history), badge = document.getElementById('lost');
     badge.textContent = lost ? lost + ' lost lock' + (lost > 1 ? 's' : '') + ' in the window' : 'no lost locks';

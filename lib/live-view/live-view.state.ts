@@ -1,13 +1,14 @@
 import { Inject, Injectable, Optional, type OnModuleDestroy } from '@nestjs/common';
-import { hostname } from 'node:os';
 import { Observable } from 'rxjs';
 import { LockEngine } from '../core/lock-engine';
 import type { LockEvent } from '../core/activity/lock-events';
 import type { FencingEvents, StaleFencingEvent } from '../fencing/fencing-events';
 import { LiveViewHistory, type LiveViewHistorySnapshot } from './live-view.history';
 import { cut, redactResource, textOf } from './live-view.text';
+import type { LockInspection } from '../interfaces/lock-backend.interface';
 
-const SELF = { host: cut(hostname()), pid: process.pid };
+/** Holders of one listed key the page shows (a shared lock may have many). */
+const LIVE_VIEW_MAX_HOLDERS = 20;
 
 /** The FencingEvents whose refusals the page lists (null: none), from register()'s option. */
 export const LIVE_VIEW_FENCING_EVENTS = Symbol('LIVE_VIEW_FENCING_EVENTS');
@@ -27,8 +28,8 @@ export interface LiveViewSnapshot {
   readonly heldTotal: number;
   readonly waiting: { key: string; backend: string; waiters: number; oldestMs?: number }[];
   readonly waitingTotal: number;
-  /** This process, as the held rows' holder: host name and pid. */
-  readonly self: { readonly host: string; readonly pid: number };
+  /** This process, as the held rows' holder: host name, pid and the module's `instance`. */
+  readonly self: { readonly host: string; readonly pid: number; readonly instance: string };
   readonly recent: Record<string, unknown>[];
   /**
    * Held on each backend by every process, from the backend's list() (refreshed every
@@ -45,10 +46,35 @@ export interface BackendListing {
   readonly backend: string;
   /** Held keys (without the key prefix), at most LIVE_VIEW_LIST_LIMIT. */
   readonly keys: string[];
+  /** The first LIVE_VIEW_INSPECT_LIMIT keys with their holders, from the backend's inspect(). */
+  readonly locks?: ListedLock[];
+  /** When the listing was read (ms since the epoch): the holders' ttl counts from it. */
+  readonly at?: number;
   /** true when the backend had more than LIVE_VIEW_LIST_LIMIT held keys. */
   readonly more: boolean;
   /** Set when the backend cannot list (unsupported) or the last listing failed. */
   readonly note?: string;
+}
+
+/** A held key of the listing and who holds it, by what each grant stored on the backend. */
+export interface ListedLock {
+  readonly key: string;
+  readonly mode?: string;
+  readonly fencingToken?: string;
+  readonly holders: ListedHolder[];
+}
+
+export interface ListedHolder {
+  readonly mode: string;
+  readonly host?: string;
+  readonly pid?: number;
+  readonly instance?: string;
+  /** What another client stored instead (Curator: an IP address; kazoo: an identifier). */
+  readonly data?: string;
+  /** ms left of the grant when listed, where the backend has per-grant ttls. */
+  readonly ttlMs?: number;
+  /** The start of the owner token (enough to tell holders apart), where the backend stores it. */
+  readonly owner?: string;
 }
 
 /**
@@ -65,6 +91,8 @@ const PUSH_INTERVAL_MS = 100;
  */
 export const LIVE_VIEW_LIST_INTERVAL = 2_000;
 export const LIVE_VIEW_LIST_LIMIT = 100;
+/** Listed keys whose holders are read too (one inspect() each, concurrently, per refresh). */
+export const LIVE_VIEW_INSPECT_LIMIT = 50;
 
 /**
  * Keeps the last events of the engine and pushes snapshots (held locks, waiters, recent events)
@@ -81,12 +109,15 @@ export class LiveViewState implements OnModuleDestroy {
   private lister: NodeJS.Timeout | undefined;
   private readonly stops: (() => void)[];
   private readonly history = new LiveViewHistory();
+  private readonly self: LiveViewSnapshot['self'];
 
   constructor(
     @Inject(LockEngine) private readonly engine: LockEngine,
     @Optional() @Inject(LIVE_VIEW_FENCING_EVENTS) fencing?: FencingEvents | null,
   ) {
     // Lock events, and the refused fenced writes of this app's stores (type 'fencing.stale').
+    const { host, pid, instance } = engine.holder;
+    this.self = { host: cut(host), pid, instance: cut(instance) };
     this.stops = [engine.events.on((e) => this.record(e))];
     if (fencing) this.stops.push(fencing.on((e) => this.record(e)));
   }
@@ -122,7 +153,7 @@ export class LiveViewState implements OnModuleDestroy {
       recent: filter
         ? this.recent.filter((e) => match(String(e.key ?? e.resource ?? '')))
         : [...this.recent],
-      self: SELF,
+      self: this.self,
       backends: this.listing,
       history: {
         ...history,
@@ -143,11 +174,14 @@ export class LiveViewState implements OnModuleDestroy {
         if (typeof this.engine.backend(backend).list !== 'function')
           return { backend, keys: [], more: false, note: 'this backend cannot list its keys' };
         try {
+          const at = Date.now();
           const keys = await operator.list('', backend, LIVE_VIEW_LIST_LIMIT + 1);
           return {
             backend,
             keys: keys.slice(0, LIVE_VIEW_LIST_LIMIT).map(cut),
             more: keys.length > LIVE_VIEW_LIST_LIMIT,
+            locks: await this.holdersOf(backend, keys.slice(0, LIVE_VIEW_INSPECT_LIMIT)),
+            at,
           };
         } catch (error) {
           // The code only: a backend's error text can name addresses and users (the log has it).
@@ -156,6 +190,18 @@ export class LiveViewState implements OnModuleDestroy {
       }),
     );
     return this.listing;
+  }
+
+  /**
+   * Who holds each of `keys` (inspect() of each, concurrently), as JSON-safe rows; a key that is no
+   * longer held, or whose inspect failed, is left out. None when the backend cannot inspect.
+   */
+  private async holdersOf(backend: string, keys: string[]): Promise<ListedLock[] | undefined> {
+    if (typeof this.engine.backend(backend).inspect !== 'function') return undefined;
+    const read = await Promise.all(
+      keys.map((key) => this.engine.operator.inspect(key, backend).catch(() => undefined)),
+    );
+    return read.flatMap((r, i) => (r?.held ? [{ key: cut(keys[i]), ...listedLock(r) }] : []));
   }
 
   /** Snapshots for one page: the current one at once, then after every change. */
@@ -246,4 +292,24 @@ function errorCode(error: unknown): string {
   if (e && typeof e.code === 'string' && /^[A-Z0-9_]{1,64}$/.test(e.code)) return e.code;
   if (e && typeof e.name === 'string' && /^\w{1,64}$/.test(e.name)) return e.name;
   return 'error';
+}
+
+/** An inspect() report as the page gets it: holders' identities, ttl and token; strings cut. */
+function listedLock(r: LockInspection): Omit<ListedLock, 'key'> {
+  return {
+    mode: r.mode,
+    fencingToken: r.fencingToken === undefined ? undefined : String(r.fencingToken),
+    holders: r.holders.slice(0, LIVE_VIEW_MAX_HOLDERS).map((h) => {
+      const m = h.metadata ?? {};
+      return {
+        mode: h.mode,
+        host: m.host === undefined ? undefined : cut(m.host),
+        pid: m.pid === undefined ? undefined : Number(m.pid),
+        instance: m.instance === undefined ? undefined : cut(m.instance),
+        data: m.data === undefined ? undefined : cut(m.data),
+        ttlMs: h.remainingTtl === undefined ? undefined : Math.round(h.remainingTtl),
+        owner: h.owner?.slice(0, 8),
+      };
+    }),
+  };
 }

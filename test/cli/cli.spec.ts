@@ -2,22 +2,27 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import Redis from 'ioredis';
+import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
+import { hostname } from 'node:os';
 import { Pool } from 'pg';
 import { EtcdLockBackend } from '../../lib/backends/etcd/etcd.backend';
+import { MySqlLockBackend } from '../../lib/backends/mysql/mysql.backend';
 import { PostgresLockBackend } from '../../lib/backends/postgres/postgres.backend';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { ZooKeeperLockBackend } from '../../lib/backends/zookeeper/zookeeper.backend';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { EtcdCluster } from '../support/etcd-server';
+import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisServer } from '../support/redis-server';
 import { newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
 
 /**
  * The operator's command against real servers, run as its own process: it lists a lock this test
- * process holds, inspects it, refuses to release it without --yes, releases it, and then finds
- * nothing; exit codes 0 / 1 / 2 / 3 as documented.
+ * process holds, inspects it (its holder: this process's host, pid and instance name), refuses to
+ * release it without --yes, releases it, and then finds nothing; exit codes 0 / 1 / 2 / 3 as
+ * documented.
  */
 const ROOT = join(__dirname, '..', '..');
 
@@ -104,13 +109,30 @@ const servers: Record<string, () => Promise<Server>> = {
       },
     };
   },
+  MySQL: async () => {
+    const s = await MariaDbServer.start();
+    const pools: MySqlPool[] = [];
+    const { host, port, user, database } = s.connection;
+    return {
+      url: `mysql://${user}@${host}:${port}/${database}`,
+      backend: () => {
+        const pool = createPool({ ...s.connection, connectionLimit: 4 });
+        pools.push(pool);
+        return new MySqlLockBackend({ client: pool });
+      },
+      close: async () => {
+        for (const p of pools) await p.end();
+        await s.destroy();
+      },
+    };
+  },
 };
 
 describe.each(Object.keys(servers))('nestjs-distributed-lock CLI on %s', (name) => {
   let server: Server;
   const engines: LockEngine[] = [];
-  const engine = () => {
-    const e = new LockEngine({ backend: server.backend() });
+  const engine = (instance?: string) => {
+    const e = new LockEngine({ backend: server.backend(), instance });
     engines.push(e);
     return e;
   };
@@ -125,7 +147,7 @@ describe.each(Object.keys(servers))('nestjs-distributed-lock CLI on %s', (name) 
   });
 
   it('lists, inspects and releases a lock held by another process', async () => {
-    const holder = engine();
+    const holder = engine('orders-worker-7');
     const held = await holder.acquire('orders:42', { ttl: 30_000 });
 
     const list = await cli('list', '--url', server.url, '--json');
@@ -138,12 +160,24 @@ describe.each(Object.keys(servers))('nestjs-distributed-lock CLI on %s', (name) 
     const view = JSON.parse(inspect.stdout);
     expect(view).toMatchObject({ key: 'orders:42', held: true, mode: 'exclusive' });
     expect(view.holders.length).toBe(1);
+    // Who holds it: this process, by the identity its grant stored on the server.
+    expect(view.holders[0]).toMatchObject({
+      host: hostname().slice(0, 64),
+      pid: process.pid,
+      instance: 'orders-worker-7',
+    });
+    const described = await cli('inspect', 'orders:42', '--url', server.url);
+    expect(described.stdout).toContain(
+      `holder ${hostname().slice(0, 64)}:${process.pid} (orders-worker-7) exclusive`,
+    );
 
     const watch = await cli('watch', '--url', server.url, '--count', '1', '--json');
     expect(watch.code).toBe(0);
     expect(JSON.parse(watch.stdout).locks).toEqual([
       expect.objectContaining({ key: 'orders:42', held: true }),
     ]);
+    const table = await cli('watch', '--url', server.url, '--count', '1');
+    expect(table.stdout).toContain(`${process.pid} (orders-worker-7)`);
 
     const text = await cli('list', '--url', server.url);
     expect(text.stdout.split('\n')).toContain('orders:42');

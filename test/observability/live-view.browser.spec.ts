@@ -258,7 +258,7 @@ describe('live view behind cookie, header and query guards, in a real browser', 
     await page.locator('#held-count', { hasText: '(1002)' }).waitFor();
     await page.locator('#timeline-svg text.key', { hasText: 'orders:payment:42' }).waitFor();
     await page.evaluate('document.activeElement.blur(); window.scrollTo(0, 0)');
-    // LIVE_VIEW_SCREENSHOT=docs/images/live-view.png refreshes the picture in the docs.
+    // LIVE_VIEW_SCREENSHOT=path saves the picture (the docs' own: live-view.holders.spec.ts).
     await page.screenshot({
       path: process.env.LIVE_VIEW_SCREENSHOT ?? join(profile, 'live-view.png'),
       fullPage: false,

@@ -78,8 +78,18 @@ describe('live view module', () => {
     const theirs = await other.get(LockService).acquire('order:77');
     const ours = await app.get(LockService).acquire('order:5');
     const listing = await app.get(LiveViewState).refreshListing();
+    // Each listed key with its holder, by what the grant stored (both apps run in this process).
+    const holder = expect.objectContaining({ mode: 'exclusive', pid: process.pid });
     expect(listing).toEqual([
-      { backend: 'default', keys: expect.arrayContaining(['order:77', 'order:5']), more: false },
+      {
+        backend: 'default',
+        keys: expect.arrayContaining(['order:77', 'order:5']),
+        more: false,
+        at: expect.any(Number),
+        locks: expect.arrayContaining(
+          ['order:77', 'order:5'].map((key) => expect.objectContaining({ key, holders: [holder] })),
+        ),
+      },
     ]);
     const state = await request(app.getHttpServer()).get('/ops/locks/state').expect(200);
     expect(state.body.held.map((l: { key: string }) => l.key)).toEqual(['order:5']);

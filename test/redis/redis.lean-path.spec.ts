@@ -43,7 +43,7 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 describe('RedisLockBackend lean path and fence retention', () => {
-  it('uncontended: acquire = EXISTS + SET NX PX + the fence (GET + TIME + SET), release = GET + DEL + EXISTS; no PUBLISH', async () => {
+  it('uncontended: acquire = EXISTS + SET NX PX + the fence (GET + TIME + SET) + the holder (SET), release = GET + DEL + EXISTS; no PUBLISH', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
@@ -53,20 +53,21 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await admin.config('RESETSTAT');
     const evalsha = jest.spyOn(client, 'evalsha');
     for (let i = 0; i < 20; i++) await (await engine.acquire('k0')).release();
-    // The short scripts: LOCK_FREE with 4 keys (not ACQUIRE's 5 keys and 8 arguments) and
-    // RELEASE_UNQUEUED with 2 (not RELEASE's 5 and 5), taking turns.
+    // The short scripts: LOCK_FREE with 5 keys (not ACQUIRE's 7 keys and 9 arguments) and
+    // RELEASE_UNQUEUED with 2 (not RELEASE's 6 and 5), taking turns.
     expect(evalsha.mock.calls.map((c) => `${c[0]}/${c[1]}`)).toEqual(
       Array.from({ length: 40 }, (_, i) =>
-        i % 2 === 0 ? `${LOCK_FREE.sha}/4` : `${RELEASE_UNQUEUED.sha}/2`,
+        i % 2 === 0 ? `${LOCK_FREE.sha}/5` : `${RELEASE_UNQUEUED.sha}/2`,
       ),
     );
     evalsha.mockRestore();
     // The fence reads the clock at every grant (max(last + 1, server µs): tokens never repeat
-    // after a failover to a replica that missed the last grants).
+    // after a failover to a replica that missed the last grants). The holder's identity is one
+    // more SET ({K}:h) in the same script; the release leaves it (it names an old owner).
     expect(await commandCalls()).toEqual({
       evalsha: 40,
       exists: 40,
-      set: 40,
+      set: 60,
       get: 40,
       time: 20,
       del: 20,

@@ -1,3 +1,4 @@
+import { holderData } from '../../backend-kit/holder-data';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type {
@@ -12,6 +13,7 @@ import type {
   SemaphoreBackend,
 } from '../../interfaces/lock-backend.interface';
 import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
+import { announceHolder, withHolders } from './etcd.holders';
 import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
 import { etcdLockPrefix, etcdSemaphorePrefix } from './etcd.keys';
 import { deleteSeatHolders, readSeats, seatInspection } from './etcd.seats';
@@ -66,6 +68,8 @@ export class EtcdLockBackend implements LockBackend {
   private readonly watches = new QueueWatches(() => this.live?.client ?? this.client);
   private live: EtcdSession | undefined;
   private granting: Promise<EtcdSession> | undefined;
+  /** Who holds this backend's locks (the first attempt's holder data), written once per session. */
+  private holder = '';
   private closed = false;
   private readonly now = () => performance.now();
 
@@ -137,7 +141,7 @@ export class EtcdLockBackend implements LockBackend {
     const deadline = Date.now() + this.callTimeout;
     const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
     const lock = inspection(key, await readContenders(client, lockPrefix, deadline));
-    if (lock.held) return lock;
+    if (lock.held) return withHolders(client, this.prefix, lock, deadline);
     const seats = await readSeats(
       client,
       Buffer.from(etcdSemaphorePrefix(key, this.prefix)),
@@ -223,6 +227,7 @@ export class EtcdLockBackend implements LockBackend {
     } catch (error) {
       return Promise.reject(error);
     }
+    this.holder ||= holderData(request.holder);
     return this.semaphores.acquire(request, permits, tryOnce);
   }
 
@@ -236,6 +241,7 @@ export class EtcdLockBackend implements LockBackend {
     proposal?: string,
   ): Promise<BackendAcquireResult> {
     if (this.closed) return Promise.reject(this.closedError(request.key));
+    this.holder ||= holderData(request.holder);
     if (request.mode !== 'exclusive' && request.mode !== 'shared')
       return Promise.reject(
         new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
@@ -325,6 +331,15 @@ export class EtcdLockBackend implements LockBackend {
             throw new LockBackendUnavailableError(this.name, 'the backend was closed');
           }
           this.live = session;
+          // Not awaited: the acquire that made the session does not wait for it (etcd.holders.ts).
+          if (this.holder)
+            announceHolder(
+              session.client,
+              this.prefix,
+              session,
+              this.holder,
+              Date.now() + this.callTimeout,
+            ).catch(() => undefined);
           return session;
         },
         (error: unknown) => {

@@ -1,5 +1,7 @@
 import {
   checkOptionsObject,
+  holderData,
+  holderMetadata,
   InvalidLockOptionsError,
   MAX_KEY_LENGTH,
   ReleaseNotifier,
@@ -8,19 +10,22 @@ import {
   type BackendLock,
   type LockBackend,
   type LockBackendCapabilities,
+  type LockHolderIdentity,
+  type LockHolderInfo,
+  type LockInspection,
   type SemaphoreBackend,
 } from '../../backend-kit';
-import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import { SteadyMap } from '../../backend-kit/steady-collections';
 
 /** The last fencing token handed out by any MemoryLockBackend of this process. */
 let lastFencingToken = 0n;
 
 interface Entry {
-  writer?: { owner: string; expiresAt: number };
+  writer?: { owner: string; expiresAt: number; holder?: LockHolderIdentity };
   readers: Map<string, number>;
   /** The token of the latest grant while the key is held (inspect); gone with the entry. */
   token?: bigint;
+  who?: Map<string, LockHolderIdentity | undefined>; // shared holders' identities (inspect)
 }
 
 export interface MemoryLockBackendOptions {
@@ -112,8 +117,10 @@ export class MemoryLockBackend implements LockBackend {
     const entry = this.entries.get(lock.key);
     if (!entry) return;
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
-    else if (lock.mode === 'shared') entry.readers.delete(lock.owner);
-    else return;
+    else if (lock.mode === 'shared') {
+      entry.readers.delete(lock.owner);
+      entry.who?.delete(lock.owner);
+    } else return;
     if (!entry.writer && entry.readers.size === 0) this.entries.delete(lock.key);
     this.notifier.notify(lock.key);
   }
@@ -122,9 +129,7 @@ export class MemoryLockBackend implements LockBackend {
     this.notifier.notifyAll();
   }
 
-  /**
-   * Deletes a key behind its holders' backs (tests and admin tooling: simulates an operator's DEL).
-   */
+  /** Deletes a key behind its holders' backs (tests, admin tooling: an operator's DEL). */
   forceDelete(key: string): void {
     this.entries.delete(key);
     this.notifier.notify(key);
@@ -132,7 +137,7 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
-    const entry = this.live(request.key, now) ?? { readers: new Map<string, number>() };
+    const entry: Entry = this.live(request.key, now) ?? { readers: new Map() };
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
     if (request.mode === 'exclusive') {
@@ -141,9 +146,10 @@ export class MemoryLockBackend implements LockBackend {
           acquired: false,
           retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now),
         };
-      entry.writer = { owner: request.owner, expiresAt: now + request.ttl };
+      entry.writer = { owner: request.owner, expiresAt: now + request.ttl, holder: request.holder };
     } else {
       entry.readers.set(request.owner, now + request.ttl);
+      (entry.who ??= new Map()).set(request.owner, request.holder);
     }
     this.entries.set(request.key, entry);
     entry.token = ++lastFencingToken;
@@ -203,6 +209,7 @@ export class MemoryLockBackend implements LockBackend {
     for (const [owner, expiresAt] of entry.readers) {
       if (expiresAt <= now) {
         entry.readers.delete(owner);
+        entry.who?.delete(owner);
         freed = true;
       }
     }
@@ -214,10 +221,7 @@ export class MemoryLockBackend implements LockBackend {
     return entry;
   }
 
-  /**
-   * Operator view of one key: holders with owner tokens and remaining ttl, and the last fencing
-   * token.
-   */
+  /** Operator view of one key: holders (owner, identity, remaining ttl), the last fencing token. */
   async inspect(key: string): Promise<LockInspection> {
     const now = this.now();
     const entry = this.live(key, now);
@@ -228,12 +232,14 @@ export class MemoryLockBackend implements LockBackend {
         mode: 'exclusive',
         owner: entry.writer.owner,
         remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)),
+        metadata: holderMetadata(holderData(entry.writer.holder)),
       });
     for (const [owner, expiresAt] of entry?.readers ?? [])
       holders.push({
         mode: 'shared',
         owner,
         remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
+        metadata: holderMetadata(holderData(entry?.who?.get(owner))),
       });
     const seats = this.liveSeats(key, now);
     if (seats) {

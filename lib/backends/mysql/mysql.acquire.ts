@@ -15,6 +15,8 @@ export interface MySqlAttemptRequest {
   readonly waits: boolean;
   /** ms a ticket stays live after the attempt that wrote it. */
   readonly ticketMs: number;
+  /** The holder's data to store, or undefined when the table has no holder column. */
+  readonly holder: string | undefined;
 }
 
 export interface MySqlAttemptOutcome {
@@ -97,16 +99,10 @@ export async function attemptAcquire(
   const sentAt = performance.now();
   const stored = storedMode(mode, permits);
   const token = fencingToken.toString();
-  await conn.execute(sql.insert, [
-    key,
-    owner,
-    stored,
-    ttl * 1000,
-    token,
-    stored,
-    ttl * 1000,
-    token,
-  ]);
+  const row = [key, owner, stored, ttl * 1000, token];
+  const update = [stored, ttl * 1000, token];
+  if (req.holder === undefined) await conn.execute(sql.insertBare, [...row, ...update]);
+  else await conn.execute(sql.insert, [...row, req.holder, ...update, req.holder]);
   await conn.query('COMMIT');
   return { result: { acquired: true, fencingToken, sentAt }, ticketed: false };
 }

@@ -1,4 +1,4 @@
-import { ReleaseNotifier } from '../../backend-kit';
+import { holderData, ReleaseNotifier } from '../../backend-kit';
 import { attemptAcquire, readPlace, type InLine } from './mysql.acquire';
 import { affected, renewLocks } from './mysql.renew';
 import { MySqlDoorbell } from './mysql.doorbell';
@@ -80,6 +80,8 @@ export class MySqlLockBackend implements LockBackend {
   private readonly doorbell: MySqlDoorbell;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
+  /** Whether the lock table has the holder column (read once with the schema; HOLDER_COLUMN). */
+  private holderColumn = false;
   /**
    * ms a waiter's ticket outlives its last attempt: the longest pause between attempts + a margin.
    */
@@ -118,7 +120,7 @@ export class MySqlLockBackend implements LockBackend {
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
     this.ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
     this.sweeper = new SqlSweeper(o.sweepInterval, () => this.sweep());
-    this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
+    this.schema = new SchemaOnce(true, () => this.createSchema(o.createTable));
   }
 
   /**
@@ -175,7 +177,7 @@ export class MySqlLockBackend implements LockBackend {
    */
   async inspect(key: string): Promise<LockInspection> {
     const [rows] = await this.withConnection((conn) =>
-      conn.execute(this.sql.inspect, [bytes(key)]),
+      conn.execute(this.holderColumn ? this.sql.inspect : this.sql.inspectBare, [bytes(key)]),
     );
     const read = rows as {
       owner: string;
@@ -257,9 +259,11 @@ export class MySqlLockBackend implements LockBackend {
     // The engine's waits pass the whole BackendAcquireRequest: only a request that waits queues.
     const waits = ((request as Partial<BackendAcquireRequest>).wait ?? 0) > 0;
     const req = { key: bytes(fullKey), owner, mode, ttl: request.ttl, permits, waits };
-    const outcome = await this.withConnection((conn) =>
-      attemptAcquire(conn, this.sql, { ...req, ticketMs: this.ticketMs }, this.name),
-    );
+    const outcome = await this.withConnection((conn) => {
+      // Read after the schema check (withConnection): whether the table has the holder column.
+      const holder = this.holderColumn ? holderData(request.holder) : undefined;
+      return attemptAcquire(conn, this.sql, { ...req, ticketMs: this.ticketMs, holder }, this.name);
+    });
     const line = `${owner}:${fullKey}`;
     if (outcome.result.acquired) {
       this.tickets.delete(line); // the grant replaced the ticket
@@ -318,9 +322,21 @@ export class MySqlLockBackend implements LockBackend {
     }
   }
 
-  private createSchema(): Promise<void> {
+  /**
+   * The tables (createTable, adding the holder column to an older lock table), then whether the
+   * lock table has the holder column: once, before any call.
+   */
+  private createSchema(createTable: boolean): Promise<void> {
     return this.checkout(async (conn) => {
-      for (const statement of this.sql.ddl) await conn.query(statement);
+      if (createTable) for (const statement of this.sql.ddl) await conn.query(statement);
+      const has = async () =>
+        ((await conn.execute(this.sql.hasHolder, [this.table]))[0] as []).length > 0;
+      this.holderColumn = await has();
+      if (!this.holderColumn && createTable) {
+        // Concurrent start-ups may both add it: the loser's "duplicate column" is fine.
+        await conn.query(this.sql.addHolder).catch(() => undefined);
+        this.holderColumn = await has();
+      }
     });
   }
 }

@@ -1,4 +1,5 @@
-import { ddlScript } from '../sql/sql-schema';
+import { MAX_HOLDER_DATA } from '../../backend-kit';
+import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
@@ -23,12 +24,17 @@ export interface MySqlStatements {
   readonly purge: string;
   readonly nextFence: string;
   readonly insert: string;
+  readonly insertBare: string;
+  /** One row when the table (name ?) of the current database has the holder column. */
+  readonly hasHolder: string;
+  readonly addHolder: string;
   readonly ticket: string;
   readonly dropTicket: string;
   readonly position: string;
   readonly release: string;
   readonly dropKey: string;
   readonly inspect: string;
+  readonly inspectBare: string;
   readonly forceRelease: string;
   readonly list: string;
   readonly sweepHolders: string;
@@ -73,6 +79,7 @@ export function mysqlStatements(table: string): MySqlStatements {
   mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a seat)',
   expires_at DATETIME(3) NOT NULL COMMENT 'UTC, database server clock',
   fence      BIGINT UNSIGNED NOT NULL COMMENT 'fencing token of this grant',
+  holder     VARCHAR(${MAX_HOLDER_DATA}) CHARACTER SET utf8mb4 NULL COMMENT 'the holder: {"host","pid","instance"} (JSON text)',
   PRIMARY KEY (lock_key, owner)
 ) ENGINE=InnoDB`,
       `CREATE TABLE IF NOT EXISTS ${keys} (
@@ -95,7 +102,12 @@ export function mysqlStatements(table: string): MySqlStatements {
     // The row stays locked until COMMIT, so grants of one key get strictly growing tokens.
     nextFence: `INSERT INTO ${fence} (id, value) VALUES (1, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE value = LAST_INSERT_ID(value + 1)`,
     // The grant; it replaces the grantee's own ticket (same primary key) if it had one.
-    insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?) ON DUPLICATE KEY UPDATE mode = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, fence = ?`,
+    // With the holder's data when the table has the column (insertBare: without).
+    insert: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence, ${HOLDER_COLUMN}) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?, ?) ON DUPLICATE KEY UPDATE mode = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, fence = ?, ${HOLDER_COLUMN} = ?`,
+    insertBare: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, ?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, ?) ON DUPLICATE KEY UPDATE mode = ?, expires_at = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, fence = ?`,
+    hasHolder: `SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = '${HOLDER_COLUMN}'`,
+    // Upgrade of a table made before holder identities (run only when hasHolder found no column).
+    addHolder: `ALTER TABLE ${t} ADD COLUMN ${HOLDER_COLUMN} VARCHAR(${MAX_HOLDER_DATA}) CHARACTER SET utf8mb4 NULL`,
     // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder
     // row).
     ticket: `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) VALUES (?, ?, '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, TIMESTAMPDIFF(MICROSECOND, '2000-01-01', UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE expires_at = IF(mode = '${QUEUED}', UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, expires_at)`,
@@ -109,7 +121,8 @@ export function mysqlStatements(table: string): MySqlStatements {
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
     // Operators: a plain read (no locks) of the key's holder rows, and their delete whatever the
     // owner (waiters keep their tickets, so their places in line).
-    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
+    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence, ${HOLDER_COLUMN} FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
+    inspectBare: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
     forceRelease: `DELETE FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
     // Held keys in [from, to) (to NULL: no upper bound), a range of the primary key, LIMIT bounded.
     list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) AND mode <> '${QUEUED}' ORDER BY lock_key LIMIT ?`,

@@ -1,4 +1,4 @@
-import { CLOSE_TIMEOUT_MS, ReleaseNotifier, toBigInt, within } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, holderData, ReleaseNotifier, toBigInt, within } from '../../backend-kit';
 import type {
   BackendAcquireResult,
   BackendAttempt,
@@ -7,7 +7,6 @@ import type {
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
-  LockMode,
   SemaphoreBackend,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
@@ -72,6 +71,8 @@ export class PostgresLockBackend implements LockBackend {
   private readonly listener: PgReleaseListener | undefined;
   private readonly sweeper: SqlSweeper;
   private readonly schema: SchemaOnce;
+  /** Whether the table has the holder column (read once with the schema; see HOLDER_COLUMN). */
+  private holderColumn = false;
 
   constructor(options: PostgresLockBackendOptions) {
     const o = resolvePostgresOptions(options);
@@ -83,7 +84,7 @@ export class PostgresLockBackend implements LockBackend {
     this.sweeper = new SqlSweeper(o.sweepInterval, () =>
       this.run((c) => c.query(this.sql.sweep, [SWEEP_GRACE_MS])),
     );
-    this.schema = new SchemaOnce(o.createTable, () => this.createSchema());
+    this.schema = new SchemaOnce(true, () => this.createSchema(o.createTable));
     if (o.notifications) {
       this.listener = new PgReleaseListener(
         listenConnector(() => this.source.get()),
@@ -109,7 +110,7 @@ export class PostgresLockBackend implements LockBackend {
   private async tryRow(request: BackendAttempt, permits: number | undefined) {
     checkSqlKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
-    return this.attempt(request.key, request.owner, request.mode, request.ttl, permits);
+    return this.attempt(request, permits);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -136,7 +137,9 @@ export class PostgresLockBackend implements LockBackend {
    * locking.
    */
   async inspect(key: string): Promise<LockInspection> {
-    const { rows } = await this.run((c) => c.query(this.sql.inspect, [key]));
+    const { rows } = await this.run((c) =>
+      c.query(this.holderColumn ? this.sql.inspect : this.sql.inspectBare, [key]),
+    );
     const read = rows as { owner: string; mode: StoredMode; left_us: string; fence: string }[];
     return toInspection(
       key,
@@ -174,14 +177,9 @@ export class PostgresLockBackend implements LockBackend {
   /**
    * One try: a short transaction that grants the lock or reports how long the blockers have left.
    */
-  private attempt(
-    key: string,
-    owner: string,
-    mode: LockMode,
-    ttl: number,
-    permits: number | undefined,
-  ): Promise<BackendAcquireResult> {
-    return this.run(async (c) => {
+  private attempt(request: BackendAttempt, permits: number | undefined) {
+    const { key, owner, mode, ttl } = request;
+    return this.run(async (c): Promise<BackendAcquireResult> => {
       // A failure anywhere below destroys the connection (run), which rolls the transaction back.
       await c.query(this.sql.begin);
       await c.query(this.sql.mutex, [this.classId, key]);
@@ -201,7 +199,10 @@ export class PostgresLockBackend implements LockBackend {
       // before sending it, never from before the waits for a pooled client or the key's advisory
       // lock.
       const sentAt = performance.now();
-      const granted = await c.query(this.sql.grant, [key, owner, storedMode(mode, permits), ttl]);
+      const row = [key, owner, storedMode(mode, permits), ttl];
+      const granted = this.holderColumn
+        ? await c.query(this.sql.grant, [...row, holderData(request.holder) || null])
+        : await c.query(this.sql.grantBare, row);
       await c.query('COMMIT');
       return { acquired: true, fencingToken: toBigInt(granted.rows[0].fence, this.name), sentAt };
     });
@@ -237,13 +238,18 @@ export class PostgresLockBackend implements LockBackend {
     }
   }
 
-  private createSchema(): Promise<void> {
+  /** The table (createTable), then whether it has the holder column: once, before any call. */
+  private createSchema(createTable: boolean): Promise<void> {
     return this.checkout(async (client) => {
-      // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: serialize them.
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.classId]);
-      for (const statement of this.sql.ddl) await client.query(statement);
-      await client.query('COMMIT');
+      if (createTable) {
+        // Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog: serialize them.
+        await client.query('BEGIN');
+        await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.classId]);
+        for (const statement of this.sql.ddl) await client.query(statement);
+        await client.query('COMMIT');
+      }
+      const { rows } = await client.query(this.sql.hasHolder, [`"${this.table}"`]);
+      this.holderColumn = rows.length > 0;
     });
   }
 }

@@ -1,5 +1,5 @@
 import { KEY_DIGEST_HEX } from '../sql/key-digest';
-import { ddlScript } from '../sql/sql-schema';
+import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
@@ -22,9 +22,13 @@ export interface PostgresStatements {
   readonly mutex: string;
   readonly holders: string;
   readonly grant: string;
+  readonly grantBare: string;
+  /** One row when the table (to_regclass($1)) has the holder column. */
+  readonly hasHolder: string;
   readonly renew: string;
   readonly release: string;
   readonly inspect: string;
+  readonly inspectBare: string;
   readonly forceRelease: string;
   readonly list: string;
   readonly sweep: string;
@@ -34,29 +38,7 @@ export function postgresStatements(table: string): PostgresStatements {
   const t = `"${table}"`;
   const seq = `"${table}_fence"`;
   return {
-    ddl: [
-      `CREATE TABLE IF NOT EXISTS ${t} (
-  lock_key   text        NOT NULL,  -- full lock key (exact, byte-wise equality)
-  owner      text        NOT NULL,  -- 128-bit owner token, hex
-  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore')),
-  expires_at timestamptz NOT NULL,  -- database server clock
-  fence      bigint      NOT NULL,  -- fencing token of this grant
-  PRIMARY KEY (lock_key, owner)
-)`,
-      `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
-      // Upgrade of a table made before semaphores (its CHECK allowed exclusive and shared only):
-      // replaces the check once; a table that already allows 'semaphore' is left untouched (no
-      // ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
-      `DO $$ BEGIN
-  IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${t}'::regclass AND conname = '${table}_mode_check'
-             AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
-    ALTER TABLE ${t} DROP CONSTRAINT "${table}_mode_check",
-      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
-  END IF;
-END $$`,
-      // list(prefix): a byte-wise (code point) range, whatever the database's collation.
-      `CREATE INDEX IF NOT EXISTS "${table}_key_c" ON ${t} (lock_key COLLATE "C")`,
-    ],
+    ddl: ddl(table),
     channel: `${table}_released`,
     // One round trip (simple protocol, no values). The timeouts bound the harm of a client that
     // freezes inside its few-ms transaction while holding a key's mutex: the server ends its
@@ -69,11 +51,11 @@ END $$`,
     holders:
       `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us ` +
       `FROM ${t} WHERE lock_key = $1 ORDER BY owner FOR UPDATE`,
-    // Takes over expired rows of the key (a dead holder's) and inserts ours, in one statement.
-    grant:
-      `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND expires_at <= clock_timestamp()) ` +
-      `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence) ` +
-      `VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', nextval('${seq}')) RETURNING fence::text AS fence`,
+    // Takes over expired rows of the key (a dead holder's) and inserts ours, with its holder data
+    // ($5) when the table has the column (grantBare: without), in one statement.
+    grant: grant(t, seq, true),
+    grantBare: grant(t, seq, false),
+    hasHolder: `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = '${HOLDER_COLUMN}' AND NOT attisdropped`,
     // One statement renews a whole batch; rows are locked in key order so two batches and an
     // acquire can never deadlock; only rows that are still ours and unexpired are extended.
     renew:
@@ -89,9 +71,8 @@ END $$`,
       `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
     // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY
     // as release).
-    inspect:
-      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
-      `fence::text AS fence FROM ${t} WHERE lock_key = $1`,
+    inspect: inspect(t, true),
+    inspectBare: inspect(t, false),
     forceRelease:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
       `SELECT pg_notify($2, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
@@ -108,6 +89,60 @@ END $$`,
       `DELETE FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' AND ctid IN ` +
       `(SELECT ctid FROM ${t} WHERE expires_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`,
   };
+}
+
+/** The table, its sequence and index, and the upgrades of older tables, in order. */
+function ddl(table: string): string[] {
+  const t = `"${table}"`;
+  const seq = `"${table}_fence"`;
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key   text        NOT NULL,  -- full lock key (exact, byte-wise equality)
+  owner      text        NOT NULL,  -- 128-bit owner token, hex
+  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore')),
+  expires_at timestamptz NOT NULL,  -- database server clock
+  fence      bigint      NOT NULL,  -- fencing token of this grant
+  holder     text,                  -- the holder: {"host","pid","instance"} (JSON text)
+  PRIMARY KEY (lock_key, owner)
+)`,
+    `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
+    // Upgrade of a table made before semaphores (its CHECK allowed exclusive and shared only):
+    // replaces the check once; a table that already allows 'semaphore' is left untouched (no
+    // ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
+    `DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${t}'::regclass AND conname = '${table}_mode_check'
+             AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
+    ALTER TABLE ${t} DROP CONSTRAINT "${table}_mode_check",
+      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
+  END IF;
+END $$`,
+    // Upgrade of a table made before holder identities: adds the column once (a table that has
+    // it gets no ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
+    `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${t}'::regclass AND attname = '${HOLDER_COLUMN}'
+                 AND NOT attisdropped) THEN
+    ALTER TABLE ${t} ADD COLUMN ${HOLDER_COLUMN} text;
+  END IF;
+END $$`,
+    // list(prefix): a byte-wise (code point) range, whatever the database's collation.
+    `CREATE INDEX IF NOT EXISTS "${table}_key_c" ON ${t} (lock_key COLLATE "C")`,
+  ];
+}
+
+function grant(t: string, seq: string, holder: boolean): string {
+  return (
+    `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND expires_at <= clock_timestamp()) ` +
+    `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence${holder ? `, ${HOLDER_COLUMN}` : ''}) ` +
+    `VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', nextval('${seq}')` +
+    `${holder ? ', $5' : ''}) RETURNING fence::text AS fence`
+  );
+}
+
+function inspect(t: string, holder: boolean): string {
+  return (
+    `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
+    `fence::text AS fence${holder ? `, ${HOLDER_COLUMN}` : ''} FROM ${t} WHERE lock_key = $1`
+  );
 }
 
 /** The DDL for DBAs who create the table themselves (createTable: false). */

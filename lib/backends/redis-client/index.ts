@@ -25,8 +25,22 @@ export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { RedisConnectionDownError } from './connection-state';
 export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
-export { parseInspect, toInspection, type ServerLockView } from './lock.inspection';
-export { ACQUIRE, FENCE_LUA, FORCE_RELEASE, INSPECT, RELEASE, RENEW } from './lock.scripts';
+export {
+  parseInspect,
+  storedHolders,
+  toInspection,
+  withIdentities,
+  type ServerLockView,
+} from './lock.inspection';
+export {
+  ACQUIRE,
+  FENCE_LUA,
+  FORCE_RELEASE,
+  HOLDERS,
+  INSPECT,
+  RELEASE,
+  RENEW,
+} from './lock.scripts';
 export {
   heldOn,
   holderOf,

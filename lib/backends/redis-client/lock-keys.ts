@@ -8,6 +8,9 @@ import { createHash } from 'node:crypto';
  *   {K}:f   fence: last token issued (see fenceRetention)
  *   {K}:q   waiters in arrival order: sorted set owner -> arrival (server µs)   (Redis backend)
  *   {K}:w   the waiters' grant details: hash owner -> "deadline|mode|ttl|channel" (Redis backend)
+ *   {K}:h   the exclusive holder's identity: "owner|holder data" (host, pid, instance), written
+ *           with each exclusive grant, kept fenceRetention ms (a stale one names an old owner)
+ *   {K}:hr  the shared holders' identities: hash owner -> holder data, deleted with each release
  * The tag is `{fullKey}`, or, when the key itself holds a brace (only a literal key can:
  * interpolated values are encoded), `{#<sha1>}fullKey`, so a brace can never split a lock's keys
  * across slots. Both forms are injective and cannot meet.
@@ -18,6 +21,8 @@ export interface LockKeys {
   readonly fence: string;
   readonly queue: string;
   readonly waiters: string;
+  readonly holder: string;
+  readonly holders: string;
 }
 
 /**
@@ -44,6 +49,8 @@ export const lockKeys = recentKeys((fullKey): LockKeys => {
     fence: `${tag}:f`,
     queue: `${tag}:q`,
     waiters: `${tag}:w`,
+    holder: `${tag}:h`,
+    holders: `${tag}:hr`,
   };
 });
 

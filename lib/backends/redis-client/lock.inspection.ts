@@ -1,3 +1,4 @@
+import { holderMetadata } from '../../backend-kit/holder-data';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 
 /** One server's answer to the INSPECT script, parsed. */
@@ -40,4 +41,27 @@ export function toInspection(key: string, view: ServerLockView, waiters?: number
     fencingToken: view.fence,
     waiters,
   };
+}
+
+/** The HOLDERS script's answer as owner -> holder data (an exclusive and any shared holders). */
+export function storedHolders(
+  reply: unknown,
+  into = new Map<string, string>(),
+): Map<string, string> {
+  const [exclusive, flat] = reply as [string, string[]];
+  const bar = exclusive.indexOf('|');
+  if (bar > 0) into.set(exclusive.slice(0, bar), exclusive.slice(bar + 1));
+  for (let i = 0; i + 1 < flat.length; i += 2) into.set(flat[i], flat[i + 1]);
+  return into;
+}
+
+/** `holders` with the identity each one's grant stored (metadata host, pid, instance). */
+export function withIdentities(
+  holders: readonly LockHolderInfo[],
+  stored: ReadonlyMap<string, string>,
+): LockHolderInfo[] {
+  return holders.map((h) => {
+    const metadata = h.owner === undefined ? undefined : holderMetadata(stored.get(h.owner));
+    return metadata ? { ...h, metadata } : h;
+  });
 }

@@ -38,11 +38,14 @@ end
 const FENCE = FENCE_LUA;
 
 /**
- * acquire KEYS={K},{K}:r,{K}:f,{K}:q ARGV=owner,ttl,mode,fenceRetention,channel,score,keepMs
+ * acquire KEYS={K},{K}:r,{K}:f,{K}:q,{K}:h,{K}:hr ARGV=owner,ttl,mode,fenceRetention,channel,
+ * score,keepMs,holder
  * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1
  * unknown)}. When busy and `channel` is given (a waiting process), registers that process channel
  * in {K}:q with `score` (its first registration keeps its place), so a release wakes ONE process.
- * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence.
+ * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence. A grant stores the holder's
+ * data (host, pid, instance) when `holder` is set, kept fenceRetention ms: an exclusive one as
+ * {K}:h = "owner|holder", a shared one in the hash {K}:hr (see lock-keys.ts).
  */
 export const ACQUIRE = script(`${FENCE}
 local ttl = tonumber(ARGV[2])
@@ -70,11 +73,18 @@ else
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
 end
+if ARGV[8] ~= '' then
+  if ARGV[3] == 'exclusive' then redis.call('SET', KEYS[5], ARGV[1] .. '|' .. ARGV[8], 'PX', ARGV[4])
+  else
+    redis.call('HSET', KEYS[6], ARGV[1], ARGV[8])
+    redis.call('PEXPIRE', KEYS[6], ARGV[4])
+  end
+end
 return {1, fence(KEYS[3], ARGV[4])}
 `);
 
 /**
- * release KEYS={K},{K}:r,{K}:q ARGV=owner,mode,message
+ * release KEYS={K},{K}:r,{K}:q,{K}:hr ARGV=owner,mode,message
  * Deletes our hold only if it is ours. If processes wait, wakes the earliest registered one that
  * still listens (PUBLISH reached someone; channels nobody hears are dropped): O(1) wake-ups, and
  * no PUBLISH at all when nobody waits. Returns 1 if released, 0 if it was not ours (or gone).
@@ -85,6 +95,7 @@ if ARGV[2] == 'exclusive' then
   redis.call('DEL', KEYS[1])
 else
   if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then return 0 end
+  redis.call('HDEL', KEYS[4], ARGV[1])
   if redis.call('ZCARD', KEYS[2]) > 0 then return 1 end
 end
 while redis.call('EXISTS', KEYS[3]) == 1 do
@@ -128,12 +139,13 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), readers,
 `);
 
 /**
- * forceRelease KEYS={K},{K}:r,{K}:q ARGV=message
+ * forceRelease KEYS={K},{K}:r,{K}:q,{K}:h,{K}:hr ARGV=message
  * Frees the key whoever holds it (an operator's action) and wakes one waiting process like a
  * release. Returns 1 if a hold was removed, else 0. The fence is kept: tokens go on growing.
  */
 export const FORCE_RELEASE = script(`
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[4], KEYS[5])
 if removed == 0 then return 0 end
 while redis.call('EXISTS', KEYS[3]) == 1 do
   local head = redis.call('ZPOPMIN', KEYS[3])
@@ -141,3 +153,11 @@ while redis.call('EXISTS', KEYS[3]) == 1 do
 end
 return 1
 `);
+
+/**
+ * holders KEYS={K}:h,{K}:hr (read-only): {the exclusive holder's "owner|holder data" or '', the
+ * shared holders' owner -> holder data, flat}; see storedHolders.
+ */
+export const HOLDERS = script(
+  `return {redis.call('GET', KEYS[1]) or '', redis.call('HGETALL', KEYS[2])}`,
+);

@@ -16,13 +16,12 @@ import {
   busy,
   checkAcks,
   confirmReplicated,
-  forceReleaseLock,
-  inspectLock,
   isReplicasUnmet,
   releaseScript,
   renewScripts,
   waitForReplicas,
 } from './redis.commands';
+import { forceReleaseLock, inspectLock } from './redis.operator';
 import { RedisHandoffs } from './redis.handoffs';
 import { listRedisKeys } from './redis.list';
 import { RecentMarks } from './redis.recent-marks';

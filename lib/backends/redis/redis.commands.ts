@@ -5,33 +5,19 @@
  * queued-wait loop; these hold no state of their own (the RecentMarks they consult are the
  * backend's).
  */
+import { holderData } from '../../backend-kit/holder-data';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import type {
-  BackendAttempt,
-  BackendLock,
-  LockInspection,
-} from '../../interfaces/lock-backend.interface';
+import type { BackendAttempt, BackendLock } from '../../interfaces/lock-backend.interface';
 import {
-  parseInspect,
   runScript,
   runScriptBatch,
   runScriptThen,
   runScriptThenWait,
-  toInspection,
   type RedisClientLike,
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import type { RecentMarks } from './redis.recent-marks';
-import {
-  ACQUIRE,
-  FORCE_RELEASE,
-  INSPECT,
-  LOCK_FREE,
-  lockKeys,
-  RELEASE,
-  RELEASE_UNQUEUED,
-  RENEW,
-} from './redis.scripts';
+import { ACQUIRE, LOCK_FREE, lockKeys, RELEASE, RELEASE_UNQUEUED, RENEW } from './redis.scripts';
 
 export type Phase = 'try' | 'wait' | 'recheck';
 
@@ -72,16 +58,27 @@ export function attemptScript(
     );
   if (o.replicas && client.isCluster) {
     const args = acquireArgs(client, o, channel, request, phase, waitMs);
-    return runScriptThenWait(client, ACQUIRE, 5, args, o.replicas).then(([reply, acked]) => {
+    return runScriptThenWait(client, ACQUIRE, 7, args, o.replicas).then(([reply, acked]) => {
       clusterAcks.set(request, acked);
       return reply;
     });
   }
   if (!busyKeys || phase === 'recheck' || request.mode !== 'exclusive' || busyKeys.has(request.key))
     return fullAttempt(client, o, channel, request, phase, waitMs);
-  const { writer, readers, fence, queue } = lockKeys(request.key);
-  const args = [writer, readers, fence, queue, request.owner, request.ttl, o.fenceRetention];
-  return runScriptThen(client, LOCK_FREE, 4, args, (answer) => {
+  const { writer, readers, fence, queue, holder } = lockKeys(request.key);
+  const who = holderData(request.holder);
+  const args = [
+    writer,
+    readers,
+    fence,
+    queue,
+    holder,
+    request.owner,
+    request.ttl,
+    o.fenceRetention,
+    who,
+  ];
+  return runScriptThen(client, LOCK_FREE, 5, args, (answer) => {
     if (typeof answer === 'string') return answer;
     busyKeys.mark(request.key);
     return fullAttempt(client, o, channel, request, phase, waitMs);
@@ -97,7 +94,7 @@ function fullAttempt(
   phase: Phase,
   waitMs: number,
 ): Promise<unknown> {
-  return runScript(client, ACQUIRE, 5, acquireArgs(client, o, channel, request, phase, waitMs));
+  return runScript(client, ACQUIRE, 7, acquireArgs(client, o, channel, request, phase, waitMs));
 }
 
 /** The ACQUIRE script's keys and arguments. */
@@ -116,6 +113,8 @@ function acquireArgs(
     k.fence,
     k.queue,
     k.waiters,
+    k.holder,
+    k.holders,
     request.owner,
     request.ttl,
     request.mode,
@@ -124,6 +123,7 @@ function acquireArgs(
     waitMs,
     channel,
     client.isCluster ? '0' : '1',
+    holderData(request.holder),
   ];
 }
 
@@ -176,13 +176,14 @@ export function releaseScript(
     k.fence,
     k.queue,
     k.waiters,
+    k.holders,
     lock.owner,
     lock.mode,
     o.fenceRetention,
     client.isCluster ? '0' : '1',
     leaving,
   ];
-  return runScript(client, RELEASE, 5, args);
+  return runScript(client, RELEASE, 6, args);
 }
 
 /**
@@ -216,32 +217,6 @@ export async function renewScripts(
     ? await Promise.all(calls.map((args) => runScript(client, RENEW, 2, args)))
     : await runScriptBatch(client, RENEW, 2, calls);
   return replies.map((r) => r === 1);
-}
-
-/** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
-export async function inspectLock(o: ResolvedRedisOptions, key: string): Promise<LockInspection> {
-  const k = lockKeys(key);
-  const client = await o.source.get();
-  const view = parseInspect(
-    await runScript(client, INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
-  );
-  return toInspection(key, view, view.queued);
-}
-
-/** Frees `key` whoever holds it and serves the queue's head; true when something was freed. */
-export async function forceReleaseLock(o: ResolvedRedisOptions, key: string): Promise<boolean> {
-  const k = lockKeys(key);
-  const client = await o.source.get();
-  const args = [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    k.waiters,
-    o.fenceRetention,
-    client.isCluster ? '0' : '1',
-  ];
-  return Number(await runScript(client, FORCE_RELEASE, 5, args)) === 1;
 }
 
 /** WAIT for replica acks of a plain lock's grant; too few: give the grant back and fail closed. */

@@ -1,9 +1,11 @@
 import { FENCE_LUA, redisScript } from '../redis-client';
+import { HOLDER } from './redis.holder-scripts';
 
 /**
  * Lua scripts of the Redis backend: a fair queue per key with direct handoff. Keys (one hash slot,
  * see ../redis-client/lock-keys.ts): W={K} writer, R={K}:r readers, F={K}:f fence, Q={K}:q queue
- * (owner -> arrival, server µs), D={K}:w waiter details (owner -> "deadline|mode|ttl|channel").
+ * (owner -> arrival, server µs), D={K}:w waiter details (owner -> "deadline|mode|ttl|channel"),
+ * H={K}:h the exclusive holder's identity, HR={K}:hr the shared holders' (see HOLDER).
  *
  * Invariants: a waiter is in Q only while it waits (its deadline, server ms, bounds a waiter that
  * died); whenever the lock becomes free while Q is non-empty (release, leave, or an attempt that
@@ -124,7 +126,7 @@ end
 `;
 
 /**
- * acquire KEYS=W,R,F,Q,D ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe
+ * acquire KEYS=W,R,F,Q,D,H,HR ARGV=owner,ttl,mode,fenceRetention,phase,waitMs,channel,probe,holder
  * phase 'try': one attempt, never queues. 'wait': attempt, else queue (deadline now + waitMs).
  * 'recheck': a queued waiter looks again: granted by a handoff (its message only woke it, and
  * anyone can PUBLISH) or one it missed? then re-dated to ttl from now. Grantable now? else it
@@ -133,12 +135,13 @@ end
  * table reply costs the client more to parse. Uncontended exclusive path: EXISTS R Q, SET NX PX,
  * INCR F, run before the queue's functions are even defined.
  */
-export const ACQUIRE = redisScript(`${FENCE}
+export const ACQUIRE = redisScript(`${FENCE}${HOLDER}
 local W, R, F, Q, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, ttl, mode, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local H, HR, who = KEYS[6], KEYS[7], ARGV[9]
 local lean_busy = false
 if phase ~= 'recheck' and mode == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
-  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return fence(F, retention) end
+  if redis.call('SET', W, owner, 'NX', 'PX', ttl) then return hold(H, HR, mode, owner, who, retention, fence(F, retention)) end
   if phase ~= 'wait' then return redis.call('PTTL', W) end
   lean_busy = true
 end
@@ -169,7 +172,7 @@ local function join_readers()
   readers(R, now)
   redis.call('ZADD', R, now + ttl, owner)
   reader_expiry(R)
-  return fence(F, retention)
+  return hold(H, HR, mode, owner, who, retention, fence(F, retention))
 end
 if lean_busy then
   enqueue()
@@ -189,7 +192,7 @@ if phase == 'recheck' then
       redis.call('ZADD', R, now_ms() + ttl, owner)
       reader_expiry(R)
     end
-    return redis.call('GET', F) or fence(F, retention)
+    return hold(H, HR, mode, owner, who, retention, redis.call('GET', F) or fence(F, retention))
   end
 end
 if redis.call('EXISTS', Q) == 1 then
@@ -218,7 +221,7 @@ if redis.call('EXISTS', Q) == 1 then
 end
 if mode == 'exclusive' then
   if readers(R, now_ms()) == 0 and redis.call('SET', W, owner, 'NX', 'PX', ttl) then
-    return fence(F, retention)
+    return hold(H, HR, mode, owner, who, retention, fence(F, retention))
   end
 elseif redis.call('EXISTS', W) == 0 then
   return join_readers()
@@ -228,15 +231,15 @@ return pttl()
 `);
 
 /**
- * lock when free KEYS=W,R,F,Q ARGV=owner,ttl,fenceRetention: the first exclusive attempt on a key
- * not found busy lately (redis.commands.ts). ACQUIRE's own uncontended path with 4 keys and 3
- * arguments instead of 5 and 8: the token when granted, else nil (then ACQUIRE runs, which serves
- * every case).
+ * lock when free KEYS=W,R,F,Q,H ARGV=owner,ttl,fenceRetention,holder: the first exclusive
+ * attempt on a key not found busy lately (redis.commands.ts). ACQUIRE's own uncontended path with
+ * 5 keys and 4 arguments instead of 7 and 9: the token when granted, else nil (then ACQUIRE runs,
+ * which serves every case).
  */
-export const LOCK_FREE = redisScript(`${FENCE}
+export const LOCK_FREE = redisScript(`${FENCE}${HOLDER}
 local W, R, F, Q = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if redis.call('EXISTS', R, Q) == 0 and redis.call('SET', W, ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return fence(F, ARGV[3])
+  return hold(KEYS[5], '', 'exclusive', ARGV[1], ARGV[4], ARGV[3], fence(F, ARGV[3]))
 end
 return false
 `);
@@ -254,7 +257,7 @@ return 1
 `);
 
 /**
- * release KEYS=W,R,F,Q,D ARGV=owner,mode,fenceRetention,probe,leaving
+ * release KEYS=W,R,F,Q,D,HR ARGV=owner,mode,fenceRetention,probe,leaving
  * Owner-checked: drops our hold if it is ours; with leaving='1' also our queue entry (a waiter
  * that gave up). If anyone waits, hands the lock to the queue's head in the same step. No PUBLISH
  * when nobody waits. Returns 1 if a hold of ours was released, else 0.
@@ -275,6 +278,7 @@ if ARGV[2] == 'exclusive' then
 elseif redis.call('ZREM', R, owner) == 1 then
   released = 1
 end
+if released == 1 and ARGV[2] ~= 'exclusive' then redis.call('HDEL', KEYS[6], owner) end
 if (released == 0 and ARGV[5] ~= '1') or redis.call('EXISTS', Q) == 0 then return released end
 ${FENCE}${DISPATCH}
 dispatch(W, R, F, Q, D, ARGV[3], ARGV[4], '')
@@ -282,13 +286,14 @@ return released
 `);
 
 /**
- * forceRelease KEYS=W,R,F,Q,D ARGV=fenceRetention,probe
+ * forceRelease KEYS=W,R,F,Q,D,H,HR ARGV=fenceRetention,probe
  * An operator frees the key whoever holds it; the queue's head is served as after a release. The
  * fence is kept, so the old holder's token stays below every later one. Returns 1 if a hold was
  * removed.
  */
 export const FORCE_RELEASE = redisScript(`${FENCE}${DISPATCH}
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[6], KEYS[7])
 if redis.call('EXISTS', KEYS[4]) == 1 then
   dispatch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], '')
 end

@@ -1,8 +1,11 @@
+import { holderMetadata } from '../../backend-kit/holder-data';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import {
   FORCE_RELEASE,
   heldOn,
+  HOLDERS,
+  storedHolders,
   INSPECT,
   lockKeys,
   parseInspect,
@@ -25,13 +28,22 @@ export async function inspectMasters(
   const k = lockKeys(key);
   const outcomes = await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
+    (i) =>
+      Promise.all([
+        runScript(m.clients[i], INSPECT, 4, [k.writer, k.readers, k.fence, k.queue]),
+        runScript(m.clients[i], HOLDERS, 2, [k.holder, k.holders]),
+      ]),
     () => false,
     timeoutMs,
   );
   const c = tally(outcomes, () => true);
   if (c.answered < m.quorum) throw unavailable(m, 'inspect', c.answered, key, c.firstError);
-  const views: ServerLockView[] = outcomes.flatMap((o) => (o?.ok ? [parseInspect(o.value)] : []));
+  const views: ServerLockView[] = outcomes.flatMap((o) =>
+    o?.ok ? [parseInspect(o.value[0])] : [],
+  );
+  // What any master stored about each owner (every granting master stored the same data).
+  const stored = new Map<string, string>();
+  for (const o of outcomes) if (o?.ok) storedHolders(o.value[1], stored);
   const holders: LockHolderInfo[] = [];
   const votes = new Map<string, { mode: 'exclusive' | 'shared'; ttls: number[] }>();
   for (const v of views) {
@@ -39,7 +51,10 @@ export async function inspectMasters(
     for (const [owner, ms] of v.readers) vote(votes, owner, 'shared', ms);
   }
   for (const [owner, { mode, ttls }] of votes) {
-    if (ttls.length >= m.quorum) holders.push({ mode, owner, remainingTtl: Math.min(...ttls) });
+    if (ttls.length >= m.quorum) {
+      const metadata = holderMetadata(stored.get(owner));
+      holders.push({ mode, owner, remainingTtl: Math.min(...ttls), ...(metadata && { metadata }) });
+    }
   }
   let fence: bigint | undefined;
   for (const v of views)
@@ -67,7 +82,14 @@ export async function forceReleaseMasters(
     // is not ours to free.
     async (i) =>
       (await heldOn(m.clients[i], [key]))[0]
-        ? runScript(m.clients[i], FORCE_RELEASE, 3, [k.writer, k.readers, k.queue, key])
+        ? runScript(m.clients[i], FORCE_RELEASE, 5, [
+            k.writer,
+            k.readers,
+            k.queue,
+            k.holder,
+            k.holders,
+            key,
+          ])
         : 0,
     () => false,
     timeoutMs,

@@ -4,6 +4,7 @@
  * (drift allowance, round timeout) and error they share. RedlockBackend (redlock.backend.ts) owns
  * the masters, the options and the per-wait round state; these functions hold no state.
  */
+import { holderData } from '../../backend-kit/holder-data';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
@@ -47,7 +48,7 @@ export async function attemptRound(
   else request.signal.addEventListener('abort', onAbort, { once: true });
   const outcomes = await gather(
     n,
-    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 4, args(i))),
+    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 6, args(i))),
     // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
     // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
     // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
@@ -116,6 +117,8 @@ function acquireArgs(
     k.readers,
     k.fence,
     k.queue,
+    k.holder,
+    k.holders,
     request.owner,
     request.ttl,
     request.mode,
@@ -123,6 +126,7 @@ function acquireArgs(
     wait > 0 && m.subscriptions?.live(i) ? processChannel : '',
     score,
     wait + 1_000,
+    holderData(request.holder),
   ];
 }
 
@@ -141,12 +145,12 @@ function highestToken(outcomes: readonly Outcome<unknown>[]): bigint {
 /** Owner-checked release on every master at once; resolves with how many answered. */
 export async function withdraw(o: ResolvedRedlockOptions, m: Masters, lock: BackendLock) {
   const k = lockKeys(lock.key);
-  const args = [k.writer, k.readers, k.queue, lock.owner, lock.mode, lock.key];
+  const args = [k.writer, k.readers, k.queue, k.holders, lock.owner, lock.mode, lock.key];
   // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
   // minority must not make every release wait for the round timeout.
   const outcomes = await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], RELEASE, 3, args),
+    (i) => runScript(m.clients[i], RELEASE, 4, args),
     (o) => tally(o, () => true).yes >= m.quorum,
     roundTimeout(o, lock.ttl),
   );

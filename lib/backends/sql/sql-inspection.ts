@@ -1,10 +1,12 @@
-import { toBigInt } from '../../backend-kit';
+import { holderMetadata, toBigInt } from '../../backend-kit';
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import type { HolderRow } from './sql-lock.rules';
 
 /** A holder row as inspect reads it: the decision's fields plus the grant's fence. */
 export interface InspectedRow extends HolderRow {
   readonly fence: unknown;
+  /** The grant's holder data (host, pid, instance); null where the table has no holder column. */
+  readonly holder?: string | null;
 }
 
 /**
@@ -30,6 +32,7 @@ export function toInspection(
         mode: row.mode === 'semaphore' ? 'exclusive' : row.mode,
         owner: row.owner,
         remainingTtl: Math.ceil(row.leftUs / 1000),
+        metadata: holderMetadata(row.holder),
       });
   }
   const mode =

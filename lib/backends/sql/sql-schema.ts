@@ -21,6 +21,14 @@ export class SchemaOnce {
   }
 }
 
+/**
+ * The column where a grant's holder data (host, pid, instance) is stored. Created with the table,
+ * added to an older table by the DDL at start-up (createTable: true); a table a DBA made without
+ * it keeps working, without holder identities, until it is added (docs/backends/postgres.md,
+ * mysql.md: the ALTER TABLE).
+ */
+export const HOLDER_COLUMN = 'holder';
+
 /** The statements as one script a DBA can run (createTable: false). */
 export function ddlScript(ddl: readonly string[]): string {
   return ddl.map((s) => `${s};`).join('\n\n');

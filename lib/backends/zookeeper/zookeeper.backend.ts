@@ -1,4 +1,4 @@
-import { raceAbort, WAIT_DEADLINE } from '../../backend-kit';
+import { holderData, raceAbort, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
@@ -246,7 +246,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const election = form.proposal !== undefined;
     const lockName = lockNameFor(this.nodeNames, this.curatorRecipe, request.mode, election);
     const prefix = nodePrefix(protectedId(owner), lockName);
-    const data = election ? Buffer.from(form.proposal as string, 'utf8') : undefined;
+    const data = nodeData(request, form.proposal);
     const exclusive = request.mode === 'exclusive';
     return new Contender(
       session,
@@ -345,4 +345,13 @@ export class ZooKeeperLockBackend implements LockBackend {
 interface ContendForm {
   readonly permits?: number;
   readonly proposal?: string;
+}
+
+/**
+ * Our node's data: a campaign's proposal (LeaderLatch's participant id), else the holder's data
+ * (host, pid, instance), where Curator stores the client's IP address and kazoo an identifier.
+ */
+function nodeData(request: BackendAttempt, proposal: string | undefined): Buffer | undefined {
+  const text = proposal ?? holderData(request.holder);
+  return proposal !== undefined || text ? Buffer.from(text, 'utf8') : undefined;
 }

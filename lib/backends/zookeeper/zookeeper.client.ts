@@ -47,7 +47,7 @@ export interface ZooKeeperClientLike {
   exists(path: string, callback: Callback<ZooKeeperStat | null>): void;
   getData(
     path: string,
-    watcher: (event: ZooKeeperEvent) => void,
+    watcher: ((event: ZooKeeperEvent) => void) | undefined,
     callback: (error: ZooKeeperError | null | undefined, data: Buffer, stat: ZooKeeperStat) => void,
   ): void;
   getChildren(
@@ -121,6 +121,7 @@ export const zk: {
   ): Promise<ZooKeeperStat | null>;
   children(c: ZooKeeperClientLike, path: string): Promise<string[] | null>;
   listing(c: ZooKeeperClientLike, path: string): Promise<Listing | null>;
+  read(c: ZooKeeperClientLike, path: string): Promise<{ data: Buffer; stat: ZooKeeperStat } | null>;
   mkdirp(c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]): Promise<void>;
 } = {
   create: (
@@ -174,6 +175,13 @@ export const zk: {
     new Promise<ZooKeeperStat | null>((resolve, reject) =>
       c.getData(path, watcher, (e, _data, s) =>
         e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve(s),
+      ),
+    ),
+  /** getData without a watch: the node's data and stat, or null when it is gone. */
+  read: (c: ZooKeeperClientLike, path: string) =>
+    new Promise<{ data: Buffer; stat: ZooKeeperStat } | null>((resolve, reject) =>
+      c.getData(path, undefined, (e, data, stat) =>
+        e ? (errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e)) : resolve({ data, stat }),
       ),
     ),
   children: (c: ZooKeeperClientLike, path: string) =>

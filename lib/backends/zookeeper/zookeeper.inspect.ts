@@ -1,7 +1,7 @@
 import type { LockHolderInfo, LockInspection } from '../../interfaces/lock-backend.interface';
 import { ERR_NO_NODE, errorCode, zk, type ZooKeeperClientLike } from './zookeeper.client';
 import { decodeLockName, isReader, PROTECTED_PREFIX, sortChildren } from './zookeeper.nodes';
-import { toBigInt } from '../../backend-kit';
+import { holderMetadata, toBigInt } from '../../backend-kit';
 import { deleteLeaseNodes, inspectSemaphore, isSemaphoreLayout } from './zookeeper.semaphore-view';
 
 /**
@@ -31,11 +31,13 @@ export async function inspectDirectory(
   if (isSemaphoreLayout(sorted)) return inspectSemaphore(c, dir, key);
   if (holders.length === 0) return { key, held: false, holders: [], waiters: 0 };
   const mode = isReader(holders[0]) ? 'shared' : 'exclusive';
-  // The youngest holder's czxid (pipelined with nothing else: one round trip).
-  const stat = await zk.exists(c, `${dir}/${holders[holders.length - 1]}`);
-  const infos: LockHolderInfo[] = holders.map((node) => ({
+  // Each holder's data (its holder identity, or what Curator/kazoo stored) and the youngest
+  // holder's czxid: the reads go out together, one round trip.
+  const nodes = await Promise.all(holders.map((node) => zk.read(c, `${dir}/${node}`)));
+  const stat = nodes[nodes.length - 1]?.stat;
+  const infos: LockHolderInfo[] = holders.map((node, i) => ({
     mode,
-    metadata: { node, protectedId: protectedIdOf(node) },
+    metadata: { ...holderMetadata(nodes[i]?.data), node, protectedId: protectedIdOf(node) },
   }));
   return {
     key,

@@ -15,6 +15,7 @@ import type {
   BackendAcquireResult,
   BackendLock,
   LockBackend,
+  LockHolderIdentity,
   LockMode,
 } from '../../interfaces/lock-backend.interface';
 import type { ResolvedLockOptions } from '../../interfaces/lock-options.interface';
@@ -42,6 +43,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   readonly owner: string;
   readonly mode: LockMode;
   readonly ttl: number;
+  readonly holder: LockHolderIdentity;
   readonly wait: number;
   /** The call's budget runs out at `at` (see budget-clock.ts). */
   readonly at: number;
@@ -75,6 +77,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.owner = plan.owner;
     this.mode = o.mode;
     this.ttl = o.ttl;
+    this.holder = e.holder;
     this.wait = o.wait;
     // The wait's deadline timer starts only when the request really waits (see onWait), counting
     // from startedAt; the attempt in flight is bounded by the call budget (wait + grace, within

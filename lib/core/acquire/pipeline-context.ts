@@ -2,7 +2,11 @@
  * The acquire pipeline's types: what a call asks for (AcquireCall), what the checks settle
  * (AcquirePlan), and the engine state the pipeline reads (PipelineContext).
  */
-import type { BackendAcquireResult, LockBackend } from '../../interfaces/lock-backend.interface';
+import type {
+  BackendAcquireResult,
+  LockBackend,
+  LockHolderIdentity,
+} from '../../interfaces/lock-backend.interface';
 import type { LockOptions, ResolvedLockOptions } from '../../interfaces/lock-options.interface';
 import type { LockActivity } from '../activity/lock-activity';
 import type { LockEventBus } from '../activity/lock-events';
@@ -72,6 +76,8 @@ export interface PipelineContext {
   readonly backends: ReadonlyMap<string, LockBackend>;
   readonly backendNames: readonly string[];
   readonly keyPrefix: string;
+  /** Who this engine's grants belong to (stored with each grant where the backend can). */
+  readonly holder: LockHolderIdentity;
   readonly defaults: ResolvedDefaults;
   readonly operationTimeout: number;
   readonly events: LockEventBus;

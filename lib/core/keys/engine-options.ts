@@ -6,7 +6,8 @@ import {
   DEFAULT_OPERATION_TIMEOUT_MS,
 } from '../../distributed-lock.constants';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { LockBackend } from '../../interfaces/lock-backend.interface';
+import { hostname } from 'node:os';
+import type { LockBackend, LockHolderIdentity } from '../../interfaces/lock-backend.interface';
 import type { LockDefaults } from '../../interfaces/lock-options.interface';
 import { checkDuration, resolveDefaults } from './lock-options';
 import type { LockEventListener } from '../activity/lock-events';
@@ -26,6 +27,11 @@ export interface LockEngineOptions {
   operationTimeout?: number;
   /** Called synchronously with every LockEvent (acquired, busy, released, lost, ...). */
   onEvent?: LockEventListener;
+  /**
+   * This app's name as the holder of its locks: stored with each grant beside the host name and
+   * pid, and shown by inspect(), the live view and the CLI. Default `<host name>:<pid>`.
+   */
+  instance?: string;
 }
 
 /**
@@ -40,6 +46,7 @@ const ENGINE_OPTIONS = [
   'defaults',
   'operationTimeout',
   'onEvent',
+  'instance',
   'isGlobal',
   'requestLifecycle',
   'httpErrors',
@@ -88,7 +95,19 @@ export function validateEngineOptions(options: LockEngineOptions) {
       'a LockBackend instance (e.g. new MemoryLockBackend()) or "backends"',
     );
   }
-  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  return {
+    backends,
+    keyPrefix: checkKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX),
+    holder: holderIdentity(options.instance),
+    defaults: resolveDefaults(options.defaults),
+    operationTimeout:
+      options.operationTimeout === undefined
+        ? DEFAULT_OPERATION_TIMEOUT_MS
+        : checkDuration('operationTimeout', options.operationTimeout, 1),
+  };
+}
+
+function checkKeyPrefix(keyPrefix: string): string {
   if (
     typeof keyPrefix !== 'string' ||
     keyPrefix.length > 128 ||
@@ -101,15 +120,25 @@ export function validateEngineOptions(options: LockEngineOptions) {
       'a string of at most 128 characters without control characters, { } or lone UTF-16 surrogates',
     );
   }
-  return {
-    backends,
-    keyPrefix,
-    defaults: resolveDefaults(options.defaults),
-    operationTimeout:
-      options.operationTimeout === undefined
-        ? DEFAULT_OPERATION_TIMEOUT_MS
-        : checkDuration('operationTimeout', options.operationTimeout, 1),
-  };
+  return keyPrefix;
+}
+
+/** Who holds this engine's grants (LockHolderIdentity): one frozen object for every attempt. */
+function holderIdentity(instance: unknown): LockHolderIdentity {
+  const host = hostname().slice(0, 64);
+  if (
+    instance !== undefined &&
+    (typeof instance !== 'string' ||
+      instance.length === 0 ||
+      instance.length > 128 ||
+      /[\u0000-\u001f\u007f]/.test(instance))
+  )
+    throw new InvalidLockOptionsError(
+      'instance',
+      instance,
+      'a string of 1 to 128 characters without control characters',
+    );
+  return Object.freeze({ host, pid: process.pid, instance: instance ?? `${host}:${process.pid}` });
 }
 
 function checkBackend(option: string, b: unknown): LockBackend {

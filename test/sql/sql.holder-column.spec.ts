@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
+import { Pool } from 'pg';
+import { MySqlLockBackend } from '../../lib/backends/mysql';
+import { PostgresLockBackend } from '../../lib/backends/postgres';
+import { LockEngine } from '../../lib/core/lock-engine';
+import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
+import { MariaDbServer } from '../support/mariadb-server';
+import { PostgresServer } from '../support/postgres-server';
+
+/**
+ * The holder column of the SQL lock table: a table made before it gets it at start-up
+ * (createTable: true) and the grants store their holder there; a table a DBA manages
+ * (createTable: false) without it keeps working, without identities, until the column is added.
+ */
+interface Setup {
+  backend(table: string, createTable: boolean): LockBackend;
+  /** The lock table as it was before the holder column. */
+  oldTable(table: string): Promise<void>;
+  addColumn(table: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const kinds: [string, () => Promise<Setup>][] = [
+  [
+    'mysql',
+    async () => {
+      const server = await MariaDbServer.start();
+      const pools: MySqlPool[] = [];
+      const pool = () => {
+        const p = createPool({ ...server.connection, connectionLimit: 4 });
+        pools.push(p);
+        return p;
+      };
+      const admin = pool();
+      return {
+        backend: (table, createTable) =>
+          new MySqlLockBackend({ client: pool(), table, createTable }),
+        oldTable: async (t) => {
+          await admin.query(`CREATE TABLE \`${t}\` (
+            lock_key VARBINARY(2048) NOT NULL, owner CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            mode VARCHAR(9) CHARACTER SET ascii NOT NULL, expires_at DATETIME(3) NOT NULL,
+            fence BIGINT UNSIGNED NOT NULL, PRIMARY KEY (lock_key, owner)) ENGINE=InnoDB`);
+          await admin.query(
+            `CREATE TABLE \`${t}_keys\` (lock_key VARBINARY(2048) NOT NULL PRIMARY KEY) ENGINE=InnoDB`,
+          );
+          await admin.query(`CREATE TABLE \`${t}_fence\` (id TINYINT UNSIGNED NOT NULL PRIMARY KEY,
+            value BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`);
+          await admin.query(`INSERT INTO \`${t}_fence\` (id, value) VALUES (1, 0)`);
+        },
+        addColumn: async (t) =>
+          void (await admin.query(`ALTER TABLE \`${t}\` ADD COLUMN holder VARCHAR(256) NULL`)),
+        close: async () => {
+          await Promise.all(pools.map((p) => p.end()));
+          await server.destroy();
+        },
+      };
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const server = await PostgresServer.start();
+      const pools: Pool[] = [];
+      const pool = () => {
+        const p = new Pool({ ...server.connection, max: 4 });
+        p.on('error', () => undefined);
+        pools.push(p);
+        return p;
+      };
+      const admin = pool();
+      return {
+        backend: (table, createTable) =>
+          new PostgresLockBackend({ client: pool(), table, createTable }),
+        oldTable: async (t) => {
+          await admin.query(`CREATE TABLE "${t}" (
+            lock_key text NOT NULL, owner text NOT NULL,
+            mode text NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore')),
+            expires_at timestamptz NOT NULL, fence bigint NOT NULL, PRIMARY KEY (lock_key, owner))`);
+          await admin.query(`CREATE SEQUENCE "${t}_fence" AS bigint`);
+        },
+        addColumn: async (t) =>
+          void (await admin.query(`ALTER TABLE "${t}" ADD COLUMN holder text`)),
+        close: async () => {
+          await Promise.all(pools.map((p) => p.end()));
+          await server.destroy();
+        },
+      };
+    },
+  ],
+];
+
+const me = {
+  host: hostname().slice(0, 64),
+  pid: String(process.pid),
+  instance: 'orders-api',
+};
+
+describe.each(kinds)('%s: the holder column', (_kind, setup) => {
+  let s: Setup;
+  const engines: LockEngine[] = [];
+  const engine = (backend: LockBackend) => {
+    const e = new LockEngine({ backend, instance: 'orders-api' });
+    engines.push(e);
+    return e;
+  };
+
+  beforeAll(async () => {
+    s = await setup();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const e of engines) await e.close();
+    await s?.close();
+  });
+
+  it('an older table gets the column at start-up (createTable), and grants store their holder', async () => {
+    const table = `old_${randomBytes(3).toString('hex')}`;
+    await s.oldTable(table);
+    const backend = s.backend(table, true);
+    const held = await engine(backend).acquire('upgraded');
+    const seen = await backend.inspect!('lock:upgraded');
+    expect(seen.holders).toEqual([expect.objectContaining({ metadata: me })]);
+    await held.release();
+  });
+
+  it("a DBA's table without it (createTable: false) works without identities until it is added", async () => {
+    const table = `dba_${randomBytes(3).toString('hex')}`;
+    await s.oldTable(table);
+    const before = s.backend(table, false);
+    const held = await engine(before).acquire('managed');
+    const seen = await before.inspect!('lock:managed');
+    expect(seen.held).toBe(true);
+    expect(seen.holders[0].metadata).toBeUndefined();
+    await held.release();
+    await s.addColumn(table);
+    // The column is read once per backend (with the schema): a backend made after the ALTER uses it.
+    const after = s.backend(table, false);
+    const again = await engine(after).acquire('managed');
+    expect((await after.inspect!('lock:managed')).holders[0].metadata).toEqual(me);
+    await again.release();
+  });
+});
