@@ -22,7 +22,8 @@ let lastFencingToken = 0n;
 
 interface Entry {
   writer?: { owner: string; expiresAt: number; holder?: LockHolderIdentity };
-  readers: Map<string, number>;
+  /** Shared holders' expiry by owner; made with the first shared grant. */
+  readers?: Map<string, number>;
   /** The token of the latest grant while the key is held (inspect); gone with the entry. */
   token?: bigint;
   who?: Map<string, LockHolderIdentity | undefined>; // shared holders' identities (inspect)
@@ -107,7 +108,7 @@ export class MemoryLockBackend implements LockBackend {
         entry.writer.expiresAt = now + lock.ttl;
         return true;
       }
-      if (!entry?.readers.has(lock.owner)) return false;
+      if (!entry?.readers?.has(lock.owner)) return false;
       entry.readers.set(lock.owner, now + lock.ttl);
       return true;
     });
@@ -118,10 +119,10 @@ export class MemoryLockBackend implements LockBackend {
     if (!entry) return;
     if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
     else if (lock.mode === 'shared') {
-      entry.readers.delete(lock.owner);
+      entry.readers?.delete(lock.owner);
       entry.who?.delete(lock.owner);
     } else return;
-    if (!entry.writer && entry.readers.size === 0) this.entries.delete(lock.key);
+    if (!entry.writer && !entry.readers?.size) this.entries.delete(lock.key);
     this.notifier.notify(lock.key);
   }
 
@@ -137,18 +138,18 @@ export class MemoryLockBackend implements LockBackend {
 
   private attempt(request: BackendAttempt): BackendAcquireResult {
     const now = this.now();
-    const entry: Entry = this.live(request.key, now) ?? { readers: new Map() };
+    const entry: Entry = this.live(request.key, now) ?? {};
     if (entry.writer)
       return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
     if (request.mode === 'exclusive') {
-      if (entry.readers.size > 0)
+      if (entry.readers?.size)
         return {
           acquired: false,
           retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now),
         };
       entry.writer = { owner: request.owner, expiresAt: now + request.ttl, holder: request.holder };
     } else {
-      entry.readers.set(request.owner, now + request.ttl);
+      (entry.readers ??= new Map()).set(request.owner, now + request.ttl);
       (entry.who ??= new Map()).set(request.owner, request.holder);
     }
     this.entries.set(request.key, entry);
@@ -206,14 +207,14 @@ export class MemoryLockBackend implements LockBackend {
       entry.writer = undefined;
       freed = true;
     }
-    for (const [owner, expiresAt] of entry.readers) {
+    for (const [owner, expiresAt] of entry.readers ?? []) {
       if (expiresAt <= now) {
-        entry.readers.delete(owner);
+        entry.readers!.delete(owner);
         entry.who?.delete(owner);
         freed = true;
       }
     }
-    if (!entry.writer && entry.readers.size === 0) {
+    if (!entry.writer && !entry.readers?.size) {
       this.entries.delete(key);
       return undefined;
     }
