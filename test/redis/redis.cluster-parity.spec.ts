@@ -193,7 +193,9 @@ describe('Redis Cluster parity with standalone', () => {
     // Two waiters, so the queue (and every other key of the semaphore) still exists once the
     // first is served.
     const acked = procs.open({ replicas: { count: 1, timeout: 300 } });
-    const waiting = acked.acquire(key, { permits: 2, wait: 10_000 });
+    // Its wait outlasts a lost or late handoff message under load: a queued waiter re-checks on
+    // the server every 5 s, and that re-check must meet the same refusal.
+    const waiting = acked.acquire(key, { permits: 2, wait: 25_000 });
     await eventually(async () => (await admin.zcard(seatKeys.queue)) === 1, 10_000, 20);
     const behind = procs.open().acquire(key, { permits: 2, wait: 30_000 });
     behind.catch(() => undefined);
@@ -215,5 +217,5 @@ describe('Redis Cluster parity with standalone', () => {
       migration.close();
       group.resume(replica);
     }
-  }, 30_000);
+  }, 60_000);
 });

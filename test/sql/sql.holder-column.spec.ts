@@ -1,13 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
-import { Pool } from 'pg';
 import { MySqlLockBackend } from '../../lib/backends/mysql';
 import { PostgresLockBackend } from '../../lib/backends/postgres';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
-import { MariaDbServer } from '../support/mariadb-server';
-import { PostgresServer } from '../support/postgres-server';
+import { mariaDbPools, postgresPools } from '../support/sql-pools';
 
 /**
  * The holder column of the SQL lock table: a table made before it gets it at start-up
@@ -26,17 +23,11 @@ const kinds: [string, () => Promise<Setup>][] = [
   [
     'mysql',
     async () => {
-      const server = await MariaDbServer.start();
-      const pools: MySqlPool[] = [];
-      const pool = () => {
-        const p = createPool({ ...server.connection, connectionLimit: 4 });
-        pools.push(p);
-        return p;
-      };
-      const admin = pool();
+      const db = await mariaDbPools();
+      const admin = db.pool();
       return {
         backend: (table, createTable) =>
-          new MySqlLockBackend({ client: pool(), table, createTable }),
+          new MySqlLockBackend({ client: db.pool(), table, createTable }),
         oldTable: async (t) => {
           await admin.query(`CREATE TABLE \`${t}\` (
             lock_key VARBINARY(2048) NOT NULL, owner CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
@@ -51,28 +42,18 @@ const kinds: [string, () => Promise<Setup>][] = [
         },
         addColumn: async (t) =>
           void (await admin.query(`ALTER TABLE \`${t}\` ADD COLUMN holder VARCHAR(256) NULL`)),
-        close: async () => {
-          await Promise.all(pools.map((p) => p.end()));
-          await server.destroy();
-        },
+        close: () => db.close(),
       };
     },
   ],
   [
     'postgres',
     async () => {
-      const server = await PostgresServer.start();
-      const pools: Pool[] = [];
-      const pool = () => {
-        const p = new Pool({ ...server.connection, max: 4 });
-        p.on('error', () => undefined);
-        pools.push(p);
-        return p;
-      };
-      const admin = pool();
+      const db = await postgresPools();
+      const admin = db.pool();
       return {
         backend: (table, createTable) =>
-          new PostgresLockBackend({ client: pool(), table, createTable }),
+          new PostgresLockBackend({ client: db.pool(), table, createTable }),
         oldTable: async (t) => {
           await admin.query(`CREATE TABLE "${t}" (
             lock_key text NOT NULL, owner text NOT NULL,
@@ -82,10 +63,7 @@ const kinds: [string, () => Promise<Setup>][] = [
         },
         addColumn: async (t) =>
           void (await admin.query(`ALTER TABLE "${t}" ADD COLUMN holder text`)),
-        close: async () => {
-          await Promise.all(pools.map((p) => p.end()));
-          await server.destroy();
-        },
+        close: () => db.close(),
       };
     },
   ],

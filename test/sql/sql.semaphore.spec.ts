@@ -1,13 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
-import { Pool } from 'pg';
 import { MySqlLockBackend } from '../../lib/backends/mysql';
 import { PostgresLockBackend } from '../../lib/backends/postgres';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
-import { MariaDbServer } from '../support/mariadb-server';
-import { PostgresServer } from '../support/postgres-server';
+import { mariaDbPools, postgresPools } from '../support/sql-pools';
 import { HolderProcess, type HolderMessage } from '../support/holder-harness';
 
 /**
@@ -28,45 +25,26 @@ const kinds: [string, () => Promise<Setup>][] = [
   [
     'mysql',
     async () => {
-      const server = await MariaDbServer.start();
-      const pools: MySqlPool[] = [];
-      const pool = () => {
-        const p = createPool({ ...server.connection, connectionLimit: 4 });
-        pools.push(p);
-        return p;
-      };
-      const admin = pool();
+      const db = await mariaDbPools();
+      const admin = db.pool();
       return {
-        connection: server.connection,
-        backend: (table) => new MySqlLockBackend({ client: pool(), table }),
+        connection: db.connection,
+        backend: (table) => new MySqlLockBackend({ client: db.pool(), table }),
         exec: async (sql) => void (await admin.query(sql)),
-        close: async () => {
-          await Promise.all(pools.map((p) => p.end()));
-          await server.destroy();
-        },
+        close: () => db.close(),
       };
     },
   ],
   [
     'postgres',
     async () => {
-      const server = await PostgresServer.start();
-      const pools: Pool[] = [];
-      const pool = () => {
-        const p = new Pool({ ...server.connection, max: 4 });
-        p.on('error', () => undefined);
-        pools.push(p);
-        return p;
-      };
-      const admin = pool();
+      const db = await postgresPools();
+      const admin = db.pool();
       return {
-        connection: server.connection,
-        backend: (table) => new PostgresLockBackend({ client: pool(), table }),
+        connection: db.connection,
+        backend: (table) => new PostgresLockBackend({ client: db.pool(), table }),
         exec: async (sql) => void (await admin.query(sql)),
-        close: async () => {
-          await Promise.all(pools.map((p) => p.end()));
-          await server.destroy();
-        },
+        close: () => db.close(),
       };
     },
   ],

@@ -24,7 +24,7 @@ export { keySlot as clusterSlot } from '../../backend-kit/cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
 export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
 export { RedisConnectionDownError } from './connection-state';
-export { lockKeys, recentKeys, type LockKeys } from './lock-keys';
+export { everyLockKey, lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export {
   parseInspect,
   storedHolders,

@@ -25,6 +25,11 @@ export interface LockKeys {
   readonly holders: string;
 }
 
+/** All seven, in the order the scripts that touch every part of a lock declare their KEYS. */
+export function everyLockKey(k: LockKeys): string[] {
+  return [k.writer, k.readers, k.fence, k.queue, k.waiters, k.holder, k.holders];
+}
+
 /**
  * `make(fullKey)`, remembered for the last few hundred keys (a lock's acquire and release, and a
  * semaphore's, name the same one): bounded, emptied when full. Names are pure functions of the key.

@@ -17,7 +17,15 @@ import {
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
 import type { RecentMarks } from './redis.recent-marks';
-import { ACQUIRE, LOCK_FREE, lockKeys, RELEASE, RELEASE_UNQUEUED, RENEW } from './redis.scripts';
+import {
+  ACQUIRE,
+  everyLockKey,
+  LOCK_FREE,
+  lockKeys,
+  RELEASE,
+  RELEASE_UNQUEUED,
+  RENEW,
+} from './redis.scripts';
 
 export type Phase = 'try' | 'wait' | 'recheck';
 
@@ -106,15 +114,8 @@ function acquireArgs(
   phase: Phase,
   waitMs: number,
 ): (string | number)[] {
-  const k = lockKeys(request.key);
   return [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    k.waiters,
-    k.holder,
-    k.holders,
+    ...everyLockKey(lockKeys(request.key)),
     request.owner,
     request.ttl,
     request.mode,

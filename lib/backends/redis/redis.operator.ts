@@ -9,7 +9,7 @@ import {
   withIdentities,
 } from '../redis-client';
 import type { ResolvedRedisOptions } from './redis.options';
-import { FORCE_RELEASE, INSPECT, lockKeys } from './redis.scripts';
+import { everyLockKey, FORCE_RELEASE, INSPECT, lockKeys } from './redis.scripts';
 
 /**
  * Holder(s) with owner, remaining ttl and identity, the last fencing token, and the queued
@@ -29,18 +29,7 @@ export async function inspectLock(o: ResolvedRedisOptions, key: string): Promise
 
 /** Frees `key` whoever holds it and serves the queue's head; true when something was freed. */
 export async function forceReleaseLock(o: ResolvedRedisOptions, key: string): Promise<boolean> {
-  const k = lockKeys(key);
   const client = await o.source.get();
-  const args = [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    k.waiters,
-    k.holder,
-    k.holders,
-    o.fenceRetention,
-    client.isCluster ? '0' : '1',
-  ];
+  const args = [...everyLockKey(lockKeys(key)), o.fenceRetention, client.isCluster ? '0' : '1'];
   return Number(await runScript(client, FORCE_RELEASE, 7, args)) === 1;
 }

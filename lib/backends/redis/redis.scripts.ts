@@ -25,7 +25,7 @@ import { HOLDER } from './redis.holder-scripts';
  * keys, ~3 MB with short names. W, R, Q, D vanish with the lock and its waiters (Q, D also expire
  * by the waiters' deadlines).
  */
-export { INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-client';
+export { everyLockKey, INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-client';
 
 const NOW_MS = `
 local function now_ms()
