@@ -299,7 +299,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (!outcome) return { acquired: false };
     if (this.closed) return this.grantedWhileClosing(session, request, outcome.path);
     this.holdings.hold(request, session, contender, outcome);
-    return { acquired: true, fencingToken: outcome.czxid };
+    return { acquired: true, fencingToken: outcome.czxid, sentAt: outcome.sentAt };
   }
 
   /**

@@ -27,6 +27,8 @@ export class Contender extends OwnNode {
   serverCall = false;
   /** Our node's czxid (the fencing token), once known. */
   private czxid: bigint | undefined;
+  /** When the request the grant rests on was sent (see Grant.sentAt). */
+  private sentAt: number | undefined;
 
   constructor(
     session: ZooKeeperSession,
@@ -73,8 +75,10 @@ export class Contender extends OwnNode {
         if (this.abandoned || !this.path) return this.giveUp();
         const path = this.path;
         const ours = path.slice(this.dir.length + 1);
-        if (!listing?.children.includes(ours))
+        if (!listing?.children.includes(ours)) {
+          this.sentAt = performance.now();
           listing = await this.call(() => zk.listing(c, this.dir));
+        }
         if (this.abandoned) return this.giveUp();
         const sorted = sortChildren(listing?.children ?? []);
         const where = standing(sorted, ours, this.exclusive);
@@ -88,7 +92,7 @@ export class Contender extends OwnNode {
                 : await this.waitTurn(c, path, sorted.indexOf(ours), sorted, where.watch);
         listing = undefined;
         if (step === 'busy') return this.giveUp();
-        if (step === 'granted') return { path, czxid: this.czxid as bigint };
+        if (step === 'granted') return { path, czxid: this.czxid as bigint, sentAt: this.sentAt };
         // Our node vanished (deleted by an operator, or its directory removed): queue up again.
         if (step === 'missing') this.path = undefined;
       } catch (error) {
@@ -105,6 +109,7 @@ export class Contender extends OwnNode {
 
   /** Creates our node and lists the directory right behind it: the listing, if it answered. */
   private async createAndList(c: ZooKeeperClientLike): Promise<Listing | null | undefined> {
+    this.sentAt = performance.now();
     const created = this.create();
     const listed = zk.listing(c, this.dir);
     listed.catch(() => undefined);
@@ -125,6 +130,7 @@ export class Contender extends OwnNode {
   ): Promise<'granted' | 'missing'> {
     this.czxid ??= this.czxidFrom(listing, ours);
     if (this.czxid === undefined) {
+      this.sentAt = performance.now();
       const stat = await this.call(() => this.watchOwn(c, path));
       if (!stat) return 'missing';
       this.czxid = toBigInt(stat.czxid, 'zookeeper');
@@ -170,6 +176,12 @@ export class Contender extends OwnNode {
     else if (watched) await this.sleep();
     if (this.abandoned || !first || this.turn !== generation || this.ownGone) return 'again';
     if (this.czxid === undefined) return 'again';
+    // The delete event is pushed by the server: it says nothing of when the server last heard from
+    // our session, which may expire sooner than a ttl from now. One read of our own node (also
+    // confirming it) gives the grant a send time its validity can count from.
+    this.sentAt = performance.now();
+    if (!(await this.call(() => zk.exists(c, path)))) return 'missing';
+    if (this.abandoned || this.ownGone) return 'again';
     this.granted = true;
     return 'granted';
   }

@@ -36,6 +36,12 @@ export interface ZooKeeperLockStats {
 export interface Grant {
   readonly path: string;
   readonly czxid: bigint;
+  /**
+   * performance.now() when the request whose answer granted was sent: the server had heard from
+   * our session by then, so it lives at least a session timeout past it (the grant's validity
+   * counts from here, never from a watch event that says nothing of our session).
+   */
+  readonly sentAt?: number;
 }
 
 /**

@@ -90,11 +90,12 @@ export class SemaphoreContender extends OwnNode {
       if (!path) return null;
       // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the
       // token).
+      const sentAt = performance.now();
       const stat = await this.call(() => zk.watch(c, path, this.ownWatcher));
       if (this.abandoned) return this.giveUp();
       if (stat) {
         this.granted = true;
-        return { path, czxid: toBigInt(stat.czxid, 'zookeeper') };
+        return { path, czxid: toBigInt(stat.czxid, 'zookeeper'), sentAt };
       }
       this.path = undefined; // deleted between our count and now: start over
       if (this.tryOnce) return null;
