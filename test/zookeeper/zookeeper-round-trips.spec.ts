@@ -140,3 +140,42 @@ it("a free lock is granted from its create and the directory's listing, and its 
   expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
   await handle.release();
 });
+
+const exists = (path: string) =>
+  new Promise<boolean>((resolve, reject) =>
+    admin.exists(path, (e, s) => (e ? reject(e) : resolve(Boolean(s)))),
+  );
+
+it("a hot key's uncontended cycle costs its node's create and delete: two transactions, the directory stays", async () => {
+  const { key, dir } = fresh('hot');
+  const a = await process();
+  await (await a.engine.acquire(key)).release();
+  await quiet(a.stats);
+  const before = await zxid();
+  for (let i = 0; i < 3; i++) await (await a.engine.acquire(key)).release();
+  await quiet(a.stats);
+  // The old path also deleted the empty directory after each release and made it again before the
+  // next create: four transactions a cycle.
+  expect(await zxid()).toBe(before + 6n);
+  expect(await exists(dir)).toBe(true);
+});
+
+it('a directory left empty is deleted once unused for a while, and a later acquire makes it again', async () => {
+  const { key, dir } = fresh('idle');
+  const a = await process();
+  await (await a.engine.acquire(key)).release();
+  await eventually(async () => !(await exists(dir)), 20_000);
+  const again = await a.engine.acquire(key);
+  expect(await childrenOf(dir)).toHaveLength(1);
+  await again.release();
+});
+
+it('a closing backend deletes its empty directories at once', async () => {
+  const { key, dir } = fresh('closing');
+  const a = await process();
+  await (await a.engine.acquire(key)).release();
+  await quiet(a.stats);
+  expect(await exists(dir)).toBe(true);
+  await a.engine.close();
+  await eventually(async () => !(await exists(dir)));
+});

@@ -141,25 +141,17 @@ export const zk: {
       c.remove(path, -1, (e) => (e && errorCode(e) !== ERR_NO_NODE ? reject(e) : resolve())),
     ),
   /**
-   * Deletes our node, then its lock directory if that is now empty, so directories do not pile up
-   * (one per key ever used). The delete and a listing of the directory go out back to back (one
-   * round trip; the server runs a session's requests in order); the release resolves with the
-   * delete, and the directory is removed after it only when the listing was empty (then so are
-   * `parents`, in order, each only if empty: a semaphore's path). Removing it blindly cost a
-   * logged NOT_EMPTY transaction on every contended release. A contender whose create then finds
-   * no directory recreates it.
+   * Deletes our node; when its lock directory is then empty, hands it (and `parents`, a
+   * semaphore's path) to lockDirs.idle, which deletes it once unused for a while. The delete and a
+   * listing of the directory go out back to back (one round trip; the server runs a session's
+   * requests in order); the release resolves with the delete. Removing the directory blindly cost
+   * a logged NOT_EMPTY transaction on every contended release.
    */
   release: (c: ZooKeeperClientLike, path: string, parents: readonly string[] = []) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
     c.getChildren(dir, (e, children) => {
-      if (e || children.length > 0) return;
-      // NOT_EMPTY (a contender came meanwhile) or NO_NODE: fine; a failure leaves an empty
-      // directory that costs nothing (the next release there removes it).
-      for (const d of [dir, ...parents]) {
-        lockDirs.forget(c, d);
-        c.remove(d, -1, () => undefined);
-      }
+      if (!e && children.length === 0) lockDirs.idle(c, dir, parents);
     });
     return node;
   },

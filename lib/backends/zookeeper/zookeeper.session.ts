@@ -1,4 +1,5 @@
 import { CLOSE_TIMEOUT_MS, toBigInt } from '../../backend-kit';
+import { lockDirs } from './zookeeper.dirs';
 import {
   STATE_CONNECTED_READ_ONLY,
   STATE_DISCONNECTED,
@@ -98,6 +99,7 @@ export class ZooKeeperSession {
     if (this.lostReason === undefined) this.lostReason = 'the backend was closed';
     this.state = 'closed';
     this.wakeWaiters();
+    lockDirs.flush(this.client);
     if (this.owned) {
       try {
         this.client.close();
