@@ -7,7 +7,8 @@ const run = promisify(execFile);
 
 /**
  * A private MariaDB server (Debian's mariadb-server 10.11) on a free loopback port with its own
- * data dir, socket and pid file in a temp dir; never the machine's own server on 3306. root has no
+ * data dir, socket, pid file and temporary files in a temp dir (not the shared /tmp, where one
+ * bootstrap once lost its temporary table beside others); never the machine's own server on 3306. root has no
  * password and may connect over 127.0.0.1 only. innodb_flush_log_at_trx_commit=2 writes the log at
  * every commit (survives a SIGKILL of mariadbd, not a power cut) and keeps the tests fast.
  */
@@ -26,6 +27,7 @@ export class MariaDbServer extends ServerProcess {
         '--auth-root-authentication-method=normal',
         ...asRoot,
         '--skip-test-db',
+        `--tmpdir=${dir}`,
       ],
       {
         cwd: dir,
@@ -43,6 +45,7 @@ export class MariaDbServer extends ServerProcess {
           '--bind-address=127.0.0.1',
           `--socket=${join(dir, 'sock')}`,
           `--pid-file=${join(dir, 'mariadbd.pid')}`,
+          `--tmpdir=${dir}`,
           ...asRoot,
           '--skip-name-resolve',
           '--skip-log-bin',
