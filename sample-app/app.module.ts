@@ -6,7 +6,8 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { DistributedLockLiveViewModule, DistributedLockModule } from '../lib';
+import { DistributedLockModule } from '../lib';
+import { DistributedLockLiveViewModule } from '../lib/operations';
 import { AccountsController } from './accounts/accounts.controller';
 import { ExportsController } from './exports/exports.controller';
 import { InventoryController } from './inventory/inventory.controller';

@@ -1,8 +1,8 @@
 /**
  * Docs that cannot rot (`npm run docs:check`, run by .ci/run):
  * 1. every ```ts block of README.md and docs/**\/*.md is type-checked, strictly, as its own module
- *    against the package (the names 'nestjs-distributed-lock' and 'nestjs-distributed-lock/backend-kit'
- *    map to lib/ through `paths`). A block preceded by `<!-- snippet: partial -->` is skipped (a
+ *    against the package (the package name and each subpath of package.json `exports`, e.g.
+ *    'nestjs-distributed-lock/fencing', map to their entry files in lib/ through `paths`). A block preceded by `<!-- snippet: partial -->` is skipped (a
  *    fragment on purpose); one preceded by `<!-- snippet: pending REASON -->` is checked but its
  *    errors only warn (code that lands with another change; the check says when it compiles);
  * 2. every relative link and #anchor resolves: the file exists, and the anchor is a heading of the
@@ -134,6 +134,26 @@ function checkLinks(files: string[], scans: Map<string, ReturnType<typeof scan>>
   return count;
 }
 
+/**
+ * `paths` for the package name and every subpath package.json `exports` publishes: the entry's
+ * `types` (`./dist/lib/x/index.d.ts`) read as its source (`lib/x/index.ts`), so a snippet can
+ * import exactly what a user can, and nothing else.
+ */
+function entryPaths(): Record<string, string[]> {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    name: string;
+    exports: Record<string, string | { types?: string }>;
+  };
+  const paths: Record<string, string[]> = {};
+  for (const [subpath, target] of Object.entries(pkg.exports)) {
+    const types = typeof target === 'string' ? undefined : target.types;
+    if (!types) continue; // ./package.json
+    const source = types.replace(/^\.\/dist\//, '').replace(/\.d\.ts$/, '.ts');
+    paths[`${pkg.name}${subpath.slice(1)}`] = [source];
+  }
+  return paths;
+}
+
 function checkSnippets(snippets: Snippet[]): void {
   const dir = join(root, '.tmp', 'docs-check');
   rmSync(dir, { recursive: true, force: true });
@@ -159,10 +179,7 @@ function checkSnippets(snippets: Snippet[]): void {
     types: ['node', 'jest'],
     typeRoots: [join(root, 'node_modules', '@types')],
     baseUrl: root,
-    paths: {
-      'nestjs-distributed-lock': ['lib/index.ts'],
-      'nestjs-distributed-lock/backend-kit': ['lib/backend-kit/index.ts'],
-    },
+    paths: entryPaths(),
   };
   const program = ts.createProgram([...byFile.keys()], options);
   const host: ts.FormatDiagnosticsHost = {

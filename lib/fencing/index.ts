@@ -1,3 +1,10 @@
+/**
+ * `nestjs-distributed-lock/fencing`: the storage side of fencing tokens. Stores that refuse a write
+ * with a stale token (Redis, PostgreSQL, MySQL, memory), the token carried between services
+ * (`fencingHeaders`, `@Fenced`, DistributedLockFencingModule), and the two errors a stale or
+ * missing token raises.
+ */
+export { StaleFencingTokenError, FencingTokenMissingError } from '../errors';
 export { RedisFencedStore } from './redis-fenced.store';
 export type {
   RedisFencedStoreOptions,

@@ -7,7 +7,8 @@ const ROOT = join(__dirname, '..', '..');
 /**
  * Runs a ```ts block of a doc page as the reader would paste it: the `index`-th block after the
  * line `heading`, compiled with decorator metadata (what Nest's injection reads), its
- * 'nestjs-distributed-lock' import bound to lib/. Returns the block's exports.
+ * 'nestjs-distributed-lock' imports bound to lib/ (a subpath `nestjs-distributed-lock/x` to lib/x).
+ * Returns the block's exports.
  */
 export function runDocSnippet(file: string, heading: string, index = 0): Record<string, any> {
   const md = readFileSync(join(ROOT, file), 'utf8');
@@ -26,8 +27,10 @@ export function runDocSnippet(file: string, heading: string, index = 0): Record<
     },
   }).outputText;
   const module = { exports: {} as Record<string, any> };
-  const load = (id: string): unknown =>
-    id === 'nestjs-distributed-lock' ? require('../../lib') : require(id);
+  const load = (id: string): unknown => {
+    const subpath = /^nestjs-distributed-lock(\/[\w-]+)?$/.exec(id);
+    return subpath ? require(join(ROOT, 'lib', subpath[1] ?? '')) : require(id);
+  };
   new Function('require', 'module', 'exports', js)(load, module, module.exports);
   return module.exports;
 }

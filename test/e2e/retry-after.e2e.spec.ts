@@ -2,13 +2,8 @@ import 'reflect-metadata';
 import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  DistributedLockModule,
-  Locked,
-  LockService,
-  LockTesting,
-  MemoryLockBackend,
-} from '../../lib';
+import { DistributedLockModule, Locked, LockService, MemoryLockBackend } from '../../lib';
+import { LockTesting } from '../../lib/testing';
 
 @Controller('orders')
 class OrdersController {

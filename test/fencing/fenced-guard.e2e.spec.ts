@@ -19,18 +19,16 @@ import Redis from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
+import { DistributedLockModule, LockService, RedisLockBackend } from '../../lib';
 import {
   DistributedLockFencingModule,
-  DistributedLockModule,
   Fenced,
   fencedValue,
   FENCING_HEADER,
   fencingHeaders,
-  LockService,
   RedisFencedStore,
-  RedisLockBackend,
   withFencing,
-} from '../../lib';
+} from '../../lib/fencing';
 import { HolderProcess } from '../support/holder-harness';
 import { RedisServer } from '../support/redis-server';
 import { freePort } from '../support/server-process';

@@ -15,19 +15,21 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
   DistributedLockModule,
-  fencingHeaders,
   LockService,
-  MySqlFencedStore,
   MySqlLockBackend,
-  PostgresFencedStore,
   PostgresLockBackend,
-  RedisFencedStore,
   RedisLockBackend,
   type LockBackend,
   type LockHandle,
+} from '../../lib';
+import {
+  fencingHeaders,
+  MySqlFencedStore,
+  PostgresFencedStore,
+  RedisFencedStore,
   type PgQueryableLike,
   type SqlFencedStore,
-} from '../../lib';
+} from '../../lib/fencing';
 import { runHolder } from '../support/holder-harness';
 
 type Kind = 'redis' | 'postgres' | 'mysql' | 'guard';

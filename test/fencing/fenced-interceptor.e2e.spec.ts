@@ -18,7 +18,7 @@ import {
   formatFencing,
   MemoryFenceStore,
   RedisFencedStore,
-} from '../../lib';
+} from '../../lib/fencing';
 import { freePort } from '../support/server-process';
 
 /** An authorisation guard that refuses every call (as a 403). */

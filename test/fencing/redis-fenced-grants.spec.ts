@@ -1,13 +1,11 @@
 import Redis from 'ioredis';
 import {
-  fencedValue,
-  fencingGrant,
   InvalidLockOptionsError,
   LockBackendUnavailableError,
   LockEngine,
-  RedisFencedStore,
   RedisLockBackend,
 } from '../../lib';
+import { fencedValue, fencingGrant, RedisFencedStore } from '../../lib/fencing';
 import { RedisServer } from '../support/redis-server';
 import { stopped } from './stopped';
 

@@ -1,14 +1,13 @@
 import Redis, { Cluster } from 'ioredis';
 import { join } from 'node:path';
+import { LockEngine, RedisLockBackend } from '../../lib';
 import {
   fencedValue,
   fencingEvents,
-  LockEngine,
   RedisFencedStore,
-  RedisLockBackend,
   StaleFencingTokenError,
   type StaleFencingEvent,
-} from '../../lib';
+} from '../../lib/fencing';
 import { HolderProcess } from '../support/holder-harness';
 import { RedisClusterServers, RedisServer } from '../support/redis-server';
 

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { fenceKeyFor, hashTag, keySlot } from '../../lib';
+import { fenceKeyFor, hashTag, keySlot } from '../../lib/fencing';
 import { RedisServer } from '../support/redis-server';
 import { tempDir } from '../support/server-process';
 

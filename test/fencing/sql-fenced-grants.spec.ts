@@ -1,13 +1,12 @@
 import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
 import { Pool } from 'pg';
+import { InvalidLockOptionsError, LockBackendUnavailableError } from '../../lib';
 import {
   fenceColumnDdl,
-  InvalidLockOptionsError,
-  LockBackendUnavailableError,
   MySqlFencedStore,
   PostgresFencedStore,
   type SqlFencedStore,
-} from '../../lib';
+} from '../../lib/fencing';
 import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
 import { stopped } from './stopped';

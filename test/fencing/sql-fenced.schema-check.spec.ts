@@ -1,5 +1,6 @@
 import { Pool } from 'pg';
-import { InvalidLockOptionsError, PostgresFencedStore } from '../../lib';
+import { InvalidLockOptionsError } from '../../lib';
+import { PostgresFencedStore } from '../../lib/fencing';
 import { PostgresServer } from '../support/postgres-server';
 
 /**

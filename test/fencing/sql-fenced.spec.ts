@@ -1,18 +1,15 @@
 import { createPool, type Pool as MySqlPool } from 'mysql2/promise';
 import { join } from 'node:path';
 import { Pool } from 'pg';
+import { LockEngine, MySqlLockBackend, PostgresLockBackend, type LockBackend } from '../../lib';
 import {
   fenceColumnDdl,
   fenceTableDdl,
-  LockEngine,
   MySqlFencedStore,
-  MySqlLockBackend,
   PostgresFencedStore,
-  PostgresLockBackend,
   StaleFencingTokenError,
-  type LockBackend,
   type SqlFencedStore,
-} from '../../lib';
+} from '../../lib/fencing';
 import { HolderProcess } from '../support/holder-harness';
 import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';

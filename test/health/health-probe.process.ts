@@ -6,7 +6,8 @@
  */
 import { createPool } from 'mysql2/promise';
 import { Pool } from 'pg';
-import { DistributedLockHealthIndicator, MySqlLockBackend, PostgresLockBackend } from '../../lib';
+import { MySqlLockBackend, PostgresLockBackend } from '../../lib';
+import { DistributedLockHealthIndicator } from '../../lib/operations';
 import { LockEngine } from '../../lib/core/lock-engine';
 
 async function main(kind: string, port: number): Promise<void> {

@@ -4,12 +4,8 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import request from 'supertest';
-import {
-  DistributedLockHealthIndicator,
-  DistributedLockModule,
-  MemoryLockBackend,
-  RedisLockBackend,
-} from '../../lib';
+import { DistributedLockModule, MemoryLockBackend, RedisLockBackend } from '../../lib';
+import { DistributedLockHealthIndicator } from '../../lib/operations';
 import { RedisServer } from '../support/redis-server';
 
 @Controller('health')

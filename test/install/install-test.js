@@ -9,7 +9,8 @@
  * --legacy-peer-deps, no --force), compiles it (module/moduleResolution nodenext; CommonJS apps also
  * with classic node10 resolution, which reads typesVersions), then, on Node 24, Node 22 and this Node 20,
  * boots it against a private redis-server and checks over HTTP: a @Locked route answers 200, then
- * 409 with Retry-After while another request holds the lock, then 200 again; /health answers 200
+ * 409 with Retry-After while another request holds the lock, then 200 again; every subpath of
+ * `exports` loads (/entries: the app imports a value and a type from each); /health answers 200
  * through Terminus; finally the app calls app.close() and its process must exit by itself.
  *
  * Rows: a Nest 12 ES module app ("type": "module", as `nest new` makes), a Nest 12 CommonJS app,
@@ -31,7 +32,7 @@ const { createServer } = require('node:net');
 const { request } = require('node:http');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { appFiles } = require('./scratch-app');
+const { appFiles, entriesController } = require('./scratch-app');
 
 const root = join(__dirname, '..', '..');
 const ROWS = {
@@ -51,9 +52,12 @@ const RUNTIMES = [
   ['Node 22', pinnedNode('22')],
   [`Node ${process.versions.node}`, process.execPath],
 ];
-const PEER_NEST = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).peerDependencies[
-  '@nestjs/common'
-];
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const PEER_NEST = manifest.peerDependencies['@nestjs/common'];
+/** The subpaths of package.json `exports` ('./fencing', ...) with their files, package.json aside. */
+const SUBPATHS = Object.entries(manifest.exports).filter(
+  ([subpath, target]) => subpath !== '.' && typeof target === 'object',
+);
 const args = process.argv.slice(2);
 const rowsArg = args.includes('--rows')
   ? args[args.indexOf('--rows') + 1]
@@ -185,12 +189,29 @@ function pack(tmp) {
     'pack',
     'tarball lists dist/lib with .d.ts, LICENSE, CHANGELOG.md, README.md',
     has('dist/lib/index.d.ts') &&
-      has('dist/lib/backend-kit/index.d.ts') &&
       has('LICENSE') &&
       has('CHANGELOG.md') &&
       has('README.md') &&
       !files.some((f) => f.includes('.spec.')),
     `${info.entryCount} files, ${(info.size / 1024).toFixed(1)} kB packed, ${(info.unpackedSize / 1024).toFixed(1)} kB unpacked`,
+  );
+  const missing = SUBPATHS.flatMap(([, target]) => [target.types, target.default]).filter(
+    (file) => !has(file.slice(2)),
+  );
+  check(
+    'pack',
+    `tarball has the .d.ts and .js of every subpath (${SUBPATHS.map(([s]) => s.slice(2)).join(', ')})`,
+    missing.length === 0,
+    missing.join(', '),
+  );
+  const unimported = SUBPATHS.map(([s]) => `${manifest.name}${s.slice(1)}`).filter(
+    (name) => !entriesController.includes(`from '${name}'`),
+  );
+  check(
+    'pack',
+    'the scratch app imports every subpath (a value and a type)',
+    unimported.length === 0,
+    unimported.join(', '),
   );
   return join(tmp, info.filename);
 }
@@ -286,8 +307,9 @@ async function runRow(name, row, tarball, tmp) {
     tsc.ok,
     tsc.ok ? '' : tsc.out.slice(0, 3000),
   );
-  // Classic resolution ignores `exports`: the root and ./backend-kit types must resolve through
-  // main/types/typesVersions. Libraries were fully checked above; this pass checks resolution.
+  // Classic resolution ignores `exports`: the root's and every subpath's types must resolve
+  // through main/types/typesVersions. Libraries were fully checked above; this pass checks
+  // resolution.
   // The package's own resolution does not depend on the row: check it once.
   if (!row.esm && !results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))) {
     const node10 = run(process.execPath, [tscBin, '-p', 'tsconfig.node10.json'], dir);
@@ -340,6 +362,21 @@ async function boot(name, dir, node) {
       '200 again after the holder finished',
       released.status === 200 && held.status === 200 && again.status === 200,
       `${held.status}, ${again.status}`,
+    );
+    const entries = await http(appPort, 'GET', '/entries');
+    const expected = {
+      fencing: 'function',
+      testing: 'function',
+      operations: true,
+      integration: 'function',
+      backendKit: 'function',
+    };
+    check(
+      name,
+      'every subpath loads at run time (/entries)',
+      entries.status === 200 &&
+        JSON.stringify(JSON.parse(entries.body)) === JSON.stringify(expected),
+      `${entries.status} ${entries.body.slice(0, 300)}`,
     );
     const health = await http(appPort, 'GET', '/health');
     check(

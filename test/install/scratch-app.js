@@ -83,6 +83,7 @@ import { Redis } from 'ioredis';
 import { DistributedLockModule, RedisLockBackend, type LockBackend } from 'nestjs-distributed-lock';
 import type { LockBackend as KitLockBackend } from 'nestjs-distributed-lock/backend-kit';
 import { TerminusModule } from '@nestjs/terminus';
+import { EntriesController } from './entries.controller${js}';
 import { HealthController } from './health.controller${js}';
 import { OrdersController } from './orders.controller${js}';
 
@@ -103,7 +104,7 @@ function createBackend(): LockBackend {
     }),
     TerminusModule,
   ],
-  controllers: [OrdersController, HealthController],
+  controllers: [OrdersController, HealthController, EntriesController],
 })
 export class AppModule implements OnApplicationShutdown {
   // You created the client, you close it.
@@ -165,7 +166,7 @@ export class OrdersController {
 
 const healthController = `import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
-import { DistributedLockHealthIndicator } from 'nestjs-distributed-lock';
+import { DistributedLockHealthIndicator } from 'nestjs-distributed-lock/operations';
 
 @Controller('health')
 export class HealthController {
@@ -182,7 +183,46 @@ export class HealthController {
 }
 `;
 
+/**
+ * Every subpath of the package, imported as an app does (a value, so the ES module app resolves
+ * the JavaScript through `exports` at run time, and a type). /entries answers what each gave;
+ * the install test also checks that this file names every subpath of package.json `exports`.
+ */
+const entriesController = `import { Controller, Get } from '@nestjs/common';
+import { MemoryFenceStore, type FencedResult } from 'nestjs-distributed-lock/fencing';
+import { LockTesting, type LockTestingApp } from 'nestjs-distributed-lock/testing';
+import { LOCK_EVENT_TYPES, type LockLostEvent } from 'nestjs-distributed-lock/operations';
+import { lockErrorResponse, type LockTransport } from 'nestjs-distributed-lock/integration';
+import { checkOptionsObject, type BackendLock } from 'nestjs-distributed-lock/backend-kit';
+
+/** Types from each subpath resolve too (nodenext, and node10 through typesVersions). */
+export type SubpathTypes = [FencedResult<number>, LockTestingApp, LockLostEvent, LockTransport, BackendLock];
+
+type Entries = {
+  fencing: string;
+  testing: string;
+  operations: boolean;
+  integration: string;
+  backendKit: string;
+};
+
+@Controller('entries')
+export class EntriesController {
+  @Get()
+  entries(): Entries {
+    return {
+      fencing: typeof MemoryFenceStore,
+      testing: typeof LockTesting.hold,
+      operations: LOCK_EVENT_TYPES.includes('lost'),
+      integration: typeof lockErrorResponse,
+      backendKit: typeof checkOptionsObject,
+    };
+  }
+}
+`;
+
 /** The app's files; `esm`: an ES module app. tsconfig.node10.json only for CommonJS apps. */
+exports.entriesController = entriesController;
 exports.appFiles = ({ esm }) => {
   const js = esm ? '.js' : '';
   return {
@@ -193,5 +233,6 @@ exports.appFiles = ({ esm }) => {
     'src/app.module.ts': appModule(js),
     'src/orders.controller.ts': ordersController(js),
     'src/health.controller.ts': healthController,
+    'src/entries.controller.ts': entriesController,
   };
 };

@@ -10,11 +10,10 @@ import {
   Locked,
   LockModuleMissingError,
   LockService,
-  LockTesting,
-  LockTestingHelper,
   MemoryLockBackend,
   type DistributedLockModuleOptions,
 } from '../../lib';
+import { LockTesting, LockTestingHelper } from '../../lib/testing';
 
 @Injectable()
 class Payments {

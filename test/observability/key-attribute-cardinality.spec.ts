@@ -1,4 +1,4 @@
-import { keyShape } from '../../lib';
+import { keyShape } from '../../lib/operations';
 import { keyAttribute } from '../../lib/observability/lock-telemetry';
 
 /**

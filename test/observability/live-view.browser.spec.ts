@@ -12,13 +12,8 @@ import { Test } from '@nestjs/testing';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import request from 'supertest';
 import { eventually } from '../support/eventually';
-import {
-  DistributedLockLiveViewModule,
-  DistributedLockModule,
-  LockService,
-  MemoryLockBackend,
-  type LockHandle,
-} from '../../lib';
+import { DistributedLockModule, LockService, MemoryLockBackend, type LockHandle } from '../../lib';
+import { DistributedLockLiveViewModule } from '../../lib/operations';
 import { AppModule } from '../../sample-app/app.module';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -3,12 +3,12 @@ import { Injectable, type CanActivate } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import {
-  DistributedLockLiveViewModule,
   DistributedLockModule,
   InvalidLockOptionsError,
   LockService,
   MemoryLockBackend,
 } from '../../lib';
+import { DistributedLockLiveViewModule } from '../../lib/operations';
 import { LiveViewState } from '../../lib/live-view/live-view.state';
 
 @Injectable()

@@ -12,12 +12,8 @@ import {
 import { Test } from '@nestjs/testing';
 import Redis from 'ioredis';
 import { chromium, type BrowserContext } from 'playwright-core';
-import {
-  DistributedLockLiveViewModule,
-  DistributedLockModule,
-  LockService,
-  RedisLockBackend,
-} from '../../lib';
+import { DistributedLockModule, LockService, RedisLockBackend } from '../../lib';
+import { DistributedLockLiveViewModule } from '../../lib/operations';
 import { RedisServer } from '../support/redis-server';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -4,14 +4,9 @@ import { Test } from '@nestjs/testing';
 import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import {
-  DistributedLockLiveViewModule,
-  DistributedLockModule,
-  FencingEvents,
-  fencingEvents,
-  LockService,
-  MemoryLockBackend,
-} from '../../lib';
+import { DistributedLockModule, LockService, MemoryLockBackend } from '../../lib';
+import { FencingEvents, fencingEvents } from '../../lib/fencing';
+import { DistributedLockLiveViewModule } from '../../lib/operations';
 import { LiveViewTickets, STREAM_TICKET_MS } from '../../lib/live-view/live-view.access';
 import { LIVE_VIEW_MAX_ROWS } from '../../lib/live-view/live-view.state';
 import { LIVE_VIEW_MAX_TEXT } from '../../lib/live-view/live-view.text';

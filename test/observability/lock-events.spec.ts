@@ -1,10 +1,5 @@
-import {
-  InvalidLockOptionsError,
-  LockEngine,
-  LockLostError,
-  MemoryLockBackend,
-  type LockEvent,
-} from '../../lib';
+import { InvalidLockOptionsError, LockEngine, LockLostError, MemoryLockBackend } from '../../lib';
+import type { LockEvent } from '../../lib/operations';
 import type { BackendLock } from '../../lib/backend-kit';
 import { CrashableBackend, untilAborted } from '../conformance/conformance-tools';
 

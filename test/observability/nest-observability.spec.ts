@@ -18,14 +18,13 @@ import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { Test } from '@nestjs/testing';
 import {
   DistributedLockModule,
-  LOCK_METRICS,
   Locked,
   LockBackendUnavailableError,
   LockService,
   MemoryLockBackend,
   type DistributedLockModuleOptions,
-  type LockEvent,
 } from '../../lib';
+import { LOCK_METRICS, type LockEvent } from '../../lib/operations';
 import { CrashableBackend } from '../conformance/conformance-tools';
 
 // Global OTel providers with in-memory exporters, set before any module initialises.

@@ -16,14 +16,9 @@ import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Test } from '@nestjs/testing';
-import {
-  DistributedLockModule,
-  LOCK_METRICS,
-  LockService,
-  MemoryFenceStore,
-  MemoryLockBackend,
-  type LockEvent,
-} from '../../lib';
+import { DistributedLockModule, LockService, MemoryLockBackend } from '../../lib';
+import { MemoryFenceStore } from '../../lib/fencing';
+import { LOCK_METRICS, type LockEvent } from '../../lib/operations';
 import { CrashableBackend } from '../conformance/conformance-tools';
 import type { BackendLock } from '../../lib/interfaces/lock-backend.interface';
 

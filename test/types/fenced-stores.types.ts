@@ -6,7 +6,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { Pool as MySqlPool, PoolConnection } from 'mysql2/promise';
 import type { Pool as PgPool, PoolClient, Client as PgClient } from 'pg';
-import { MySqlFencedStore, PostgresFencedStore, RedisFencedStore } from '../../lib';
+import { MySqlFencedStore, PostgresFencedStore, RedisFencedStore } from '../../lib/fencing';
 
 export function realClientsFit(
   redis: Redis,

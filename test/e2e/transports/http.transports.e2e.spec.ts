@@ -18,12 +18,8 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { Test } from '@nestjs/testing';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  DistributedLockError,
-  DistributedLockModule,
-  LockService,
-  LockTesting,
-} from '../../../lib';
+import { DistributedLockError, DistributedLockModule, LockService } from '../../../lib';
+import { LockTesting } from '../../../lib/testing';
 import { eventually } from '../../support/eventually';
 import {
   ArrivalGuard,
