@@ -18,7 +18,8 @@ import {
  *   then delete of a persistent node);
  * - handoffs/s: 6 worker processes on one key, hold 1 ms, pause 2 ms (the contended loop);
  * - cycle: one client's uncontended acquire + release of a new key, in durable writes' time (the
- *   writes timed in short blocks alternating with blocks of cycles).
+ *   writes timed in short blocks alternating with blocks of cycles); and of one key again and
+ *   again (a hot key: on ZooKeeper its directory stays, see zookeeper.dirs.ts).
  * Rounds alternate write samples and our windows, so both share the machine's drift. Beside the
  * rates, the server's own counters (ceiling.counters.ts) account for a cycle and a handoff:
  * requests, durable writes (raft proposals / zxids) and fsyncs, per operation.
@@ -39,8 +40,12 @@ export interface CeilingRow {
    */
   cycleMs: number;
   cycleWrites: number;
-  /** Server counters per uncontended cycle and per contended handoff. */
+  /** The same for one key cycled again and again. */
+  hotCycleMs: number;
+  hotCycleWrites: number;
+  /** Server counters per uncontended cycle (new key, hot key) and per contended handoff. */
   perCycle: Counters;
+  perHotCycle: Counters;
   perHandoff: Counters;
 }
 
@@ -88,6 +93,7 @@ async function ceilingOf(
   const writeSamples: number[] = [];
   const handoffSamples: number[] = [];
   const cycles: number[] = [];
+  const hotCycles: number[] = [];
   let overlaps = 0;
   let blockWriteMs = 0;
   let blockWrites = 0;
@@ -118,13 +124,15 @@ async function ceilingOf(
         blockWriteMs += performance.now() - t0;
         blockWrites += BLOCK_WRITES;
         await cycle(one, `u${round}.${block}:${system}`, BLOCK_CYCLES, cycles, false);
+        await cycle(one, `hot:${system}`, BLOCK_CYCLES, hotCycles, false, true);
       }
       ctx.log(
         `ceiling ${system} round ${round}: writes ${writeSamples
           .slice(-2)
           .map((w) => w.toFixed(0))
           .join(' / ')}/s, ` +
-          `${r.handoffsPerSec.toFixed(0)} handoffs/s, cycle ${summarize(cycles).mean.toFixed(2)} ms`,
+          `${r.handoffsPerSec.toFixed(0)} handoffs/s, cycle ${summarize(cycles).mean.toFixed(2)} ms, ` +
+          `hot key ${summarize(hotCycles).mean.toFixed(2)} ms`,
       );
     }
     const perCycle = await account(
@@ -133,10 +141,18 @@ async function ceilingOf(
       () => cycle(one, `acc:${system}`, 200, [], false),
       200,
     );
+    const perHotCycle = await account(
+      system,
+      ctx,
+      () => cycle(one, `hot:${system}`, 200, [], false, true),
+      200,
+    );
     const perHandoff = await accountHandoffs(system, ctx);
     const writesPerSec = mean(writeSamples);
     const handoffsPerSec = mean(handoffSamples);
     const cycleMs = summarize(cycles).mean;
+    const hotCycleMs = summarize(hotCycles).mean;
+    const writeMs = blockWriteMs / blockWrites;
     return {
       system,
       writesPerSec,
@@ -146,8 +162,11 @@ async function ceilingOf(
       overlaps,
       handoffRatio: handoffsPerSec / writesPerSec,
       cycleMs,
-      cycleWrites: cycleMs / (blockWriteMs / blockWrites),
+      cycleWrites: cycleMs / writeMs,
+      hotCycleMs,
+      hotCycleWrites: hotCycleMs / writeMs,
       perCycle,
+      perHotCycle,
       perHandoff,
     };
   } finally {
@@ -156,18 +175,22 @@ async function ceilingOf(
   }
 }
 
-/** Sequential acquire + release of new keys: `count` cycles, or for `count` ms when `ms`. */
+/**
+ * Sequential acquire + release of new keys (or of the key `prefix` itself when `sameKey`):
+ * `count` cycles, or for `count` ms when `ms`.
+ */
 async function cycle(
   client: LockClient,
   prefix: string,
   count: number,
   samples: number[],
   ms = true,
+  sameKey = false,
 ) {
   const until = performance.now() + count;
   for (let i = 0; ms ? performance.now() < until : i < count; i++) {
     const t0 = performance.now();
-    const release = await client.lock(`${prefix}:${i}`);
+    const release = await client.lock(sameKey ? prefix : `${prefix}:${i}`);
     await release();
     samples.push(performance.now() - t0);
   }
@@ -222,18 +245,21 @@ export function ceilingSection(r: CeilingResult): string {
     `Writes/s: ${WRITES} sequential awaited durable writes from one client (etcd PUT; ZooKeeper create/delete of a ` +
       `persistent node), sampled before and after each window. Handoffs: ${WORKERS} worker processes on one key, ` +
       `hold ${HOLD_MS} ms, pause ${PAUSE_MS} ms. Cycle: one client's uncontended acquire + release of a new key, in blocks of ${BLOCK_CYCLES} ` +
-      `alternating with blocks of ${BLOCK_WRITES} writes (cycle in writes = mean cycle ÷ those blocks' mean write).`,
+      `alternating with blocks of ${BLOCK_WRITES} writes (cycle in writes = mean cycle ÷ those blocks' mean write); ` +
+      `hot key: the same, one key again and again.`,
     '',
-    '| system | durable writes/s | handoffs/s | handoffs ÷ writes | cycle ms | cycle in writes | overlaps |',
-    '| :-- | --: | --: | --: | --: | --: | --: |',
+    '| system | durable writes/s | handoffs/s | handoffs ÷ writes | cycle ms | cycle in writes | hot key ms | hot key in writes | overlaps |',
+    '| :-- | --: | --: | --: | --: | --: | --: | --: | --: |',
     ...r.rows.map(
       (x) =>
         `| ${x.system} | ${x.writesPerSec.toFixed(0)} | ${x.handoffsPerSec.toFixed(0)} | ${x.handoffRatio.toFixed(2)}× | ` +
-        `${x.cycleMs.toFixed(2)} | ${x.cycleWrites.toFixed(2)} | ${x.overlaps} |`,
+        `${x.cycleMs.toFixed(2)} | ${x.cycleWrites.toFixed(2)} | ${x.hotCycleMs.toFixed(2)} | ` +
+        `${x.hotCycleWrites.toFixed(2)} | ${x.overlaps} |`,
     ),
     '',
     ...r.rows.flatMap((x) => [
       `- ${x.system} per uncontended cycle: ${fmt(x.perCycle)}`,
+      `- ${x.system} per uncontended cycle of a hot key: ${fmt(x.perHotCycle)}`,
       `- ${x.system} per contended grant: ${fmt(x.perHandoff)}`,
     ]),
     ...r.skipped.map((s) => `- ${s.system} skipped: ${s.reason}`),
