@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
+import { keyDigest } from '../sql/key-digest';
 import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 
 type Ring = 'rung' | 'unarmed' | 'timeout';
 
 /**
- * When a ticketed waiter (see mysql.acquire.ts) re-attempts after a ring, by its place at its last
+ * When a ticketed waiter (see mysql.tickets.ts) re-attempts after a ring, by its place at its last
  * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
  * RING_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its doorbell;
  * the others after RING_SPREAD_MS plus up to as much again at random (only to keep their tickets
@@ -29,6 +30,20 @@ const QUEUED_POLL_MS = 10;
  */
 const FAR_POLL_MS = 3;
 const FAR_POLL_MAX_MS = 30;
+
+export interface MySqlDoorbellOptions {
+  readonly pool: () => Promise<MySqlPoolLike>;
+  readonly table: string;
+  /** Waiters that may block in GET_LOCK at once (0: none; set again once the pool is known). */
+  readonly slots: number;
+  readonly maxPollDelay: number;
+  /** This process's releases (by key digest): the waiters' local wake-ups. */
+  readonly notifier: ReleaseNotifier;
+  /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
+  readonly place: (key: string) => number | undefined;
+  /** One lock-free read of the waiter's place; true: re-attempt now (MySqlTickets). */
+  readonly recheck: (key: string) => Promise<boolean>;
+}
 
 /**
  * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
@@ -65,18 +80,24 @@ export class MySqlDoorbell implements WakeupSource {
   private active = 0;
   private closed = false;
 
-  constructor(
-    private readonly pool: () => Promise<MySqlPoolLike>,
-    private readonly table: string,
-    /** Set once the pool is known (the default depends on its connectionLimit). */
-    public slots: number,
-    private readonly maxPollDelay: number,
-    private readonly notifier: ReleaseNotifier,
-    /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
-    private readonly place: (key: string) => number | undefined = () => undefined,
-    /** One lock-free read of the waiter's place; true: re-attempt now (see MySqlLockBackend). */
-    private readonly recheck: (key: string) => Promise<boolean> = async () => true,
-  ) {}
+  private readonly pool: () => Promise<MySqlPoolLike>;
+  private readonly table: string;
+  /** Set once the pool is known (the default depends on its connectionLimit). */
+  slots: number;
+  private readonly maxPollDelay: number;
+  private readonly notifier: ReleaseNotifier;
+  private readonly place: (key: string) => number | undefined;
+  private readonly recheck: (key: string) => Promise<boolean>;
+
+  constructor(o: MySqlDoorbellOptions) {
+    this.pool = o.pool;
+    this.table = o.table;
+    this.slots = o.slots;
+    this.maxPollDelay = o.maxPollDelay;
+    this.notifier = o.notifier;
+    this.place = o.place;
+    this.recheck = o.recheck;
+  }
 
   /**
    * The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL).
@@ -139,7 +160,7 @@ export class MySqlDoorbell implements WakeupSource {
   }
 
   listen(key: string): ReleaseListener {
-    const inner = this.notifier.listen(key);
+    const inner = this.notifier.listen(keyDigest(key));
     return {
       wait: async (ms, signal) => {
         const stop = new AbortController();

@@ -1,5 +1,6 @@
 import { MAX_HOLDER_DATA } from '../../backend-kit';
 import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
+import type { SqlStatements } from '../sql/sql.dialect';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
@@ -9,33 +10,23 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * the session time zone, DST and the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- * seat
- *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
- *                semaphores of this version need no migration).
- *                Also a waiter's TICKET (mode 'queued'): expires_at is when it lapses, fence
- * holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
+ *                seat of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
+ *                the semaphores of this version need no migration). Also a waiter's TICKET (mode
+ *                'queued'): expires_at is when it lapses, fence holds its arrival (µs since
+ *                2000-01-01 by the server's UTC clock); see mysql.tickets.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
-export interface MySqlStatements {
-  readonly ddl: readonly string[];
-  readonly lockKey: string;
-  readonly holders: string;
+export interface MySqlStatements extends SqlStatements {
+  readonly readCommitted: string;
+  readonly dropKey: string;
   readonly purge: string;
   readonly nextFence: string;
   readonly insert: string;
   readonly insertBare: string;
-  /** One row when the table (name ?) of the current database has the holder column. */
-  readonly hasHolder: string;
-  readonly addHolder: string;
   readonly ticket: string;
   readonly dropTicket: string;
   readonly position: string;
-  readonly release: string;
-  readonly dropKey: string;
-  readonly inspect: string;
-  readonly inspectBare: string;
-  readonly forceRelease: string;
   readonly list: string;
   readonly sweepHolders: string;
   readonly sweepKeys: string;
@@ -91,9 +82,11 @@ export function mysqlStatements(table: string): MySqlStatements {
 ) ENGINE=InnoDB`,
       `INSERT IGNORE INTO ${fence} (id, value) VALUES (1, 0)`,
     ],
+    readCommitted: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
+    begin: 'START TRANSACTION',
     // Creates or X-locks the key's mutex row: concurrent acquires of one key queue here (briefly,
     // never across a wait), acquires of other keys do not.
-    lockKey: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
+    mutex: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
     // Locks every row of the key, holders and tickets (so no renewal can slip in), and reads each
     // one's time left (and a ticket's arrival, in fence).
     holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? ORDER BY owner FOR UPDATE`,

@@ -7,7 +7,22 @@ import {
   type ResolvedSqlOptions,
   type SqlBackendOptions,
 } from '../sql/sql.options';
-import type { PgListenClientLike } from './postgres.listener';
+
+/** A pg notification as pg's Client emits it. */
+export interface PgNotification {
+  channel: string;
+  payload?: string;
+}
+
+/** The part of a pg `Client` (or a checked-out PoolClient) the listener uses. */
+export interface PgListenClientLike {
+  connect?(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  on(event: 'notification', cb: (message: PgNotification) => void): unknown;
+  on(event: 'error', cb: (error: Error) => void): unknown;
+  on(event: 'end', cb: () => void): unknown;
+  removeAllListeners(event?: string): unknown;
+}
 
 export interface PgQueryResultLike {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg rows are untyped records
