@@ -25,25 +25,14 @@ import { MySqlTickets } from './mysql.tickets';
 const TICKET_MARGIN_MS = 250;
 
 /**
- * MySQL 8 / MariaDB 10.11 locks in a table: one row per holder, expiry in the SERVER's clock
- * (UTC_TIMESTAMP(3)), never the application's. The shared SQL backend (SqlLockBackend) over the
- * MySQL dialect (mysql.dialect.ts).
- *
- * Algorithm: `tryAcquire` is one short READ COMMITTED transaction: X-lock the key's mutex row
- * (<table>_keys), lock and read every row of the key, give up if a live holder conflicts, else
- * delete expired holders (a dead process's lock is taken over here), take the next fence from
- * the counter row and insert our row; COMMIT. Release and renew are owner-checked single
- * statements (renew: ONE statement for a whole batch). The engine runs the waits (one waiter per
- * key and process attempts); this process's releases wake its own waiters at once, other
- * processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell) and poll only where
- * they must. Across processes the longest-waiting waiter wins: a waiting request that finds the
- * key busy leaves a ticket row dated by the server, and a grant goes only to the holder of the
- * oldest live ticket (or to anyone when there is none); see mysql.tickets.ts.
- *
- * Safety: all of an acquire runs under the key's mutex with the key's rows locked, so no two
- * conflicting grants can commit; a renewal racing with a takeover either lands first (the holder
- * is live: busy) or finds its row gone. Fences come from one counter row locked until COMMIT, so
- * they grow strictly. No connection is held between attempts.
+ * MySQL 8 / MariaDB 10.11 locks in a table: the shared SQL backend (SqlLockBackend: one row per
+ * holder, expiry in the SERVER's clock, UTC_TIMESTAMP(3)) over the MySQL dialect (mysql.dialect).
+ * The acquire's mutex is the key's row in <table>_keys, X-locked until COMMIT; fences come from one
+ * counter row locked until COMMIT, so they grow strictly. Across processes the longest-waiting
+ * waiter wins: a waiting request that finds the key busy leaves a ticket row, and a grant goes only
+ * to the holder of the oldest live ticket (mysql.tickets.ts). This process's releases wake its own
+ * waiters at once; other processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell)
+ * and poll only where they must. No connection is held between attempts.
  */
 export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   readonly name = 'mysql';
@@ -67,7 +56,7 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
     const fallbackDelay = rings ? 1_000 : o.maxPollDelay;
     // ms a waiter's ticket outlives its last attempt: the longest pause between attempts, and more.
     const ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
-    super({ dialect: mysqlDialect(o.table), options: o, source: o.source });
+    super(mysqlDialect(o.table), o);
     this.line = this.tickets = new MySqlTickets(
       mysqlStatements(o.table),
       ticketMs,

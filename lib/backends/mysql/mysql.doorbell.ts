@@ -80,30 +80,18 @@ export class MySqlDoorbell implements WakeupSource {
   private active = 0;
   private closed = false;
 
-  private readonly pool: () => Promise<MySqlPoolLike>;
-  private readonly table: string;
-  /** Set once the pool is known (the default depends on its connectionLimit). */
+  /** Set again once the pool is known (the default depends on its connectionLimit). */
   slots: number;
-  private readonly maxPollDelay: number;
-  private readonly notifier: ReleaseNotifier;
-  private readonly place: (key: string) => number | undefined;
-  private readonly recheck: (key: string) => Promise<boolean>;
 
-  constructor(o: MySqlDoorbellOptions) {
-    this.pool = o.pool;
-    this.table = o.table;
+  constructor(private readonly o: MySqlDoorbellOptions) {
     this.slots = o.slots;
-    this.maxPollDelay = o.maxPollDelay;
-    this.notifier = o.notifier;
-    this.place = o.place;
-    this.recheck = o.recheck;
   }
 
   /**
    * The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL).
    */
   name(key: string): string {
-    return `ndl:${createHash('sha256').update(`${this.table}\0${key}`).digest('hex').slice(0, 40)}`;
+    return `ndl:${createHash('sha256').update(`${this.o.table}\0${key}`).digest('hex').slice(0, 40)}`;
   }
 
   /**
@@ -133,7 +121,8 @@ export class MySqlDoorbell implements WakeupSource {
    */
   async ready(): Promise<void> {
     if (this.slots === 0 || this.closed || this.bell) return;
-    this.opening ??= this.pool()
+    this.opening ??= this.o
+      .pool()
       .then((pool) => pool.getConnection())
       .then(
         (conn) => {
@@ -160,7 +149,7 @@ export class MySqlDoorbell implements WakeupSource {
   }
 
   listen(key: string): ReleaseListener {
-    const inner = this.notifier.listen(keyDigest(key));
+    const inner = this.o.notifier.listen(keyDigest(key));
     return {
       wait: async (ms, signal) => {
         const stop = new AbortController();
@@ -186,7 +175,7 @@ export class MySqlDoorbell implements WakeupSource {
   private async wake(key: string, ms: number, signal: AbortSignal): Promise<void> {
     const deadline = performance.now() + ms;
     for (;;) {
-      const before = this.place(key);
+      const before = this.o.place(key);
       if (before !== undefined && before > 1) {
         // Far back in line: no ring concerns it before (place - 1) handoffs; one read per pause.
         await sleepFor(
@@ -195,7 +184,7 @@ export class MySqlDoorbell implements WakeupSource {
         );
         if (signal.aborted || performance.now() >= deadline) return;
         try {
-          if (await this.recheck(key)) return;
+          if (await this.o.recheck(key)) return;
         } catch {
           return; // not swallowed: the re-attempt reports the outage
         }
@@ -203,7 +192,7 @@ export class MySqlDoorbell implements WakeupSource {
       }
       const outcome = await this.ring(key, Math.max(1, deadline - performance.now()), signal);
       if (outcome === 'timeout' || signal.aborted) return;
-      const place = this.place(key);
+      const place = this.o.place(key);
       if (outcome === 'rung') {
         this.backoff.delete(key);
         // Every process's head waiter wakes at once: the first in line goes now, the others a
@@ -218,7 +207,7 @@ export class MySqlDoorbell implements WakeupSource {
       }
       if (signal.aborted || performance.now() >= deadline) return;
       try {
-        if (await this.recheck(key)) return;
+        if (await this.o.recheck(key)) return;
       } catch {
         return; // not swallowed: the re-attempt reports the outage
       }
@@ -237,7 +226,7 @@ export class MySqlDoorbell implements WakeupSource {
     this.active++;
     let conn: MySqlConnectionLike | undefined;
     try {
-      conn = await (await this.pool()).getConnection();
+      conn = await (await this.o.pool()).getConnection();
       if (signal.aborted) return 'timeout';
       const name = this.name(key);
       const [rows] = await conn.query(
@@ -261,7 +250,7 @@ export class MySqlDoorbell implements WakeupSource {
 
   private nextBackoff(key: string): number {
     const delay = this.backoff.get(key) ?? 5;
-    this.backoff.set(key, Math.min(delay * 2, this.maxPollDelay));
+    this.backoff.set(key, Math.min(delay * 2, this.o.maxPollDelay));
     if (this.backoff.size > 10_000) this.backoff.clear(); // bounded: keys are request data
     return delay;
   }

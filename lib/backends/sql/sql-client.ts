@@ -1,6 +1,17 @@
 import { CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 
+/** How a dialect checks and ends its driver's pool. */
+export interface SqlPoolKind<P> {
+  /** What a valid client is (for the error message). */
+  readonly what: string;
+  /** Validates a given client at once. */
+  check(pool: unknown): P;
+  end(pool: P): Promise<void>;
+  /** Checks (and sets up) a pool the factory made; default `check`. */
+  adopt?(pool: unknown): P;
+}
+
 /**
  * Where a SQL backend's pool comes from: `{ client }`, a pool the user created and keeps owning
  * (never ended by the backend), or `{ clientFactory }`, called once on first use; the backend owns
@@ -18,15 +29,14 @@ export class SqlClientSource<P> {
     private readonly end: (pool: P) => Promise<void>,
   ) {}
 
-  /** Validates `{ client }` xor `{ clientFactory }`; `check` validates a given client at once. */
+  /** Validates `{ client }` xor `{ clientFactory }`. */
   static from<P>(
     options: { client?: unknown; clientFactory?: unknown },
-    what: string,
-    check: (pool: unknown) => P,
-    end: (pool: P) => Promise<void>,
-    /** Checks (and sets up) a pool the factory made; default `check`. */
-    adopt: (pool: unknown) => P = check,
+    kind: SqlPoolKind<P>,
   ): SqlClientSource<P> {
+    const { what, end } = kind;
+    const check = (pool: unknown) => kind.check(pool);
+    const adopt = (pool: unknown) => (kind.adopt ?? kind.check)(pool);
     const { client, clientFactory } = options;
     if (client !== undefined && clientFactory !== undefined) {
       throw new InvalidLockOptionsError(

@@ -1,4 +1,4 @@
-import { holderData, ReleaseNotifier } from '../../backend-kit';
+import { checkLockKey, holderData, ReleaseNotifier } from '../../backend-kit';
 import type {
   BackendAcquireRequest,
   BackendAcquireResult,
@@ -21,17 +21,9 @@ import {
 import type { SqlClientSource } from './sql-client';
 import type { SqlConnection, SqlDialect } from './sql.dialect';
 import { toInspection, type InspectedRow } from './sql-inspection';
-import { checkSqlKey } from './sql-lock.rules';
-import { SchemaOnce } from './sql-schema';
+import { createSchema } from './sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from './sql-sweeper';
 import type { ResolvedSqlOptions } from './sql.options';
-
-/** What a SQL backend is built from: its dialect, resolved options and pool source. */
-export interface SqlBackendParts<P> {
-  readonly dialect: SqlDialect<P>;
-  readonly options: ResolvedSqlOptions;
-  readonly source: SqlClientSource<P>;
-}
 
 /**
  * Locks in a table, one row per holder, expiry in the database SERVER's clock: what MySQL/MariaDB
@@ -71,18 +63,23 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   protected line: SqlWaiterLine | undefined;
   private readonly dialect: SqlDialect<P>;
   private readonly sweeper: SqlSweeper;
-  private readonly schema: SchemaOnce;
+  private readonly createTable: boolean;
+  /** The schema check (and creation), once per backend; retried after a failure. */
+  private schema: Promise<void> | undefined;
   /** Whether the lock table has the holder column (read once with the schema; HOLDER_COLUMN). */
   private holderColumn = false;
 
-  constructor({ dialect, options, source }: SqlBackendParts<P>) {
+  constructor(
+    dialect: SqlDialect<P>,
+    options: ResolvedSqlOptions & { readonly source: SqlClientSource<P> },
+  ) {
     this.dialect = dialect;
-    this.source = source;
+    this.source = options.source;
     this.table = options.table;
+    this.createTable = options.createTable;
     this.sweeper = new SqlSweeper(options.sweepInterval, () =>
       this.withConnection((conn) => dialect.sweep(conn, SWEEP_GRACE_MS)),
     );
-    this.schema = new SchemaOnce(true, () => this.createSchema(options.createTable));
   }
 
   /**
@@ -197,7 +194,13 @@ export abstract class SqlLockBackend<P> implements LockBackend {
    * or be half-dead after a server restart.
    */
   protected async withConnection<T>(work: (conn: SqlConnection) => Promise<T>): Promise<T> {
-    await this.schema.ensure();
+    this.schema ??= this.checkout(async (conn) => {
+      this.holderColumn = await createSchema(conn, this.dialect, this.createTable);
+    }).catch((error: unknown) => {
+      this.schema = undefined; // e.g. the server was down: retried on the next call
+      throw error;
+    });
+    await this.schema;
     return this.checkout(work);
   }
 
@@ -214,7 +217,9 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   }
 
   private async tryRow(request: BackendAttempt, permits: number | undefined) {
-    checkSqlKey(request.key, this.capabilities.maxKeyLength);
+    // Also for callers that reach the backend without the engine: length, control characters, and
+    // lone surrogates (no UTF-8 form: '\uD800' and '\uD801' would both be sent as U+FFFD).
+    checkLockKey(request.key, this.capabilities.maxKeyLength);
     this.sweeper.start();
     await this.beforeAttempt();
     const { owner, mode, ttl } = request;
@@ -236,23 +241,5 @@ export abstract class SqlLockBackend<P> implements LockBackend {
     if (!s.dropKey) return;
     if (s.readCommitted) await conn.query(s.readCommitted);
     await conn.run(s.dropKey, [key, key]);
-  }
-
-  /**
-   * The tables (createTable), then whether the lock table has the holder column (added to an older
-   * table where the DDL does not do it itself): once, before any call.
-   */
-  private createSchema(createTable: boolean): Promise<void> {
-    const { statements: s, tableRef } = this.dialect;
-    return this.checkout(async (conn) => {
-      if (createTable) await this.dialect.createTables(conn);
-      const has = async () => (await conn.run(s.hasHolder, [tableRef])).rows.length > 0;
-      this.holderColumn = await has();
-      if (!this.holderColumn && createTable && s.addHolder) {
-        // Concurrent start-ups may both add it: the loser's "duplicate column" is fine.
-        await conn.query(s.addHolder).catch(() => undefined);
-        this.holderColumn = await has();
-      }
-    });
   }
 }

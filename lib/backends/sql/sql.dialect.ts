@@ -14,46 +14,45 @@ export interface SqlResult {
 export interface SqlConnection {
   /** A statement with values: prepared on MySQL (execute), an extended query on pg. */
   run(text: string, values?: readonly unknown[]): Promise<SqlResult>;
-  /** The text protocol (no server-side prepared statement); what run() is on pg. */
+  /** The text protocol (no server-side prepared statement); the same as run() on pg. */
   query(text: string, values?: readonly unknown[]): Promise<SqlResult>;
-  /** Back to the pool. */
   release(): void;
   /** Closed instead of pooled: it may sit in an open transaction or be half-dead. */
   destroy(): void;
 }
 
 /**
- * The statements the shared flows send. Only the table name (validated) is spliced in; every
- * value is a parameter, and a key is bound as the dialect's `key()` makes it.
+ * The statements the shared flows send (documented with their SQL, in each dialect's schema file).
+ * Values: a key as the dialect's `key()` binds it; `affected` of release/forceRelease counts the
+ * rows deleted.
  */
 export interface SqlStatements {
   readonly ddl: readonly string[];
-  /** Sent before a statement that must run READ COMMITTED, where the session default is not. */
+  /** Sent first where the session's default isolation is not READ COMMITTED (MySQL). */
   readonly readCommitted?: string;
-  /** Opens the acquire's transaction (READ COMMITTED). */
   readonly begin: string;
-  /** Takes the key's mutex until COMMIT (values: the dialect's mutexValues). */
+  /** [the dialect's mutexValues] */
   readonly mutex: string;
-  /** Locks and reads every row of the key: owner, mode, left_us (µs left, server clock), fence. */
+  /** [key]: owner, mode, left_us (µs left by the server's clock) and fence of every row, locked. */
   readonly holders: string;
-  /** Owner-checked delete of one row [key, owner]; `affected` counts the rows deleted. */
+  /** [key, owner] */
   readonly release: string;
-  /** Deletes every holder row of a key [key] whoever owns it; `affected` as release. */
+  /** [key] */
   readonly forceRelease: string;
-  /** Clean-up after a delete [key, key] (MySQL: the key's mutex row once it has no rows). */
+  /** [key, key]: after a delete (MySQL: the key's mutex row, once the key has no rows). */
   readonly dropKey?: string;
-  /** The key's holder rows, read without locking [key] (inspectBare: no holder column). */
+  /** [key]: the holder rows without locking (inspectBare: a table without the holder column). */
   readonly inspect: string;
   readonly inspectBare: string;
-  /** One row when the lock table has the holder column [the dialect's tableRef]. */
+  /** [the dialect's tableRef]: one row when the lock table has the holder column. */
   readonly hasHolder: string;
-  /** Adds the holder column to an older table (where the DDL does not do it itself). */
+  /** Adds the holder column where the DDL does not (MySQL). */
   readonly addHolder?: string;
 }
 
 /** What the acquire transaction knows of a request. */
 export interface SqlAttempt {
-  /** The key as bound (the dialect's `key()`). */
+  /** As bound (the dialect's `key()`). */
   readonly key: unknown;
   readonly owner: string;
   readonly mode: LockMode;
@@ -63,36 +62,32 @@ export interface SqlAttempt {
   readonly waits: boolean;
 }
 
-/** The grant's row: the request, its stored mode and holder data, and whether to purge first. */
+/** A grant's row: the request, its stored mode, its holder data (undefined: no such column). */
 export interface SqlGrant extends SqlAttempt {
   readonly stored: string;
-  /** The holder's data, or undefined when the table has no holder column. */
   readonly holder: string | undefined;
   /** Expired rows of the key were read: delete them first (a dead holder's lock is taken over). */
   readonly purge: boolean;
 }
 
 /**
- * What one SQL database supplies to the shared backend (SqlLockBackend): its statements, how a
- * key is bound, its client adapter, and the few steps whose statements differ in shape (the grant
- * with its fence, the batched renewal, the listing, the sweep, creating the tables).
+ * What one database supplies to the shared SQL backend (SqlLockBackend) besides its wake-up
+ * source: its statements, how a key is bound, its client adapter, and the steps whose statements
+ * differ in shape.
  */
 export interface SqlDialect<P, S extends SqlStatements = SqlStatements> {
   readonly statements: S;
-  /** A key as bound to a statement (MySQL: its UTF-8 bytes; pg: the text). */
   key(key: string): unknown;
   mutexValues(key: unknown): unknown[];
-  /** hasHolder's value. */
   readonly tableRef: string;
-  /** Checks a connection out of the pool. */
   connect(pool: P): Promise<SqlConnection>;
-  /** Inserts the grant's row with the next fence (the transaction is open); no COMMIT. */
+  /** Inserts the grant's row with the next fence, inside the open transaction. */
   grant(conn: SqlConnection, grant: SqlGrant): Promise<{ fencingToken: bigint; sentAt: number }>;
   /** Renews a watchdog tick's locks, batched; one answer per lock, in order: renewed. */
   renew(conn: SqlConnection, locks: readonly BackendLock[]): Promise<boolean[]>;
-  /** Live held keys under `prefix`, at most `limit`, as one range scan of the key index. */
+  /** Live held keys under `prefix`, at most `limit`: one range scan of the key index. */
   list(conn: SqlConnection, prefix: string, limit: number): Promise<string[]>;
-  /** One sweep (see SqlSweeper): rows expired for longer than `graceMs`. */
+  /** One sweep (SqlSweeper): rows expired for longer than `graceMs`. */
   sweep(conn: SqlConnection, graceMs: number): Promise<void>;
   /** Runs the DDL (serialized against concurrent start-ups where the database needs it). */
   createTables(conn: SqlConnection): Promise<void>;
