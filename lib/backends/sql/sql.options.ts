@@ -43,7 +43,7 @@ const SQL_OPTIONS = [
   'createTable',
   'maxPollDelay',
   'sweepInterval',
-] as const;
+];
 export const DEFAULT_TABLE = 'distributed_locks';
 
 /** One backend's options: its name, its own option names, its poll default, its driver's pool. */
