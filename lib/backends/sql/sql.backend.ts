@@ -141,6 +141,8 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   /**
    * Deletes every holder row of `key`, whoever owns it (waiters keep their places). The old holder
    * learns at its next renewal (its handle's signal aborts); the next grant's fence is larger.
+   * Other processes' waiters wake by their wake-up source (PostgreSQL: the NOTIFY; MySQL: when the
+   * old holder's renewal fails and lets its doorbell go), else at their fallback re-attempt.
    */
   async forceRelease(key: string): Promise<boolean> {
     const { statements: s } = this.dialect;
