@@ -1,6 +1,5 @@
 import { MAX_HOLDER_DATA } from '../../backend-kit';
 import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
-import type { SqlStatements } from '../sql/sql.dialect';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
@@ -17,24 +16,7 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
-export interface MySqlStatements extends SqlStatements {
-  readonly readCommitted: string;
-  readonly dropKey: string;
-  readonly purge: string;
-  readonly nextFence: string;
-  readonly insert: string;
-  readonly insertBare: string;
-  readonly ticket: string;
-  readonly dropTicket: string;
-  readonly position: string;
-  readonly list: string;
-  readonly sweepHolders: string;
-  readonly sweepKeys: string;
-  /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
-  renew(size: number): string;
-  /** Which of RENEW_SHAPES[i] (key, owner) pairs are ours and live. */
-  alive(size: number): string;
-}
+export type MySqlStatements = ReturnType<typeof mysqlStatements>;
 
 /** The mode of a waiter's ticket row (fits VARCHAR(9): no migration). */
 export const QUEUED = 'queued';
@@ -54,7 +36,7 @@ export function renewShape(n: number): number {
   return RENEW_SHAPES.find((size) => size >= n) ?? RENEW_SHAPES[RENEW_SHAPES.length - 1];
 }
 
-export function mysqlStatements(table: string): MySqlStatements {
+export function mysqlStatements(table: string) {
   const t = `\`${table}\``;
   const keys = `\`${table}_keys\``;
   const fence = `\`${table}_fence\``;
@@ -124,10 +106,10 @@ export function mysqlStatements(table: string): MySqlStatements {
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
     // One statement renews a whole batch: only rows that are still ours and unexpired match.
-    renew: (n) =>
+    renew: (n: number) =>
       `UPDATE ${t} AS h JOIN (${rows(n)}) AS i ON h.lock_key = i.k AND h.owner = i.o ` +
       `SET h.expires_at = UTC_TIMESTAMP(3) + INTERVAL i.us MICROSECOND WHERE h.expires_at > UTC_TIMESTAMP(3)`,
-    alive: (n) =>
+    alive: (n: number) =>
       `SELECT lock_key, owner FROM ${t} WHERE (lock_key, owner) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')}) AND expires_at > UTC_TIMESTAMP(3)`,
   };
 }

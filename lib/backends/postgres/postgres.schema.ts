@@ -1,6 +1,5 @@
 import { KEY_DIGEST_HEX } from '../sql/key-digest';
 import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
-import type { SqlStatements } from '../sql/sql.dialect';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
 
 /**
@@ -15,17 +14,9 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a
  * lock.
  */
-export interface PostgresStatements extends SqlStatements {
-  /** The LISTEN/NOTIFY channel of releases. */
-  readonly channel: string;
-  readonly grant: string;
-  readonly grantBare: string;
-  readonly renew: string;
-  readonly list: string;
-  readonly sweep: string;
-}
+export type PostgresStatements = ReturnType<typeof postgresStatements>;
 
-export function postgresStatements(table: string): PostgresStatements {
+export function postgresStatements(table: string) {
   const t = `"${table}"`;
   const seq = `"${table}_fence"`;
   const channel = `${table}_released`;
