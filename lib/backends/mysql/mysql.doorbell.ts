@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { sleepFor, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
+import { keyDigest } from '../sql/key-digest';
 import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 
 type Ring = 'rung' | 'unarmed' | 'timeout';
 
 /**
- * When a ticketed waiter (see mysql.acquire.ts) re-attempts after a ring, by its place at its last
+ * When a ticketed waiter (see mysql.tickets.ts) re-attempts after a ring, by its place at its last
  * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
  * RING_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its doorbell;
  * the others after RING_SPREAD_MS plus up to as much again at random (only to keep their tickets
@@ -29,6 +30,20 @@ const QUEUED_POLL_MS = 10;
  */
 const FAR_POLL_MS = 3;
 const FAR_POLL_MAX_MS = 30;
+
+export interface MySqlDoorbellOptions {
+  readonly pool: () => Promise<MySqlPoolLike>;
+  readonly table: string;
+  /** Waiters that may block in GET_LOCK at once (0: none; set again once the pool is known). */
+  readonly slots: number;
+  readonly maxPollDelay: number;
+  /** This process's releases (by key digest): the waiters' local wake-ups. */
+  readonly notifier: ReleaseNotifier;
+  /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
+  readonly place: (key: string) => number | undefined;
+  /** One lock-free read of the waiter's place; true: re-attempt now (MySqlTickets). */
+  readonly recheck: (key: string) => Promise<boolean>;
+}
 
 /**
  * Wake-ups for MySQL/MariaDB waiters in OTHER processes, without polling: a per-key "release
@@ -65,24 +80,18 @@ export class MySqlDoorbell implements WakeupSource {
   private active = 0;
   private closed = false;
 
-  constructor(
-    private readonly pool: () => Promise<MySqlPoolLike>,
-    private readonly table: string,
-    /** Set once the pool is known (the default depends on its connectionLimit). */
-    public slots: number,
-    private readonly maxPollDelay: number,
-    private readonly notifier: ReleaseNotifier,
-    /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
-    private readonly place: (key: string) => number | undefined = () => undefined,
-    /** One lock-free read of the waiter's place; true: re-attempt now (see MySqlLockBackend). */
-    private readonly recheck: (key: string) => Promise<boolean> = async () => true,
-  ) {}
+  /** Set again once the pool is known (the default depends on its connectionLimit). */
+  slots: number;
+
+  constructor(private readonly o: MySqlDoorbellOptions) {
+    this.slots = o.slots;
+  }
 
   /**
    * The doorbell's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL).
    */
   name(key: string): string {
-    return `ndl:${createHash('sha256').update(`${this.table}\0${key}`).digest('hex').slice(0, 40)}`;
+    return `ndl:${createHash('sha256').update(`${this.o.table}\0${key}`).digest('hex').slice(0, 40)}`;
   }
 
   /**
@@ -112,7 +121,8 @@ export class MySqlDoorbell implements WakeupSource {
    */
   async ready(): Promise<void> {
     if (this.slots === 0 || this.closed || this.bell) return;
-    this.opening ??= this.pool()
+    this.opening ??= this.o
+      .pool()
       .then((pool) => pool.getConnection())
       .then(
         (conn) => {
@@ -139,7 +149,7 @@ export class MySqlDoorbell implements WakeupSource {
   }
 
   listen(key: string): ReleaseListener {
-    const inner = this.notifier.listen(key);
+    const inner = this.o.notifier.listen(keyDigest(key));
     return {
       wait: async (ms, signal) => {
         const stop = new AbortController();
@@ -165,7 +175,7 @@ export class MySqlDoorbell implements WakeupSource {
   private async wake(key: string, ms: number, signal: AbortSignal): Promise<void> {
     const deadline = performance.now() + ms;
     for (;;) {
-      const before = this.place(key);
+      const before = this.o.place(key);
       if (before !== undefined && before > 1) {
         // Far back in line: no ring concerns it before (place - 1) handoffs; one read per pause.
         await sleepFor(
@@ -174,7 +184,7 @@ export class MySqlDoorbell implements WakeupSource {
         );
         if (signal.aborted || performance.now() >= deadline) return;
         try {
-          if (await this.recheck(key)) return;
+          if (await this.o.recheck(key)) return;
         } catch {
           return; // not swallowed: the re-attempt reports the outage
         }
@@ -182,7 +192,7 @@ export class MySqlDoorbell implements WakeupSource {
       }
       const outcome = await this.ring(key, Math.max(1, deadline - performance.now()), signal);
       if (outcome === 'timeout' || signal.aborted) return;
-      const place = this.place(key);
+      const place = this.o.place(key);
       if (outcome === 'rung') {
         this.backoff.delete(key);
         // Every process's head waiter wakes at once: the first in line goes now, the others a
@@ -197,7 +207,7 @@ export class MySqlDoorbell implements WakeupSource {
       }
       if (signal.aborted || performance.now() >= deadline) return;
       try {
-        if (await this.recheck(key)) return;
+        if (await this.o.recheck(key)) return;
       } catch {
         return; // not swallowed: the re-attempt reports the outage
       }
@@ -216,7 +226,7 @@ export class MySqlDoorbell implements WakeupSource {
     this.active++;
     let conn: MySqlConnectionLike | undefined;
     try {
-      conn = await (await this.pool()).getConnection();
+      conn = await (await this.o.pool()).getConnection();
       if (signal.aborted) return 'timeout';
       const name = this.name(key);
       const [rows] = await conn.query(
@@ -240,7 +250,7 @@ export class MySqlDoorbell implements WakeupSource {
 
   private nextBackoff(key: string): number {
     const delay = this.backoff.get(key) ?? 5;
-    this.backoff.set(key, Math.min(delay * 2, this.maxPollDelay));
+    this.backoff.set(key, Math.min(delay * 2, this.o.maxPollDelay));
     if (this.backoff.size > 10_000) this.backoff.clear(); // bounded: keys are request data
     return delay;
   }

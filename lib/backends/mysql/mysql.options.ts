@@ -1,9 +1,8 @@
 import { checkInteger } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { SqlClientSource } from '../sql/sql-client';
+import type { SqlClientSource } from '../sql/sql-client';
 import {
   resolveSqlOptions,
-  SQL_OPTIONS,
   type ResolvedSqlOptions,
   type SqlBackendOptions,
 } from '../sql/sql.options';
@@ -55,15 +54,17 @@ export interface MySqlLockBackendOptions extends SqlBackendOptions {
 export type ResolvedMySqlOptions = MySqlLockBackendOptions &
   ResolvedSqlOptions & { source: SqlClientSource<MySqlPoolLike>; doorbells: number | undefined };
 
-const KNOWN = [...SQL_OPTIONS, 'doorbells'];
-
 /** Validates every option once, at construction; each failure names the option. */
 export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
-  const o = resolveSqlOptions<MySqlLockBackendOptions>('MySqlLockBackend', options, KNOWN, 100);
-  const source = SqlClientSource.from(o, 'a mysql2/promise Pool', checkMySqlPool, endPool);
+  const o = resolveSqlOptions<MySqlLockBackendOptions, MySqlPoolLike>(options, {
+    backend: 'MySqlLockBackend',
+    extra: ['doorbells'],
+    defaultPollDelay: 100,
+    pool: { what: 'a mysql2/promise Pool', check: checkMySqlPool, end: endPool },
+  });
   const doorbells =
     o.doorbells === undefined ? undefined : checkInteger('doorbells', o.doorbells, 0, 64);
-  return { ...o, source, doorbells };
+  return { ...o, doorbells };
 }
 
 async function endPool(pool: MySqlPoolLike): Promise<void> {

@@ -1,5 +1,5 @@
 import type { BackendLock } from '../../interfaces/lock-backend.interface';
-import type { MySqlConnectionLike } from './mysql.options';
+import type { SqlConnection } from '../sql/sql.dialect';
 import { PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql.schema';
 
 /**
@@ -8,7 +8,7 @@ import { PAD_ROW, RENEW_SHAPES, renewShape, type MySqlStatements } from './mysql
  * Returns one answer per lock, in the order given: still ours and live, renewed.
  */
 export async function renewLocks(
-  conn: MySqlConnectionLike,
+  conn: SqlConnection,
   sql: MySqlStatements,
   locks: readonly BackendLock[],
 ): Promise<boolean[]> {
@@ -37,32 +37,27 @@ interface SortedLock {
  * Up to 128 sorted locks in ONE statement of a fixed shape (padded), plus one query if some failed.
  */
 async function renewChunk(
-  conn: MySqlConnectionLike,
+  conn: SqlConnection,
   sql: MySqlStatements,
   chunk: readonly SortedLock[],
 ): Promise<boolean[]> {
   const size = renewShape(chunk.length);
   const pad = size - chunk.length;
-  await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  await conn.query(sql.readCommitted);
   const rows = chunk.flatMap((l) => [l.key, l.lock.owner, l.lock.ttl * 1000]);
   for (let i = 0; i < pad; i++) rows.push(PAD_ROW.key, PAD_ROW.owner, 0);
-  const [header] = await conn.execute(sql.renew(size), rows);
+  const { affected } = await conn.run(sql.renew(size), rows);
   // Every matched row is ours and was live. All matched (the usual case): done in one statement.
-  if (affected(header) === chunk.length) return chunk.map(() => true);
+  if (affected === chunk.length) return chunk.map(() => true);
   // Some did not: MariaDB has no UPDATE ... RETURNING, so ask which rows are ours and live now.
   // A renewed row stays live for a ttl (>= 30 ms); a row that was not renewed cannot become ours.
   const pairs: (Buffer | string)[] = chunk.flatMap((l) => [l.key, l.lock.owner]);
   for (let i = 0; i < pad; i++) pairs.push(PAD_ROW.key, PAD_ROW.owner);
-  const [live] = await conn.execute(sql.alive(size), pairs);
+  const { rows: live } = await conn.run(sql.alive(size), pairs);
   const ours = new Set(
     (live as { lock_key: Buffer; owner: string }[]).map((r) => `${r.owner}:${hex(r.lock_key)}`),
   );
   return chunk.map((l) => ours.has(`${l.lock.owner}:${hex(l.key)}`));
-}
-
-/** Rows a statement changed, from its OK packet. */
-export function affected(header: unknown): number {
-  return Number((header as { affectedRows?: number }).affectedRows ?? 0);
 }
 
 function hex(key: Buffer | Uint8Array): string {

@@ -9,41 +9,14 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * the session time zone, DST and the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- * seat
- *                of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so the
- *                semaphores of this version need no migration).
- *                Also a waiter's TICKET (mode 'queued'): expires_at is when it lapses, fence
- * holds its arrival (µs since 2000-01-01 by the server's UTC clock); see mysql.acquire.ts.
+ *                seat of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
+ *                the semaphores of this version need no migration). Also a waiter's TICKET (mode
+ *                'queued'): expires_at is when it lapses, fence holds its arrival (µs since
+ *                2000-01-01 by the server's UTC clock); see mysql.tickets.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
-export interface MySqlStatements {
-  readonly ddl: readonly string[];
-  readonly lockKey: string;
-  readonly holders: string;
-  readonly purge: string;
-  readonly nextFence: string;
-  readonly insert: string;
-  readonly insertBare: string;
-  /** One row when the table (name ?) of the current database has the holder column. */
-  readonly hasHolder: string;
-  readonly addHolder: string;
-  readonly ticket: string;
-  readonly dropTicket: string;
-  readonly position: string;
-  readonly release: string;
-  readonly dropKey: string;
-  readonly inspect: string;
-  readonly inspectBare: string;
-  readonly forceRelease: string;
-  readonly list: string;
-  readonly sweepHolders: string;
-  readonly sweepKeys: string;
-  /** Renews RENEW_SHAPES[i] rows (pad with PAD_ROW). */
-  renew(size: number): string;
-  /** Which of RENEW_SHAPES[i] (key, owner) pairs are ours and live. */
-  alive(size: number): string;
-}
+export type MySqlStatements = ReturnType<typeof mysqlStatements>;
 
 /** The mode of a waiter's ticket row (fits VARCHAR(9): no migration). */
 export const QUEUED = 'queued';
@@ -63,7 +36,7 @@ export function renewShape(n: number): number {
   return RENEW_SHAPES.find((size) => size >= n) ?? RENEW_SHAPES[RENEW_SHAPES.length - 1];
 }
 
-export function mysqlStatements(table: string): MySqlStatements {
+export function mysqlStatements(table: string) {
   const t = `\`${table}\``;
   const keys = `\`${table}_keys\``;
   const fence = `\`${table}_fence\``;
@@ -91,9 +64,11 @@ export function mysqlStatements(table: string): MySqlStatements {
 ) ENGINE=InnoDB`,
       `INSERT IGNORE INTO ${fence} (id, value) VALUES (1, 0)`,
     ],
+    readCommitted: 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED',
+    begin: 'START TRANSACTION',
     // Creates or X-locks the key's mutex row: concurrent acquires of one key queue here (briefly,
     // never across a wait), acquires of other keys do not.
-    lockKey: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
+    mutex: `INSERT INTO ${keys} (lock_key) VALUES (?) ON DUPLICATE KEY UPDATE lock_key = lock_key`,
     // Locks every row of the key, holders and tickets (so no renewal can slip in), and reads each
     // one's time left (and a ticket's arrival, in fence).
     holders: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? ORDER BY owner FOR UPDATE`,
@@ -131,10 +106,10 @@ export function mysqlStatements(table: string): MySqlStatements {
     sweepHolders: `DELETE FROM ${t} WHERE expires_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND LIMIT ${SWEEP_BATCH}`,
     sweepKeys: `DELETE k FROM ${keys} AS k LEFT JOIN ${t} AS h ON h.lock_key = k.lock_key WHERE h.lock_key IS NULL`,
     // One statement renews a whole batch: only rows that are still ours and unexpired match.
-    renew: (n) =>
+    renew: (n: number) =>
       `UPDATE ${t} AS h JOIN (${rows(n)}) AS i ON h.lock_key = i.k AND h.owner = i.o ` +
       `SET h.expires_at = UTC_TIMESTAMP(3) + INTERVAL i.us MICROSECOND WHERE h.expires_at > UTC_TIMESTAMP(3)`,
-    alive: (n) =>
+    alive: (n: number) =>
       `SELECT lock_key, owner FROM ${t} WHERE (lock_key, owner) IN (${Array.from({ length: n }, () => '(?, ?)').join(', ')}) AND expires_at > UTC_TIMESTAMP(3)`,
   };
 }

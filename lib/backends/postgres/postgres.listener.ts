@@ -1,22 +1,14 @@
 import { CLOSE_TIMEOUT_MS, within, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
+import {
+  destroyPgClientSocket,
+  type PgListenClientLike,
+  type PgPoolClientLike,
+  type PgPoolLike,
+} from './postgres.options';
 
-/** A pg notification as pg's Client emits it. */
-export interface PgNotification {
-  channel: string;
-  payload?: string;
-}
-
-/** The part of a pg `Client` (or a checked-out PoolClient) the listener uses. */
-export interface PgListenClientLike {
-  connect?(): Promise<unknown>;
-  query(text: string): Promise<unknown>;
-  on(event: 'notification', cb: (message: PgNotification) => void): unknown;
-  on(event: 'error', cb: (error: Error) => void): unknown;
-  on(event: 'end', cb: () => void): unknown;
-  removeAllListeners(event?: string): unknown;
-}
+export type { PgListenClientLike } from './postgres.options';
 
 /** How the listener obtains and disposes of its one connection. */
 export interface PgListenConnector {
@@ -138,4 +130,40 @@ export class PgReleaseListener implements WakeupSource {
     // nothing. Bounded: a stopped server never answers the goodbye.
     await within(this.connector.close(client), CLOSE_TIMEOUT_MS);
   }
+}
+
+/**
+ * The LISTEN connection: a dedicated Client with the pool's settings, else one checked out of the
+ * pool.
+ */
+export function listenConnector(getPool: () => Promise<PgPoolLike>): PgListenConnector {
+  const dedicated = new WeakSet<PgListenClientLike>();
+  return {
+    open: async () => {
+      const pool = await getPool();
+      const Client = pool.Client;
+      if (typeof Client !== 'function' || !pool.options)
+        return (await pool.connect()) as unknown as PgListenClientLike;
+      const client = new Client(pool.options);
+      // Until the listener attaches its own handler (which reconnects), a socket error must not
+      // crash the process.
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+      } catch (error) {
+        // The connect error below is the one to report; ending a client that never connected can
+        // only fail again.
+        await client.end().catch(() => undefined);
+        throw error;
+      }
+      dedicated.add(client);
+      return client;
+    },
+    close: async (client) => {
+      if (!dedicated.has(client)) return (client as unknown as PgPoolClientLike).release(true);
+      // end() waits for the server's goodbye, which a black hole never sends.
+      const ending = (client as unknown as { end(): Promise<void> }).end();
+      if ((await within(ending, CLOSE_TIMEOUT_MS / 2)) !== 'done') destroyPgClientSocket(client);
+    },
+  };
 }

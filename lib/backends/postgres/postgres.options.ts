@@ -1,13 +1,27 @@
 import { checkBoolean, CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { SqlClientSource } from '../sql/sql-client';
+import type { SqlClientSource } from '../sql/sql-client';
 import {
   resolveSqlOptions,
-  SQL_OPTIONS,
   type ResolvedSqlOptions,
   type SqlBackendOptions,
 } from '../sql/sql.options';
-import type { PgListenClientLike } from './postgres.listener';
+
+/** A pg notification as pg's Client emits it. */
+export interface PgNotification {
+  channel: string;
+  payload?: string;
+}
+
+/** The part of a pg `Client` (or a checked-out PoolClient) the listener uses. */
+export interface PgListenClientLike {
+  connect?(): Promise<unknown>;
+  query(text: string): Promise<unknown>;
+  on(event: 'notification', cb: (message: PgNotification) => void): unknown;
+  on(event: 'error', cb: (error: Error) => void): unknown;
+  on(event: 'end', cb: () => void): unknown;
+  removeAllListeners(event?: string): unknown;
+}
 
 export interface PgQueryResultLike {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg rows are untyped records
@@ -62,26 +76,22 @@ export interface PostgresLockBackendOptions extends SqlBackendOptions {
 export type ResolvedPostgresOptions = PostgresLockBackendOptions &
   ResolvedSqlOptions & { notifications: boolean; source: SqlClientSource<PgPoolLike> };
 
-const KNOWN = [...SQL_OPTIONS, 'notifications'];
-
 /** Validates every option once, at construction; each failure names the option. */
 export function resolvePostgresOptions(
   options: PostgresLockBackendOptions,
 ): ResolvedPostgresOptions {
-  const o = resolveSqlOptions<PostgresLockBackendOptions>(
-    'PostgresLockBackend',
-    options,
-    KNOWN,
-    250,
-  );
-  const source = SqlClientSource.from(
-    o,
-    "a pg Pool (new Pool(...) from 'pg')",
-    checkPgPool,
-    endPool,
-    checkOwnedPgPool,
-  );
-  return { ...o, source, notifications: checkBoolean('notifications', o.notifications, true) };
+  const o = resolveSqlOptions<PostgresLockBackendOptions, PgPoolLike>(options, {
+    backend: 'PostgresLockBackend',
+    extra: ['notifications'],
+    defaultPollDelay: 250,
+    pool: {
+      what: "a pg Pool (new Pool(...) from 'pg')",
+      check: checkPgPool,
+      end: endPool,
+      adopt: (pool) => ownPool(checkPgPool(pool)),
+    },
+  });
+  return { ...o, notifications: checkBoolean('notifications', o.notifications, true) };
 }
 
 /**
@@ -112,7 +122,7 @@ async function endPool(pool: PgPoolLike): Promise<void> {
 }
 
 /** The sockets of a pg Pool's clients (pg-pool keeps them in `_clients`), destroyed. */
-export function destroyPgSockets(pool: unknown): void {
+function destroyPgSockets(pool: unknown): void {
   const clients = (pool as { _clients?: unknown })._clients;
   if (!Array.isArray(clients)) return;
   for (const c of clients) destroyPgClientSocket(c);
@@ -122,11 +132,6 @@ export function destroyPgSockets(pool: unknown): void {
 export function destroyPgClientSocket(client: unknown): void {
   const stream = (client as { connection?: { stream?: { destroy?(): void } } })?.connection?.stream;
   if (typeof stream?.destroy === 'function') stream.destroy();
-}
-
-/** Checks a factory's pool and listens to its idle clients' errors. */
-export function checkOwnedPgPool(client: unknown): PgPoolLike {
-  return ownPool(checkPgPool(client));
 }
 
 /** A pg Client has connect() too, but cannot be checked out per attempt: a Pool is required. */

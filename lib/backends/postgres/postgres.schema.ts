@@ -8,38 +8,24 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * timestamptz from the server's clock_timestamp(), never the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- * seat
- *                of a semaphore (mode 'semaphore').
+ *                seat of a semaphore (mode 'semaphore').
  * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
  * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
  * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a
  * lock.
  */
-export interface PostgresStatements {
-  readonly ddl: readonly string[];
-  readonly begin: string;
-  readonly channel: string;
-  readonly mutex: string;
-  readonly holders: string;
-  readonly grant: string;
-  readonly grantBare: string;
-  /** One row when the table (to_regclass($1)) has the holder column. */
-  readonly hasHolder: string;
-  readonly renew: string;
-  readonly release: string;
-  readonly inspect: string;
-  readonly inspectBare: string;
-  readonly forceRelease: string;
-  readonly list: string;
-  readonly sweep: string;
-}
+export type PostgresStatements = ReturnType<typeof postgresStatements>;
 
-export function postgresStatements(table: string): PostgresStatements {
+export function postgresStatements(table: string) {
   const t = `"${table}"`;
   const seq = `"${table}_fence"`;
+  const channel = `${table}_released`;
+  // The payload is the key's digest (keyDigest: SHA-256 of its UTF-8 bytes, first 32 hex digits),
+  // never the key. The channel derives from the validated table name: safe as a literal.
+  const notify = `pg_notify('${channel}', left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX}))`;
   return {
     ddl: ddl(table),
-    channel: `${table}_released`,
+    channel,
     // One round trip (simple protocol, no values). The timeouts bound the harm of a client that
     // freezes inside its few-ms transaction while holding a key's mutex: the server ends its
     // session after 5 s idle, and nobody waits more than 5 s for a mutex (the attempt fails and is
@@ -64,18 +50,17 @@ export function postgresStatements(table: string): PostgresStatements {
       `ORDER BY h.lock_key, h.owner FOR UPDATE OF h) ` +
       `UPDATE ${t} h SET expires_at = clock_timestamp() + mine.ms * interval '1 millisecond' FROM mine ` +
       `WHERE h.lock_key = mine.lock_key AND h.owner = mine.owner AND h.expires_at > clock_timestamp() RETURNING h.lock_key, h.owner`,
-    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours. The payload is
-    // the key's digest (keyDigest: SHA-256 of its UTF-8 bytes, first 32 hex digits), never the key.
+    // Owner-checked delete; NOTIFY (delivered at commit) only when a row was ours.
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
-      `SELECT pg_notify($3, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
+      `SELECT ${notify} FROM gone`,
     // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY
     // as release).
     inspect: inspect(t, true),
     inspectBare: inspect(t, false),
     forceRelease:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
-      `SELECT pg_notify($2, left(encode(sha256(convert_to(lock_key, 'UTF8')), 'hex'), ${KEY_DIGEST_HEX})) FROM gone`,
+      `SELECT ${notify} FROM gone`,
     // Held keys in [$1, $2) by code point ($2 NULL: no upper bound), at most $3: a range of the
     // COLLATE "C" index, whatever the column's collation.
     list:

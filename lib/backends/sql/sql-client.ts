@@ -1,6 +1,17 @@
 import { CLOSE_TIMEOUT_MS, within } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 
+/** How a dialect checks and ends its driver's pool. */
+export interface SqlPoolKind<P> {
+  /** What a valid client is (for the error message). */
+  readonly what: string;
+  /** Validates a given client at once. */
+  check(pool: unknown): P;
+  end(pool: P): Promise<void>;
+  /** Checks (and sets up) a pool the factory made; default `check`. */
+  adopt?(pool: unknown): P;
+}
+
 /**
  * Where a SQL backend's pool comes from: `{ client }`, a pool the user created and keeps owning
  * (never ended by the backend), or `{ clientFactory }`, called once on first use; the backend owns
@@ -11,21 +22,16 @@ export class SqlClientSource<P> {
   private created: Promise<P> | undefined;
   private closed = false;
 
-  constructor(
+  private constructor(
+    private readonly kind: SqlPoolKind<P>,
     private readonly client: P | undefined,
-    private readonly factory: (() => P | Promise<P>) | undefined,
-    private readonly check: (pool: unknown) => P,
-    private readonly end: (pool: P) => Promise<void>,
+    private readonly factory?: () => P | Promise<P>,
   ) {}
 
-  /** Validates `{ client }` xor `{ clientFactory }`; `check` validates a given client at once. */
+  /** Validates `{ client }` xor `{ clientFactory }`. */
   static from<P>(
     options: { client?: unknown; clientFactory?: unknown },
-    what: string,
-    check: (pool: unknown) => P,
-    end: (pool: P) => Promise<void>,
-    /** Checks (and sets up) a pool the factory made; default `check`. */
-    adopt: (pool: unknown) => P = check,
+    kind: SqlPoolKind<P>,
   ): SqlClientSource<P> {
     const { client, clientFactory } = options;
     if (client !== undefined && clientFactory !== undefined) {
@@ -35,17 +41,15 @@ export class SqlClientSource<P> {
         `either client or clientFactory, not both`,
       );
     }
-    if (clientFactory !== undefined) {
-      if (typeof clientFactory !== 'function') {
-        throw new InvalidLockOptionsError(
-          'clientFactory',
-          clientFactory,
-          `a function returning ${what} (or a Promise of one)`,
-        );
-      }
-      return new SqlClientSource<P>(undefined, clientFactory as () => P | Promise<P>, adopt, end);
+    if (clientFactory === undefined) return new SqlClientSource(kind, kind.check(client));
+    if (typeof clientFactory !== 'function') {
+      throw new InvalidLockOptionsError(
+        'clientFactory',
+        clientFactory,
+        `a function returning ${kind.what} (or a Promise of one)`,
+      );
     }
-    return new SqlClientSource<P>(check(client), undefined, check, end);
+    return new SqlClientSource(kind, undefined, clientFactory as () => P | Promise<P>);
   }
 
   /** The pool given, if any (known at construction). */
@@ -58,7 +62,7 @@ export class SqlClientSource<P> {
     if (this.closed) return Promise.reject(new Error('the backend was closed'));
     this.created ??= Promise.resolve()
       .then(() => this.factory!())
-      .then((pool) => this.check(pool))
+      .then((pool) => (this.kind.adopt ?? this.kind.check)(pool))
       .catch((error: unknown) => {
         this.created = undefined; // call the factory again on the next use
         throw error;
@@ -75,6 +79,6 @@ export class SqlClientSource<P> {
     // A factory that failed made no pool to end; its error already went to the call that used it.
     const pool = await created.catch(() => undefined);
     // Bounded: a stopped server never answers a pool's goodbye, and shutdown must not wait for it.
-    if (pool !== undefined) await within(this.end(pool), CLOSE_TIMEOUT_MS);
+    if (pool !== undefined) await within(this.kind.end(pool), CLOSE_TIMEOUT_MS);
   }
 }

@@ -1,4 +1,3 @@
-import { checkLockKey } from '../../backend-kit';
 import type { LockMode } from '../../interfaces/lock-backend.interface';
 
 /**
@@ -62,13 +61,4 @@ export function decide(rows: readonly HolderRow[], mode: LockMode, permits?: num
   if (permits !== undefined && seats >= permits) longest = soonest;
   if (longest >= 0) return { blocked: true, retryAfter: Math.max(1, Math.ceil(longest / 1000)) };
   return { blocked: false, expired };
-}
-
-/**
- * The kit's key checks (length, control characters, lone surrogates: a lone UTF-16 surrogate has
- * no UTF-8 form and would be sent as U+FFFD, so '\uD800' and '\uD801' would become one lock), for
- * callers that reach the backend without the engine.
- */
-export function checkSqlKey(key: string, maxLength: number): string {
-  return checkLockKey(key, maxLength);
 }

@@ -1,25 +1,4 @@
-/**
- * Statement helpers both SQL backends share: creating the schema once per backend (retried on the
- * next call after a failure, e.g. while the server was down) and the DDL text for DBAs.
- */
-export class SchemaOnce {
-  private done: Promise<void> | undefined;
-
-  constructor(
-    private readonly enabled: boolean,
-    private readonly create: () => Promise<void>,
-  ) {}
-
-  /** Resolves once the schema exists (at once when creation is disabled). */
-  ensure(): Promise<void> {
-    if (!this.enabled) return Promise.resolve();
-    this.done ??= this.create().catch((error: unknown) => {
-      this.done = undefined; // retry on the next call
-      throw error;
-    });
-    return this.done;
-  }
-}
+import type { SqlConnection, SqlDialect } from './sql.dialect';
 
 /**
  * The column where a grant's holder data (host, pid, instance) is stored. Created with the table,
@@ -32,4 +11,23 @@ export const HOLDER_COLUMN = 'holder';
 /** The statements as one script a DBA can run (createTable: false). */
 export function ddlScript(ddl: readonly string[]): string {
   return ddl.map((s) => `${s};`).join('\n\n');
+}
+
+/**
+ * The tables (createTable), then whether the lock table has the holder column (added to an older
+ * table where the DDL does not do it itself). Returns whether it has the column.
+ */
+export async function createSchema<P>(
+  conn: SqlConnection,
+  dialect: SqlDialect<P>,
+  createTable: boolean,
+): Promise<boolean> {
+  const { statements: s, tableRef } = dialect;
+  if (createTable) await dialect.createTables(conn);
+  const has = async () => (await conn.run(s.hasHolder, [tableRef])).rows.length > 0;
+  const found = await has();
+  if (found || !createTable || !s.addHolder) return found;
+  // Concurrent start-ups may both add it: the loser's "duplicate column" is fine.
+  await conn.query(s.addHolder).catch(() => undefined);
+  return has();
 }

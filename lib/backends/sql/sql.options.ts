@@ -5,6 +5,7 @@ import {
   MAX_DURATION_MS,
 } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { SqlClientSource, type SqlPoolKind } from './sql-client';
 
 /**
  * Options both SQL backends take, and their one validation. Only the table name is ever spliced
@@ -35,27 +36,36 @@ export interface ResolvedSqlOptions {
   readonly sweepInterval: number;
 }
 
-export const SQL_OPTIONS = [
+const SQL_OPTIONS = [
   'client',
   'clientFactory',
   'table',
   'createTable',
   'maxPollDelay',
   'sweepInterval',
-] as const;
+];
 export const DEFAULT_TABLE = 'distributed_locks';
 
-/** Checks the options object (unknown names fail, naming them) and resolves the shared options. */
-export function resolveSqlOptions<T extends SqlBackendOptions>(
-  backend: string,
+/** One backend's options: its name, its own option names, its poll default, its driver's pool. */
+export interface SqlOptionsSpec<P> {
+  readonly backend: string;
+  readonly extra: readonly string[];
+  readonly defaultPollDelay: number;
+  readonly pool: SqlPoolKind<P>;
+}
+
+/**
+ * Checks the options object (unknown names fail, naming them), resolves the shared options, and
+ * makes the pool source (`{ client }` xor `{ clientFactory }`).
+ */
+export function resolveSqlOptions<T extends SqlBackendOptions, P>(
   options: unknown,
-  known: readonly string[],
-  defaultPollDelay: number,
-): T & ResolvedSqlOptions {
+  spec: SqlOptionsSpec<P>,
+): T & ResolvedSqlOptions & { readonly source: SqlClientSource<P> } {
   const o = checkOptionsObject<T>(
-    `${backend} options`,
+    `${spec.backend} options`,
     options,
-    known,
+    [...SQL_OPTIONS, ...spec.extra],
     '{ client } or { clientFactory }, plus table?, createTable?, ...',
   );
   return {
@@ -64,9 +74,10 @@ export function resolveSqlOptions<T extends SqlBackendOptions>(
     createTable: checkBoolean('createTable', o.createTable, true),
     maxPollDelay:
       o.maxPollDelay === undefined
-        ? defaultPollDelay
+        ? spec.defaultPollDelay
         : checkDuration('maxPollDelay', o.maxPollDelay, 1),
     sweepInterval: checkSweepInterval(o.sweepInterval),
+    source: SqlClientSource.from(o as { client?: unknown; clientFactory?: unknown }, spec.pool),
   };
 }
 
