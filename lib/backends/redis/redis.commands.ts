@@ -172,19 +172,14 @@ export function releaseScript(
     });
   }
   const args = [
-    k.writer,
-    k.readers,
-    k.fence,
-    k.queue,
-    k.waiters,
-    k.holders,
+    ...everyLockKey(k),
     lock.owner,
     lock.mode,
     o.fenceRetention,
     client.isCluster ? '0' : '1',
     leaving,
   ];
-  return runScript(client, RELEASE, 6, args);
+  return runScript(client, RELEASE, 7, args);
 }
 
 /**

@@ -31,5 +31,5 @@ export async function inspectLock(o: ResolvedRedisOptions, key: string): Promise
 export async function forceReleaseLock(o: ResolvedRedisOptions, key: string): Promise<boolean> {
   const client = await o.source.get();
   const args = [...everyLockKey(lockKeys(key)), o.fenceRetention, client.isCluster ? '0' : '1'];
-  return Number(await runScript(client, FORCE_RELEASE, 7, args)) === 1;
+  return Number(await runScript(client, FORCE_RELEASE, 7, args)) > 0;
 }

@@ -15,7 +15,7 @@ import {
   type RedisClientSource,
   type RedisSubscriber,
 } from '../redis-client';
-import { busy, clusterAcks, isReplicasUnmet, type Phase } from './redis.commands';
+import { attemptReply, busy, clusterAcks, isReplicasUnmet, type Phase } from './redis.commands';
 import { RecentMarks } from './redis.recent-marks';
 import type { RedisHandoffs } from './redis.handoffs';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
@@ -27,7 +27,6 @@ import {
   SEM_RENEW,
   SEM_SEAT_FREE,
   semaphoreKeys,
-  semaphoreReply,
 } from './redis.semaphore-scripts';
 
 /**
@@ -75,7 +74,7 @@ export class RedisSemaphore implements SemaphoreBackend {
       name: 'redis',
       handoffs: d.handoffs,
       attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs, 1),
-      reply: semaphoreReply,
+      reply: attemptReply,
       granted: (request, token, sentAt) => this.granted(request, token, sentAt),
       subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
       leaveScript: (request) => this.releaseScript(request, '1'),
@@ -85,7 +84,7 @@ export class RedisSemaphore implements SemaphoreBackend {
 
   async tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
-    const reply = semaphoreReply(await this.attempt(request, 'try', 0, permits));
+    const reply = attemptReply(await this.attempt(request, 'try', 0, permits));
     if (reply[0] !== 1) return busy(reply);
     return this.granted(request, reply[1], sentAt);
   }
@@ -181,7 +180,7 @@ export class RedisSemaphore implements SemaphoreBackend {
   }
 
   /**
-   * One attempt, its integer answer (semaphoreReply); not async: no layer of its own. A first
+   * One attempt, its integer answer (attemptReply); not async: no layer of its own. A first
    * attempt ('wait' or 'try') on a key not found busy within CONTENDED_MS runs SEM_SEAT_FREE,
    * which only seats when no seat is held and nobody is queued (the uncontended case); when it
    * answers 0 the key is remembered as busy and SEM_ACQUIRE runs, which serves every case. So a
@@ -203,7 +202,7 @@ export class RedisSemaphore implements SemaphoreBackend {
       return this.fullAttempt(request, phase, waitMs, permits);
     const args = [k.seats, k.fence, k.queue, request.owner, request.ttl, this.d.fenceRetention];
     return runScriptThen(client, SEM_SEAT_FREE, 3, args, (answer) => {
-      if (Number(answer) > 0) return answer;
+      if (typeof answer === 'string') return answer;
       this.busyKeys.mark(request.key);
       return this.fullAttempt(request, phase, waitMs, permits);
     });
@@ -236,6 +235,7 @@ export class RedisSemaphore implements SemaphoreBackend {
       waitMs,
       channel,
       probe(client),
+      '',
     ];
     const replicas = this.clusterReplicas(client);
     if (!replicas) return runScript(client, SEM_ACQUIRE, 4, args);
@@ -262,6 +262,7 @@ export class RedisSemaphore implements SemaphoreBackend {
       k.queue,
       k.details,
       lock.owner,
+      'seat',
       this.d.fenceRetention,
       probe(client),
       leaving,
