@@ -5,7 +5,7 @@ import { redisScript as script } from './redis.script';
  * backend shares RENEW and has its own queue-aware acquire and release). Time is always the
  * server's (TIME), never a client's.
  */
-/** now_ms(): the server's clock in ms (TIME), for every script of the Redis and Redlock backends. */
+/** now_ms(): the server's clock in ms (TIME), for the scripts of the Redis and Redlock backends. */
 export const NOW_MS_LUA = `
 local function now_ms()
   local t = redis.call('TIME')
