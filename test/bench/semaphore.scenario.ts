@@ -124,7 +124,14 @@ export function connect(impl: Impl, port: number): Client {
         return async () => {
           // As the backend does: the release script only when the ZREM did not free the seat.
           if ((await client.zrem(keys[0], owner)) === 1) return;
-          await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
+          await runScript(client, SEM_RELEASE, 4, [
+            ...keys,
+            owner,
+            'exclusive',
+            FENCE_RETENTION_MS,
+            '1',
+            '0',
+          ]);
         };
       },
       close: async () => void client.disconnect(),
