@@ -133,6 +133,8 @@ local function enqueue(owner, kind, ttl, waitms, channel, now)
   end
 end
 local function dispatch(self, retention, probe)
+  -- A writer holds: nobody fits (a writer conflicts with every kind).
+  if not SEATS and redis.call('EXISTS', W) == 1 then return false end
   local now = now_ms()
   local granted, provisional = false, false
   while true do
@@ -154,6 +156,7 @@ local function dispatch(self, retention, probe)
       local member = SEATS and '~' .. head or head
       take(member, kind, now, ms, tonumber(ttl))
       local token = fence(F, retention)
+      local kept = true
       if head == self then
         granted = token
         redis.call('HDEL', D, head)
@@ -165,8 +168,11 @@ local function dispatch(self, retention, probe)
         if channel ~= '' and redis.call('PUBLISH', channel, head .. '|' .. token) == 0 and probe == '1' then
           untake(member, kind)
           redis.call('HDEL', D, head)
+          kept = false
         end
       end
+      -- A writer granted: nobody else fits.
+      if kept and not SEATS and kind == 'exclusive' then break end
     end
   end
   if provisional then

@@ -62,6 +62,7 @@ end
  */
 export const ACQUIRE = redisScript(`${FENCE_LUA}${HOLDER}${GRANT_KEYS}
 local owner, ttl, kind, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local lean_busy = false
 if phase ~= 'recheck' then
   if SEATS then
 ${SEAT_WHEN_FREE}
@@ -70,11 +71,18 @@ ${SEAT_WHEN_FREE}
       return hold(H, HR, kind, owner, ARGV[9], retention, fence(F, retention))
     end
     if phase == 'try' then return redis.call('PTTL', W) end
+    lean_busy = true
   end
 end
 ${QUEUE}
 local waitms, channel, probe = tonumber(ARGV[6]), ARGV[7], ARGV[8]
-local now = now_ms()
+if lean_busy then
+  -- Held by a writer, nobody queued or reading: queue.
+  enqueue(owner, kind, ttl, waitms, channel, now_ms())
+  return redis.call('PTTL', W)
+end
+-- An exclusive lock's re-check reads no clock.
+local now = (SEATS or kind ~= 'exclusive' or phase ~= 'recheck') and now_ms()
 if SEATS then
   -- A lone seat (see SEAT_WHEN_FREE) gets its expiry, the set's less 1 ms: it can only be the
   -- set's sole seat, so it is the last one by score.
@@ -123,6 +131,7 @@ if phase == 'recheck' then
     return granted(redis.call('GET', F) or fence(F, retention))
   end
 end
+now = now or now_ms()
 if redis.call('EXISTS', Q) == 1 then
   if joins() then
     take(owner, kind, now, ttl, ttl)
@@ -193,7 +202,7 @@ elseif redis.call('ZREM', R, owner) == 1 then
   redis.call('HDEL', HR, owner)
 end
 if redis.call('EXISTS', Q, D) == 0 then return released end
-redis.call('HDEL', D, owner)
+if SEATS or leaving then redis.call('HDEL', D, owner) end
 if leaving then redis.call('ZREM', Q, owner) end
 if (released == 0 and not leaving) or redis.call('EXISTS', Q) == 0 then return released end
 ${FENCE_LUA}${QUEUE}
