@@ -138,20 +138,22 @@ export class RedisGrants {
     )
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     // The reply (1 when the hold was ours) is nobody's business here.
-    const full = () => {
-      this.contendedKeys.mark(lock.key);
-      return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
-    };
     if (this.seats && client.zrem) {
       const freed = client.zrem(semaphoreKeys(lock.key).seats, lock.owner);
-      return freed.then((n) => (Number(n) === 1 ? undefined : full()));
+      return freed.then((n) => (Number(n) === 1 ? undefined : this.contended(lock)));
     }
     // Ours and nobody queued: 1; not ours: 0 (RELEASE would change nothing); waiters: -1.
     const k = lockKeys(lock.key);
     const args = [k.writer, k.queue, lock.owner];
     return runScriptThen(client, RELEASE_UNQUEUED, 2, args, (answer) =>
-      Number(answer) >= 0 ? undefined : full(),
+      Number(answer) >= 0 ? undefined : this.contended(lock),
     ) as Promise<unknown> as Promise<void>;
+  }
+
+  /** A release the short path could not make: the key counts as contended, the script runs. */
+  private contended(lock: BackendLock): Promise<void> {
+    this.contendedKeys.mark(lock.key);
+    return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
   }
 
   /** Frees `key` whoever holds it and serves its queue; true when a hold was removed. */
@@ -193,8 +195,17 @@ export class RedisGrants {
     } else {
       const k = lockKeys(request.key);
       const who = holderData(request.holder);
-      args = [k.writer, k.readers, k.fence, k.queue, k.holder];
-      args.push(request.owner, request.ttl, o.fenceRetention, who);
+      args = [
+        k.writer,
+        k.readers,
+        k.fence,
+        k.queue,
+        k.holder,
+        request.owner,
+        request.ttl,
+        o.fenceRetention,
+        who,
+      ];
     }
     const script = this.seats ? SEM_SEAT_FREE : LOCK_FREE;
     return runScriptThen(client, script, this.seats ? 3 : 5, args, (answer) => {
