@@ -264,6 +264,7 @@ async function leave(
     steps.handoffs.abandon(
       request,
       Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
+      () => void steps.leaveScript(request).catch(() => undefined),
     );
     // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
     // ends at its deadline (the server skips it then).
