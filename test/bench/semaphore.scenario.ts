@@ -117,7 +117,7 @@ export function connect(impl: Impl, port: number): Client {
       async take(key) {
         const keys = args(key);
         const owner = newOwnerToken();
-        // The uncontended acquire: the short free-seat script (RedisSemaphore.attempt).
+        // The uncontended acquire: the short free-seat script (RedisGrants.attempt).
         const seat = [keys[0], keys[1], keys[2], owner, BENCH_TTL_MS, FENCE_RETENTION_MS];
         const reply = await runScript(client, SEM_SEAT_FREE, 3, seat);
         if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);

@@ -43,8 +43,9 @@ export type { RedisClientLike } from '../redis-client';
  * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
  * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
- * Semaphores (`permits`) use the same queue-and-handoff design over a seat set
- * (redis.semaphore.ts); a key array is taken in one script when its keys share a server
+ * Locks and semaphores (`permits`) share one grant rule with a holder limit (exclusive 1, shared:
+ * the writer only, N permits), one script set and one set of calls (redis.grants.ts); a semaphore's
+ * holders are a seat set. A key array is taken in one script when its keys share a server
  * (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {

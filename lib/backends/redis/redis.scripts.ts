@@ -157,7 +157,7 @@ return busy()
 
 /**
  * lock when free KEYS=W,R,F,Q,H ARGV=owner,ttl,fenceRetention,holder: the first exclusive
- * attempt on a key not found busy lately (redis.commands.ts). ACQUIRE's own uncontended path with
+ * attempt on a key not found busy lately (redis.grants.ts). ACQUIRE's own uncontended path with
  * 5 keys and 4 arguments instead of 7 and 9: the token when granted, else nil (then ACQUIRE runs,
  * which serves every case).
  */

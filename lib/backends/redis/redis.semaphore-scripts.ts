@@ -34,7 +34,7 @@ export const SEM_FORCE_RELEASE = FORCE_RELEASE;
 
 /**
  * seat when free KEYS=S,F,Q ARGV=owner,ttl,fenceRetention: the first attempt on a key not busy
- * lately (RedisSemaphore.attempt). Returns the token, or nil when a seat is held or someone waits
+ * lately (RedisGrants.attempt). Returns the token, or nil when a seat is held or someone waits
  * (then ACQUIRE runs). Half ACQUIRE's keys and arguments: 3-5 % of an uncontended cycle.
  */
 export const SEM_SEAT_FREE = redisScript(`${FENCE_LUA}
