@@ -194,18 +194,9 @@ export class RedisGrants {
       args = [k.seats, k.fence, k.queue, request.owner, request.ttl, o.fenceRetention];
     } else {
       const k = lockKeys(request.key);
-      const who = holderData(request.holder);
-      args = [
-        k.writer,
-        k.readers,
-        k.fence,
-        k.queue,
-        k.holder,
-        request.owner,
-        request.ttl,
-        o.fenceRetention,
-        who,
-      ];
+      const { owner, ttl } = request;
+      const w = holderData(request.holder);
+      args = [k.writer, k.readers, k.fence, k.queue, k.holder, owner, ttl, o.fenceRetention, w];
     }
     const script = this.seats ? SEM_SEAT_FREE : LOCK_FREE;
     return runScriptThen(client, script, this.seats ? 3 : 5, args, (answer) => {
