@@ -1,6 +1,5 @@
 import { FENCE_LUA, redisScript } from '../redis-client';
-import { GRANT_KEYS, QUEUE } from './redis.grant-rule';
-import { HOLDER } from './redis.holder-scripts';
+import { GRANT_KEYS, HOLDER, QUEUE } from './redis.grant-rule';
 
 /**
  * Lua scripts of the Redis backend: ONE script set for locks and semaphores, a fair queue per key
