@@ -117,14 +117,21 @@ export function connect(impl: Impl, port: number): Client {
       async take(key) {
         const keys = args(key);
         const owner = newOwnerToken();
-        // The uncontended acquire: the short free-seat script (RedisSemaphore.attempt).
+        // The uncontended acquire: the short free-seat script (RedisGrants.attempt).
         const seat = [keys[0], keys[1], keys[2], owner, BENCH_TTL_MS, FENCE_RETENTION_MS];
         const reply = await runScript(client, SEM_SEAT_FREE, 3, seat);
         if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);
         return async () => {
           // As the backend does: the release script only when the ZREM did not free the seat.
           if ((await client.zrem(keys[0], owner)) === 1) return;
-          await runScript(client, SEM_RELEASE, 4, [...keys, owner, FENCE_RETENTION_MS, '1', '0']);
+          await runScript(client, SEM_RELEASE, 4, [
+            ...keys,
+            owner,
+            'exclusive',
+            FENCE_RETENTION_MS,
+            '1',
+            '0',
+          ]);
         };
       },
       close: async () => void client.disconnect(),

@@ -38,6 +38,7 @@ export {
   FORCE_RELEASE,
   HOLDERS,
   INSPECT,
+  NOW_MS_LUA,
   RELEASE,
   RENEW,
 } from './lock.scripts';

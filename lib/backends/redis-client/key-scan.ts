@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { markPartial } from '../../backend-kit/list-answer';
 import { lockKeys } from './lock-keys';
 import type { RedisClientLike } from './redis-client.types';
+import { NOW_MS_LUA } from './lock.scripts';
 import { redisScript, runScript, runScriptBatch } from './redis.script';
 
 /** SCAN as ioredis offers it on a `Redis` client (and on each node of a `Cluster`). */
@@ -88,9 +89,8 @@ export async function* scanCandidates(
  * seats are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for ever)
  * is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
  */
-export const HELD = redisScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+export const HELD = redisScript(`${NOW_MS_LUA}
+local now = now_ms()
 if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('PTTL', KEYS[1]) > 0 then return 1 end
 for i = 2, 3 do
   if redis.call('TYPE', KEYS[i]).ok == 'zset' and redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf') > 0 then

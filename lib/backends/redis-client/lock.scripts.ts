@@ -5,9 +5,14 @@ import { redisScript as script } from './redis.script';
  * backend shares RENEW and has its own queue-aware acquire and release). Time is always the
  * server's (TIME), never a client's.
  */
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+/** now_ms(): the server's clock in ms (TIME), for the scripts of the Redis and Redlock backends. */
+export const NOW_MS_LUA = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+const NOW = `${NOW_MS_LUA}local now = now_ms()
 `;
 
 /**

@@ -9,22 +9,10 @@ import type {
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { heldOn, RedisSubscriber, type RedisClientLike } from '../redis-client';
-import {
-  attempt,
-  attemptReply,
-  attemptScript,
-  busy,
-  checkAcks,
-  confirmReplicated,
-  isReplicasUnmet,
-  releaseScript,
-  renewScripts,
-  waitForReplicas,
-} from './redis.commands';
-import { forceReleaseLock, inspectLock } from './redis.operator';
+import { RedisGrants } from './redis.grants';
+import { inspectLock } from './redis.operator';
 import { RedisHandoffs } from './redis.handoffs';
 import { listRedisKeys } from './redis.list';
-import { RecentMarks } from './redis.recent-marks';
 import { acquireAllInOneScript } from './redis.multi-key';
 import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import { RedisSemaphore } from './redis.semaphore';
@@ -55,8 +43,9 @@ export type { RedisClientLike } from '../redis-client';
  * are skipped by deadline, and on a standalone primary at once (PUBLISH reached nobody: the grant
  * is undone and the next waiter served). Tokens are max(last + 1, server µs), strictly growing.
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
- * Semaphores (`permits`) use the same queue-and-handoff design over a seat set
- * (redis.semaphore.ts); a key array is taken in one script when its keys share a server
+ * Locks and semaphores (`permits`) share one grant rule with a holder limit (exclusive 1, shared:
+ * the writer only, N permits), one script set and one set of calls (redis.grants.ts); a semaphore's
+ * holders are a seat set. A key array is taken in one script when its keys share a server
  * (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {
@@ -72,12 +61,12 @@ export class RedisLockBackend implements LockBackend {
   private readonly handoffs: RedisHandoffs;
   /** This backend's own channel: handoffs to its waiters arrive here. */
   private readonly processChannel: string;
+  /** The lock's calls (redis.grants.ts); the semaphore's are the same over its seat set. */
+  private readonly locks: RedisGrants;
   /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
   private readonly waitSteps: QueuedWaitSteps;
-  /** Keys whose first attempt found them held or queued for lately (see attemptScript). */
-  private readonly busyKeys = new RecentMarks();
-  /** Keys whose release found waiters queued lately (see releaseScript). */
-  private readonly contendedKeys = new RecentMarks();
+  /** Native semaphores, sharing this backend's client, channel and handoff table. */
+  readonly semaphore: RedisSemaphore;
 
   constructor(options: RedisLockBackendOptions) {
     this.o = resolveRedisOptions(options);
@@ -95,44 +84,25 @@ export class RedisLockBackend implements LockBackend {
         () => this.handoffs.recheckAll(),
       );
     }
-    this.waitSteps = {
+    const deps = {
+      o: this.o,
       name: this.name,
-      handoffs: this.handoffs,
-      attempt: (request, phase, waitMs) =>
-        attemptScript(this.o, this.channel(), request, phase, waitMs, this.busyKeys),
-      reply: attemptReply,
-      granted: (request, token, sentAt) => this.granted(request, token, sentAt),
-      subscribe: async () => void (await this.subscriber?.ensure().catch(() => undefined)),
-      leaveScript: (request) => releaseScript(this.o, request, '1'),
-      final: isReplicasUnmet,
-    };
-  }
-
-  /** Native semaphores, sharing this backend's client, channel and handoff table. */
-  get semaphore(): RedisSemaphore {
-    return (this.seats ??= new RedisSemaphore({
-      source: this.o.source,
       subscriber: this.subscriber,
       handoffs: this.handoffs,
-      channel: this.processChannel,
-      fenceRetention: this.o.fenceRetention,
-      replicas: this.o.replicas,
-      replicated: (what, key) => waitForReplicas(this.o, this.name, what, key),
-      checkAcks: (what, key, acked) => checkAcks(this.o, this.name, what, key, acked),
-    }));
+      channel: () => (this.subscriber?.ready ? this.processChannel : ''),
+    };
+    this.locks = new RedisGrants(deps, false);
+    this.waitSteps = this.locks.steps;
+    this.semaphore = new RedisSemaphore(deps);
   }
-  private seats: RedisSemaphore | undefined;
 
   /** The client, once known (a `clientFactory` client after the first call). */
   get client(): RedisClientLike | undefined {
     return this.o.source.known;
   }
 
-  async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    const sentAt = performance.now();
-    const reply = await attempt(this.o, this.channel(), request, 'try', 0, this.busyKeys);
-    if (reply[0] !== 1) return busy(reply);
-    return this.granted(request, reply[1], sentAt);
+  tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
+    return this.locks.tryAcquire(request);
   }
 
   /**
@@ -162,25 +132,12 @@ export class RedisLockBackend implements LockBackend {
     return acquireAllInOneScript(await this.o.source.get(), requests, this.o.fenceRetention);
   }
 
-  async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    if (locks.length === 0) return [];
-    const results = await renewScripts(this.o, this.name, locks);
-    // A renewal the replica never saw is lost by a failover just like a grant: the promoted replica
-    // would expire the key at the old deadline while we count on the new one. So it needs the acks
-    // too (on Cluster renewScripts has them, one WAIT per renewal on its node's connection).
-    if (this.o.replicas && !this.o.source.known?.isCluster && results.some(Boolean))
-      await waitForReplicas(this.o, this.name, 'renewal', locks[0].key);
-    return results;
+  renew(locks: readonly BackendLock[]): Promise<boolean[]> {
+    return this.locks.renew(locks);
   }
 
   release(lock: BackendLock): Promise<void> {
-    // The reply (1 when the lock was ours) is nobody's business here.
-    return releaseScript(
-      this.o,
-      lock,
-      '0',
-      this.contendedKeys,
-    ) as Promise<unknown> as Promise<void>;
+    return this.locks.release(lock);
   }
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
@@ -198,7 +155,7 @@ export class RedisLockBackend implements LockBackend {
     // Only a lock's shape is freed: with keyPrefix '' another app's `{name}` is not ours.
     if (!(await heldOn(await this.o.source.get(), [key]))[0]) return false;
     const seats = await this.semaphore.forceRelease(key);
-    return (await forceReleaseLock(this.o, key)) || seats;
+    return (await this.locks.forceRelease(key)) || seats;
   }
 
   /** Keys under `prefix` held now: SCAN (every Cluster master), bounded (redis.list.ts). */
@@ -206,26 +163,10 @@ export class RedisLockBackend implements LockBackend {
     return listRedisKeys(this.o, prefix, limit);
   }
 
-  /** The channel our attempts name for a handoff: ours once subscribed, else none. */
-  private channel(): string {
-    return this.subscriber?.ready ? this.processChannel : '';
-  }
-
   async close(): Promise<void> {
     this.subscriber?.close();
     this.handoffs.recheckAll();
     await this.o.source.close();
-  }
-
-  /** The grant's result; with `replicas`, once they acknowledged it. */
-  private granted(
-    request: BackendAttempt,
-    token: string | number,
-    sentAt: number,
-  ): BackendAcquireResult | Promise<BackendAcquireResult> {
-    const result = { acquired: true, fencingToken: BigInt(token), sentAt };
-    if (!this.o.replicas) return result;
-    return confirmReplicated(this.o, this.name, request).then(() => result);
   }
 }
 

@@ -29,8 +29,11 @@ export class RedisHandoffs {
   private readonly waiting = new Map<string, HandoffWaiter>();
   /** Handoffs that came before their waiter registered: owner -> [token, performance.now()]. */
   private readonly early = new Map<string, [string, number]>();
-  /** Waiters that gave up while their leave may not have reached the server: owner -> lock. */
-  private readonly abandoned = new Map<string, BackendLock>();
+  /**
+   * Waiters that gave up while their leave may not have reached the server: owner -> the lock and
+   * how to give a grant of it back.
+   */
+  private readonly abandoned = new Map<string, [BackendLock, (lock: BackendLock) => void]>();
 
   constructor(private readonly giveBack: (lock: BackendLock) => void) {}
 
@@ -54,9 +57,12 @@ export class RedisHandoffs {
     if (this.waiting.get(owner) === waiter) this.waiting.delete(owner);
   }
 
-  /** Remembers a waiter whose leave failed, so a late grant for it is given back. */
-  abandon(lock: BackendLock, forMs: number): void {
-    this.abandoned.set(lock.owner, lock);
+  /**
+   * Remembers a waiter whose leave failed, so a late grant for it is given back: by `giveBack`
+   * (the waiter's own leave: a seat is not given back as a lock), else the table's.
+   */
+  abandon(lock: BackendLock, forMs: number, giveBack = this.giveBack): void {
+    this.abandoned.set(lock.owner, [lock, giveBack]);
     setTimeout(() => this.abandoned.delete(lock.owner), forMs).unref();
   }
 
@@ -67,10 +73,10 @@ export class RedisHandoffs {
     const token = message.slice(at + 1);
     const waiter = this.waiting.get(owner);
     if (waiter) return waiter.deliver(token);
-    const lock = this.abandoned.get(owner);
-    if (lock) {
+    const abandoned = this.abandoned.get(owner);
+    if (abandoned) {
       this.abandoned.delete(owner);
-      return this.giveBack(lock);
+      return abandoned[1](abandoned[0]);
     }
     if (!token) return; // a re-check for nobody
     // Before its waiter registered (see the class comment). Stale entries go first: a message

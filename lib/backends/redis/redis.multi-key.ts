@@ -1,5 +1,13 @@
 import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
-import { FENCE_LUA, lockKeys, redisScript, runScript, type RedisClientLike } from '../redis-client';
+import {
+  clusterSlot as keySlot,
+  FENCE_LUA,
+  lockKeys,
+  NOW_MS_LUA,
+  redisScript,
+  runScript,
+  type RedisClientLike,
+} from '../redis-client';
 
 /**
  * acquireAll KEYS=(W,R,F,Q,D) per lock ARGV=fenceRetention,mode,(owner,ttl) per lock
@@ -7,9 +15,8 @@ import { FENCE_LUA, lockKeys, redisScript, runScript, type RedisClientLike } fro
  * never overtakes a waiter), then grants every key with its own fence (FENCE_LUA). Returns
  * {1, tokens...} or {0, index of the first busy key (1-based), its ms to expiry (-1 unknown)}.
  */
-export const ACQUIRE_ALL = redisScript(`${FENCE_LUA}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+export const ACQUIRE_ALL = redisScript(`${FENCE_LUA}${NOW_MS_LUA}
+local now = now_ms()
 local retention, mode = ARGV[1], ARGV[2]
 local n = #KEYS / 5
 for i = 0, n - 1 do
@@ -79,15 +86,7 @@ export async function acquireAllInOneScript(
   );
 }
 
-/** The Redis Cluster hash slot of a lock's keys: CRC16 (XMODEM) of its hash tag, mod 16384. */
+/** The Redis Cluster hash slot of a lock's keys (its hash tag's: backend-kit/cluster-slot.ts). */
 export function slotOf(fullKey: string): number {
-  const tag = lockKeys(fullKey).writer;
-  const bytes = Buffer.from(tag.slice(1, tag.indexOf('}')), 'utf8');
-  let crc = 0;
-  for (const byte of bytes) {
-    crc ^= byte << 8;
-    for (let b = 0; b < 8; b++)
-      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
+  return keySlot(lockKeys(fullKey).writer);
 }

@@ -19,7 +19,7 @@ const LEAVE_WAIT_MS = 50;
 export type AttemptReply = [number, string | number];
 
 /**
- * What a queued wait needs from the lock (redis.backend.ts) or the semaphore (redis.semaphore.ts).
+ * What a queued wait needs from the lock or the semaphore (RedisGrants, redis.grants.ts).
  * Each builds ONE of these when it is made, so a wait allocates nothing for it.
  */
 export interface QueuedWaitSteps {
@@ -264,6 +264,7 @@ async function leave(
     steps.handoffs.abandon(
       request,
       Math.max(0, deadline - performance.now()) + request.ttl + 1_000,
+      () => void steps.leaveScript(request).catch(() => undefined),
     );
     // Its failure is covered: a late grant is given back through `abandon`, and the queue entry
     // ends at its deadline (the server skips it then).

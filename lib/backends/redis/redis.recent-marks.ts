@@ -1,8 +1,8 @@
 /**
  * What the Redis lock and semaphore remember of the server's recent answers, so their uncontended
- * paths (one short script or command, see redis.commands.ts and redis.semaphore.ts) are not tried
- * where they would only cost a second round trip: keys found busy by a first attempt, and keys
- * whose release found someone queued.
+ * paths (one short script or command, see redis.grants.ts) are not tried where they would only
+ * cost a second round trip: keys found busy by a first attempt, and keys whose release found
+ * someone queued.
  */
 /** How long a key counts as busy (attempt) or contended (release) after it was found so. */
 const CONTENDED_MS = 1_000;
