@@ -141,6 +141,56 @@ it("a free lock is granted from its create and the directory's listing, and its 
   await handle.release();
 });
 
+it("a kept directory's lock is granted from its create and listing too, with its node's czxid as token", async () => {
+  const { key, dir } = fresh('kept');
+  const a = await process();
+  const other = await process();
+  // Children created and deleted before: the sequence suffix no longer tells the cversion.
+  await (await other.engine.acquire(key)).release();
+  await (await a.engine.acquire(key)).release();
+  await quiet(a.stats);
+  a.stats.gate = true; // answers to getData (our node's watch) wait
+  let granted = false;
+  const acquiring = a.engine.acquire(key).then((h) => {
+    granted = true;
+    return h;
+  });
+  await eventually(() => a.stats.answered === a.stats.sent);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  // Before, a kept directory cost a read of our node (its czxid) before the grant.
+  expect(granted).toBe(true);
+  a.stats.gate = false;
+  for (const answer of a.stats.held.splice(0)) answer();
+  const handle = await acquiring;
+  const [node] = await childrenOf(dir);
+  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
+    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
+  );
+  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
+  await handle.release();
+});
+
+it("a change by another process between our last listing and our listing costs the read: the token is still our node's czxid", async () => {
+  const { key, dir } = fresh('raced');
+  const a = await process();
+  const other = await process();
+  await (await a.engine.acquire(key)).release();
+  await quiet(a.stats);
+  // Two changes a knows nothing of: its last listing is two cversions behind before its create.
+  await (await other.engine.acquire(key)).release();
+  const before = a.stats.sent;
+  const handle = await a.engine.acquire(key);
+  const [node] = await childrenOf(dir);
+  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
+    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
+  );
+  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
+  // create, listing, then the read of our node (with its watch)
+  await quiet(a.stats);
+  expect(a.stats.sent - before).toBe(3);
+  await handle.release();
+});
+
 const exists = (path: string) =>
   new Promise<boolean>((resolve, reject) =>
     admin.exists(path, (e, s) => (e ? reject(e) : resolve(Boolean(s)))),

@@ -1,4 +1,5 @@
-import { lockDirs } from './zookeeper.dirs';
+import { toBigInt } from '../../backend-kit';
+import { lockDirs, type DirVersion } from './zookeeper.dirs';
 
 /**
  * The part of node-zookeeper-client's Client the backend uses, typed structurally so the package
@@ -89,6 +90,12 @@ export const ERR_NO_NODE = -101;
 export const ERR_NODE_EXISTS = -110;
 export const ERR_SESSION_EXPIRED = -112;
 
+/** A listed directory's identity and children version, when the driver gave its stat. */
+export function dirVersion(stat: ZooKeeperStat | undefined): DirVersion | undefined {
+  if (stat?.cversion === undefined) return undefined;
+  return { czxid: toBigInt(stat.czxid, 'zookeeper'), cversion: stat.cversion };
+}
+
 export function errorCode(error: unknown): number | undefined {
   const e = error as ZooKeeperError | undefined;
   if (!e) return undefined;
@@ -150,8 +157,10 @@ export const zk: {
   release: (c: ZooKeeperClientLike, path: string, parents: readonly string[] = []) => {
     const dir = path.slice(0, path.lastIndexOf('/'));
     const node = zk.remove(c, path);
-    c.getChildren(dir, (e, children) => {
-      if (!e && children.length === 0) lockDirs.idle(c, dir, parents);
+    c.getChildren(dir, (e, children, stat) => {
+      if (e) return;
+      lockDirs.listed(c, dir, dirVersion(stat));
+      if (children.length === 0) lockDirs.idle(c, dir, parents);
     });
     return node;
   },
@@ -185,13 +194,11 @@ export const zk: {
   /** getChildren with the directory's stat (the driver sends GET_CHILDREN2); null when gone. */
   listing: (c: ZooKeeperClientLike, path: string) =>
     new Promise<Listing | null>((resolve, reject) =>
-      c.getChildren(path, (e, children, stat) =>
-        e
-          ? errorCode(e) === ERR_NO_NODE
-            ? resolve(null)
-            : reject(e)
-          : resolve({ children, stat }),
-      ),
+      c.getChildren(path, (e, children, stat) => {
+        if (e) return errorCode(e) === ERR_NO_NODE ? resolve(null) : reject(e);
+        lockDirs.listed(c, path, dirVersion(stat));
+        resolve({ children, stat });
+      }),
     ),
   mkdirp: (c: ZooKeeperClientLike, path: string, acl?: readonly unknown[]) =>
     new Promise<void>((resolve, reject) => {

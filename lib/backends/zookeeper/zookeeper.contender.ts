@@ -2,6 +2,7 @@ import { sleepFor, toBigInt } from '../../backend-kit';
 import {
   ERR_CONNECTION_LOSS,
   EVENT_NODE_DELETED,
+  dirVersion,
   errorCode,
   zk,
   type Listing,
@@ -186,12 +187,26 @@ export class Contender extends OwnNode {
     return 'granted';
   }
 
-  /** Our czxid from a listing taken right after our create, when nothing changed in between. */
+  /**
+   * Our czxid from a listing taken right after our create, when our create is the only change to
+   * the directory's children before it: then its pzxid is our create's zxid. Every child create
+   * and delete adds one to the cversion, so that holds when the same directory (same czxid) shows
+   * one more than in a listing the server answered before our create (dirBefore), or, in a
+   * directory no child was ever deleted from, one more than our sequence suffix (the count of
+   * creates before ours).
+   */
   private czxidFrom(listing: Listing, ours: string): bigint | undefined {
     const suffix = ours.slice(this.prefix.length);
-    const stat = listing.stat;
-    if (!/^\d{10}$/.test(suffix) || stat?.pzxid === undefined) return undefined;
-    return stat.cversion === Number(suffix) + 1 ? toBigInt(stat.pzxid, 'zookeeper') : undefined;
+    const now = dirVersion(listing.stat);
+    const pzxid = listing.stat?.pzxid;
+    if (!now || pzxid === undefined) return undefined;
+    const before = this.dirBefore;
+    const onlyOurs =
+      (before !== undefined &&
+        before.czxid === now.czxid &&
+        now.cversion === before.cversion + 1) ||
+      (/^\d{10}$/.test(suffix) && now.cversion === Number(suffix) + 1);
+    return onlyOurs ? toBigInt(pzxid, 'zookeeper') : undefined;
   }
 
   private async call<T>(op: () => Promise<T>): Promise<T> {

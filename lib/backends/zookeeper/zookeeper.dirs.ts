@@ -17,8 +17,16 @@
 const MAX_KNOWN = 4_096;
 export const IDLE_DIR_MS = 5_000;
 
+/** A directory's identity (its czxid: a recreated one has another) and its children version. */
+export interface DirVersion {
+  readonly czxid: bigint;
+  readonly cversion: number;
+}
+
 interface Dirs {
   readonly known: Set<string>;
+  /** Each known directory's last listing answered here: its czxid and children version. */
+  readonly cversions: Map<string, DirVersion>;
   /** Empty directories (with the parents to delete after each, a semaphore's) and since when. */
   readonly idle: Map<string, { readonly parents: readonly string[]; readonly since: number }>;
   sweep?: ReturnType<typeof setTimeout>;
@@ -32,7 +40,8 @@ interface Remover {
 const byClient = new WeakMap<object, Dirs>();
 const dirsOf = (client: object): Dirs => {
   let dirs = byClient.get(client);
-  if (!dirs) byClient.set(client, (dirs = { known: new Set(), idle: new Map() }));
+  if (!dirs)
+    byClient.set(client, (dirs = { known: new Set(), cversions: new Map(), idle: new Map() }));
   return dirs;
 };
 
@@ -43,12 +52,25 @@ export const lockDirs = {
   /** A create under `dir` succeeded: it exists, and it is in use again. */
   add(client: object, dir: string): void {
     const dirs = dirsOf(client);
-    if (dirs.known.size >= MAX_KNOWN) dirs.known.clear();
+    if (dirs.known.size >= MAX_KNOWN) {
+      dirs.known.clear();
+      dirs.cversions.clear();
+    }
     dirs.known.add(dir);
     dirs.idle.delete(dir);
   },
   forget(client: object, dir: string): void {
     byClient.get(client)?.known.delete(dir);
+    byClient.get(client)?.cversions.delete(dir);
+  },
+  /** A listing of a known `dir` answered with this version. */
+  listed(client: object, dir: string, version: DirVersion | undefined): void {
+    const dirs = byClient.get(client);
+    if (version && dirs?.known.has(dir)) dirs.cversions.set(dir, version);
+  },
+  /** The version of `dir` in the last listing answered here, if known. */
+  version(client: object, dir: string): DirVersion | undefined {
+    return byClient.get(client)?.cversions.get(dir);
   },
   /** A release saw `dir` empty: delete it (then `parents`) once it stayed unused IDLE_DIR_MS. */
   idle(client: Remover, dir: string, parents: readonly string[]): void {
@@ -78,6 +100,7 @@ function sweep(client: Remover, dirs: Dirs, due = performance.now() - IDLE_DIR_M
     dirs.idle.delete(dir);
     for (const d of [dir, ...parents]) {
       dirs.known.delete(d);
+      dirs.cversions.delete(d);
       try {
         // NOT_EMPTY (in use elsewhere) or NO_NODE: fine, either way.
         client.remove(d, -1, () => undefined);

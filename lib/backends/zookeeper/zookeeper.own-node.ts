@@ -10,7 +10,7 @@ import {
   type ZooKeeperEvent,
   type ZooKeeperStat,
 } from './zookeeper.client';
-import { lockDirs } from './zookeeper.dirs';
+import { lockDirs, type DirVersion } from './zookeeper.dirs';
 import type { ZooKeeperSession } from './zookeeper.session';
 
 export interface ZooKeeperLockStats {
@@ -61,6 +61,11 @@ export abstract class OwnNode {
   ownDeleted = false;
   /** The last create's answer was lost (CONNECTION_LOSS): the node may exist under our prefix. */
   protected createLost = false;
+  /**
+   * The directory's version in the last listing answered before our last create was sent (so
+   * the server took that listing first); undefined after a recovered create or a new directory.
+   */
+  protected dirBefore: DirVersion | undefined;
   /** Our node's watch is set (its getData answered with our czxid). */
   protected ownWatched = false;
   /** Our node was deleted before the grant (its watch said so): we must not hold. */
@@ -180,6 +185,7 @@ export abstract class OwnNode {
    */
   protected async create(): Promise<string> {
     const c = this.session.client;
+    this.dirBefore = undefined;
     if (this.createLost) {
       // The last create's answer was lost: it may have happened. Our protected prefix finds it.
       const found = await this.findLostCreate();
@@ -193,11 +199,14 @@ export abstract class OwnNode {
       return zk.create(c, path, CREATE_MODE_EPHEMERAL_SEQUENTIAL, this.acl, this.data);
     };
     try {
-      const path = await createNode(!lockDirs.has(c, this.nodeDir));
+      const known = lockDirs.has(c, this.nodeDir);
+      this.dirBefore = known ? lockDirs.version(c, this.nodeDir) : undefined;
+      const path = await createNode(!known);
       lockDirs.add(c, this.nodeDir);
       return path;
     } catch (error) {
       if (errorCode(error) === ERR_NO_NODE) {
+        this.dirBefore = undefined;
         lockDirs.forget(c, this.nodeDir);
         await zk.mkdirp(c, this.nodeDir, this.acl);
         const path = await createNode(true).catch((e) => this.createFailed(e));
