@@ -52,9 +52,9 @@ export class Contender extends OwnNode {
    *
    * Round trips: the create and the directory's listing go out together (the server runs a
    * session's requests in order, so the listing shows our node). Holding, the fencing token comes
-   * from that listing when nothing else changed the directory since our create: our sequence
-   * suffix is the directory's cversion before it, so a cversion of suffix + 1 means the
-   * directory's pzxid is our create's zxid, our czxid; else one read of our node. The watch on our
+   * from that listing when our create was the only change to the directory's children it shows
+   * (czxidFrom): then the directory's pzxid is our create's zxid, our czxid; else one read of our
+   * node. The watch on our
    * own node is then set without waiting for it. Waiting, the watches on our node and on the one
    * we wait for go out together. The first waiter (exclusive, exactly one older node) is granted
    * on that node's delete event with no read after it: the listing after our create held every
