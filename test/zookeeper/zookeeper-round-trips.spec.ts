@@ -114,11 +114,24 @@ it("the first waiter is granted on its predecessor's delete event after one read
   await granted.release();
 });
 
-it("a free lock is granted from its create and the directory's listing, and its token is its node's czxid", async () => {
-  const { key, dir } = fresh('free');
-  const a = await process();
-  await a.engine.tryAcquire(fresh('warm').key).then((h) => h?.release());
-  await quiet(a.stats);
+/** The czxid of `dir`'s one child, as the fencing token it should be. */
+async function onlyNodeCzxid(dir: string): Promise<bigint> {
+  const [node] = await childrenOf(dir);
+  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
+    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
+  );
+  return BigInt(`0x${stat.czxid.toString('hex')}`);
+}
+
+/**
+ * Acquires `key` with every getData answer held back (a read of our node could not answer): true
+ * when the grant came from the create and the listing alone, and its token is our node's czxid.
+ */
+async function grantedWithoutRead(
+  a: { engine: LockEngine; stats: Counted },
+  key: string,
+  dir: string,
+) {
   a.stats.gate = true; // answers to getData (our node's watch) wait
   let granted = false;
   const acquiring = a.engine.acquire(key).then((h) => {
@@ -128,17 +141,22 @@ it("a free lock is granted from its create and the directory's listing, and its 
   // Every request of the acquire answered but getData's: let the answers run to their end.
   await eventually(() => a.stats.answered === a.stats.sent);
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-  // The old path waited for a read of our node (its czxid) before the grant.
-  expect(granted).toBe(true);
+  const withoutRead = granted;
   a.stats.gate = false;
   for (const answer of a.stats.held.splice(0)) answer();
   const handle = await acquiring;
-  const [node] = await childrenOf(dir);
-  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
-    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
-  );
-  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
+  expect(handle.fencingToken).toBe(await onlyNodeCzxid(dir));
   await handle.release();
+  return withoutRead;
+}
+
+it("a free lock is granted from its create and the directory's listing, and its token is its node's czxid", async () => {
+  const { key, dir } = fresh('free');
+  const a = await process();
+  await a.engine.tryAcquire(fresh('warm').key).then((h) => h?.release());
+  await quiet(a.stats);
+  // The old path waited for a read of our node (its czxid) before the grant.
+  expect(await grantedWithoutRead(a, key, dir)).toBe(true);
 });
 
 it("a kept directory's lock is granted from its create and listing too, with its node's czxid as token", async () => {
@@ -149,25 +167,8 @@ it("a kept directory's lock is granted from its create and listing too, with its
   await (await other.engine.acquire(key)).release();
   await (await a.engine.acquire(key)).release();
   await quiet(a.stats);
-  a.stats.gate = true; // answers to getData (our node's watch) wait
-  let granted = false;
-  const acquiring = a.engine.acquire(key).then((h) => {
-    granted = true;
-    return h;
-  });
-  await eventually(() => a.stats.answered === a.stats.sent);
-  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
   // Before, a kept directory cost a read of our node (its czxid) before the grant.
-  expect(granted).toBe(true);
-  a.stats.gate = false;
-  for (const answer of a.stats.held.splice(0)) answer();
-  const handle = await acquiring;
-  const [node] = await childrenOf(dir);
-  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
-    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
-  );
-  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
-  await handle.release();
+  expect(await grantedWithoutRead(a, key, dir)).toBe(true);
 });
 
 it("a change by another process between our last listing and our listing costs the read: the token is still our node's czxid", async () => {
@@ -180,11 +181,7 @@ it("a change by another process between our last listing and our listing costs t
   await (await other.engine.acquire(key)).release();
   const before = a.stats.sent;
   const handle = await a.engine.acquire(key);
-  const [node] = await childrenOf(dir);
-  const stat = await new Promise<{ czxid: Buffer }>((resolve, reject) =>
-    admin.exists(`${dir}/${node}`, (e, s) => (e || !s ? reject(e) : resolve(s as never))),
-  );
-  expect(handle.fencingToken).toBe(BigInt(`0x${stat.czxid.toString('hex')}`));
+  expect(handle.fencingToken).toBe(await onlyNodeCzxid(dir));
   // create, listing, then the read of our node (with its watch)
   await quiet(a.stats);
   expect(a.stats.sent - before).toBe(3);
