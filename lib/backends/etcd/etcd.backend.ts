@@ -16,7 +16,7 @@ import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
 import { announceHolder, withHolders } from './etcd.holders';
 import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
 import { etcdLockPrefix, etcdSemaphorePrefix } from './etcd.keys';
-import { deleteSeatHolders, readSeats, seatInspection } from './etcd.seats';
+import { deletePermitHolders, readPermits, permitInspection } from './etcd.permits';
 import { renewHeld } from './etcd.renew';
 import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
@@ -142,12 +142,12 @@ export class EtcdLockBackend implements LockBackend {
     const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
     const lock = inspection(key, await readContenders(client, lockPrefix, deadline));
     if (lock.held) return withHolders(client, this.prefix, lock, deadline);
-    const seats = await readSeats(
+    const permits = await readPermits(
       client,
       Buffer.from(etcdSemaphorePrefix(key, this.prefix)),
       deadline,
     );
-    return seats.length > 0 ? seatInspection(key, seats) : lock;
+    return permits.length > 0 ? permitInspection(key, permits) : lock;
   }
 
   /**
@@ -163,11 +163,12 @@ export class EtcdLockBackend implements LockBackend {
     const deleted = await deleteHolders(client, holders, deadline);
     const slot = this.slots.get(key);
     for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
-    // A semaphore of the key: every seat that holds.
-    const seatPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
-    const freed = await deleteSeatHolders(client, seatPrefix, deadline);
-    for (const seat of this.semaphores.heldUnder(key))
-      if (freed.has(seat.rev)) this.semaphores.lost(seat, 'it was force-released by an operator');
+    // A semaphore of the key: every permit that holds.
+    const permitPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
+    const freed = await deletePermitHolders(client, permitPrefix, deadline);
+    for (const permit of this.semaphores.heldUnder(key))
+      if (freed.has(permit.rev))
+        this.semaphores.lost(permit, 'it was force-released by an operator');
     return deleted > 0 || freed.size > 0;
   }
 
@@ -202,12 +203,12 @@ export class EtcdLockBackend implements LockBackend {
     return this.slotFor(request, request.wait === 0);
   }
 
-  /** Native semaphores: seats under the key's semaphore prefix (etcd.semaphore.ts). */
+  /** Native semaphores: permits under the key's semaphore prefix (etcd.semaphore.ts). */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: (request, permits) => this.seatFor(request, permits, true),
-    acquire: (request, permits) => this.seatFor(request, permits, request.wait === 0),
-    renew: (seats) => renewHeld(seats, this.slots, this.semaphores, this.callTimeout, true),
-    release: (seat) => this.semaphores.release(seat),
+    tryAcquire: (request, permits) => this.permitFor(request, permits, true),
+    acquire: (request, permits) => this.permitFor(request, permits, request.wait === 0),
+    renew: (permits) => renewHeld(permits, this.slots, this.semaphores, this.callTimeout, true),
+    release: (permit) => this.semaphores.release(permit),
   };
 
   /** Campaigns laid out as concurrency.Election: the proposal is the value of our key. */
@@ -216,7 +217,7 @@ export class EtcdLockBackend implements LockBackend {
     acquire: (request, proposal) => this.slotFor(request, request.wait === 0, proposal),
   };
 
-  private seatFor(
+  private permitFor(
     request: BackendAttempt,
     permits: number,
     tryOnce: boolean,

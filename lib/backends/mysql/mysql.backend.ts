@@ -89,8 +89,8 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
     this.tickets.settled(request, Buffer.from(request.key, 'utf8'), o);
     // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the
     // doorbell, and must not hold the key's mutex meanwhile. A waiter that sees our row first
-    // polls briefly. Semaphore seats are not armed: one process's doorbell could not tell the
-    // waiters of the other seat holders' releases, so their waiters poll (the 'unarmed' backoff)
+    // polls briefly. Semaphore permits are not armed: one process's doorbell could not tell the
+    // waiters of the other permit holders' releases, so their waiters poll (the 'unarmed' backoff)
     // instead.
     if (o.result.acquired && permits === undefined)
       void this.doorbell.arm(request.key, request.owner, request.mode === 'exclusive');

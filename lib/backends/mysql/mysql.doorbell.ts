@@ -11,7 +11,7 @@ type Ring = 'rung' | 'unarmed' | 'timeout';
  * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
  * RING_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its doorbell;
  * the others after RING_SPREAD_MS plus up to as much again at random (only to keep their tickets
- * and places fresh). A waiter without a ticket (a semaphore seat) re-attempts within
+ * and places fresh). A waiter without a ticket (a semaphore permit) re-attempts within
  * RING_SPREAD_MS.
  */
 const RING_NEXT_MS = 2;

@@ -9,7 +9,7 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * the session time zone, DST and the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- *                seat of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
+ *                permit of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
  *                the semaphores of this version need no migration). Also a waiter's TICKET (mode
  *                'queued'): expires_at is when it lapses, fence holds its arrival (µs since
  *                2000-01-01 by the server's UTC clock); see mysql.tickets.ts.
@@ -49,7 +49,7 @@ export function mysqlStatements(table: string) {
       `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   VARBINARY(2048) NOT NULL COMMENT 'full lock key as UTF-8 bytes: binary, so no case folding or trailing-space padding',
   owner      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT '128-bit owner token, hex',
-  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a seat)',
+  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a permit)',
   expires_at DATETIME(3) NOT NULL COMMENT 'UTC, database server clock',
   fence      BIGINT UNSIGNED NOT NULL COMMENT 'fencing token of this grant',
   holder     VARCHAR(${MAX_HOLDER_DATA}) CHARACTER SET utf8mb4 NULL COMMENT 'the holder: {"host","pid","instance"} (JSON text)',

@@ -89,11 +89,11 @@ export abstract class SqlLockBackend<P> implements LockBackend {
     return this.tryRow(request, undefined);
   }
 
-  /** Native semaphores: seat rows of the key, renewed and released as lock rows. */
+  /** Native semaphores: permit rows of the key, renewed and released as lock rows. */
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.tryRow(request, permits),
-    renew: (seats) => this.renew(seats),
-    release: (seat) => this.release(seat),
+    renew: (permits) => this.renew(permits),
+    release: (permit) => this.release(permit),
   };
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {

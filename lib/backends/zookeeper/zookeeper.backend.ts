@@ -166,8 +166,9 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.contend(request, true, { permits }),
     acquire: (request, permits) => this.contend(request, request.wait === 0, { permits }),
-    renew: (seats) => this.holdings.renew(seats),
-    release: (seat) => this.holdings.release(seat, lockDirectory(this.basePath, seat.key), true),
+    renew: (permits) => this.holdings.renew(permits),
+    release: (permit) =>
+      this.holdings.release(permit, lockDirectory(this.basePath, permit.key), true),
   };
 
   /** Campaigns as Curator LeaderLatch participants (kazoo Election contenders with 'kazoo'). */

@@ -110,7 +110,7 @@ export class ZooKeeperHoldings {
   }
 
   /** Abandons the lock's contenders in `dir` and deletes its node. */
-  async release(lock: BackendLock, dir: string, seat = false): Promise<void> {
+  async release(lock: BackendLock, dir: string, permit = false): Promise<void> {
     const id = holdingId(lock.key, lock.owner);
     for (const c of [...this.contenders])
       if (c.owner === lock.owner && c.dir === dir) this.abandon(c);
@@ -122,7 +122,7 @@ export class ZooKeeperHoldings {
     try {
       // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not
       // awaited).
-      await zk.release(h.session.client, h.path, seat ? [dir] : []);
+      await zk.release(h.session.client, h.path, permit ? [dir] : []);
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node;
       // keep deleting it in the background, after each reconnect, until it is gone or the session

@@ -8,7 +8,7 @@ import type { LeaseHolder } from '../lease/lock-lease';
 
 /**
  * How one kind of grant is attempted, renewed and released. The plain lock uses the backend
- * itself; a recipe with a native backend form (a semaphore's seat, an election's term) passes its
+ * itself; a recipe with a native backend form (a semaphore's permit, an election's term) passes its
  * own, so no recipe field ever travels on the backend's lock requests.
  */
 export interface GrantForm {

@@ -13,7 +13,7 @@ import { LocalWaitQueue } from './wait-line';
  * woken by the backend's wake-ups, the busy answer's retryAfter or a jittered backoff, until the
  * request's signal aborts (deadline or cancel). `wait: 0` is one attempt. After a local grant the
  * next head waits for the release before attempting: one attempt per handoff. Grants that many
- * callers of one process may hold at once (a semaphore's seats) do not queue in the line.
+ * callers of one process may hold at once (a semaphore's permits) do not queue in the line.
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
