@@ -22,7 +22,7 @@ import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
 import { QueueWatches } from './etcd.queue-watch';
 import { EtcdSession } from './etcd.session';
-import { LockSlot, type SlotContext } from './etcd.slot';
+import { LocalQueue, type LocalQueueContext } from './etcd.local-queue';
 
 export {
   DEFAULT_ETCD_CALL_TIMEOUT_MS,
@@ -35,7 +35,7 @@ export {
  * etcdctl and this module exclude each other on one NAME.
  *
  * Algorithm: one session lease per backend, kept alive at TTL/3; lock NAME's contender is
- * `NAME/<lease hex>` on that lease (owners of one process queue locally for it, see LockSlot).
+ * `NAME/<lease hex>` on that lease (owners of one process queue locally for it, see LocalQueue).
  * Acquire is one transaction (create our key, read the youngest contenders); the oldest contender
  * holds, the others each watch only their predecessor and re-read after it goes (no herd).
  * tryAcquire is the same transaction, and deletes the key again when it does not hold.
@@ -62,8 +62,8 @@ export class EtcdLockBackend implements LockBackend {
   private creating: Promise<EtcdClientLike> | undefined;
   private readonly factory: (() => unknown) | undefined;
   private readonly callTimeout: number;
-  private readonly slots = new Map<string, LockSlot>();
-  private readonly ctx: SlotContext;
+  private readonly queues = new Map<string, LocalQueue>();
+  private readonly ctx: LocalQueueContext;
   private readonly semaphores: EtcdSemaphores;
   private readonly watches = new QueueWatches(() => this.live?.client ?? this.client);
   private live: EtcdSession | undefined;
@@ -86,8 +86,9 @@ export class EtcdLockBackend implements LockBackend {
       recheckInterval: o.sessionTtl,
       watches: this.watches,
       session: (key) => this.session(key),
-      idle: (slot) => {
-        if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
+      idle: (queue) => {
+        if (this.queues.get(queue.fullKey) === queue && queue.empty)
+          this.queues.delete(queue.fullKey);
       },
     };
     this.semaphores = new EtcdSemaphores({
@@ -161,8 +162,8 @@ export class EtcdLockBackend implements LockBackend {
     const deadline = Date.now() + this.callTimeout;
     const holders = holdersOf(await readContenders(client, lockPrefix, deadline));
     const deleted = await deleteHolders(client, holders, deadline);
-    const slot = this.slots.get(key);
-    for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
+    const queue = this.queues.get(key);
+    for (const h of holders) queue?.lost('it was force-released by an operator', undefined, h.rev);
     // A semaphore of the key: every permit that holds.
     const permitPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
     const freed = await deletePermitHolders(client, permitPrefix, deadline);
@@ -195,26 +196,26 @@ export class EtcdLockBackend implements LockBackend {
    * an older contender blocks us, delete the key again and answer busy.
    */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.slotFor(request, true);
+    return this.queueFor(request, true);
   }
 
   /** Queued wait on etcd's revision order, bounded by request.signal (deadline or cancel). */
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return this.slotFor(request, request.wait === 0);
+    return this.queueFor(request, request.wait === 0);
   }
 
   /** Native semaphores: permits under the key's semaphore prefix (etcd.semaphore.ts). */
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.permitFor(request, permits, true),
     acquire: (request, permits) => this.permitFor(request, permits, request.wait === 0),
-    renew: (permits) => renewHeld(permits, this.slots, this.semaphores, this.callTimeout, true),
+    renew: (permits) => renewHeld(permits, this.queues, this.semaphores, this.callTimeout, true),
     release: (permit) => this.semaphores.release(permit),
   };
 
   /** Campaigns laid out as concurrency.Election: the proposal is the value of our key. */
   readonly election: ElectionBackend = {
-    tryAcquire: (request, proposal) => this.slotFor(request, true, proposal),
-    acquire: (request, proposal) => this.slotFor(request, request.wait === 0, proposal),
+    tryAcquire: (request, proposal) => this.queueFor(request, true, proposal),
+    acquire: (request, proposal) => this.queueFor(request, request.wait === 0, proposal),
   };
 
   private permitFor(
@@ -236,7 +237,7 @@ export class EtcdLockBackend implements LockBackend {
     return new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
   }
 
-  private slotFor(
+  private queueFor(
     request: BackendAttempt,
     tryOnce: boolean,
     proposal?: string,
@@ -247,18 +248,18 @@ export class EtcdLockBackend implements LockBackend {
       return Promise.reject(
         new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
       );
-    let slot = this.slots.get(request.key);
-    if (!slot) {
+    let queue = this.queues.get(request.key);
+    if (!queue) {
       let lockPrefix: Buffer;
       try {
         lockPrefix = Buffer.from(etcdLockPrefix(request.key, this.prefix));
       } catch (error) {
         return Promise.reject(error);
       }
-      slot = new LockSlot(request.key, lockPrefix, this.ctx);
-      this.slots.set(request.key, slot);
+      queue = new LocalQueue(request.key, lockPrefix, this.ctx);
+      this.queues.set(request.key, queue);
     }
-    return slot.acquire(request, tryOnce, proposal);
+    return queue.acquire(request, tryOnce, proposal);
   }
 
   /**
@@ -266,11 +267,11 @@ export class EtcdLockBackend implements LockBackend {
    * that each key still exists as the incarnation we created. A missing key is a lost lock.
    */
   renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    return renewHeld(locks, this.slots, this.semaphores, this.callTimeout);
+    return renewHeld(locks, this.queues, this.semaphores, this.callTimeout);
   }
 
   async release(lock: BackendLock): Promise<void> {
-    await this.slots.get(lock.key)?.release(lock.owner);
+    await this.queues.get(lock.key)?.release(lock.owner);
   }
 
   /**
@@ -280,7 +281,7 @@ export class EtcdLockBackend implements LockBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const slot of this.slots.values()) slot.close();
+    for (const queue of this.queues.values()) queue.close();
     this.watches.close();
     // A grant that failed left no session to close; its error went to the acquire that asked.
     const session = this.live ?? (await this.granting?.catch(() => undefined));

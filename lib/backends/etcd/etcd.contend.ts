@@ -14,7 +14,7 @@ import type { EtcdSession } from './etcd.session';
 import { waitForTurn, type TurnOutcome } from './etcd.turn';
 import { waitForDelete } from './etcd.watch';
 
-/** What the queue loop needs of its LockSlot. */
+/** What the queue loop needs of its LocalQueue. */
 export interface ContendHooks {
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */

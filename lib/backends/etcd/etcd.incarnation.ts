@@ -6,7 +6,7 @@ import type {
 import type { EtcdSession } from './etcd.session';
 
 /**
- * The records LockSlot keeps: a Waiter is one acquire call of this process; an Incarnation is one
+ * The records LocalQueue keeps: a Waiter is one acquire call of this process; an Incarnation is one
  * life of our contender key for a NAME (created, queued on etcd, held, deleted), shared by the
  * waiters that ride it and then by its holders.
  */

@@ -2,7 +2,7 @@ import type { BackendLock } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike } from './etcd.client';
 import { verifyContenders } from './etcd.ops';
 import type { EtcdSemaphores } from './etcd.semaphore';
-import type { LockSlot } from './etcd.slot';
+import type { LocalQueue } from './etcd.local-queue';
 
 /**
  * The watchdog's batch renewal: locks (and permits) live as long as the session, so renewing one
@@ -11,7 +11,7 @@ import type { LockSlot } from './etcd.slot';
  */
 export async function renewHeld(
   locks: readonly BackendLock[],
-  slots: ReadonlyMap<string, LockSlot>,
+  queues: ReadonlyMap<string, LocalQueue>,
   semaphores: EtcdSemaphores,
   callTimeout: number,
   /** true: every lock is a semaphore's permit. */
@@ -32,11 +32,11 @@ export async function renewHeld(
       items.push({ i, key: permit.key, rev: permit.rev, leaseId: permit.session.id, lose });
       return;
     }
-    const slot = slots.get(lock.key);
-    const held = slot?.heldBy(lock.owner);
-    if (!slot || !held?.session.alive) return;
+    const queue = queues.get(lock.key);
+    const held = queue?.heldBy(lock.owner);
+    if (!queue || !held?.session.alive) return;
     client = held.session.client;
-    const lose = () => slot.lost(lost, undefined, held.rev);
+    const lose = () => queue.lost(lost, undefined, held.rev);
     items.push({ i, key: held.key, rev: held.rev, leaseId: held.session.id, lose });
   });
   if (!client) return results;

@@ -18,7 +18,7 @@ import type { EtcdSession } from './etcd.session';
  * Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts queues an
  * incarnation on etcd; etcd.cleanup.ts deletes its key.
  */
-export interface SlotContext {
+export interface LocalQueueContext {
   readonly backend: string;
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
@@ -26,11 +26,11 @@ export interface SlotContext {
   /** The backend's queue watches (etcd.queue-watch.ts). */
   readonly watches: QueueWatches;
   session(key?: string): Promise<EtcdSession>;
-  /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
-  idle(slot: LockSlot): void;
+  /** Called when the local queue holds nothing and queues nothing: the backend forgets it. */
+  idle(queue: LocalQueue): void;
 }
 
-export class LockSlot {
+export class LocalQueue {
   private current: Incarnation | undefined;
   private readonly queue: Waiter[] = [];
   private cleanup: Promise<void> | undefined;
@@ -39,7 +39,7 @@ export class LockSlot {
   constructor(
     readonly fullKey: string,
     readonly lockPrefix: Buffer,
-    private readonly ctx: SlotContext,
+    private readonly ctx: LocalQueueContext,
   ) {}
 
   get empty(): boolean {
