@@ -18,7 +18,7 @@ import { deleteContender } from './etcd.ops';
  * watching a key that no longer moves.
  */
 export interface PermitPosition {
-  /** Our permit still exists as the incarnation we created. */
+  /** Our permit key still exists as the key we created (same create revision). */
   readonly exists: boolean;
   /** Our create revision: the fencing token. */
   readonly rev: bigint;
@@ -259,7 +259,7 @@ export function permitInspection(fullKey: string, permits: readonly PermitView[]
 }
 
 /**
- * Deletes every permit that holds (each only as the incarnation read); resolves the revisions freed.
+ * Deletes every permit that holds (each only at the create revision read); resolves the revisions freed.
  */
 export async function deletePermitHolders(
   client: EtcdClientLike,

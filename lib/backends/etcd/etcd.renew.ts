@@ -6,7 +6,7 @@ import type { LocalQueue } from './etcd.local-queue';
 
 /**
  * The watchdog's batch renewal: locks (and permits) live as long as the session, so renewing one
- * verifies, in one transaction for the whole batch, that its key still exists as the incarnation
+ * verifies, in one transaction for the whole batch, that its key still exists as the key
  * we created (create revision and lease). A missing key is a lost lock, reported to its holders.
  */
 export async function renewHeld(

@@ -128,7 +128,7 @@ export class EtcdSemaphores {
     permit.onLost(reason, cause);
   }
 
-  /** Owner-checked release: deletes the permit (only the incarnation we created). */
+  /** Owner-checked release: deletes the permit (only the key we created). */
   async release(lock: BackendLock): Promise<void> {
     const id = EtcdSemaphores.id(lock.key, lock.owner);
     const permit = this.held.get(id);
