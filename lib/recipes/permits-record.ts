@@ -11,7 +11,7 @@
  * Costs a shared acquire and an inspect per grant. Needs shared locks and inspect(); a backend
  * without them keeps the permit rule (at most the largest N hold at once).
  */
-import type { GrantForm } from '../core/acquire/pipeline-context';
+import type { GrantDriver } from '../core/acquire/pipeline-context';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { RecipeHost } from '../core/recipe-host';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -28,21 +28,21 @@ const TAG = /\.n(\d+)$/;
 /** The owner token under which a holder of `permits` holds the record. */
 const tagged = (owner: string, permits: number) => `${owner}.n${permits}`;
 
-const forms = new WeakMap<LockBackend, Map<number, GrantForm>>();
+const drivers = new WeakMap<LockBackend, Map<number, GrantDriver>>();
 
-/** The record's form of grant for holders of `permits`: the backend's, with the owner tagged. */
-function recordForm(backend: LockBackend, permits: number): GrantForm {
-  let byN = forms.get(backend);
-  if (!byN) forms.set(backend, (byN = new Map()));
-  let form = byN.get(permits);
-  if (!form) {
+/** The record's grant driver for holders of `permits`: the backend's, with the owner tagged. */
+function recordDriver(backend: LockBackend, permits: number): GrantDriver {
+  let byN = drivers.get(backend);
+  if (!byN) drivers.set(backend, (byN = new Map()));
+  let driver = byN.get(permits);
+  if (!driver) {
     const tag = (l: BackendLock): BackendLock => ({
       key: l.key,
       owner: tagged(l.owner, permits),
       mode: l.mode,
       ttl: l.ttl,
     });
-    form = {
+    driver = {
       // The request's signal and onLost are getters (acquisition.ts): copied by name, not spread.
       tryAcquire: (r) => backend.tryAcquire({ ...tag(r), signal: r.signal, onLost: r.onLost }),
       holder: {
@@ -52,9 +52,9 @@ function recordForm(backend: LockBackend, permits: number): GrantForm {
       reentry: `\u0000#permits${permits}`,
       manyHolders: true,
     };
-    byN.set(permits, form);
+    byN.set(permits, driver);
   }
-  return form;
+  return driver;
 }
 
 /**
@@ -73,7 +73,7 @@ export async function agreeOnPermits(
     record = await host.acquireOne({
       key: permitsKey(key),
       options: { ...args.once, mode: 'shared' },
-      form: recordForm(backend, permits),
+      driver: recordDriver(backend, permits),
     });
     await checkPermitsRecord(host, key, permits, backend);
     return [permit, record];

@@ -1,13 +1,13 @@
 /**
  * Semaphores (`permits: N`): at most N holders of one key. A layer over the acquire pipeline: on
  * a backend with a native form (LockBackend.semaphore) a grant is one permit of it, taken through
- * the pipeline with the semaphore's GrantForm; elsewhere the permits are N ordinary locks
+ * the pipeline with the semaphore's GrantDriver; elsewhere the permits are N ordinary locks
  * `<key>#<i>` (lock-semaphore.ts). Either way a grant is a handle like a lock's (watchdog
  * renewal, loss signal, release, the permit's fencing token). `permits: 1` is a semaphore of one,
  * never the plain lock of the key.
  */
 import type { LockHandle } from '../core/lease/lock-handle';
-import type { GrantForm } from '../core/acquire/pipeline-context';
+import type { GrantDriver } from '../core/acquire/pipeline-context';
 import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
 import type { LockKeys } from '../core/keys/key-list';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
@@ -49,11 +49,11 @@ export function acquireSemaphore(
     );
   const native = host.backend(options.backend).semaphore;
   if (!native) return acquirePermit(host, k, permits, options, meta);
-  return host.acquireOne({ key: k, options, form: permitForm(native, permits), ...meta });
+  return host.acquireOne({ key: k, options, driver: permitDriver(native, permits), ...meta });
 }
 
 /** How the pipeline takes a permit of a native semaphore of `permits`. */
-function permitForm(semaphore: SemaphoreBackend, permits: number): GrantForm {
+function permitDriver(semaphore: SemaphoreBackend, permits: number): GrantDriver {
   const acquire = semaphore.acquire;
   return {
     tryAcquire: (request) => semaphore.tryAcquire(request, permits),
