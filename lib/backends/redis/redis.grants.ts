@@ -50,7 +50,7 @@ export interface RedisGrantDeps {
 
 /**
  * The Redis backend's calls for one kind of holder, over the one script set (redis.scripts.ts):
- * locks (W, R: `permits` false) or a semaphore's permits (S: `permits` true; RedisSemaphore). A request's
+ * locks (W, R: `semaphore` false) or a semaphore's permits (S: `semaphore` true; RedisSemaphore). A request's
  * kind is its mode, or its permits. Each kind has a short uncontended acquire (LOCK_FREE,
  * SEM_PERMIT_FREE) and release (RELEASE_UNQUEUED, a plain ZREM of an unmarked permit); a key found
  * busy or contended within the last CONTENDED_MS goes straight to the full scripts, which serve
@@ -68,7 +68,7 @@ export class RedisGrants {
 
   constructor(
     protected readonly d: RedisGrantDeps,
-    private readonly permits: boolean,
+    private readonly semaphore: boolean,
   ) {
     this.steps = {
       name: d.name,
@@ -94,10 +94,10 @@ export class RedisGrants {
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     const { o, name } = this.d;
-    const script = this.permits ? SEM_RENEW : RENEW;
-    const numKeys = this.permits ? 1 : 2;
+    const script = this.semaphore ? SEM_RENEW : RENEW;
+    const numKeys = this.semaphore ? 1 : 2;
     const calls = locks.map((l) => {
-      if (this.permits) return [semaphoreKeys(l.key).permits, l.owner, l.ttl];
+      if (this.semaphore) return [semaphoreKeys(l.key).permits, l.owner, l.ttl];
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode];
     });
@@ -134,11 +134,11 @@ export class RedisGrants {
     if (
       !client ||
       this.contendedKeys.has(lock.key) ||
-      (this.permits ? !client.zrem : lock.mode !== 'exclusive')
+      (this.semaphore ? !client.zrem : lock.mode !== 'exclusive')
     )
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     // The reply (1 when the hold was ours) is nobody's business here.
-    if (this.permits && client.zrem) {
+    if (this.semaphore && client.zrem) {
       const freed = client.zrem(semaphoreKeys(lock.key).permits, lock.owner);
       return freed.then((n) => (Number(n) === 1 ? undefined : this.contended(lock)));
     }
@@ -183,13 +183,13 @@ export class RedisGrants {
       );
     if (
       phase === 'recheck' ||
-      (!this.permits && request.mode !== 'exclusive') ||
+      (!this.semaphore && request.mode !== 'exclusive') ||
       this.busyKeys.has(request.key) ||
       (o.replicas && client.isCluster)
     )
       return this.fullAttempt(request, phase, waitMs, permits);
     let args: (string | number)[];
-    if (this.permits) {
+    if (this.semaphore) {
       const k = semaphoreKeys(request.key);
       args = [k.permits, k.fence, k.queue, request.owner, request.ttl, o.fenceRetention];
     } else {
@@ -198,8 +198,8 @@ export class RedisGrants {
       const w = holderData(request.holder);
       args = [k.writer, k.readers, k.fence, k.queue, k.holder, owner, ttl, o.fenceRetention, w];
     }
-    const script = this.permits ? SEM_PERMIT_FREE : LOCK_FREE;
-    return runScriptThen(client, script, this.permits ? 3 : 5, args, (answer) => {
+    const script = this.semaphore ? SEM_PERMIT_FREE : LOCK_FREE;
+    return runScriptThen(client, script, this.semaphore ? 3 : 5, args, (answer) => {
       if (typeof answer === 'string') return answer;
       this.busyKeys.mark(request.key);
       return this.fullAttempt(request, phase, waitMs, permits);
@@ -230,7 +230,7 @@ export class RedisGrants {
       waitMs,
       this.d.channel(),
       probe(client),
-      this.permits ? '' : holderData(request.holder),
+      this.semaphore ? '' : holderData(request.holder),
     ];
     const replicas = client.isCluster ? o.replicas : undefined;
     if (!replicas) return runScript(client, ACQUIRE, keys.length, args);
@@ -281,7 +281,7 @@ export class RedisGrants {
 
   /** The full scripts' KEYS: a lock's seven, or a semaphore's four. */
   private keys(key: string): string[] {
-    if (!this.permits) return everyLockKey(lockKeys(key));
+    if (!this.semaphore) return everyLockKey(lockKeys(key));
     const k = semaphoreKeys(key);
     return [k.permits, k.fence, k.queue, k.details];
   }
