@@ -1,12 +1,13 @@
 /**
  * A semaphore of N over plain locks, for backends without a native one: N permits, each an
  * ordinary exclusive lock `<key>#<i>`, so at most N hold at once by the permits' own mutual
- * exclusion. A caller tries every permit once per round, starting at a random permit to spread load;
- * when all are busy it sleeps until a permit is released (the backend's wake-ups for the permit keys),
- * a backoff, or the deadline. Re-entrant: a context that already holds a permit re-enters it.
- * Holders agree on N: each also holds the key's permits record, and a request of another N is
- * refused (permits-record.ts); where the backend cannot keep that record, holders that disagree on
- * N each use permits 0..N-1 of their own N, so at most the largest N among them hold at once.
+ * exclusion. A caller tries every permit once per round, starting at a random permit to spread
+ * load; when all are busy it sleeps until a permit is released (the backend's wake-ups for the
+ * permit keys), a backoff, or the deadline. Re-entrant: a context that already holds a permit
+ * re-enters it. Holders agree on N: each also holds the key's permits record, and a request of
+ * another N is refused (permits-record.ts); where the backend cannot keep that record, holders that
+ * disagree on N each use permits 0..N-1 of their own N, so at most the largest N among them hold at
+ * once.
  */
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
@@ -21,15 +22,16 @@ import { CompositeLease, compositeHandle } from './composite-lease';
 import { agreeOnPermits, checkPermitsRecord, permitsKey } from './permits-record';
 
 /**
- * The lock key of permit `i` of semaphore `key` (template values are %-encoded: no value forges '#').
+ * The lock key of permit `i` of semaphore `key` (template values are %-encoded: no value forges
+ * '#').
  */
 export function permitKey(key: string, i: number): string {
   return `${key}#${i}`;
 }
 
 /**
- * Checks that the longest permit key fits the backend, before any permit is tried: a key at the limit
- * would fit as a lock but not as `<key>#<i>`. From a template (meta.keyTemplate) that is the
+ * Checks that the longest permit key fits the backend, before any permit is tried: a key at the
+ * limit would fit as a lock but not as `<key>#<i>`. From a template (meta.keyTemplate) that is the
  * request's fault (LockKeyResolutionError, 400 over HTTP), as a plain key's length is.
  */
 function checkPermitKeys(
@@ -81,8 +83,8 @@ export async function acquirePermit(
   const wakeups = host.backend(o.backend).wakeups;
   const deadline = performance.now() + o.wait;
   let delay = 10;
-  // As the engine's own wait: a permit attempt that fails (backend unreachable) is retried while the
-  // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
+  // As the engine's own wait: a permit attempt that fails (backend unreachable) is retried while
+  // the budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
   const round = { failure: undefined as unknown };
   // The wait also ends when the request it runs for ends (a client that leaves), as a lock's wait
   // does (Acquisition.onWait): combined once, when the first round finds every permit busy.

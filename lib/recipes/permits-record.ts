@@ -1,15 +1,16 @@
 /**
- * Holders of a semaphore of permit locks agree on N, as every native semaphore makes them: a request whose N
- * differs from the holders' is refused (InvalidLockOptionsError naming `permits`). Permit locks
- * alone cannot tell: holders of 3 take permits 0..2 and a request of 2 finds permit 0 or 1 free.
+ * Holders of a semaphore of permit locks agree on N, as every native semaphore makes them: a
+ * request whose N differs from the holders' is refused (InvalidLockOptionsError naming `permits`).
+ * Permit locks alone cannot tell: holders of 3 take permits 0..2 and a request of 2 finds permit 0
+ * or 1 free.
  *
- * So each permit holder also holds the key's permits record `<key>#n` (no longer than permit 0's key)
- * in shared mode, under its owner token tagged with its N (`<owner>.n<N>`), and after taking it
- * reads the record's holders (the backend's inspect()): another N among them refuses the request,
- * which gives back its permit and its share; a request that finds every permit busy reads it too.
- * Whichever of two disagreeing requests reads second sees the first, so they never both pass.
- * Costs a shared acquire and an inspect per grant. Needs shared locks and inspect(); a backend
- * without them keeps the permit rule (at most the largest N hold at once).
+ * So each permit holder also holds the key's permits record `<key>#n` (no longer than permit 0's
+ * key) in shared mode, under its owner token tagged with its N (`<owner>.n<N>`), and after taking
+ * it reads the record's holders (the backend's inspect()): another N among them refuses the
+ * request, which gives back its permit and its share; a request that finds every permit busy reads
+ * it too. Whichever of two disagreeing requests reads second sees the first, so they never both
+ * pass. Costs a shared acquire and an inspect per grant. Needs shared locks and inspect(); a
+ * backend without them keeps the permit rule (at most the largest N hold at once).
  */
 import type { GrantDriver } from '../core/acquire/pipeline-context';
 import type { LockHandle } from '../core/lease/lock-handle';

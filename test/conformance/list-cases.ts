@@ -25,8 +25,8 @@ export function describeListCases(ctx: MultiKeyContext): void {
       await b.acquire(`${ns}:pool`, { permits: 3 }),
     ];
     const other = await a.acquire(`x${ns}:order:1`);
-    // Without native semaphores a semaphore is permit locks (`pool#<i>`), and list() shows the permits,
-    // and the permits record `pool#n` the holders share where the backend can keep it.
+    // Without native semaphores a semaphore is permit locks (`pool#<i>`), and list() shows the
+    // permits, and the permits record `pool#n` the holders share where the backend can keep it.
     const backend = a.backend('default');
     const record = backend.inspect && backend.capabilities.shared ? [`${ns}:pool#n`] : [];
     const permits = backend.semaphore ? [`${ns}:pool`] : [`${ns}:pool#`, `${ns}:pool#`, ...record];

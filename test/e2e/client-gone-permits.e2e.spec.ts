@@ -7,11 +7,11 @@ import type { ReleaseListener } from '../../lib/interfaces/lock-backend.interfac
 import { eventually } from '../support/eventually';
 
 /**
- * A semaphore on a backend without a native one (permits as permit locks `<key>#<i>`, as on Redlock):
- * a client that hangs up mid-wait ends the permit wait, as it ends a lock's. Before, the permit wait
- * listened only to the caller's own signal: the permit tries went on and the handler still ran once
- * a permit freed up. The backend is the memory backend without its native semaphore; the permit wait's
- * wake-up listeners, counted, show when it ends.
+ * A semaphore on a backend without a native one (permits as permit locks `<key>#<i>`, as on
+ * Redlock): a client that hangs up mid-wait ends the permit wait, as it ends a lock's. Before, the
+ * permit wait listened only to the caller's own signal: the permit tries went on and the handler
+ * still ran once a permit freed up. The backend is the memory backend without its native semaphore;
+ * the permit wait's wake-up listeners, counted, show when it ends.
  */
 const ran: string[] = [];
 

@@ -7,7 +7,8 @@ import { RedisServer } from '../support/redis-server';
 
 /**
  * The sample app's multi-key transfer (one script per grant on standalone Redis) and
- * semaphore-limited export (native Redis permits), over HTTP with LOCK_BACKEND=redis on a private server.
+ * semaphore-limited export (native Redis permits), over HTTP with LOCK_BACKEND=redis on a private
+ * server.
  */
 describe('sample app on Redis: transfers, exports', () => {
   let server: RedisServer;

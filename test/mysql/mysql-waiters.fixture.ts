@@ -6,8 +6,8 @@ import { MariaDbServer } from '../support/mariadb-server';
 
 /**
  * For the specs that put waiters of several "processes" on one key: one private MariaDB per file,
- * and engines that each have their own pool (so their own sessions and notify locks: to the server, a
- * separate process), all closed after the file. `wrap` may put a counting layer around a pool.
+ * and engines that each have their own pool (so their own sessions and notify locks: to the server,
+ * a separate process), all closed after the file. `wrap` may put a counting layer around a pool.
  */
 export function mysqlWaiters(wrap: (pool: Pool) => MySqlPoolLike = (pool) => pool) {
   let server: MariaDbServer | undefined;

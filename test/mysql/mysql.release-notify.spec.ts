@@ -74,7 +74,8 @@ describe('mysql (MariaDB 10.11): release notify (GET_LOCK)', () => {
     const before = attempts(b.log);
     await held.release();
     const next = await waiting;
-    // One attempt after the notify (a slow machine may add one fallback re-attempt, never a poll series).
+    // One attempt after the notify (a slow machine may add one fallback re-attempt, never a poll
+    // series).
     expect(attempts(b.log) - before).toBeLessThanOrEqual(2);
     expect(next.fencingToken > held.fencingToken).toBe(true);
     await next.release();
@@ -116,7 +117,8 @@ describe('mysql (MariaDB 10.11): release notify (GET_LOCK)', () => {
     const a = engine();
     const b = engine();
     const held = await a.engine.acquire('notify:4');
-    // Kill the holder's holder-connection session (the one holding the notify lock) behind its back.
+    // Kill the holder's holder-connection session (the one holding the notify lock) behind its
+    // back.
     const holderConnId = async () => {
       const [ids] = await pools[0].query(
         "SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'notify:4'), 256), 40))) AS id",

@@ -124,8 +124,9 @@ describe('RedisLockBackend native semaphore', () => {
     expect(order).toEqual([0]);
     await held[1].release();
     await eventually(() => order.length === 2);
-    // Each release frees one permit, and the next waiter's grant is awaited before the next release:
-    // otherwise two woken waiters race to resolve on the client, whatever order the server chose.
+    // Each release frees one permit, and the next waiter's grant is awaited before the next
+    // release: otherwise two woken waiters race to resolve on the client, whatever order the server
+    // chose.
     for (let i = 0; i < 6; i++) {
       await (await handles[i]).release();
       await eventually(() => order.length === i + 3);
@@ -137,8 +138,8 @@ describe('RedisLockBackend native semaphore', () => {
     for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
     // Each waiter ran TWO acquire scripts: its queued attempt, and the re-check that confirms the
     // grant its message announced (a message only wakes). Before them, each waiting process's
-    // first attempt ran the short free-permit script once, found permits held, and remembered the key
-    // as busy: its later waiters went to SEM_ACQUIRE at once.
+    // first attempt ran the short free-permit script once, found permits held, and remembered the
+    // key as busy: its later waiters went to SEM_ACQUIRE at once.
     expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(16);
     expect(counted.bySha.get(SEM_PERMIT_FREE.sha)).toBe(3);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);

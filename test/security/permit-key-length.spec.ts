@@ -8,9 +8,9 @@ import { MAX_KEY_LENGTH } from '../../lib/backend-kit/limits';
 
 /**
  * A permit-lock semaphore (a backend without a native one) with a key at the length limit answered
- * 500, not 400: the key fit as a lock, its permit keys `<key>#<i>` did not, and that surfaced from a
- * permit's attempt as a code error. The permit keys are checked first: from a @Locked template it is
- * the request's fault (LockKeyResolutionError, 400 over HTTP), as a plain key's length is.
+ * 500, not 400: the key fit as a lock, its permit keys `<key>#<i>` did not, and that surfaced from
+ * a permit's attempt as a code error. The permit keys are checked first: from a @Locked template it
+ * is the request's fault (LockKeyResolutionError, 400 over HTTP), as a plain key's length is.
  */
 describe('permit keys of a semaphore over plain locks', () => {
   // Memory without its native semaphore: the recipe falls back to permit locks.

@@ -10,10 +10,10 @@ import { DEFAULT_KEY, type HistoryEvent, type StoreRecord, type Workload } from 
  *
  * Several resources: every lock key has its own fenced counter, and the counter rules above run per
  * key (a multi-key grant is checked on each of its keys against every other grant of that key).
- * Fencing tokens are ordered per key (a permit-based semaphore's per permit). A semaphore key allows N
- * holders: a holder's permit interval runs from its begin at the store to the last moment its own
- * signal was seen intact (the `valid` event, on the same host clock), and no instant may be inside
- * more than N such intervals.
+ * Fencing tokens are ordered per key (a permit-based semaphore's per permit). A semaphore key
+ * allows N holders: a holder's permit interval runs from its begin at the store to the last moment
+ * its own signal was seen intact (the `valid` event, on the same host clock), and no instant may be
+ * inside more than N such intervals.
  */
 export interface CheckInput {
   histories: HistoryEvent[][];

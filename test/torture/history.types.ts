@@ -85,7 +85,7 @@ const realPerformanceNow = performance.now.bind(performance);
  * Wall-clock ms at performance.now() 0, measured here rather than read from
  * performance.timeOrigin: Node takes that from two clock reads at process start, and a process
  * started on a loaded machine can be descheduled between them (a CI run saw one worker's whole
- * history 19.8 ms ahead of the store's, which the checker took for a permit over permits and tokens
+ * history 19.8 ms ahead of the store's, which the checker took for a holder over permits and tokens
  * going backwards). At the instant Date.now() ticks to a new ms, the wall clock is that ms to
  * within the tick's detection; of three such edges the largest offset wins (a preemption between
  * the two reads only makes an estimate smaller).

@@ -11,7 +11,7 @@ import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.bac
  * delay/jitter nemesis, the careless-writer memory run the clock nemesis too (every fault). Jest
  * allows 10 minutes a run: on this shared machine under a load of 100, eight workers alone took
  * minutes to start. Asserts safety at the fenced resource (no lost update, no overlapping holds,
- * no permit over permits, no token backwards, no write after the writer's own signal) and that the
+ * no holder over permits, no token backwards, no write after the writer's own signal) and that the
  * run did something (faults injected, writes accepted, every workload and the delay nemesis ran).
  * Liveness and crashes are printed, not asserted: see the "Torture harness" section of README.md
  * for what they currently show.

@@ -126,8 +126,8 @@ async function main(): Promise<void> {
   };
 
   // A native semaphore orders its grants' tokens per key; the core's permit-based one hands out the
-  // token of whichever permit `<key>#<i>` was free, and the handle does not say which permit: no order
-  // to check (an empty map tells the checker so).
+  // token of whichever permit `<key>#<i>` was free, and the handle does not say which permit: no
+  // order to check (an empty map tells the checker so).
   const nativeSemaphore = backend.semaphore !== undefined;
   const permitTokens = (kind: Workload, tokens: [string, string][]) =>
     Object.fromEntries(kind === 'semaphore' && !nativeSemaphore ? [] : tokens);

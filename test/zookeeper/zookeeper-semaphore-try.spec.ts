@@ -24,7 +24,7 @@ describe('ZooKeeper semaphore tryAcquire', () => {
     }
   });
 
-  it('concurrent tryAcquire never permits more than permits', async () => {
+  it('concurrent tryAcquire never grants more than permits', async () => {
     const engines = [fx.engine(), fx.engine(), fx.engine()];
     const { key } = fx.fresh('try-bound');
     const got = await Promise.all(

@@ -43,10 +43,10 @@ export {
  * Safety: etcd orders contenders by create revision (linearizable, cluster-wide); a key dies with
  * the lease of the process that made it; a holder learns the loss of its lease from local time
  * alone (EtcdSession counts validity from the keepalive's send time, minus drift), and a renewal
- * checks in one transaction that each held key still exists as the key we created (same create revision).
- * Fencing token = our key's create revision: every new grant is a new key, and etcd's revision
- * only grows. Shared mode marks reader keys with the value `shared`; a reader holds when no
- * older contender is a writer.
+ * checks in one transaction that each held key still exists as the key we created (same create
+ * revision). Fencing token = our key's create revision: every new grant is a new key, and etcd's
+ * revision only grows. Shared mode marks reader keys with the value `shared`; a reader holds when
+ * no older contender is a writer.
  */
 export class EtcdLockBackend implements LockBackend {
   readonly name = 'etcd';
@@ -152,8 +152,8 @@ export class EtcdLockBackend implements LockBackend {
   }
 
   /**
-   * Deletes the holders' keys of `key`, whoever they are (each only at the create revision read, so a
-   * newer grant is never hit). The next contender is granted at once; a holder of another process
+   * Deletes the holders' keys of `key`, whoever they are (each only at the create revision read, so
+   * a newer grant is never hit). The next contender is granted at once; a holder of another process
    * learns the loss at its next renewal (ttl/3), one of this backend at once.
    */
   async forceRelease(key: string): Promise<boolean> {
@@ -264,7 +264,8 @@ export class EtcdLockBackend implements LockBackend {
 
   /**
    * Locks live as long as the session; renewal verifies, in one transaction for the whole batch,
-   * that each key still exists as the key we created (same create revision). A missing key is a lost lock.
+   * that each key still exists as the key we created (same create revision). A missing key is a
+   * lost lock.
    */
   renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     return renewHeld(locks, this.queues, this.semaphores, this.callTimeout);

@@ -81,7 +81,8 @@ export function inspection(
 }
 
 /**
- * Deletes the holders' keys (each only at the create revision read); resolves how many were deleted.
+ * Deletes the holders' keys (each only at the create revision read); resolves how many were
+ * deleted.
  */
 export async function deleteHolders(
   client: EtcdClientLike,

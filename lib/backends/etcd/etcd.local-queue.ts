@@ -10,13 +10,13 @@ import type { EtcdSession } from './etcd.session';
 /**
  * The local side of one lock NAME in one backend. etcd's layout gives a session exactly one key
  * per NAME (`NAME/<lease>`), so owners of this process cannot each queue on etcd: they queue here.
- * An *own key* (`OwnKey`; Go's Mutex calls it myKey) is one life of our key: created, queued on etcd, held, deleted. An exclusive
- * owner always gets a key of its own (a new key = a new, larger create revision = a new
- * fencing token); shared owners may share one, but join a held one only while no writer queues
- * behind it (else a stream of readers would starve the writer). The next own key starts only
- * after the previous key's deletion is confirmed, so a stale key is never mistaken for ours.
- * Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts queues an
- * own key on etcd; etcd.cleanup.ts deletes its key.
+ * An *own key* (`OwnKey`; Go's Mutex calls it myKey) is one life of our key: created, queued on
+ * etcd, held, deleted. An exclusive owner always gets a key of its own (a new key = a new, larger
+ * create revision = a new fencing token); shared owners may share one, but join a held one only
+ * while no writer queues behind it (else a stream of readers would starve the writer). The next own
+ * key starts only after the previous key's deletion is confirmed, so a stale key is never mistaken
+ * for ours. Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts
+ * queues an own key on etcd; etcd.cleanup.ts deletes its key.
  */
 export interface LocalQueueContext {
   readonly backend: string;

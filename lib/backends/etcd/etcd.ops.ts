@@ -236,8 +236,8 @@ export async function blockerGone(
 }
 
 /**
- * Deletes a contender; with `rev`, only the key created at that revision (never a newer one). Resolves
- * whether it was there.
+ * Deletes a contender; with `rev`, only the key created at that revision (never a newer one).
+ * Resolves whether it was there.
  */
 export async function deleteContender(
   client: EtcdClientLike,

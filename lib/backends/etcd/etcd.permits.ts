@@ -5,9 +5,9 @@ import { deleteContender } from './etcd.ops';
 
 /**
  * The etcd round trips of a native semaphore (permit keys under `<NAME>%sem/`, see
- * etcdSemaphorePrefix). A permit key is `<semPrefix><lease hex>_<owner token>` on the session lease,
- * its value the requester's permits N (decimal). Rule: a permit holds when fewer than ITS OWN N permit
- * keys are older (lower create revision); the others wait in create-revision order.
+ * etcdSemaphorePrefix). A permit key is `<semPrefix><lease hex>_<owner token>` on the session
+ * lease, its value the requester's permits N (decimal). Rule: a permit holds when fewer than ITS
+ * OWN N permit keys are older (lower create revision); the others wait in create-revision order.
  *
  * Who watches what (a release wakes O(1) waiters): a waiter with exactly N older keys (the first
  * waiter) watches deletes under the semaphore's prefix, since any delete there makes room for it;
@@ -32,7 +32,8 @@ export interface PermitPosition {
 const opts = (deadline: number) => ({ deadline });
 
 /**
- * Older permits, youngest first, at most permits + 1 (enough to tell granted / first waiter / later).
+ * Older permits, youngest first, at most permits + 1 (enough to tell granted / first waiter /
+ * later).
  */
 function olderPermits(semPrefix: Buffer, maxRev: bigint, permits: number) {
   return {
@@ -59,7 +60,8 @@ function position(
 }
 
 /**
- * One txn: create our permit on the lease and read the permits older than it (ours is the youngest).
+ * One txn: create our permit on the lease and read the permits older than it (ours is the
+ * youngest).
  */
 export async function createPermit(
   client: EtcdClientLike,
@@ -127,7 +129,8 @@ export async function permitPosition(
 }
 
 /**
- * Rewrites our permit in place (same value and lease, so same create revision): wakes our successor.
+ * Rewrites our permit in place (same value and lease, so same create revision): wakes our
+ * successor.
  */
 export async function markPermit(
   client: EtcdClientLike,
@@ -259,7 +262,8 @@ export function permitInspection(fullKey: string, permits: readonly PermitView[]
 }
 
 /**
- * Deletes every permit that holds (each only at the create revision read); resolves the revisions freed.
+ * Deletes every permit that holds (each only at the create revision read); resolves the revisions
+ * freed.
  */
 export async function deletePermitHolders(
   client: EtcdClientLike,

@@ -37,11 +37,11 @@ export interface HeldPermit {
 }
 
 /**
- * Native semaphores on etcd (see etcd.permits.ts for the layout and who watches what). Unlike a lock
- * NAME, whose etcdctl-compatible key allows one contender per session, every grant here is its own
- * key `<NAME>%sem/<lease hex>_<owner>`, so owners of one process need no local line: each request
- * queues on etcd by itself. Fencing token = the permit's create revision (every permit is a new key,
- * and revisions only grow); a permit dies with the session lease, as a lock's key does.
+ * Native semaphores on etcd (see etcd.permits.ts for the layout and who watches what). Unlike a
+ * lock NAME, whose etcdctl-compatible key allows one contender per session, every grant here is its
+ * own key `<NAME>%sem/<lease hex>_<owner>`, so owners of one process need no local line: each
+ * request queues on etcd by itself. Fencing token = the permit's create revision (every permit is a
+ * new key, and revisions only grow); a permit dies with the session lease, as a lock's key does.
  */
 export class EtcdSemaphores {
   private readonly held = new Map<string, HeldPermit>();

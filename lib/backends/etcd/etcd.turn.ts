@@ -56,8 +56,8 @@ export function waitForTurn(
       unsubscribe();
       resolve(result);
     };
-    // A delete at or before the listing's revision is in the listing already (and may be of a listed key
-    // deleted before it was created again): never apply it.
+    // A delete at or before the listing's revision is in the listing already (and may be of a
+    // listed key deleted before it was created again): never apply it.
     const apply = (d: RangeDelete) => {
       // Our own key went: we must not hold. Re-read, re-queue. (A delete before our create
       // revision is of an earlier key of ours.)

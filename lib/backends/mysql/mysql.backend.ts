@@ -31,14 +31,15 @@ const TICKET_MARGIN_MS = 250;
  * counter row locked until COMMIT, so they grow strictly. Across processes the longest-waiting
  * waiter wins: a waiting request that finds the key busy leaves a ticket row, and a grant goes only
  * to the holder of the oldest live ticket (mysql.tickets.ts). This process's releases wake its own
- * waiters at once; other processes' waiters block on the key's GET_LOCK notify lock (MySqlReleaseNotify)
- * and poll only where they must. No connection is held between attempts.
+ * waiters at once; other processes' waiters block on the key's GET_LOCK notify lock
+ * (MySqlReleaseNotify) and poll only where they must. No connection is held between attempts.
  */
 export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   readonly name = 'mysql';
   readonly waitPolicy: BackendWaitPolicy;
   /**
-   * This process's releases (in-process) and other processes' (GET_LOCK notify locks, else polling).
+   * This process's releases (in-process) and other processes' (GET_LOCK notify locks, else
+   * polling).
    */
   readonly wakeups: WakeupSource;
   private readonly blockingWaiters: number | undefined;
@@ -50,8 +51,8 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
     const given = o.source.given;
     const blocking = o.blockingWaiters ?? (given ? defaultBlockingWaiters(given) : 0);
     // Without notify locks the notifier only hears this process's releases: poll the others at the
-    // backoff pace. (A factory's pool is sized on first use; until then, and with 0 blocking waiters,
-    // every waiter polls.)
+    // backoff pace. (A factory's pool is sized on first use; until then, and with 0 blocking
+    // waiters, every waiter polls.)
     const notifies = o.blockingWaiters !== 0 && (blocking > 0 || !given);
     const fallbackDelay = notifies ? 1_000 : o.maxPollDelay;
     // ms a waiter's ticket outlives its last attempt: the longest pause between attempts, and more.
@@ -78,8 +79,8 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   }
 
   /**
-   * Checks the release notify's holder connection out BEFORE an acquire takes its own: an arm that waited for a
-   * pooled connection while the acquires held them all would stall every acquire.
+   * Checks the release notify's holder connection out BEFORE an acquire takes its own: an arm that
+   * waited for a pooled connection while the acquires held them all would stall every acquire.
    */
   protected override beforeAttempt(): Promise<void> {
     return this.releaseNotify.ready();

@@ -7,11 +7,11 @@ import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 type Notice = 'notified' | 'unarmed' | 'timeout';
 
 /**
- * When a ticketed waiter (see mysql.tickets.ts) re-attempts after a notify, by its place at its last
- * attempt: the first in line at once (it takes the key's mutex row alone); the next one after
- * NOTIFY_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its notify lock;
- * the others after NOTIFY_SPREAD_MS plus up to as much again at random (only to keep their tickets
- * and places fresh). A waiter without a ticket (a semaphore permit) re-attempts within
+ * When a ticketed waiter (see mysql.tickets.ts) re-attempts after a notify, by its place at its
+ * last attempt: the first in line at once (it takes the key's mutex row alone); the next one after
+ * NOTIFY_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its notify
+ * lock; the others after NOTIFY_SPREAD_MS plus up to as much again at random (only to keep their
+ * tickets and places fresh). A waiter without a ticket (a semaphore permit) re-attempts within
  * NOTIFY_SPREAD_MS.
  */
 const NOTIFY_NEXT_MS = 2;
@@ -50,22 +50,23 @@ export interface MySqlReleaseNotifyOptions {
  * a server-wide named lock (GET_LOCK) that a holding process keeps while it holds the
  * key and lets go right after its release (DELETE) has committed.
  *
- * Holder side: ONE "holder" connection per backend, checked out of the pool before the first acquire
- * takes its own connection and kept until close(), holds the notify locks of every key this process
- * holds (a session can hold many named locks). Arming follows the grant's COMMIT without delaying
- * the caller (it may wait for woken waiters to let go of the notify lock, and must not hold the key's
- * mutex row meanwhile); a waiter that sees the row before the notify lock is armed polls briefly. Arm
- * and disarm are serialized on the holder connection, so a release's disarm never overtakes its
- * grant's arm. Waiter side: the engine's head waiter of a key blocks in `GET_LOCK(notify lock, wait)`
- * on a pooled connection (IS_USED_LOCK first, RELEASE_LOCK at once, all in one statement) and wakes
- * the moment the holder lets go (the waiter first in line at once, the others NOTIFY_SPREAD_MS later,
- * so the processes woken together do not queue a herd on the key's mutex row); at most `blockingWaiters`
- * waiters block at once, the rest (and every waiter while a notify lock is not armed: a process whose
- * holder connection failed, shared holders beyond the first) poll with jittered backoff. A notify is only a
- * hint: every wake-up re-attempts the acquire, whose transaction alone decides; a missed notify costs
- * latency, never safety. Cost: 1 + `blockingWaiters` pooled connections while in use; one GET_LOCK round trip
- * on the holder connection per grant (after it, off the caller's path) and one RELEASE_LOCK per
- * release (right after its DELETE); one statement per wait on a waiter connection.
+ * Holder side: ONE "holder" connection per backend, checked out of the pool before the first
+ * acquire takes its own connection and kept until close(), holds the notify locks of every key this
+ * process holds (a session can hold many named locks). Arming follows the grant's COMMIT without
+ * delaying the caller (it may wait for woken waiters to let go of the notify lock, and must not
+ * hold the key's mutex row meanwhile); a waiter that sees the row before the notify lock is armed
+ * polls briefly. Arm and disarm are serialized on the holder connection, so a release's disarm
+ * never overtakes its grant's arm. Waiter side: the engine's head waiter of a key blocks in
+ * `GET_LOCK(notify lock, wait)` on a pooled connection (IS_USED_LOCK first, RELEASE_LOCK at once,
+ * all in one statement) and wakes the moment the holder lets go (the waiter first in line at once,
+ * the others NOTIFY_SPREAD_MS later, so the processes woken together do not queue a herd on the
+ * key's mutex row); at most `blockingWaiters` waiters block at once, the rest (and every waiter
+ * while a notify lock is not armed: a process whose holder connection failed, shared holders beyond
+ * the first) poll with jittered backoff. A notify is only a hint: every wake-up re-attempts the
+ * acquire, whose transaction alone decides; a missed notify costs latency, never safety. Cost: 1 +
+ * `blockingWaiters` pooled connections while in use; one GET_LOCK round trip on the holder
+ * connection per grant (after it, off the caller's path) and one RELEASE_LOCK per release (right
+ * after its DELETE); one statement per wait on a waiter connection.
  */
 export class MySqlReleaseNotify implements WakeupSource {
   private holderConn: MySqlConnectionLike | undefined;
@@ -88,7 +89,8 @@ export class MySqlReleaseNotify implements WakeupSource {
   }
 
   /**
-   * The notify lock's name: a digest (GET_LOCK names are server-wide, at most 64 characters on MySQL).
+   * The notify lock's name: a digest (GET_LOCK names are server-wide, at most 64 characters on
+   * MySQL).
    */
   name(key: string): string {
     return `ndl:${createHash('sha256').update(`${this.o.table}\0${key}`).digest('hex').slice(0, 40)}`;
@@ -118,8 +120,8 @@ export class MySqlReleaseNotify implements WakeupSource {
   }
 
   /**
-   * Checks the holder connection out of the pool if it is not there yet. The backend calls it BEFORE
-   * taking a connection for an acquire: an arm that waited for a pooled connection while the
+   * Checks the holder connection out of the pool if it is not there yet. The backend calls it
+   * BEFORE taking a connection for an acquire: an arm that waited for a pooled connection while the
    * acquires held them all would stall every acquire.
    */
   async ready(): Promise<void> {
@@ -167,13 +169,13 @@ export class MySqlReleaseNotify implements WakeupSource {
   }
 
   /**
-   * Waits for the notify that concerns this process's waiter. The first in line (or a waiter without
-   * a ticket) returns to re-attempt after the first notify or poll pause, as before. A waiter further
-   * back does not re-attempt on every notify (a whole attempt locks the key's mutex row the first in
-   * line needs): it reads its place (one lock-free statement) and goes back to the notify lock until
-   * nobody is ahead of it and no conflicting holder is live. Bounded by `ms` (the engine's fallback
-   * pause, shorter than the ticket life), so its ticket stays live and a dead head cannot strand
-   * it.
+   * Waits for the notify that concerns this process's waiter. The first in line (or a waiter
+   * without a ticket) returns to re-attempt after the first notify or poll pause, as before. A
+   * waiter further back does not re-attempt on every notify (a whole attempt locks the key's mutex
+   * row the first in line needs): it reads its place (one lock-free statement) and goes back to the
+   * notify lock until nobody is ahead of it and no conflicting holder is live. Bounded by `ms` (the
+   * engine's fallback pause, shorter than the ticket life), so its ticket stays live and a dead
+   * head cannot strand it.
    */
   private async wake(key: string, ms: number, signal: AbortSignal): Promise<void> {
     const deadline = performance.now() + ms;
@@ -261,8 +263,8 @@ export class MySqlReleaseNotify implements WakeupSource {
   /** Runs `op` on the holder connection after every earlier op; a failure drops the connection. */
   private enqueue(op: (holderConn: MySqlConnectionLike) => Promise<void>): Promise<void> {
     this.chain = this.chain.then(async () => {
-      // No holder connection (not ready, or broken): the grant goes unarmed; never wait for the pool
-      // here.
+      // No holder connection (not ready, or broken): the grant goes unarmed; never wait for the
+      // pool here.
       if (this.closed || !this.holderConn) return;
       try {
         await op(this.holderConn);

@@ -45,11 +45,13 @@ export function mysqlStatements(table: string) {
       i === 0 ? 'SELECT ? AS k, ? AS o, ? AS us' : 'SELECT ?, ?, ?',
     ).join(' UNION ALL ');
   return {
+    // The mode column's COMMENT keeps its first wording ('a seat': a semaphore permit), so the DDL
+    // of existing installs and of mysqlDdl() stays the same.
     ddl: [
       `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   VARBINARY(2048) NOT NULL COMMENT 'full lock key as UTF-8 bytes: binary, so no case folding or trailing-space padding',
   owner      CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL COMMENT '128-bit owner token, hex',
-  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a permit)',
+  mode       VARCHAR(9) CHARACTER SET ascii NOT NULL COMMENT 'exclusive, shared, or semaphore (a seat)',
   expires_at DATETIME(3) NOT NULL COMMENT 'UTC, database server clock',
   fence      BIGINT UNSIGNED NOT NULL COMMENT 'fencing token of this grant',
   holder     VARCHAR(${MAX_HOLDER_DATA}) CHARACTER SET utf8mb4 NULL COMMENT 'the holder: {"host","pid","instance"} (JSON text)',

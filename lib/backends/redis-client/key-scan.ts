@@ -86,8 +86,8 @@ export async function* scanCandidates(
  * held KEYS={K},{K}:r,{K}:s: 1 when the lock has a writer, a live reader or a live permit (scores
  * are expiries in server ms, `inf` for a permit renewed by PTTL), else 0. Read-only, one slot.
  * Only a lock's shape counts: a writer is a string with a ttl (every grant sets PX), readers and
- * permits are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for ever)
- * is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
+ * permits are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for
+ * ever) is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
  */
 export const HELD = redisScript(`${NOW_MS_LUA}
 local now = now_ms()

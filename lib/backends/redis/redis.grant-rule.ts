@@ -36,7 +36,8 @@ end
 
 /**
  * The keys of a grant, named: a lock's KEYS=W,R,F,Q,D,H,HR (everyLockKey) or a semaphore's
- * KEYS=S,F,Q,D (semaphoreKeys). PERMITS tells them apart (a semaphore passes 4 keys); S is W's slot.
+ * KEYS=S,F,Q,D (semaphoreKeys). PERMITS tells them apart (a semaphore passes 4 keys); S is W's
+ * slot.
  */
 export const GRANT_KEYS = `
 local SEATS = #KEYS == 4
@@ -47,8 +48,8 @@ local S = W
 `;
 
 /**
- * The holders of a grant and the rule, after GRANT_KEYS. Readers (R) and permits (S) are sorted sets
- * owner -> expiry (server ms). R expires at its latest reader (PEXPIREAT, as Redlock's scripts
+ * The holders of a grant and the rule, after GRANT_KEYS. Readers (R) and permits (S) are sorted
+ * sets owner -> expiry (server ms). R expires at its latest reader (PEXPIREAT, as Redlock's scripts
  * keep it); S outlives its latest permit (PEXPIRE ttl + 1 when it would expire sooner).
  *
  * The rule (Curator's maxLeases): a request is granted while the live holders it conflicts with

@@ -50,8 +50,8 @@ export interface RedisGrantDeps {
 
 /**
  * The Redis backend's calls for one kind of holder, over the one script set (redis.scripts.ts):
- * locks (W, R: `semaphore` false) or a semaphore's permits (S: `semaphore` true; RedisSemaphore). A request's
- * kind is its mode, or its permits. Each kind has a short uncontended acquire (LOCK_FREE,
+ * locks (W, R: `semaphore` false) or a semaphore's permits (S: `semaphore` true; RedisSemaphore). A
+ * request's kind is its mode, or its permits. Each kind has a short uncontended acquire (LOCK_FREE,
  * SEM_PERMIT_FREE) and release (RELEASE_UNQUEUED, a plain ZREM of an unmarked permit); a key found
  * busy or contended within the last CONTENDED_MS goes straight to the full scripts, which serve
  * every case (so a key in steady contention costs a process the extra round trip about once a
@@ -126,8 +126,8 @@ export class RedisGrants {
 
   /**
    * The short release (RELEASE_UNQUEUED; for a permit one `ZREM S owner`, which frees only an
-   * unmarked permit: nobody was queued, so nobody is owed it), else the release script, which serves
-   * the queue. A shared lock always runs the script.
+   * unmarked permit: nobody was queued, so nobody is owed it), else the release script, which
+   * serves the queue. A shared lock always runs the script.
    */
   release(lock: BackendLock): Promise<void> {
     const client = this.d.o.source.current;

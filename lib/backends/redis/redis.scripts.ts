@@ -32,12 +32,13 @@ export { everyLockKey, INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-
 export { HANDOFF_CONFIRM_MS } from './redis.grant-rule';
 
 /**
- * A semaphore's uncontended grant: neither a permit nor a waiter, granted at once as its set's only permit
- * (score inf: no clock read; the set expires in ttl + 1 ms, so the set's expiry is the permit's).
- * The full scripts give such a permit its expiry (settle) before they read a score, so an `inf`
- * permit only ever exists as the sole permit of a set that expires with it, and never while anyone is
- * queued. (An older version of this library, which does not settle, would never purge such a
- * permit: upgrade all processes that share semaphore keys together; the plain lock is unaffected.)
+ * A semaphore's uncontended grant: neither a permit nor a waiter, granted at once as its set's only
+ * permit (score inf: no clock read; the set expires in ttl + 1 ms, so the set's expiry is the
+ * permit's). The full scripts give such a permit its expiry (settle) before they read a score, so
+ * an `inf` permit only ever exists as the sole permit of a set that expires with it, and never
+ * while anyone is queued. (An older version of this library, which does not settle, would never
+ * purge such a permit: upgrade all processes that share semaphore keys together; the plain lock is
+ * unaffected.)
  */
 export const PERMIT_WHEN_FREE = `
 if redis.call('EXISTS', S, Q) == 0 then

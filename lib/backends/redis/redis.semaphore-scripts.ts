@@ -46,8 +46,8 @@ return false
 
 /**
  * renew KEYS=S ARGV=owner,ttl
- * Owner-checked: extends our live permit (plain or marked) to now + ttl, the set past it. Returns 1,
- * or 0 when the permit is gone. (An `inf` permit's renewal is its holder's, the only holder.)
+ * Owner-checked: extends our live permit (plain or marked) to now + ttl, the set past it. Returns
+ * 1, or 0 when the permit is gone. (An `inf` permit's renewal is its holder's, the only holder.)
  */
 export const SEM_RENEW = redisScript(`${NOW_MS_LUA}
 local S, ttl = KEYS[1], tonumber(ARGV[2])

@@ -14,11 +14,11 @@ import { SEM_INSPECT, semaphoreKeys } from './redis.semaphore-scripts';
  * holder limit of N, over a permit set `{K}:s` beside the lock's keys, in its hash slot (keys:
  * redis.semaphore-scripts.ts). The same scripts and calls as the lock (RedisGrants): an attempt
  * grants when fewer than the request's own N hold and nobody is queued ahead, else queues;
- * release and forceRelease grant the freed permits to the head waiters and PUBLISH each grant on the
- * waiter's process channel, through the lock's handoff table, so one freed permit wakes one waiter,
- * who confirms the grant with one script (a message only wakes). Every grant gets its own fence
- * token. An uncontended acquire is the short SEM_PERMIT_FREE script, an uncontended release a plain
- * ZREM.
+ * release and forceRelease grant the freed permits to the head waiters and PUBLISH each grant on
+ * the waiter's process channel, through the lock's handoff table, so one freed permit wakes one
+ * waiter, who confirms the grant with one script (a message only wakes). Every grant gets its own
+ * fence token. An uncontended acquire is the short SEM_PERMIT_FREE script, an uncontended release a
+ * plain ZREM.
  */
 export class RedisSemaphore extends RedisGrants implements SemaphoreBackend {
   constructor(d: RedisGrantDeps) {

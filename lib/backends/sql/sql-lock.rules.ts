@@ -16,9 +16,10 @@ export interface HolderRow {
 }
 
 /**
- * What a holder row's `mode` column stores: a lock's mode, or 'semaphore' for one permit of a native
- * semaphore. Permits and the key's lock are independent (as in the memory backend and in the core's
- * permit-lock semaphores): a lock request ignores permit rows and a permit request counts only permit rows.
+ * What a holder row's `mode` column stores: a lock's mode, or 'semaphore' for one permit of a
+ * native semaphore. Permits and the key's lock are independent (as in the memory backend and in the
+ * core's permit-lock semaphores): a lock request ignores permit rows and a permit request counts
+ * only permit rows.
  */
 export type StoredMode = LockMode | 'semaphore';
 
