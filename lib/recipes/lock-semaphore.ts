@@ -118,7 +118,7 @@ export async function acquirePermit(
   }
 }
 
-/** One round: each permit once, from a random start; a permit's handle, or null when all are busy. */
+/** One round: each permit once, from a random start; its handle, or null when all are busy. */
 async function tryEveryPermit(
   host: RecipeHost,
   keys: readonly string[],

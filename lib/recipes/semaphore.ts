@@ -15,7 +15,7 @@ import type { SemaphoreBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import { acquirePermit } from './lock-semaphore';
 
-/** Largest `permits` accepted: every busy round of a semaphore of permit locks tries each permit once. */
+/** Largest `permits` accepted: each busy round over permit locks tries every permit. */
 export const MAX_PERMITS = 1_000;
 
 export function checkPermits(value: unknown, key?: string): number {

@@ -174,7 +174,7 @@ export class EtcdSemaphores {
     return waitForPermitChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
   }
 
-  /** Ends a wait that was not granted: removes our permit, then answers busy or the last failure. */
+  /** Ends a wait not granted: removes our permit, then answers busy or the last failure. */
   private async giveUp(
     request: BackendAttempt,
     session: EtcdSession | undefined,

@@ -157,7 +157,7 @@ export class MemoryLockBackend implements LockBackend {
     return { acquired: true, fencingToken: entry.token };
   }
 
-  /** One permit of a semaphore: granted while fewer than `permits` (the holders' N) hold the key. */
+  /** One permit of a semaphore: granted while fewer than `permits` (the holders' N) hold it. */
   private takePermit(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
     const held = this.livePermits(request.key, now);
     const agreed = held && held.size > 0 ? this.semaphores.get(request.key)?.permits : undefined;

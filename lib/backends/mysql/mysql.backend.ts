@@ -97,7 +97,7 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
       void this.releaseNotify.arm(request.key, request.owner, request.mode === 'exclusive');
   }
 
-  /** The notify lock is let go (RELEASE_LOCK) after the DELETE committed: a woken waiter finds it gone. */
+  /** RELEASE_LOCK of the notify lock after the DELETE commits: a woken waiter finds no row. */
   protected override forget(lock: BackendLock): void {
     this.releaseNotify.disarm(lock.key, lock.owner);
   }

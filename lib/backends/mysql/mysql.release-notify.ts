@@ -72,7 +72,7 @@ export class MySqlReleaseNotify implements WakeupSource {
   private holderConn: MySqlConnectionLike | undefined;
   private opening: Promise<void> | undefined;
   private chain: Promise<void> = Promise.resolve();
-  /** Local holders per notify lock name; the notify lock is held while any of them holds the key. */
+  /** Local holders per notify lock name; it is held while any of them holds the key. */
   private readonly owners = new Map<string, Set<string>>();
   /** Notify locks the holder connection holds right now. */
   private readonly armed = new Set<string>();

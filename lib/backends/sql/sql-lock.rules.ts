@@ -9,7 +9,7 @@ import type { LockMode } from '../../interfaces/lock-backend.interface';
  */
 export interface HolderRow {
   readonly owner: string;
-  /** A lock holder's mode, or 'semaphore' for a permit of the key's semaphore (SemaphoreBackend). */
+  /** A holder's mode, or 'semaphore' for a permit of the key's semaphore (SemaphoreBackend). */
   readonly mode: StoredMode;
   /** Microseconds until the row expires, by the server's clock (<= 0: expired). */
   readonly leftUs: number;

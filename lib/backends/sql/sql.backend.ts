@@ -174,7 +174,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   /** Stops the wake-up source (its connections) before the pool is ended. */
   protected abstract closeWakeups(): Promise<void>;
 
-  /** Called before an attempt takes its connection (MySQL: the notify lock's holder connection first). */
+  /** Called before an attempt takes its connection (MySQL: the notify locks' connection first). */
   protected beforeAttempt(): Promise<void> {
     return Promise.resolve();
   }
