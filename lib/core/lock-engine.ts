@@ -133,7 +133,7 @@ export class LockEngine implements RecipeHost {
   }
 
   /**
-   * Acquires `key` (or every key of an array, all or nothing, in canonical order; or a seat of a
+   * Acquires `key` (or every key of an array, all or nothing, in canonical order; or a permit of a
    * semaphore with `permits`), waiting up to `wait` ms. Throws LockAcquireTimeoutError when still
    * busy at the deadline. `meta` tells observation where the call came from (@Locked's template).
    */

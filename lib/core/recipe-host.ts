@@ -10,7 +10,7 @@ import type { LockHandle } from './lease/lock-handle';
 
 export interface RecipeHost {
   readonly keyPrefix: string;
-  /** The pipeline: one key's grant (a lock, or a recipe's GrantForm, or a grant it made). */
+  /** The pipeline: one key's grant (a lock, or a recipe's GrantDriver, or a grant it made). */
   acquireOne(call: AcquireCall): Promise<LockHandle>;
   /** The registered backend `name` (InvalidLockOptionsError otherwise). */
   backend(name?: string): LockBackend;

@@ -81,19 +81,19 @@ export interface BackendAcquireRequest extends BackendAttempt {
 
 /**
  * Optional native semaphores (LockService `permits: N`): at most N holders of one key at once.
- * A backend without it gets seat locks from the semaphore recipe (`<key>#<i>`, one per permit).
+ * A backend without it gets permit locks from the semaphore recipe (`<key>#<i>`, one per permit).
  * A request is granted only while fewer than its own `permits` hold the key (Curator's rule); each
- * grant's fencing token is larger than every earlier grant's of the key. Seats are exclusive.
+ * grant's fencing token is larger than every earlier grant's of the key. Permits are exclusive.
  */
 export interface SemaphoreBackend {
-  /** ONE attempt at a seat, as LockBackend.tryAcquire. */
+  /** ONE attempt at a permit, as LockBackend.tryAcquire. */
   tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult>;
-  /** Optional native queued wait for a seat, as LockBackend.acquire. */
+  /** Optional native queued wait for a permit, as LockBackend.acquire. */
   acquire?(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult>;
-  /** Renews held seats, as LockBackend.renew. */
-  renew(seats: readonly BackendLock[]): Promise<boolean[]>;
-  /** Owner-checked release of a seat, as LockBackend.release. */
-  release(seat: BackendLock): Promise<void>;
+  /** Renews held permits, as LockBackend.renew. */
+  renew(permits: readonly BackendLock[]): Promise<boolean[]>;
+  /** Owner-checked release of a permit, as LockBackend.release. */
+  release(permit: BackendLock): Promise<void>;
 }
 
 /**

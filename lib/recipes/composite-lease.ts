@@ -1,6 +1,7 @@
 /**
- * One grant made of several handles (a multi-key grant's keys, a seat semaphore's seat), seen by
- * its holder as one handle: one signal that aborts when any part is lost, one release.
+ * One grant made of several handles (a multi-key grant's keys, a semaphore of permit locks's
+ * permit), seen by its holder as one handle: one signal that aborts when any part is lost, one
+ * release.
  */
 import { LockHandle, type HandleLease, type LeaseOps } from '../core/lease/lock-handle';
 import type { LeaseState } from '../core/lease/lock-lease';
@@ -9,9 +10,9 @@ import type { LockMode } from '../interfaces/lock-backend.interface';
 
 /**
  * One grant made of the handles of its keys (canonical order). `names` are the keys the holder
- * sees, one per leading part (a semaphore's seat is shown under the semaphore's key); parts past
- * them (a seat semaphore's permits record) are held, renewed and released with the grant but not
- * shown. Default: each part's own key.
+ * sees, one per leading part (a semaphore's permit is shown under the semaphore's key); parts past
+ * them (a semaphore of permit locks's permits record) are held, renewed and released with the grant
+ * but not shown. Default: each part's own key.
  */
 export class CompositeLease implements HandleLease {
   released = false;

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { checkLockKey, checkOptionsObject, checkString } from '../backend-kit';
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
-import type { GrantForm } from '../core/acquire/pipeline-context';
+import type { GrantDriver } from '../core/acquire/pipeline-context';
 import { reported } from '../core/activity/observe';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { RecipeHost } from '../core/recipe-host';
@@ -190,8 +190,8 @@ export class Leadership {
     const { ttl, backend } = this.options;
     const options = { ttl, backend, wait: ROUND_MS, signal: this.cancel.signal };
     const proposal = this.options.proposal ?? `${hostname()}:${process.pid}`;
-    const form = electionForm(this.host.backend(backend), proposal);
-    return this.host.acquireOne({ key: `election:${this.name}`, options, form });
+    const driver = electionDriver(this.host.backend(backend), proposal);
+    return this.host.acquireOne({ key: `election:${this.name}`, options, driver });
   }
 
   /** Stops for good on an error every round would repeat: reported at warn, not per round. */
@@ -219,8 +219,8 @@ export class Leadership {
   }
 }
 
-/** A campaign's form of grant on `backend`: its election layout, or (none) the plain lock. */
-function electionForm(backend: LockBackend, proposal: string): GrantForm | undefined {
+/** A campaign's grant driver on `backend`: its election layout, or (none) the plain lock. */
+function electionDriver(backend: LockBackend, proposal: string): GrantDriver | undefined {
   const election = backend.election;
   if (!election) return undefined;
   const acquire = election.acquire;

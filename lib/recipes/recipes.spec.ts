@@ -7,7 +7,7 @@ import type {
   ElectionBackend,
 } from '../interfaces/lock-backend.interface';
 
-/** The memory backend without its native semaphore: the recipe builds one from seat locks. */
+/** The memory backend without its native semaphore: the recipe builds one from permit locks. */
 class NoNativeSemaphore extends MemoryLockBackend {
   override readonly semaphore = undefined as never;
 }
@@ -46,9 +46,9 @@ describe('semaphore recipe', () => {
   it('permits: 1 is a semaphore of one, not the plain lock of the key', async () => {
     const engine = engineOver(new MemoryLockBackend());
     const lock = await engine.acquire('s');
-    const seat = await engine.acquire('s', { permits: 1 });
+    const permit = await engine.acquire('s', { permits: 1 });
     expect(await engine.tryAcquire('s', { permits: 1 })).toBeNull();
-    await Promise.all([lock.release(), seat.release()]);
+    await Promise.all([lock.release(), permit.release()]);
   });
 
   it('a caller naming another N for a semaphore in use gets InvalidLockOptionsError naming permits', async () => {
@@ -65,15 +65,15 @@ describe('semaphore recipe', () => {
     await other.release();
   });
 
-  it('without a native semaphore, seats are the locks <key>#<i>: at most N hold', async () => {
+  it('without a native semaphore, permits are the locks <key>#<i>: at most N hold', async () => {
     const backend = new NoNativeSemaphore();
     const engine = engineOver(backend);
     const a = await engine.acquire('q', { permits: 2 });
     const b = await engine.acquire('q', { permits: 2 });
     expect(await engine.tryAcquire('q', { permits: 2 })).toBeNull();
-    const seats = (await backend.list('lock:q#', 10)).sort();
-    // Beside the seats, the permits record their holders share (seat-permits.ts).
-    expect(seats).toEqual(['lock:q#0', 'lock:q#1', 'lock:q#n']);
+    const permits = (await backend.list('lock:q#', 10)).sort();
+    // Beside the permits, the permits record their holders share (permits-record.ts).
+    expect(permits).toEqual(['lock:q#0', 'lock:q#1', 'lock:q#n']);
     expect(a.key).toBe('q');
     await Promise.all([a.release(), b.release()]);
   });

@@ -1,21 +1,21 @@
 /**
  * Semaphores (`permits: N`): at most N holders of one key. A layer over the acquire pipeline: on
- * a backend with a native form (LockBackend.semaphore) a grant is one seat of it, taken through
- * the pipeline with the semaphore's GrantForm; elsewhere the seats are N ordinary locks
- * `<key>#<i>` (seat-semaphore.ts). Either way a grant is a handle like a lock's (watchdog
- * renewal, loss signal, release, the seat's fencing token). `permits: 1` is a semaphore of one,
+ * a backend with a native form (LockBackend.semaphore) a grant is one permit of it, taken through
+ * the pipeline with the semaphore's GrantDriver; elsewhere the permits are N ordinary locks
+ * `<key>#<i>` (lock-semaphore.ts). Either way a grant is a handle like a lock's (watchdog
+ * renewal, loss signal, release, the permit's fencing token). `permits: 1` is a semaphore of one,
  * never the plain lock of the key.
  */
 import type { LockHandle } from '../core/lease/lock-handle';
-import type { GrantForm } from '../core/acquire/pipeline-context';
+import type { GrantDriver } from '../core/acquire/pipeline-context';
 import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
 import type { LockKeys } from '../core/keys/key-list';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { SemaphoreBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
-import { acquireSeat } from './seat-semaphore';
+import { acquirePermit } from './lock-semaphore';
 
-/** Largest `permits` accepted: every busy round of a seat semaphore tries each seat once. */
+/** Largest `permits` accepted: each busy round over permit locks tries every permit. */
 export const MAX_PERMITS = 1_000;
 
 export function checkPermits(value: unknown, key?: string): number {
@@ -25,7 +25,7 @@ export function checkPermits(value: unknown, key?: string): number {
   return value;
 }
 
-/** The `permits` entry point: one seat of semaphore `key`. */
+/** The `permits` entry point: one permit of semaphore `key`. */
 export function acquireSemaphore(
   host: RecipeHost,
   key: LockKeys,
@@ -44,16 +44,16 @@ export function acquireSemaphore(
     throw new InvalidLockOptionsError(
       'mode',
       'shared',
-      "'exclusive' (a semaphore's seats are exclusive; use permits or shared, not both)",
+      "'exclusive' (a semaphore's permits are exclusive; use permits or shared, not both)",
       k,
     );
   const native = host.backend(options.backend).semaphore;
-  if (!native) return acquireSeat(host, k, permits, options, meta);
-  return host.acquireOne({ key: k, options, form: seatForm(native, permits), ...meta });
+  if (!native) return acquirePermit(host, k, permits, options, meta);
+  return host.acquireOne({ key: k, options, driver: permitDriver(native, permits), ...meta });
 }
 
-/** How the pipeline takes a seat of a native semaphore of `permits`. */
-function seatForm(semaphore: SemaphoreBackend, permits: number): GrantForm {
+/** How the pipeline takes a permit of a native semaphore of `permits`. */
+function permitDriver(semaphore: SemaphoreBackend, permits: number): GrantDriver {
   const acquire = semaphore.acquire;
   return {
     tryAcquire: (request) => semaphore.tryAcquire(request, permits),

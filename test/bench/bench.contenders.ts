@@ -105,7 +105,7 @@ export function ours(system: System): Contender {
     ours: true,
     waits:
       system === 'mysql'
-        ? 'release doorbell (GET_LOCK), FIFO tickets'
+        ? 'release notify (GET_LOCK), FIFO tickets'
         : system === 'memory'
           ? 'in-process notification'
           : 'notification (pub/sub, watch or NOTIFY)',

@@ -7,7 +7,7 @@ import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { DEFAULT_FENCE_RETENTION_MS as FENCE_RETENTION_MS } from '../../lib/backends/redis/redis.options';
 import {
   SEM_RELEASE,
-  SEM_SEAT_FREE,
+  SEM_PERMIT_FREE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
@@ -17,13 +17,13 @@ import type { BenchContext } from './bench.context';
 import { sleep, summarize, type Summary } from './bench.stats';
 
 /**
- * Semaphore rows (`--scenarios=semaphore`, Redis only): ours (native seats, `permits: 3`) against
+ * Semaphore rows (`--scenarios=semaphore`, Redis only): ours (native permits, `permits: 3`) against
  * redis-semaphore 5.8's `Semaphore` (limit 3, its defaults: lockTimeout 10 s, polls every 10 ms
  * for up to 10 s), on the same private server, alternating windows.
  * - uncontended: one client, acquire + release in a loop (cycles/s, cycle latency), each round's
  *   window cut into slices the rows take in turn (the order reversed every other slice); beside
  *   the two libraries, `scripts-only`: the two calls our Redis semaphore sends per uncontended
- *   cycle (the free-seat script SEM_SEAT_FREE, then the release's plain ZREM; the same keys and
+ *   cycle (the free-permit script SEM_PERMIT_FREE, then the release's plain ZREM; the same keys and
  *   arguments, a new owner token each) through the same client with none of our JavaScript
  *   around them. No library code over these scripts can be faster than that row: it is the
  *   ceiling of ours. And `their-calls`, the same for theirs: the
@@ -99,7 +99,7 @@ export interface SemaphoreResult {
   };
 }
 
-/** One row's client: `take` acquires a seat of `key` and answers its release. */
+/** One row's client: `take` acquires a permit of `key` and answers its release. */
 export interface Client {
   take(key: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -111,18 +111,18 @@ export function connect(impl: Impl, port: number): Client {
   if (impl === 'scripts-only') {
     const args = (key: string) => {
       const k = semaphoreKeys(`bench:${key}`);
-      return [k.seats, k.fence, k.queue, k.details] as const;
+      return [k.permits, k.fence, k.queue, k.details] as const;
     };
     return {
       async take(key) {
         const keys = args(key);
         const owner = newOwnerToken();
-        // The uncontended acquire: the short free-seat script (RedisGrants.attempt).
-        const seat = [keys[0], keys[1], keys[2], owner, BENCH_TTL_MS, FENCE_RETENTION_MS];
-        const reply = await runScript(client, SEM_SEAT_FREE, 3, seat);
+        // The uncontended acquire: the short free-permit script (RedisGrants.attempt).
+        const permit = [keys[0], keys[1], keys[2], owner, BENCH_TTL_MS, FENCE_RETENTION_MS];
+        const reply = await runScript(client, SEM_PERMIT_FREE, 3, permit);
         if (!(Number(reply) > 0)) throw new Error(`scripts-only: not granted (${String(reply)})`);
         return async () => {
-          // As the backend does: the release script only when the ZREM did not free the seat.
+          // As the backend does: the release script only when the ZREM did not free the permit.
           if ((await client.zrem(keys[0], owner)) === 1) return;
           await runScript(client, SEM_RELEASE, 4, [
             ...keys,
@@ -169,7 +169,7 @@ export interface OurClasses {
 }
 
 /**
- * The `ours` row over `client` (which it disconnects on close): a semaphore of `permits` seats,
+ * The `ours` row over `client` (which it disconnects on close): a semaphore of `permits` permits,
  * or, with `permits` null, the plain lock.
  */
 export function oursOver(

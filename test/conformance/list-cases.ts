@@ -25,16 +25,16 @@ export function describeListCases(ctx: MultiKeyContext): void {
       await b.acquire(`${ns}:pool`, { permits: 3 }),
     ];
     const other = await a.acquire(`x${ns}:order:1`);
-    // Without native semaphores a semaphore is seat locks (`pool#<i>`), and list() shows the seats,
-    // and the permits record `pool#n` the holders share where the backend can keep it.
+    // Without native semaphores a semaphore is permit locks (`pool#<i>`), and list() shows the
+    // permits, and the permits record `pool#n` the holders share where the backend can keep it.
     const backend = a.backend('default');
     const record = backend.inspect && backend.capabilities.shared ? [`${ns}:pool#n`] : [];
-    const seats = backend.semaphore ? [`${ns}:pool`] : [`${ns}:pool#`, `${ns}:pool#`, ...record];
+    const permits = backend.semaphore ? [`${ns}:pool`] : [`${ns}:pool#`, `${ns}:pool#`, ...record];
     const all = (await b.operator.list(ns)).sort();
     expect(all.map((k) => k.replace(/#\d+$/, '#'))).toEqual([
       `${ns}:order:1`,
       `${ns}:order:2`,
-      ...seats,
+      ...permits,
       `${ns}:report`,
     ]);
     expect((await b.operator.list(`${ns}:order:`)).sort()).toEqual([

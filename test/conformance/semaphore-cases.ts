@@ -9,19 +9,19 @@ import type { MultiKeyContext } from './multi-key-cases';
 
 /**
  * Semaphores (`permits: N`), run by describeLockConformance on every backend: at most N holders,
- * all N seats used under load, try-once when full, a grant is a handle like a lock's.
+ * all N permits used under load, try-once when full, a grant is a handle like a lock's.
  */
 export function describeSemaphoreCases(ctx: MultiKeyContext): void {
   const key = (what: string) => `${what}:${randomBytes(4).toString('hex')}`;
 
-  it('semaphore: at most N hold at once across two processes, and all N seats get used', async () => {
+  it('semaphore: at most N hold at once across two processes, and all N permits get used', async () => {
     const engines = [(await ctx.engine()).engine, (await ctx.engine()).engine];
     const k = key('sem');
     let inside = 0;
     let most = 0;
     let done = 0;
-    // The first holders stay inside until the third seat is granted (or 30 s pass, and the case
-    // then fails on `most`): "all N seats get used" must not depend on how fast a loaded machine
+    // The first holders stay inside until the third permit is granted (or 30 s pass, and the case
+    // then fails on `most`): "all N permits get used" must not depend on how fast a loaded machine
     // hands out grants (ZooKeeper's Curator layout grants one at a time through a mutex).
     let filling: (() => void)[] | undefined = [];
     const fill = () => {
@@ -52,7 +52,7 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     expect(most).toBe(3);
   });
 
-  it('semaphore: full means busy (tryAcquire null, acquire times out); a release frees one seat', async () => {
+  it('semaphore: full means busy (tryAcquire null, acquire times out); a release frees one permit', async () => {
     const { engine: e } = await ctx.engine();
     const { engine: other } = await ctx.engine();
     const k = key('sem-full');
@@ -89,11 +89,11 @@ export function describeSemaphoreCases(ctx: MultiKeyContext): void {
     await Promise.all([one.release(), ...holders.map((h) => h.release())]);
   });
 
-  it('semaphore: a lost seat aborts its handle’s signal; bad permits are rejected naming the option', async () => {
+  it('semaphore: a lost permit aborts its handle’s signal; bad permits are rejected naming the option', async () => {
     const { engine: e } = await ctx.engine();
     const k = key('sem-lost');
     const backend = e.backend();
-    // A seat freed behind its holder's back (native layout, or the seat locks `<key>#<i>`);
+    // A permit freed behind its holder's back (native layout, or the permit locks `<key>#<i>`);
     // permits: 1 is a semaphore of one like any other.
     for (const permits of [1, 2]) {
       const sem = `${k}-${permits}`;

@@ -7,16 +7,16 @@ import type { ReleaseListener } from '../../lib/interfaces/lock-backend.interfac
 import { eventually } from '../support/eventually';
 
 /**
- * A semaphore on a backend without a native one (permits as seat locks `<key>#<i>`, as on Redlock):
- * a client that hangs up mid-wait ends the seat wait, as it ends a lock's. Before, the seat wait
- * listened only to the caller's own signal: the seat tries went on and the handler still ran once
- * a seat freed up. The backend is the memory backend without its native semaphore; the seat wait's
- * wake-up listeners, counted, show when it ends.
+ * A semaphore on a backend without a native one (permits as permit locks `<key>#<i>`, as on
+ * Redlock): a client that hangs up mid-wait ends the permit wait, as it ends a lock's. Before, the
+ * permit wait listened only to the caller's own signal: the permit tries went on and the handler
+ * still ran once a permit freed up. The backend is the memory backend without its native semaphore;
+ * the permit wait's wake-up listeners, counted, show when it ends.
  */
 const ran: string[] = [];
 
-class SeatOnlyBackend extends MemoryLockBackend {
-  /** Wake-up listeners open now (a seat wait keeps one per seat while it sleeps). */
+class PermitOnlyBackend extends MemoryLockBackend {
+  /** Wake-up listeners open now (a permit wait keeps one per permit while it sleeps). */
   listening = 0;
   constructor() {
     super();
@@ -35,32 +35,32 @@ class SeatOnlyBackend extends MemoryLockBackend {
         },
       };
     };
-    // No native semaphore: `permits` takes seat locks.
+    // No native semaphore: `permits` takes permit locks.
     Object.defineProperty(this, 'semaphore', { value: undefined });
   }
 }
 
 @Controller()
-class SeatController {
-  @Get('seat/:id')
-  @Locked('seat:<id>', { permits: 1, wait: 20_000 })
-  async seat(@Param('id') id: string): Promise<string> {
-    ran.push(`seat ${id}`);
+class PermitController {
+  @Get('permit/:id')
+  @Locked('permit:<id>', { permits: 1, wait: 20_000 })
+  async permit(@Param('id') id: string): Promise<string> {
+    ran.push(`permit ${id}`);
     return id;
   }
 }
 
-describe('a client that hangs up ends a seat-semaphore wait', () => {
+describe('a client that hangs up ends a lock-semaphore wait', () => {
   let app: INestApplication;
   let locks: LockService;
-  let backend: SeatOnlyBackend;
+  let backend: PermitOnlyBackend;
   let port: number;
 
   beforeAll(async () => {
-    backend = new SeatOnlyBackend();
+    backend = new PermitOnlyBackend();
     const moduleRef = await Test.createTestingModule({
       imports: [DistributedLockModule.forRoot({ backend })],
-      controllers: [SeatController],
+      controllers: [PermitController],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
@@ -70,18 +70,18 @@ describe('a client that hangs up ends a seat-semaphore wait', () => {
 
   afterAll(async () => app?.close());
 
-  it('stops the seat tries and never runs the handler', async () => {
+  it('stops the permit tries and never runs the handler', async () => {
     expect(backend.semaphore).toBeUndefined();
-    const held = await locks.acquire('seat:s1', { permits: 1, ttl: 30_000 });
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/seat/s1', agent: false });
+    const held = await locks.acquire('permit:s1', { permits: 1, ttl: 30_000 });
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/permit/s1', agent: false });
     req.on('error', () => undefined);
     req.end();
-    // The request's seat wait sleeps on the seat's wake-up.
+    // The request's permit wait sleeps on the permit's wake-up.
     await eventually(() => backend.listening === 1);
     req.destroy();
     await eventually(() => backend.listening === 0);
     await held.release();
-    const next = await locks.tryAcquire('seat:s1', { permits: 1 });
+    const next = await locks.tryAcquire('permit:s1', { permits: 1 });
     expect(next).not.toBeNull();
     await next?.release();
     expect(ran).toEqual([]);

@@ -7,7 +7,8 @@ import { RedisServer } from '../support/redis-server';
 
 /**
  * The sample app's multi-key transfer (one script per grant on standalone Redis) and
- * semaphore-limited export (native Redis seats), over HTTP with LOCK_BACKEND=redis on a private server.
+ * semaphore-limited export (native Redis permits), over HTTP with LOCK_BACKEND=redis on a private
+ * server.
  */
 describe('sample app on Redis: transfers, exports', () => {
   let server: RedisServer;
@@ -51,7 +52,7 @@ describe('sample app on Redis: transfers, exports', () => {
     expect(Object.values(balances).reduce((a, b) => a + b, 0)).toBe(3_000);
   });
 
-  it('exports: at most 3 run at once on native seats; the 4th caller gets 409 with Retry-After', async () => {
+  it('exports: at most 3 run at once on native permits; the 4th caller gets 409 with Retry-After', async () => {
     const { ExportsController } = await import('../../sample-app/exports/exports.controller');
     const http = app.getHttpServer();
     const answers = await Promise.all(
@@ -63,7 +64,7 @@ describe('sample app on Redis: transfers, exports', () => {
     expect(ok.length + busy.length).toBe(6);
     expect(busy.every((b) => b.headers['retry-after'] !== undefined)).toBe(true);
     expect(app.get(ExportsController).most).toBeLessThanOrEqual(3);
-    // The grants were made on the private Redis: the key's fence counter is there, and no seat
+    // The grants were made on the private Redis: the key's fence counter is there, and no permit
     // is left behind now that every export ended.
     expect(await admin.keys('*exports*:s')).toEqual([]);
     const fences = await admin.keys('*exports*:f');

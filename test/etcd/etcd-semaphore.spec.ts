@@ -9,7 +9,7 @@ import { HolderProcess, type HolderMessage } from '../support/holder-harness';
 import { etcdFixture } from './etcd-fixture';
 
 /**
- * Native etcd semaphores (issue 17 for etcd): the seat layout, and the wake-ups a waiter needs.
+ * Native etcd semaphores (issue 17 for etcd): the permit layout, and the wake-ups a waiter needs.
  * Sessions here have a 30 s TTL, so a waiter's periodic re-read (every session TTL) cannot stand
  * in for a missing wake-up within the tests' 10 s waits: each grant below comes from a watch.
  */
@@ -21,7 +21,7 @@ describe('etcd backend: native semaphores', () => {
     const backend = new EtcdLockBackend({ client: etcd.client(), sessionTtl });
     return { engine: etcd.engine(backend, { ttl: sessionTtl, wait: 10_000 }), backend };
   }
-  const seats = async (n: string) => {
+  const permitKeys = async (n: string) => {
     const p = etcdSemaphorePrefix(n);
     return (
       await etcd.admin.kv.range({
@@ -36,20 +36,20 @@ describe('etcd backend: native semaphores', () => {
   async function queued(e: LockEngine, n: string, permits: number, count: number) {
     let granted: LockHandle | undefined;
     const p = e.acquire(n, { permits }).then((h) => (granted = h));
-    await eventually(async () => (await seats(n)).length === count);
+    await eventually(async () => (await permitKeys(n)).length === count);
     return { promise: p, granted: () => granted };
   }
 
-  it('lays seats out under NAME%sem/<lease hex>_<owner> (value = permits), apart from the lock NAME/', async () => {
+  it('lays permits out under NAME%sem/<lease hex>_<owner> (value = permits), apart from the lock NAME/', async () => {
     const n = name('layout');
     const { engine: e, backend } = engine();
-    const seat = await e.acquire(n, { permits: 3 });
+    const permit = await e.acquire(n, { permits: 3 });
     const lock = await e.acquire(n); // the lock of the same key is another thing: granted too
-    const [kv] = await seats(n);
+    const [kv] = await permitKeys(n);
     const hex = BigInt(backend.sessionLeaseId as string).toString(16);
     expect(kv.key.toString()).toMatch(new RegExp(`^${n}%sem/${hex}_[0-9a-f]{32}$`));
     expect(kv.value.toString()).toBe('3');
-    expect(seat.fencingToken).toBe(BigInt(kv.create_revision));
+    expect(permit.fencingToken).toBe(BigInt(kv.create_revision));
     const lockKeys = await etcd.admin.getAll().prefix(`${n}/`).keys();
     expect(lockKeys).toEqual([`${n}/${hex}`]);
     const view = await backend.inspect(n);
@@ -58,8 +58,8 @@ describe('etcd backend: native semaphores', () => {
     const semView = await backend.inspect(n);
     expect(semView).toMatchObject({ held: true, mode: 'exclusive', waiters: 0 });
     expect(semView.holders[0].metadata).toMatchObject({ permits: '3' });
-    await seat.release();
-    expect(await seats(n)).toEqual([]);
+    await permit.release();
+    expect(await permitKeys(n)).toEqual([]);
   });
 
   it('a release by a holder that is not the oldest wakes the first waiter (it watches the whole prefix)', async () => {
@@ -84,7 +84,7 @@ describe('etcd backend: native semaphores', () => {
     const third = await queued(c.engine, n, 2, 3);
     const fourth = await queued(d.engine, n, 2, 4);
     await first.release();
-    const h3 = await third.promise; // C was first waiter; its grant marks its seat
+    const h3 = await third.promise; // C was first waiter; its grant marks its permit
     expect(fourth.granted()).toBeUndefined();
     await second.release(); // D must have moved on to watching the prefix: B is not its predecessor
     const h4 = await fourth.promise;
@@ -92,35 +92,35 @@ describe('etcd backend: native semaphores', () => {
     await Promise.all([h3.release(), h4.release()]);
   });
 
-  it('a cancelled waiter ahead hands its place on; a try-once or timed-out request leaves no seat', async () => {
+  it('a cancelled waiter ahead hands its place on; a try-once or timed-out request leaves no permit', async () => {
     const n = name('cancel');
     const [a, b, c] = [engine(), engine(), engine()];
     const holder = await a.engine.acquire(n, { permits: 1 + 1 });
     const other = await a.engine.acquire(n, { permits: 2 });
     const cancel = new AbortController();
     const ahead = b.engine.acquire(n, { permits: 2, signal: cancel.signal });
-    await eventually(async () => (await seats(n)).length === 3);
+    await eventually(async () => (await permitKeys(n)).length === 3);
     const behind = await queued(c.engine, n, 2, 4);
     cancel.abort(new Error('changed my mind'));
     await expect(ahead).rejects.toThrow('changed my mind');
-    await eventually(async () => (await seats(n)).length === 3);
+    await eventually(async () => (await permitKeys(n)).length === 3);
     await holder.release();
     const h = await behind.promise;
     expect(await b.engine.tryAcquire(n, { permits: 2 })).toBeNull();
     await expect(b.engine.acquire(n, { permits: 2, wait: 100 })).rejects.toMatchObject({
       name: 'LockAcquireTimeoutError',
     });
-    expect((await seats(n)).length).toBe(2);
+    expect((await permitKeys(n)).length).toBe(2);
     await Promise.all([other.release(), h.release()]);
   });
 
-  it('forceRelease frees every seat that holds; their holders learn it', async () => {
+  it('forceRelease frees every permit that holds; their holders learn it', async () => {
     const n = name('force');
     const { engine: e, backend } = engine();
     const [s1, s2] = [await e.acquire(n, { permits: 2 }), await e.acquire(n, { permits: 2 })];
     const { engine: other } = engine();
     const waiting = other.acquire(n, { permits: 2 });
-    await eventually(async () => (await seats(n)).length === 3);
+    await eventually(async () => (await permitKeys(n)).length === 3);
     expect(await backend.forceRelease(n)).toBe(true);
     expect(s1.signal.aborted && s2.signal.aborted).toBe(true);
     const h = await waiting;
@@ -128,7 +128,7 @@ describe('etcd backend: native semaphores', () => {
     await Promise.all([s1.release(), s2.release(), h.release()]);
   });
 
-  it('several processes: at most N hold at once, and all N seats are used under load', async () => {
+  it('several processes: at most N hold at once, and all N permits are used under load', async () => {
     const n = name('procs');
     const PERMITS = 3;
     const ROUNDS = 12;
@@ -163,9 +163,9 @@ describe('etcd backend: native semaphores', () => {
       await Promise.all(workers.map((w) => w.kill()));
     }
     expect(entries).toBe(4 * 2 * ROUNDS);
-    expect(tokens.size).toBe(entries); // a new seat, a new create revision, for every grant
+    expect(tokens.size).toBe(entries); // a new permit, a new create revision, for every grant
     expect(most).toBe(PERMITS);
     expect(atN.length).toBeGreaterThan(0);
-    expect(await seats(n)).toEqual([]);
+    expect(await permitKeys(n)).toEqual([]);
   }, 240_000); // four ts-node processes start slowly on a loaded machine
 });

@@ -1,6 +1,6 @@
 /**
  * One worker process of the etcd semaphore spec (started with test/support/holder-harness.ts).
- * Arguments: hosts (comma-separated), key, permits, rounds. Each round: acquire a seat (waiting),
+ * Arguments: hosts (comma-separated), key, permits, rounds. Each round: acquire a permit (waiting),
  * report `enter`, hold briefly, report `exit` and wait for the parent's `ack` before releasing, so
  * the parent's count of holders is never behind a release (the parent counts at most N inside
  * only if at most N really hold). Ends with `done`.
@@ -33,7 +33,7 @@ runHolder(async ({ send, onCommand }) => {
       await h.release();
     }
   };
-  // Two owners per process: seats of one process queue on etcd independently.
+  // Two owners per process: permits of one process queue on etcd independently.
   await Promise.all([worker(0), worker(1)]);
   await engine.close();
   client.close();

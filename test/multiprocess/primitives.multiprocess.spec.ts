@@ -14,7 +14,7 @@ import {
  * client and engine, against private servers started by the torture registry.
  * - Semaphore of 3: the parent counts holders from `enter`/`exit` reports that the children make
  *   inside the grant and wait to have acknowledged, so the count is exact: never more than 3 at
- *   once, and all 3 seats are used under load.
+ *   once, and all 3 permits are used under load.
  * - Transfers: random pairs of accounts, keys in random order, under the multi-key lock of both;
  *   balances live in the parent, which checks every write against the versions its writer read
  *   (no lost update), that money is conserved, and that every transfer finished (no deadlock
@@ -75,11 +75,11 @@ for (const name of NETWORKED) {
       }
     }
 
-    it('semaphore of 3: never more than 3 holders at once, and all 3 seats used', async () => {
+    it('semaphore of 3: never more than 3 holders at once, and all 3 permits used', async () => {
       let inside = 0;
       let most = 0;
-      // The first holders stay inside until the third seat is granted (or 30 s pass, and the
-      // test then fails on `most`): "all 3 seats get used" does not depend on the machine's load.
+      // The first holders stay inside until the third permit is granted (or 30 s pass, and the
+      // test then fails on `most`): "all 3 permits get used" does not depend on the machine's load.
       let filling: (() => void)[] | undefined = [];
       const fill = () => {
         filling?.forEach((go) => go());

@@ -4,7 +4,7 @@
  * - `{ type: 'semaphore', key, permits, loops, rounds, holdMs }`: `loops` concurrent callers, each
  *   taking the semaphore `rounds` times; inside, it reports `enter` and `exit` and waits for the
  *   parent's ack of each, so the parent's count of holders is exact (an exit is counted before the
- *   seat is released, an enter after it is granted).
+ *   permit is released, an enter after it is granted).
  * - `{ type: 'transfer', accounts, loops, rounds }`: `loops` concurrent callers, each moving a
  *   random amount between two random accounts `rounds` times under the multi-key lock of both,
  *   the keys given in a random order; balances live in the parent (`get`, then `set` with the

@@ -1,7 +1,7 @@
 /**
  * Issue 19 A/B, interleaved in one process: `npx ts-node --transpile-only
  * test/mysql/mysql-fairness.ab.ts <old lib dir> [rounds=3] [seconds=4]`. Eight engines, each on its
- * own pool (separate sessions and doorbells: to the server, eight processes), run the contended
+ * own pool (separate sessions and notify locks: to the server, eight processes), run the contended
  * loop of the benchmark (one key, hold 1 ms, pause 2 ms) against one private MariaDB, alternating
  * between the backend of <old lib dir> (e.g. a `git archive` of an older commit's lib/) and this
  * tree's. Prints per window: handoffs/s, p50/p99 wait in ms, p99 wait counted in handoffs to

@@ -6,8 +6,8 @@ import { MariaDbServer } from '../support/mariadb-server';
 
 /**
  * For the specs that put waiters of several "processes" on one key: one private MariaDB per file,
- * and engines that each have their own pool (so their own sessions and doorbell: to the server, a
- * separate process), all closed after the file. `wrap` may put a counting layer around a pool.
+ * and engines that each have their own pool (so their own sessions and notify locks: to the server,
+ * a separate process), all closed after the file. `wrap` may put a counting layer around a pool.
  */
 export function mysqlWaiters(wrap: (pool: Pool) => MySqlPoolLike = (pool) => pool) {
   let server: MariaDbServer | undefined;
@@ -28,11 +28,11 @@ export function mysqlWaiters(wrap: (pool: Pool) => MySqlPoolLike = (pool) => poo
   });
 
   return {
-    /** A new engine on its own pool of 4 with one doorbell slot; its backend is `backends.at(-1)`. */
+    /** A new engine on its own pool of 4 with one blocking waiter; its backend is `backends.at(-1)`. */
     engine(): LockEngine {
       const pool = createPool({ ...server!.connection, connectionLimit: 4 });
       pools.push(pool);
-      const backend = new MySqlLockBackend({ client: wrap(pool), doorbells: 1 });
+      const backend = new MySqlLockBackend({ client: wrap(pool), blockingWaiters: 1 });
       backends.push(backend);
       const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 60_000 } });
       engines.push(e);

@@ -13,7 +13,7 @@ import { describeSqlBackend, type LoggedStatement } from '../sql/sql-backend.cas
 /** Counts what a backend sends, over a real mysql2 pool (nothing is faked). */
 function logged(pool: Pool, log: LoggedStatement[]): MySqlPoolLike {
   return {
-    pool: pool.pool, // its connectionLimit sizes the doorbells
+    pool: pool.pool, // its connectionLimit sizes blockingWaiters
     getConnection: async () => {
       const conn = await pool.getConnection();
       return {

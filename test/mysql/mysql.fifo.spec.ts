@@ -4,7 +4,7 @@ import { mysqlWaiters } from './mysql-waiters.fixture';
 /**
  * Issue 19: across processes, the waiter that has waited longest wins a handoff (waiter tickets),
  * not whichever woken waiter re-attempts first. Each engine below has its own pool, so its own
- * sessions and doorbell: to the server, a separate process. Tolerance: none. Grants follow the
+ * sessions and notify locks: to the server, a separate process. Tolerance: none. Grants follow the
  * order in which the waiters first found the key busy, as long as every waiter re-attempts within
  * its ticket's life (2 s after its last attempt; here each re-attempts at least once a second).
  * Before tickets every release woke all waiters and the first to re-attempt won: a random order

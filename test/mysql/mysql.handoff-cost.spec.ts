@@ -6,9 +6,9 @@ import { mysqlWaiters } from './mysql-waiters.fixture';
  * Issue 19 (mysql2): a handoff costs about one winning attempt. Six waiters of six backends (own
  * pools: to the server, six processes) queue behind a holder; each grantee holds 20 ms. Counted on
  * the real mysql2 pools (a wrapper counting statements, no mock): acquire attempts (the statement
- * that locks the key's mutex row) per handoff. Before, every ring made every process's waiter
- * re-attempt, so a handoff cost about one attempt per waiting process and more (7.0 per handoff here
- * on the old code, 48.7 statements); now only the first in line (and sometimes the
+ * that locks the key's mutex row) per handoff. Before, every release notify made every process's
+ * waiter re-attempt, so a handoff cost about one attempt per waiting process and more (7.0 per
+ * handoff here on the old code, 48.7 statements); now only the first in line (and sometimes the
  * second) attempts, the others read their place with one lock-free statement.
  */
 describe('mysql (MariaDB 10.11): cost of a handoff with waiters queued in six processes', () => {

@@ -33,7 +33,7 @@ describe('regression: MySQL renewals of every batch size 1..150 prepare a bounde
   };
 
   it('stays within 2 statements per shape (renew + the follow-up query) on the connection', async () => {
-    const backend = new MySqlLockBackend({ client: pool, doorbells: 0, sweepInterval: 0 });
+    const backend = new MySqlLockBackend({ client: pool, blockingWaiters: 0, sweepInterval: 0 });
     const signal = new AbortController().signal;
     const locks: BackendLock[] = [];
     for (let i = 0; i < 150; i++) {

@@ -60,7 +60,7 @@ describe('Redis Cluster parity with standalone', () => {
   }, 60_000);
 
   it('a semaphore waiter whose process was killed does not delay the next live waiter by more than 1 s', async () => {
-    const { key } = keyOnFreshPrimary(group, PREFIX, 'dead-seat-waiter');
+    const { key } = keyOnFreshPrimary(group, PREFIX, 'dead-permit-waiter');
     const admin = procs.admin();
     const queue = semaphoreKeys(PREFIX + key).queue;
     const holder = procs.open();
@@ -83,7 +83,7 @@ describe('Redis Cluster parity with standalone', () => {
       const next = await waiting;
       const delay = performance.now() - releasedAt;
       report(
-        `live seat waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`,
+        `live permit waiter granted ${delay.toFixed(0)} ms after the release (dead waiter ahead)`,
       );
       expect(delay).toBeLessThan(1_000);
       await next.release();
@@ -161,11 +161,11 @@ describe('Redis Cluster parity with standalone', () => {
     await hx.release().catch(() => undefined);
   });
 
-  it('"replicas" on Cluster covers semaphore seats: a seat granted and renewed with acks, refused without', async () => {
-    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas-seats');
+  it('"replicas" on Cluster covers semaphore permits: a permit granted and renewed with acks, refused without', async () => {
+    const { key, primary } = keyOnFreshPrimary(group, PREFIX, 'replicas-permits');
     const engine = procs.open({ replicas: { count: 1, timeout: 300 } });
-    const seat = await engine.acquire(key, { permits: 2, ttl: 3_000, wait: 0 });
-    await seat.extend();
+    const permit = await engine.acquire(key, { permits: 2, ttl: 3_000, wait: 0 });
+    await permit.extend();
     const replica = group.replicaOf(primary);
     group.pause(replica);
     try {
@@ -177,17 +177,17 @@ describe('Redis Cluster parity with standalone', () => {
     } finally {
       group.resume(replica);
     }
-    expect(seat.held).toBe(true);
-    await seat.release();
+    expect(permit.held).toBe(true);
+    await permit.release();
   });
 
-  it('"replicas" on Cluster: a seat granted through an ASK redirect (slot migrating) needs the acks of the node that took it', async () => {
+  it('"replicas" on Cluster: a permit granted through an ASK redirect (slot migrating) needs the acks of the node that took it', async () => {
     // A slot being migrated with every key of the semaphore already on the importing node: the
     // scripts run there through ASK, while the client's slot map still names the old primary.
-    const { key, primary: from } = keyOnFreshPrimary(group, PREFIX, 'ask-seat');
+    const { key, primary: from } = keyOnFreshPrimary(group, PREFIX, 'ask-permit');
     const { primary: to } = keyOnFreshPrimary(group, PREFIX, 'ask-target', [from]);
     const admin = procs.admin();
-    const seatKeys = semaphoreKeys(PREFIX + key);
+    const permitKeys = semaphoreKeys(PREFIX + key);
     const holders = [procs.open(), procs.open()];
     const [h1] = await Promise.all(holders.map((e) => e.acquire(key, { permits: 2, wait: 0 })));
     // Two waiters, so the queue (and every other key of the semaphore) still exists once the
@@ -196,16 +196,16 @@ describe('Redis Cluster parity with standalone', () => {
     // Its wait outlasts a lost or late handoff message under load: a queued waiter re-checks on
     // the server every 5 s, and that re-check must meet the same refusal.
     const waiting = acked.acquire(key, { permits: 2, wait: 25_000 });
-    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 1, 10_000, 20);
+    await eventually(async () => (await admin.zcard(permitKeys.queue)) === 1, 10_000, 20);
     const behind = procs.open().acquire(key, { permits: 2, wait: 30_000 });
     behind.catch(() => undefined);
-    await eventually(async () => (await admin.zcard(seatKeys.queue)) === 2, 10_000, 20);
-    const migration = group.openMigration(keySlot(seatKeys.seats), from, to);
+    await eventually(async () => (await admin.zcard(permitKeys.queue)) === 2, 10_000, 20);
+    const migration = group.openMigration(keySlot(permitKeys.permits), from, to);
     const replica = group.replicaOf(to);
     try {
-      expect(migration.moveKeys(100).sort()).toEqual(Object.values(seatKeys).sort());
+      expect(migration.moveKeys(100).sort()).toEqual(Object.values(permitKeys).sort());
       group.pause(replica);
-      // The release runs on the importing node (ASK) and hands the seat to the first waiter,
+      // The release runs on the importing node (ASK) and hands the permit to the first waiter,
       // whose confirming script must be acknowledged by a replica of that node: none can.
       await h1.release();
       const outcome = await waiting.then(

@@ -5,7 +5,7 @@ import { redisProcesses } from './redis-fixture';
  * A failover to a replica that missed the last grants leaves the key's fence counter behind the
  * tokens already handed out. Here the counter is set back by hand on a private server (what the
  * promoted replica holds); the next grant must still get a token above every earlier one, for a
- * lock, a semaphore seat and a multi-key grant.
+ * lock, a semaphore permit and a multi-key grant.
  */
 const PREFIX = 'fence-order:';
 const procs = redisProcesses(PREFIX);
@@ -27,13 +27,13 @@ describe('Redis fencing tokens across a lost fence counter (failover to a laggin
     await next.release();
   });
 
-  it('a semaphore seat after the fence counter went back gets a token above every earlier one', async () => {
+  it('a semaphore permit after the fence counter went back gets a token above every earlier one', async () => {
     const { engine } = procs.processLike();
-    const first = await engine.acquire('seats', { wait: 0, permits: 2 });
+    const first = await engine.acquire('permits', { wait: 0, permits: 2 });
     const old = first.fencingToken;
     await first.release();
-    await setFenceBack('seats', old);
-    const next = await engine.acquire('seats', { wait: 0, permits: 2 });
+    await setFenceBack('permits', old);
+    const next = await engine.acquire('permits', { wait: 0, permits: 2 });
     expect(next.fencingToken).toBeGreaterThan(old);
     await next.release();
   });

@@ -7,8 +7,8 @@ import { redisProcesses } from './redis-fixture';
 /**
  * A waiter that gave up while its leave did not reach the server in time stays queued there; a
  * grant the server hands it later is given back when its message arrives, so the next waiter is
- * served at once. A semaphore seat handed to such a waiter was given back as a lock (the
- * backend's lock release, which found no lock of that owner), and the seat stayed held until its
+ * served at once. A semaphore permit handed to such a waiter was given back as a lock (the
+ * backend's lock release, which found no lock of that owner), and the permit stayed held until its
  * ttl.
  */
 const PREFIX = 'late:';
@@ -26,21 +26,21 @@ function loseNextRelease(client: Redis, ms: number): void {
 }
 
 describe('Redis late grants to a waiter that gave up', () => {
-  it('a semaphore seat handed to a waiter whose leave was lost is given back, and the next waiter is served', async () => {
+  it('a semaphore permit handed to a waiter whose leave was lost is given back, and the next waiter is served', async () => {
     const [a, b, c] = [redis.processLike(), redis.processLike(), redis.processLike()];
-    const queue = semaphoreKeys(PREFIX + 'seat').queue;
-    const holder = await a.engine.acquire('seat', { permits: 1 });
+    const queue = semaphoreKeys(PREFIX + 'permit').queue;
+    const holder = await a.engine.acquire('permit', { permits: 1 });
     const controller = new AbortController();
-    const giving = b.engine.acquire('seat', { permits: 1, signal: controller.signal });
+    const giving = b.engine.acquire('permit', { permits: 1, signal: controller.signal });
     await eventually(async () => (await redis.admin.zcard(queue)) === 1);
     loseNextRelease(b.client, 500);
     controller.abort(new Error('no longer needed'));
     await expect(giving).rejects.toThrow('no longer needed');
     // The leave never reached the server: b is still queued there.
     expect(await redis.admin.zcard(queue)).toBe(1);
-    const next = c.engine.acquire('seat', { permits: 1, wait: 5_000 });
+    const next = c.engine.acquire('permit', { permits: 1, wait: 5_000 });
     await eventually(async () => (await redis.admin.zcard(queue)) === 2);
-    // The release hands the seat to b (the queue's head); b gives it back, which serves c.
+    // The release hands the permit to b (the queue's head); b gives it back, which serves c.
     await holder.release();
     const handle = await next;
     expect(handle.fencingToken > holder.fencingToken).toBe(true);

@@ -7,7 +7,7 @@ import {
   RELEASE,
   RELEASE_UNQUEUED,
 } from '../../lib/backends/redis/redis.scripts';
-import { SEM_SEAT_FREE, semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
+import { SEM_PERMIT_FREE, semaphoreKeys } from '../../lib/backends/redis/redis.semaphore-scripts';
 import { LockEngine } from '../../lib/core/lock-engine';
 import { RedisServer } from '../support/redis-server';
 import { eventually } from '../support/eventually';
@@ -170,15 +170,15 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await admin.config('RESETSTAT');
     const evalsha = jest.spyOn(client, 'evalsha');
     for (let i = 0; i < 20; i++) await (await engine.acquire('sem', { permits: 3 })).release();
-    // Every acquire ran the short script (SEM_SEAT_FREE: 3 keys and 3 arguments, not
+    // Every acquire ran the short script (SEM_PERMIT_FREE: 3 keys and 3 arguments, not
     // SEM_ACQUIRE's 4 and 8), with 3 keys.
     expect(evalsha.mock.calls.map((c) => `${c[0]}/${c[1]}`)).toEqual(
-      Array.from({ length: 20 }, () => `${SEM_SEAT_FREE.sha}/3`),
+      Array.from({ length: 20 }, () => `${SEM_PERMIT_FREE.sha}/3`),
     );
     evalsha.mockRestore();
-    // No seat and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
-    // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry: the seat is the set's only one, so
-    // the set's expiry is the seat's. The clock (TIME) is read once, by the fence.
+    // No permit and nobody queued: one EXISTS of both keys, no count (ZCARD) or purge
+    // (ZREMRANGEBYSCORE) of the set, no PTTL for its expiry: the permit is the set's only one, so
+    // the set's expiry is the permit's. The clock (TIME) is read once, by the fence.
     expect(await commandCalls()).toEqual({
       evalsha: 20,
       exists: 20,
@@ -192,22 +192,22 @@ describe('RedisLockBackend lean path and fence retention', () => {
     await engine.close();
   });
 
-  it('semaphore seats: the set outlives its longest seat, and a shorter seat never shortens it', async () => {
+  it('semaphore permits: the set outlives its longest permit, and a shorter permit never shortens it', async () => {
     const engine = new LockEngine({
       backend: new RedisLockBackend({ client }),
       keyPrefix: 'lean:',
     });
-    const seats = semaphoreKeys('lean:sem-ttl').seats;
+    const permits = semaphoreKeys('lean:sem-ttl').permits;
     const a = await engine.acquire('sem-ttl', { permits: 3, ttl: 10_000 });
     const b = await engine.acquire('sem-ttl', { permits: 3, ttl: 60_000 });
-    expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
+    expect(await admin.pttl(permits)).toBeGreaterThan(59_000);
     const c = await engine.acquire('sem-ttl', { permits: 3, ttl: 2_000 });
-    expect(await admin.pttl(seats)).toBeGreaterThan(59_000);
-    const [, bExpiry] = await admin.zrange(seats, '-1', '-1', 'WITHSCORES');
+    expect(await admin.pttl(permits)).toBeGreaterThan(59_000);
+    const [, bExpiry] = await admin.zrange(permits, '-1', '-1', 'WITHSCORES');
     const serverMs = Number((await admin.time())[0]) * 1000;
-    expect(await admin.pttl(seats)).toBeGreaterThanOrEqual(Number(bExpiry) - serverMs - 1_000);
+    expect(await admin.pttl(permits)).toBeGreaterThanOrEqual(Number(bExpiry) - serverMs - 1_000);
     await Promise.all([a.release(), b.release(), c.release()]);
-    expect(await admin.exists(seats)).toBe(0);
+    expect(await admin.exists(permits)).toBe(0);
     await engine.close();
   });
 });

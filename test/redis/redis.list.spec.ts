@@ -34,7 +34,7 @@ describe('redis backend: list(prefix, limit)', () => {
     return e;
   };
 
-  it('holderOf maps writer, reader and seat keys of both tag forms, and nothing else', () => {
+  it('holderOf maps writer, reader and permit keys of both tag forms, and nothing else', () => {
     expect(holderOf('{app:a}')).toBe('app:a');
     expect(holderOf('{app:a}:r')).toBe('app:a');
     expect(holderOf('{app:a}:s')).toBe('app:a');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import {
   SEM_ACQUIRE,
-  SEM_SEAT_FREE,
+  SEM_PERMIT_FREE,
   SEM_RELEASE,
   semaphoreKeys,
 } from '../../lib/backends/redis/redis.semaphore-scripts';
@@ -13,18 +13,18 @@ import { redisProcesses } from './redis-fixture';
 
 /**
  * Native Redis semaphores (`permits: N`) on a real redis-server: at most N holders across
- * processes (a backend with its own connections stands for a process) with every seat used, FIFO
- * waiters woken one per freed seat (scripts counted per sha and on the server), an expired seat
+ * processes (a backend with its own connections stands for a process) with every permit used, FIFO
+ * waiters woken one per freed permit (scripts counted per sha and on the server), an expired permit
  * reclaimed, owner-checked release and renewal, Curator's rule for holders that disagree on N,
- * growing tokens, inspect/forceRelease over the seat layout, marked seats (a release is one
- * ZREM while nobody queues), and lone seats (an uncontended seat reads no clock).
+ * growing tokens, inspect/forceRelease over the permit layout, marked permits (a release is one
+ * ZREM while nobody queues), and sole permits (an uncontended permit reads no clock).
  */
 const PREFIX = 's:';
 const redis = redisProcesses(PREFIX);
 const processLike = () => redis.processLike();
 
 const queued = (key: string) => redis.admin.zcard(semaphoreKeys(PREFIX + key).queue);
-const seats = (key: string) => redis.admin.zcard(semaphoreKeys(PREFIX + key).seats);
+const heldCount = (key: string) => redis.admin.zcard(semaphoreKeys(PREFIX + key).permits);
 const owner = () => randomBytes(16).toString('hex');
 const never = new AbortController().signal;
 const attempt = (key: string, permits: number, ttl = 30_000) => ({
@@ -37,8 +37,8 @@ const attempt = (key: string, permits: number, ttl = 30_000) => ({
   onLost: () => undefined,
 });
 
-/** One seat attempt on the backend's native semaphore, with the request's own N. */
-const trySeat = (b: RedisLockBackend, request: ReturnType<typeof attempt>) =>
+/** One permit attempt on the backend's native semaphore, with the request's own N. */
+const tryPermit = (b: RedisLockBackend, request: ReturnType<typeof attempt>) =>
   b.semaphore.tryAcquire(request, request.permits);
 
 /** Counts each process's scripts by sha. */
@@ -55,18 +55,21 @@ function countScripts(procs: { client: Redis }[]): { bySha: Map<string, number>;
 }
 
 describe('RedisLockBackend native semaphore', () => {
-  it('extend() of a seat renews the seat (it renewed the lock of the key instead, and lost the seat)', async () => {
+  it('extend() of a permit renews the permit (it renewed the lock of the key instead, and lost the permit)', async () => {
     const { engine } = processLike();
-    const seat = await engine.acquire('extend-seat', { permits: 2, ttl: 2_000, wait: 0 });
-    await seat.extend(20_000);
-    expect(seat.held).toBe(true);
-    const score = await redis.admin.zscore(semaphoreKeys(PREFIX + 'extend-seat').seats, seat.owner);
+    const permit = await engine.acquire('extend-permit', { permits: 2, ttl: 2_000, wait: 0 });
+    await permit.extend(20_000);
+    expect(permit.held).toBe(true);
+    const score = await redis.admin.zscore(
+      semaphoreKeys(PREFIX + 'extend-permit').permits,
+      permit.owner,
+    );
     expect(score).not.toBeNull();
-    await seat.release();
-    expect(await seats('extend-seat')).toBe(0);
+    await permit.release();
+    expect(await heldCount('extend-permit')).toBe(0);
   });
 
-  it('at most N hold across 4 processes under load, all N seats used, tokens all distinct', async () => {
+  it('at most N hold across 4 processes under load, all N permits used, tokens all distinct', async () => {
     const procs = Array.from({ length: 4 }, () => processLike());
     let inside = 0;
     let most = 0;
@@ -91,11 +94,11 @@ describe('RedisLockBackend native semaphore', () => {
     expect(new Set(tokens).size).toBe(80);
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBe(3);
-    expect(await seats('load')).toBe(0);
+    expect(await heldCount('load')).toBe(0);
     expect(await queued('load')).toBe(0);
   });
 
-  it('waiters are served in arrival order, one per freed seat, with two acquire scripts each (queue, confirm)', async () => {
+  it('waiters are served in arrival order, one per freed permit, with two acquire scripts each (queue, confirm)', async () => {
     const procs = Array.from({ length: 4 }, () => processLike());
     const held = [
       await procs[0].engine.acquire('fifo', { permits: 2 }),
@@ -114,15 +117,16 @@ describe('RedisLockBackend native semaphore', () => {
       );
       await eventually(async () => (await queued('fifo')) === i + 1);
     }
-    // One release frees one seat: exactly one waiter (the first) is granted.
+    // One release frees one permit: exactly one waiter (the first) is granted.
     await held[0].release();
     await eventually(() => order.length === 1);
     expect(await queued('fifo')).toBe(7);
     expect(order).toEqual([0]);
     await held[1].release();
     await eventually(() => order.length === 2);
-    // Each release frees one seat, and the next waiter's grant is awaited before the next release:
-    // otherwise two woken waiters race to resolve on the client, whatever order the server chose.
+    // Each release frees one permit, and the next waiter's grant is awaited before the next
+    // release: otherwise two woken waiters race to resolve on the client, whatever order the server
+    // chose.
     for (let i = 0; i < 6; i++) {
       await (await handles[i]).release();
       await eventually(() => order.length === i + 3);
@@ -134,10 +138,10 @@ describe('RedisLockBackend native semaphore', () => {
     for (let i = 1; i < tokens.length; i++) expect(tokens[i] > tokens[i - 1]).toBe(true);
     // Each waiter ran TWO acquire scripts: its queued attempt, and the re-check that confirms the
     // grant its message announced (a message only wakes). Before them, each waiting process's
-    // first attempt ran the short free-seat script once, found seats held, and remembered the key
-    // as busy: its later waiters went to SEM_ACQUIRE at once.
+    // first attempt ran the short free-permit script once, found permits held, and remembered the
+    // key as busy: its later waiters went to SEM_ACQUIRE at once.
     expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(16);
-    expect(counted.bySha.get(SEM_SEAT_FREE.sha)).toBe(3);
+    expect(counted.bySha.get(SEM_PERMIT_FREE.sha)).toBe(3);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
     const info = await redis.admin.info('commandstats');
     const onServer = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce(
@@ -148,119 +152,119 @@ describe('RedisLockBackend native semaphore', () => {
     expect(onServer).toBe([...counted.bySha.values()].reduce((x, y) => x + y, 0));
   });
 
-  it('a seat whose holder went silent expires and goes to a waiter with a larger token', async () => {
+  it('a permit whose holder went silent expires and goes to a waiter with a larger token', async () => {
     const a = processLike();
     const b = processLike();
-    const silent = await trySeat(a.backend, attempt('expire', 2, 300));
-    const other = await trySeat(a.backend, attempt('expire', 2, 30_000));
+    const silent = await tryPermit(a.backend, attempt('expire', 2, 300));
+    const other = await tryPermit(a.backend, attempt('expire', 2, 30_000));
     expect(silent.acquired && other.acquired).toBe(true);
     const started = performance.now();
     const next = await b.engine.acquire('expire', { permits: 2, wait: 10_000 });
     expect(performance.now() - started).toBeGreaterThan(150);
     expect(next.fencingToken > (silent as { fencingToken: bigint }).fencingToken).toBe(true);
     expect(next.fencingToken > (other as { fencingToken: bigint }).fencingToken).toBe(true);
-    expect(await seats('expire')).toBe(2);
+    expect(await heldCount('expire')).toBe(2);
     await next.release();
   });
 
   it('release and renew act only for the owner', async () => {
     const { backend } = processLike();
     const mine = attempt('owner', 2);
-    expect((await trySeat(backend, mine)).acquired).toBe(true);
+    expect((await tryPermit(backend, mine)).acquired).toBe(true);
     const stranger = { ...mine, owner: owner() };
     await backend.semaphore.release(stranger);
     expect(await backend.semaphore.renew([stranger, mine])).toEqual([false, true]);
-    expect(await seats('owner')).toBe(1);
+    expect(await heldCount('owner')).toBe(1);
     await backend.semaphore.release(mine);
-    expect(await seats('owner')).toBe(0);
+    expect(await heldCount('owner')).toBe(0);
     expect(await backend.semaphore.renew([mine])).toEqual([false]);
   });
 
-  it('marked seats: one ZREM releases while nobody queues; seats held when a waiter queues are marked, still renewed, and released by the script, which serves the waiter', async () => {
+  it('marked permits: one ZREM releases while nobody queues; permits held when a waiter queues are marked, still renewed, and released by the script, which serves the waiter', async () => {
     const a = processLike();
     const b = processLike();
-    const set = semaphoreKeys(PREFIX + 'mark').seats;
+    const set = semaphoreKeys(PREFIX + 'mark').permits;
     const members = async () => (await redis.admin.zrange(set, '0', '-1')).sort();
     const counted = countScripts([a, b]);
-    // Nobody queued: the seat's member is its owner, and its release is one ZREM (no script).
+    // Nobody queued: the permit's member is its owner, and its release is one ZREM (no script).
     const alone = await a.engine.acquire('mark', { permits: 2 });
     expect(await members()).toEqual([alone.owner]);
     await alone.release();
-    expect(await seats('mark')).toBe(0);
+    expect(await heldCount('mark')).toBe(0);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBeUndefined();
-    // Two holders with a short ttl; a waiter queues, and that marks both seats.
+    // Two holders with a short ttl; a waiter queues, and that marks both permits.
     const h1 = await a.engine.acquire('mark', { permits: 2, ttl: 600 });
     const h2 = await a.engine.acquire('mark', { permits: 2, ttl: 600 });
     const waiting = b.engine.acquire('mark', { permits: 2 });
     await eventually(async () => (await queued('mark')) === 1);
     expect(await members()).toEqual([`~${h1.owner}`, `~${h2.owner}`].sort());
-    // The watchdog renews a marked seat: its expiry moves on, and neither holder is lost.
+    // The watchdog renews a marked permit: its expiry moves on, and neither holder is lost.
     const expiry = Number(await redis.admin.zscore(set, `~${h1.owner}`));
     await eventually(async () => Number(await redis.admin.zscore(set, `~${h1.owner}`)) > expiry);
     expect(h1.signal.aborted || h2.signal.aborted).toBe(false);
-    // h1's ZREM finds no plain seat; the release script frees the marked one and serves the
-    // waiter, whose seat is marked too (granted by a handoff).
+    // h1's ZREM finds no plain permit; the release script frees the marked one and serves the
+    // waiter, whose permit is marked too (granted by a handoff).
     await h1.release();
     const w = await waiting;
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(1);
     expect(await members()).toEqual([`~${h2.owner}`, `~${w.owner}`].sort());
     await Promise.all([h2.release(), w.release()]);
-    expect(await seats('mark')).toBe(0);
+    expect(await heldCount('mark')).toBe(0);
     counted.stop();
   });
 
-  it('lone seats: an uncontended seat scores inf and expires with its set; inspect and a busy hint read the set; the next script gives it its expiry', async () => {
+  it('sole permits: an uncontended permit scores inf and expires with its set; inspect and a busy hint read the set; the next script gives it its expiry', async () => {
     const a = processLike();
-    const set = semaphoreKeys(PREFIX + 'lone').seats;
+    const set = semaphoreKeys(PREFIX + 'lone').permits;
     const first = attempt('lone', 3, 20_000);
-    expect((await trySeat(a.backend, first)).acquired).toBe(true);
+    expect((await tryPermit(a.backend, first)).acquired).toBe(true);
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
     const setTtl = await redis.admin.pttl(set);
     expect(setTtl).toBeGreaterThan(19_000);
     expect(setTtl).toBeLessThanOrEqual(20_001);
-    // inspect reads the seat's ms left off the set's expiry, and writes nothing.
+    // inspect reads the permit's ms left off the set's expiry, and writes nothing.
     const seen = await a.backend.inspect(PREFIX + 'lone');
     expect(seen.holders.map((h) => h.owner)).toEqual([first.owner]);
     expect(seen.holders[0].remainingTtl).toBeGreaterThan(19_000);
     expect(seen.holders[0].remainingTtl).toBeLessThanOrEqual(20_000);
     expect(await redis.admin.zscore(set, first.owner)).toBe('inf');
-    // A request for 1 permit finds it busy (the full script ran): the seat now has its expiry,
+    // A request for 1 permit finds it busy (the full script ran): the permit now has its expiry,
     // the set's less 1 ms, and the hint is the ms until then.
-    const busy = await trySeat(a.backend, attempt('lone', 1));
+    const busy = await tryPermit(a.backend, attempt('lone', 1));
     expect(busy.acquired).toBe(false);
     const retryAfter = busy.acquired ? undefined : busy.retryAfter;
     expect(retryAfter).toBeGreaterThan(19_000);
     expect(retryAfter).toBeLessThanOrEqual(20_000);
-    // The set's ms left, read before the server's clock: the seat's expiry is at most the set's.
+    // The set's ms left, read before the server's clock: the permit's expiry is at most the set's.
     const setLeft = await redis.admin.pttl(set);
     const [sec, usec] = await redis.admin.time();
     const serverMs = Number(sec) * 1000 + Number(usec) / 1000;
     const expiry = Number(await redis.admin.zscore(set, first.owner));
     expect(expiry - serverMs).toBeGreaterThan(19_000);
     expect(expiry - serverMs).toBeLessThanOrEqual(setLeft + 1);
-    // A second seat keeps the first one's expiry, and the set outlives both.
+    // A second permit keeps the first one's expiry, and the set outlives both.
     const second = attempt('lone', 3, 5_000);
-    expect((await trySeat(a.backend, second)).acquired).toBe(true);
+    expect((await tryPermit(a.backend, second)).acquired).toBe(true);
     expect(Number(await redis.admin.zscore(set, first.owner))).toBe(expiry);
     await a.backend.semaphore.release(first);
     await a.backend.semaphore.release(second);
-    expect(await seats('lone')).toBe(0);
-    // A silent holder's lone seat goes with its set, and the key is free again.
+    expect(await heldCount('lone')).toBe(0);
+    // A silent holder's sole permit goes with its set, and the key is free again.
     const silent = attempt('lone-silent', 2, 300);
-    const silentGrant = await trySeat(a.backend, silent);
+    const silentGrant = await tryPermit(a.backend, silent);
     expect(silentGrant.acquired).toBe(true);
-    expect(await redis.admin.zscore(semaphoreKeys(silent.key).seats, silent.owner)).toBe('inf');
-    await eventually(async () => (await seats('lone-silent')) === 0);
+    expect(await redis.admin.zscore(semaphoreKeys(silent.key).permits, silent.owner)).toBe('inf');
+    await eventually(async () => (await heldCount('lone-silent')) === 0);
     const next = await processLike().engine.acquire('lone-silent', { permits: 1 });
     expect(next.fencingToken > (silentGrant as { fencingToken: bigint }).fencingToken).toBe(true);
     await next.release();
-    // Its holder's renewal gives a lone seat its expiry (no other script needs to).
+    // Its holder's renewal gives a sole permit its expiry (no other script needs to).
     const renewed = attempt('lone-renew', 2, 20_000);
-    expect((await trySeat(a.backend, renewed)).acquired).toBe(true);
-    const renewSet = semaphoreKeys(renewed.key).seats;
+    expect((await tryPermit(a.backend, renewed)).acquired).toBe(true);
+    const renewSet = semaphoreKeys(renewed.key).permits;
     expect(await redis.admin.zscore(renewSet, renewed.owner)).toBe('inf');
     expect(await a.backend.semaphore.renew([renewed])).toEqual([true]);
-    // The set's ms left, read before the server's clock: the set outlives the renewed seat.
+    // The set's ms left, read before the server's clock: the set outlives the renewed permit.
     const renewSetLeft = await redis.admin.pttl(renewSet);
     const [rs, rus] = await redis.admin.time();
     const renewedExpiry = Number(await redis.admin.zscore(renewSet, renewed.owner));
@@ -271,11 +275,11 @@ describe('RedisLockBackend native semaphore', () => {
     await a.backend.semaphore.release(renewed);
   });
 
-  it('a busy answer carries the ms until the earliest seat expires (a waiter sleeps that long)', async () => {
+  it('a busy answer carries the ms until the earliest permit expires (a waiter sleeps that long)', async () => {
     const { backend } = processLike();
-    expect((await trySeat(backend, attempt('hint', 2, 20_000))).acquired).toBe(true);
-    expect((await trySeat(backend, attempt('hint', 2, 8_000))).acquired).toBe(true);
-    const busy = await trySeat(backend, attempt('hint', 2));
+    expect((await tryPermit(backend, attempt('hint', 2, 20_000))).acquired).toBe(true);
+    expect((await tryPermit(backend, attempt('hint', 2, 8_000))).acquired).toBe(true);
+    const busy = await tryPermit(backend, attempt('hint', 2));
     expect(busy.acquired).toBe(false);
     const retryAfter = busy.acquired ? undefined : busy.retryAfter;
     expect(retryAfter).toBeGreaterThan(7_000);
@@ -284,15 +288,15 @@ describe('RedisLockBackend native semaphore', () => {
 
   it("Curator's rule: a request counts the holders against its own N", async () => {
     const { backend } = processLike();
-    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
-    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
-    expect((await trySeat(backend, attempt('rule', 2))).acquired).toBe(false);
-    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(true);
-    expect((await trySeat(backend, attempt('rule', 3))).acquired).toBe(false);
-    expect((await trySeat(backend, attempt('rule', 4))).acquired).toBe(true);
+    expect((await tryPermit(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await tryPermit(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await tryPermit(backend, attempt('rule', 2))).acquired).toBe(false);
+    expect((await tryPermit(backend, attempt('rule', 3))).acquired).toBe(true);
+    expect((await tryPermit(backend, attempt('rule', 3))).acquired).toBe(false);
+    expect((await tryPermit(backend, attempt('rule', 4))).acquired).toBe(true);
   });
 
-  it('inspect shows seats and waiters; forceRelease frees every seat and their holders learn', async () => {
+  it('inspect shows permits and waiters; forceRelease frees every permit and their holders learn', async () => {
     const a = processLike();
     const b = processLike();
     const h1 = await a.engine.acquire('ops', { permits: 2, ttl: 900 });
@@ -304,7 +308,7 @@ describe('RedisLockBackend native semaphore', () => {
     expect(view.holders.map((h) => h.owner).sort()).toEqual([h1.owner, h2.owner].sort());
     expect(view.fencingToken).toBe(h2.fencingToken);
     expect(await a.backend.forceRelease(`${PREFIX}ops`)).toBe(true);
-    // The queued waiter is served at once; the old holders' next renewals find their seats gone.
+    // The queued waiter is served at once; the old holders' next renewals find their permits gone.
     const w = await waiting;
     expect(w.fencingToken > h2.fencingToken).toBe(true);
     await eventually(() => h1.signal.aborted && h2.signal.aborted, 10_000);
@@ -313,7 +317,7 @@ describe('RedisLockBackend native semaphore', () => {
     expect((await a.backend.inspect(`${PREFIX}ops`)).held).toBe(false);
   });
 
-  it('a waiter that gives up leaves the queue, and the freed seat goes to the next one', async () => {
+  it('a waiter that gives up leaves the queue, and the freed permit goes to the next one', async () => {
     const [a, b, c] = [processLike(), processLike(), processLike()];
     const holder = await a.engine.acquire('leave', { permits: 2 });
     const holder2 = await a.engine.acquire('leave', { permits: 2 });
@@ -327,7 +331,7 @@ describe('RedisLockBackend native semaphore', () => {
     expect(await queued('leave')).toBe(1);
     await holder.release();
     const s = await staying;
-    expect(await seats('leave')).toBe(2);
+    expect(await heldCount('leave')).toBe(2);
     await Promise.all([s.release(), holder2.release()]);
   });
 });

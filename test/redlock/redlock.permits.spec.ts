@@ -4,10 +4,10 @@ import type { LockHandle } from '../../lib/core/lease/lock-handle';
 import { RedlockMasters } from './redlock.servers';
 
 /**
- * Redlock has no native semaphore: `permits` takes seat locks `<key>#<i>`. Its holders must agree
+ * Redlock has no native semaphore: `permits` takes permit locks `<key>#<i>`. Its holders must agree
  * on N as every native semaphore's do: a request of N=2 on a key whose holders took N=3 is refused
  * (InvalidLockOptionsError naming `permits` and the holders' N), and leaves nothing held. Before,
- * it found a seat of its own N free and was granted.
+ * it found a permit of its own N free and was granted.
  */
 let masters: RedlockMasters;
 const engines: LockEngine[] = [];
@@ -32,7 +32,7 @@ async function processEngine(): Promise<LockEngine> {
   return engine;
 }
 
-describe('Redlock seat semaphores: holders agree on permits', () => {
+describe('Redlock semaphores of permit locks: holders agree on permits', () => {
   it('refuses N=2 on a key whose two holders took N=3, holding nothing after', async () => {
     const [a, b, c] = [await processEngine(), await processEngine(), await processEngine()];
     const held: LockHandle[] = [
@@ -44,7 +44,7 @@ describe('Redlock seat semaphores: holders agree on permits', () => {
     await expect(refused).rejects.toMatchObject({ option: 'permits' });
     await expect(refused).rejects.toThrow(/3 \(the permits this semaphore's holders use\)/);
     expect(c.operator.heldLocks()).toEqual([]);
-    // The third seat of N=3 is still free for a holder that agrees.
+    // The third permit of N=3 is still free for a holder that agrees.
     const third = await c.acquire('pool', { permits: 3 });
     expect(third.held).toBe(true);
     await Promise.all([...held, third].map((h) => h.release()));
@@ -54,7 +54,7 @@ describe('Redlock seat semaphores: holders agree on permits', () => {
     await two.release();
   });
 
-  it('a holder of N shows the semaphore key alone, its seat token as its fencing token', async () => {
+  it('a holder of N shows the semaphore key alone, its permit token as its fencing token', async () => {
     const a = await processEngine();
     const h = await a.acquire('shown', { permits: 2 });
     expect(h.keys).toEqual(['shown']);

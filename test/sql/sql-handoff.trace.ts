@@ -53,7 +53,7 @@ const short = (sql: string) =>
   /GET_LOCK\(\?, \?\) AS got$/.test(sql)
     ? 'arm GET_LOCK'
     : /IS_USED_LOCK/.test(sql)
-      ? 'ring GET_LOCK'
+      ? 'notify GET_LOCK'
       : sql.replace(/\s+/g, ' ').slice(0, 38);
 
 async function main(): Promise<void> {
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
       const [holder, waiter] = r % 2 === 0 ? engines : [engines[1], engines[0]];
       const h = await holder.acquire('k', { wait: 5_000 });
       const waiting = waiter.acquire('k', { wait: 5_000 });
-      await new Promise((res) => setTimeout(res, 30)); // the waiter is blocked on the doorbell
+      await new Promise((res) => setTimeout(res, 30)); // the waiter is blocked on the notify lock
       const from = log.length;
       const t0 = performance.now();
       await h.release();
@@ -91,12 +91,12 @@ async function main(): Promise<void> {
         add('release() call', t1 - t0);
         add('release() start -> grant resolved', t2 - t0);
         const ring = log.find((e) => e.sql.includes('IS_USED_LOCK') && e.end >= t0);
-        if (ring) add('release() start -> ring returns', ring.end - t0);
+        if (ring) add('release() start -> notify returns', ring.end - t0);
         const firstAttempt = seen.find(
           (e) => e.sql.startsWith('SET TRANSACTION') && e.who !== seen[0]?.who && e.start > t0,
         );
         if (ring && firstAttempt)
-          add('ring returns -> attempt starts', firstAttempt.start - ring.end);
+          add('notify returns -> attempt starts', firstAttempt.start - ring.end);
         if (firstAttempt) add('attempt start -> grant resolved', t2 - firstAttempt.start);
       }
       if (r === rounds - 1) {

@@ -3,7 +3,7 @@
  * Arguments: mysql|postgres, the connection options as JSON, key, permits, workers, rounds,
  * holdMs. Runs `workers` concurrent loops of `rounds` grants of a semaphore of `permits`; inside
  * each grant it reports { type: 'enter', token } and, before releasing, { type: 'exit' }, each
- * time waiting for the parent's ack: the parent sees an exit before the seat is released, so its
+ * time waiting for the parent's ack: the parent sees an exit before the permit is released, so its
  * count of holders is never lower than the truth. Ends with `done`.
  */
 import { createPool } from 'mysql2/promise';

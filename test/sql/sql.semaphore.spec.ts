@@ -76,7 +76,7 @@ describe.each(kinds)('%s: native semaphores', (kind, setup) => {
   });
   afterAll(async () => s?.close());
 
-  it('four processes, twelve workers, permits 3: never more than 3 inside, and all 3 seats used', async () => {
+  it('four processes, twelve workers, permits 3: never more than 3 inside, and all 3 permits used', async () => {
     const k = key('sem-procs');
     let inside = 0;
     let most = 0;
@@ -110,7 +110,7 @@ describe.each(kinds)('%s: native semaphores', (kind, setup) => {
     expect(most).toBe(3);
   }, 120_000);
 
-  it('inspect shows every seat (exclusive, with its owner) and the last token; forceRelease frees them all', async () => {
+  it('inspect shows every permit (exclusive, with its owner) and the last token; forceRelease frees them all', async () => {
     const e = engine();
     const k = key('sem-inspect');
     const a = await e.acquire(k, { permits: 3 });
@@ -133,7 +133,7 @@ describe.each(kinds)('%s: native semaphores', (kind, setup) => {
     await Promise.all([a.release(), b.release(), c.release()]);
   });
 
-  it('list(prefix, limit): held keys under the prefix (locks, shared, seats), in key order, at most limit', async () => {
+  it('list(prefix, limit): held keys under the prefix (locks, shared, permits), in key order, at most limit', async () => {
     const e = engine();
     const p = key('list');
     const held = [

@@ -31,9 +31,9 @@ interface Counter {
  * reader advances the package's fence with its token at once, so a writer older than that reader
  * is refused by the fence itself, from the reader's begin on.
  *
- * Every lock key has its own counter (plain and multi-key grants). A semaphore key is a seat
+ * Every lock key has its own counter (plain and multi-key grants). A semaphore key is a permit
  * table: holders bracket their section with sbegin/send, always accepted and recorded (N holders
- * at once are legitimate, so no token order can fence them; the checker counts the seats).
+ * at once are legitimate, so no token order can fence them; the checker counts the permits).
  */
 export class FencedStore {
   readonly counters = new Map<string, Counter>();

@@ -206,10 +206,10 @@ describe('torture checker', () => {
   });
 });
 
-/** Rules of this round: semaphore seats, multi-key grants per key, tokens per key. */
+/** Rules of this round: semaphore permits, multi-key grants per key, tokens per key. */
 describe('torture checker: semaphores and multi-key grants', () => {
   /** A semaphore holder: invoke/ok, begin at the store, `valid` (signal intact), end. */
-  function seat(run: Run, slot: number, n: number, token: number, permits: number): string {
+  function permit(run: Run, slot: number, n: number, token: number, permits: number): string {
     const op = `${slot}.1.${n}`;
     const key = `sem${permits}`;
     run.events(slot).push(
@@ -235,7 +235,7 @@ describe('torture checker: semaphores and multi-key grants', () => {
     return op;
   }
 
-  function endSeat(run: Run, op: string, permits: number, valid = true): void {
+  function endPermit(run: Run, op: string, permits: number, valid = true): void {
     const slot = Number(op.split('.')[0]);
     run.tick(5);
     run
@@ -283,12 +283,12 @@ describe('torture checker: semaphores and multi-key grants', () => {
 
   it('passes N holders of a semaphore at once, and counts the most', () => {
     const run = new Run();
-    const a = seat(run, 0, 1, 1, 2);
-    const b = seat(run, 1, 1, 2, 2);
-    endSeat(run, a, 2);
-    const c = seat(run, 2, 1, 3, 2); // a left before c came: still at most 2
-    endSeat(run, b, 2);
-    endSeat(run, c, 2);
+    const a = permit(run, 0, 1, 1, 2);
+    const b = permit(run, 1, 1, 2, 2);
+    endPermit(run, a, 2);
+    const c = permit(run, 2, 1, 3, 2); // a left before c came: still at most 2
+    endPermit(run, b, 2);
+    endPermit(run, c, 2);
     const r = check(run);
     expect(r).toMatchObject({ safe: true, semaphoreOverflows: 0, maxHolders: { sem2: 2 } });
     expect(r.ops.semaphoreSections).toBe(3);
@@ -297,8 +297,8 @@ describe('torture checker: semaphores and multi-key grants', () => {
 
   it('reports N + 1 holders of a semaphore inside their validity at one instant', () => {
     const run = new Run();
-    const ops = [seat(run, 0, 1, 1, 2), seat(run, 1, 1, 2, 2), seat(run, 2, 1, 3, 2)];
-    for (const op of ops) endSeat(run, op, 2);
+    const ops = [permit(run, 0, 1, 1, 2), permit(run, 1, 1, 2, 2), permit(run, 2, 1, 3, 2)];
+    for (const op of ops) endPermit(run, op, 2);
     const r = check(run);
     expect(r.semaphoreOverflows).toBe(1);
     expect(r.safe).toBe(false);
@@ -307,12 +307,12 @@ describe('torture checker: semaphores and multi-key grants', () => {
 
   it('does not count a holder whose signal had aborted (it held nothing past its validity)', () => {
     const run = new Run();
-    const a = seat(run, 0, 1, 1, 2);
-    const b = seat(run, 1, 1, 2, 2);
-    const c = seat(run, 2, 1, 3, 2);
-    endSeat(run, a, 2, false); // a's validity ran out before b and c: no `valid`
-    endSeat(run, b, 2);
-    endSeat(run, c, 2);
+    const a = permit(run, 0, 1, 1, 2);
+    const b = permit(run, 1, 1, 2, 2);
+    const c = permit(run, 2, 1, 3, 2);
+    endPermit(run, a, 2, false); // a's validity ran out before b and c: no `valid`
+    endPermit(run, b, 2);
+    endPermit(run, c, 2);
     expect(check(run)).toMatchObject({ safe: true, semaphoreOverflows: 0 });
   });
 

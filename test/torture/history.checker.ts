@@ -10,10 +10,10 @@ import { DEFAULT_KEY, type HistoryEvent, type StoreRecord, type Workload } from 
  *
  * Several resources: every lock key has its own fenced counter, and the counter rules above run per
  * key (a multi-key grant is checked on each of its keys against every other grant of that key).
- * Fencing tokens are ordered per key (a seat-based semaphore's per seat). A semaphore key allows N
- * holders: a holder's seat interval runs from its begin at the store to the last moment its own
- * signal was seen intact (the `valid` event, on the same host clock), and no instant may be inside
- * more than N such intervals.
+ * Fencing tokens are ordered per key (a permit-based semaphore's per permit). A semaphore key
+ * allows N holders: a holder's permit interval runs from its begin at the store to the last moment
+ * its own signal was seen intact (the `valid` event, on the same host clock), and no instant may be
+ * inside more than N such intervals.
  */
 export interface CheckInput {
   histories: HistoryEvent[][];
@@ -50,7 +50,7 @@ export interface CheckResult {
     writesSkippedAfterLost: number;
     readsRejected: number;
     readerSections: number;
-    /** Grants by workload (plain lock, semaphore seat, multi-key lock). */
+    /** Grants by workload (plain lock, semaphore permit, multi-key lock). */
     grantedBy: Record<Workload, number>;
     /** Semaphore sections counted (their holder's signal was intact at the end). */
     semaphoreSections: number;
@@ -96,7 +96,7 @@ interface Grant {
   op: string;
   invokeT: number;
   okT: number;
-  /** Token per token key (the lock key, or a semaphore's seat key). */
+  /** Token per token key (the lock key, or a semaphore's permit key). */
   tokens: Map<string, bigint>;
   mode: string;
 }
@@ -130,7 +130,7 @@ export function checkHistories(input: CheckInput): CheckResult {
   // Per-history facts: grants, loss, writes after loss.
   const grants: Grant[] = [];
   /** Semaphore ops: key, permits, and when the holder last saw its signal intact. */
-  const seats = new Map<string, { key: string; permits: number; validT?: number }>();
+  const permits = new Map<string, { key: string; permits: number; validT?: number }>();
   let writesAfterLost = 0;
   const readyAt = new Map<number, { inc: number; t: number }>();
   const okTimes = new Map<number, number[]>();
@@ -150,7 +150,7 @@ export function checkHistories(input: CheckInput): CheckResult {
           ops.invoked++;
           invokes.set(e.op, e);
           if (e.workload === 'semaphore')
-            seats.set(e.op, { key: e.keys?.[0] ?? DEFAULT_KEY, permits: e.permits ?? 1 });
+            permits.set(e.op, { key: e.keys?.[0] ?? DEFAULT_KEY, permits: e.permits ?? 1 });
           break;
         case 'ok': {
           ops.granted++;
@@ -180,8 +180,8 @@ export function checkHistories(input: CheckInput): CheckResult {
           skips.push({ op: e.op, t: e.t });
           break;
         case 'valid': {
-          const seat = seats.get(e.op);
-          if (seat) seat.validT = e.t;
+          const permit = permits.get(e.op);
+          if (permit) permit.validT = e.t;
           break;
         }
         case 'write-invoke':
@@ -239,13 +239,13 @@ export function checkHistories(input: CheckInput): CheckResult {
     string,
     { op: string; start: number; end: number; permits: number }[]
   >();
-  for (const [op, seat] of seats) {
+  for (const [op, permit] of permits) {
     const start = begins.get(op);
-    if (start === undefined || seat.validT === undefined) continue;
+    if (start === undefined || permit.validT === undefined) continue;
     ops.semaphoreSections++;
-    const list = intervals.get(seat.key) ?? [];
-    list.push({ op, start, end: seat.validT, permits: seat.permits });
-    intervals.set(seat.key, list);
+    const list = intervals.get(permit.key) ?? [];
+    list.push({ op, start, end: permit.validT, permits: permit.permits });
+    intervals.set(permit.key, list);
   }
   let semaphoreOverflows = 0;
   const maxHolders: Record<string, number> = {};

@@ -48,7 +48,7 @@ export type HistoryEvent =
   | { ev: 'release'; t: number; op: string }
   | { ev: 'stop'; t: number };
 
-/** read/write: fenced counter access; rbegin/rend: a reader's section; sbegin/send: a semaphore seat's section. */
+/** read/write: fenced counter access; rbegin/rend: a reader's section; sbegin/send: a semaphore permit's section. */
 export type StoreOp = 'read' | 'write' | 'rbegin' | 'rend' | 'sbegin' | 'send';
 
 /** One operation as the fenced store saw it, in the store's own order (seq). */
@@ -58,7 +58,7 @@ export interface StoreRecord {
   op: StoreOp;
   /** Worker op id `<slot>.<incarnation>.<n>`: one lock grant's critical section. */
   attempt: string;
-  /** The resource (one counter per lock key, one seat table per semaphore key); absent = DEFAULT_KEY. */
+  /** The resource (one counter per lock key, one permit table per semaphore key); absent = DEFAULT_KEY. */
   key?: string;
   token: string;
   accepted: boolean;
@@ -85,7 +85,7 @@ const realPerformanceNow = performance.now.bind(performance);
  * Wall-clock ms at performance.now() 0, measured here rather than read from
  * performance.timeOrigin: Node takes that from two clock reads at process start, and a process
  * started on a loaded machine can be descheduled between them (a CI run saw one worker's whole
- * history 19.8 ms ahead of the store's, which the checker took for a seat over permits and tokens
+ * history 19.8 ms ahead of the store's, which the checker took for a holder over permits and tokens
  * going backwards). At the instant Date.now() ticks to a new ms, the wall clock is that ms to
  * within the tick's detection; of three such edges the largest offset wins (a preemption between
  * the two reads only makes an estimate smaller).

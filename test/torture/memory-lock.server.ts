@@ -24,8 +24,8 @@ function lockOf(m: JsonMessage): BackendLock {
   };
 }
 
-/** The lock contract, or the semaphore's for a seat (`permits` on acquire, `seat` on the rest). */
-const holderOf = (m: JsonMessage) => (m.seat === true ? backend.semaphore : backend);
+/** The lock contract, or the semaphore's for a permit (`permits` on acquire, `permit` on the rest). */
+const holderOf = (m: JsonMessage) => (m.permit === true ? backend.semaphore : backend);
 
 void serveJsonLines(
   port,

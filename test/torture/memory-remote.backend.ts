@@ -39,11 +39,11 @@ export class MemoryRemoteBackend implements LockBackend {
     return this.attempt(request, undefined);
   }
 
-  /** The hosted MemoryLockBackend grants semaphores natively; seats are its semaphore's. */
+  /** The hosted MemoryLockBackend grants semaphores natively; permits are its semaphore's. */
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.attempt(request, permits),
-    renew: (seats) => this.renewAll(seats, true),
-    release: (seat) => this.releaseOne(seat, true),
+    renew: (permits) => this.renewAll(permits, true),
+    release: (permit) => this.releaseOne(permit, true),
   };
 
   private async attempt(
@@ -69,10 +69,10 @@ export class MemoryRemoteBackend implements LockBackend {
     return this.renewAll(locks, false);
   }
 
-  private async renewAll(locks: readonly BackendLock[], seat: boolean): Promise<boolean[]> {
+  private async renewAll(locks: readonly BackendLock[], permit: boolean): Promise<boolean[]> {
     const m = await this.client.call({
       type: 'renew',
-      seat,
+      permit,
       locks: locks.map((l) => ({ ...l }) as unknown as JsonMessage),
     }).answer;
     return m.results as boolean[];
@@ -82,8 +82,8 @@ export class MemoryRemoteBackend implements LockBackend {
     return this.releaseOne(lock, false);
   }
 
-  private async releaseOne(lock: BackendLock, seat: boolean): Promise<void> {
-    await this.client.call({ type: 'release', seat, ...lock }).answer;
+  private async releaseOne(lock: BackendLock, permit: boolean): Promise<void> {
+    await this.client.call({ type: 'release', permit, ...lock }).answer;
   }
 
   async close(): Promise<void> {

@@ -7,11 +7,11 @@ import { BACKEND_NAMES, TORTURE_BACKENDS, type BackendName } from './torture.bac
 /**
  * The short CI torture: every landed backend, 8 worker processes, each fault kind it is given at
  * least once (the nemesis always completes one round), a fixed seed, about 20 s of faults and
- * quiet. Writers mix plain locks, semaphore seats and multi-key locks; every backend run has the
+ * quiet. Writers mix plain locks, semaphore permits and multi-key locks; every backend run has the
  * delay/jitter nemesis, the careless-writer memory run the clock nemesis too (every fault). Jest
  * allows 10 minutes a run: on this shared machine under a load of 100, eight workers alone took
  * minutes to start. Asserts safety at the fenced resource (no lost update, no overlapping holds,
- * no seat over permits, no token backwards, no write after the writer's own signal) and that the
+ * no holder over permits, no token backwards, no write after the writer's own signal) and that the
  * run did something (faults injected, writes accepted, every workload and the delay nemesis ran).
  * Liveness and crashes are printed, not asserted: see the "Torture harness" section of README.md
  * for what they currently show.
@@ -63,7 +63,7 @@ describe('torture (short, fixed seeds)', () => {
     async (backend) => {
       const report = await runTorture(options(backend, 'exclusive', 11));
       expectSafe(report);
-      // The paths of this round ran: semaphore seats, multi-key grants, the delay nemesis.
+      // The paths of this round ran: semaphore permits, multi-key grants, the delay nemesis.
       expect(report.result.ops.semaphoreSections).toBeGreaterThan(0);
       expect(report.result.ops.grantedBy.multi).toBeGreaterThan(0);
       expect(report.faults.delay).toBeGreaterThan(0);

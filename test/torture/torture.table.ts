@@ -12,7 +12,7 @@ export function tortureTable(reports: TortureReport[], commit = ''): string {
     (a, b) => a.options.backend.localeCompare(b.options.backend) || a.options.seed - b.options.seed,
   );
   const head =
-    '| backend | seed | grants: plain / semaphore / multi-key | semaphore sections (most holders) | faults: kill / pause / restart / partition / delay / clock | writes accepted / refused by the fence | locks lost | lost updates | overlaps | tokens backwards | seats over permits | writes after lost | live | crashes | commit |';
+    '| backend | seed | grants: plain / semaphore / multi-key | semaphore sections (most holders) | faults: kill / pause / restart / partition / delay / clock | writes accepted / refused by the fence | locks lost | lost updates | overlaps | tokens backwards | holders over permits | writes after lost | live | crashes | commit |';
   const lines = [head, `|${'---|'.repeat(15)}`];
   for (const r of rows) {
     const x = r.result;

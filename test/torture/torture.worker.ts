@@ -25,7 +25,7 @@ export const PERMITS = [2, 3, 4];
  * if its own signal has not aborted, write value + 1 with the handle's fencing token -> release.
  * Readers (shared mode) take the lock shared and bracket a read with begin/end at the store.
  * Writers draw each operation's workload from the seeded random: the plain lock on `counter`, a
- * semaphore seat (`sem<N>` with permits N from 2..4; at the store: begin, yield, `valid` if the
+ * semaphore permit (`sem<N>` with permits N from 2..4; at the store: begin, yield, `valid` if the
  * signal is intact, end), or a multi-key lock on 2-3 keys of MULTI_KEYS in random order (read every
  * key's counter with that key's token, yield, write every key).
  * Every step is appended synchronously to a JSON-lines history, so a SIGKILL loses nothing written.
@@ -76,11 +76,11 @@ async function main(): Promise<void> {
   const mode = cfg.role === 'reader' ? 'shared' : 'exclusive';
   const sleep = (max: number) => new Promise((r) => setTimeout(r, rng.int(0, max)));
 
-  /** Semaphore seat: begin at the store, yield, then (signal intact) `valid` and end. */
-  const seat = async (handle: LockHandle, op: string, token: string) => {
+  /** Semaphore permit: begin at the store, yield, then (signal intact) `valid` and end. */
+  const permit = async (handle: LockHandle, op: string, token: string) => {
     const key = handle.key.replace(/#\d+$/, '');
     await store.call({ op: 'sbegin', key, token, attempt: op }).answer;
-    // Longer than a lock's section, so that seats are held at the same time.
+    // Longer than a lock's section, so that permits are held at the same time.
     await sleep(3 * cfg.yieldMax);
     if (handle.signal.aborted) {
       record({ ev: 'skip-write', t: now(), op });
@@ -125,11 +125,11 @@ async function main(): Promise<void> {
     }
   };
 
-  // A native semaphore orders its grants' tokens per key; the core's seat-based one hands out the
-  // token of whichever seat `<key>#<i>` was free, and the handle does not say which seat: no order
-  // to check (an empty map tells the checker so).
+  // A native semaphore orders its grants' tokens per key; the core's permit-based one hands out the
+  // token of whichever permit `<key>#<i>` was free, and the handle does not say which permit: no
+  // order to check (an empty map tells the checker so).
   const nativeSemaphore = backend.semaphore !== undefined;
-  const seatTokens = (kind: Workload, tokens: [string, string][]) =>
+  const permitTokens = (kind: Workload, tokens: [string, string][]) =>
     Object.fromEntries(kind === 'semaphore' && !nativeSemaphore ? [] : tokens);
   const kinds = new Map<string, Workload>();
   const section: Section = async (handle, op) => {
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       op,
       token,
       mode: handle.mode,
-      ...(kind === 'plain' ? {} : { tokens: seatTokens(kind, tokens) }),
+      ...(kind === 'plain' ? {} : { tokens: permitTokens(kind, tokens) }),
     });
     const lost = () =>
       record({
@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     else handle.signal.addEventListener('abort', lost, { once: true });
     try {
       if (cfg.role === 'writer') {
-        if (kind === 'semaphore') await seat(handle, op, token);
+        if (kind === 'semaphore') await permit(handle, op, token);
         else await write(op, kind === 'plain' ? [[cfg.key, token]] : tokens, handle.signal);
       } else {
         await store.call({ op: 'rbegin', token, attempt: op }).answer;

@@ -69,7 +69,7 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     expect(fourth.held).toBe(true);
     expect(fourth.fencingToken).toBeGreaterThan(third.fencingToken);
 
-    // Curator's waiter gets the seat our release frees.
+    // Curator's waiter gets the permit our release frees.
     const curatorWaits = curator.acquire('c', 20_000);
     await eventually(async () => (await children(s.leases)).length === 4);
     await third.release();
@@ -99,7 +99,7 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     expect(await curator.acquire('e', 5_000)).toMatch(LEASE);
     expect(await e1.tryAcquire(s.key, { permits: 3 })).toBeNull();
 
-    // An operator frees every seat, Curator's included; our holder learns it at once.
+    // An operator frees every permit, Curator's included; our holder learns it at once.
     expect(await e1.backend().forceRelease!(`lock:${s.key}`)).toBe(true);
     expect(await children(s.leases)).toEqual([]);
     expect(await untilAborted(h2.signal, 10_000)).toBeInstanceOf(LockLostError);
@@ -132,7 +132,7 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     const javaIds = ['l1', 'l2', 'l3'];
     for (const id of javaIds) await curator.semaphore(id, s.path, permits);
     const rounds = 6;
-    const holdMs = 150; // several grants long (a grant takes ~5 round trips through the `locks` mutex): the seats stay full
+    const holdMs = 150; // several grants long (a grant takes ~5 round trips through the `locks` mutex): the permits stay full
     let ourMost = 0;
     let mixed = 0; // rounds in which a Curator holder was inside with ours: one pool really shared
     const createProbe = () =>
@@ -166,7 +166,7 @@ describe('Curator interop (InterProcessSemaphoreV2)', () => {
     const javaMost = await java;
     for (const most of javaMost) expect(most).toBeLessThanOrEqual(permits);
     expect(ourMost).toBeLessThanOrEqual(permits);
-    expect(Math.max(ourMost, ...javaMost)).toBe(permits); // all N seats were in use at some point
+    expect(Math.max(ourMost, ...javaMost)).toBe(permits); // all N permits were in use at some point
     expect(mixed).toBeGreaterThan(0);
     expect(await children(s.leases)).toEqual([]);
   });

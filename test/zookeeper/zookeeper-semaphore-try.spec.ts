@@ -3,13 +3,13 @@ import { zooKeeperFixture } from './zookeeper-fixture';
 /**
  * ZooKeeper semaphore: two concurrent tryAcquire(k, { permits: 2 }) on a free semaphore granted
  * only one. The second found the `locks` mutex held for a moment by the first and answered busy,
- * with a seat free. A try that finds the mutex busy now counts the leases without it (a lease
+ * with a permit free. A try that finds the mutex busy now counts the leases without it (a lease
  * counts every node created before its listing, so the bound holds without the mutex).
  */
 const fx = zooKeeperFixture();
 
 describe('ZooKeeper semaphore tryAcquire', () => {
-  it('two concurrent tryAcquire with permits 2 on a free semaphore both get a seat', async () => {
+  it('two concurrent tryAcquire with permits 2 on a free semaphore both get a permit', async () => {
     const [a, b] = [fx.engine(), fx.engine()];
     for (let round = 0; round < 3; round++) {
       const { key } = fx.fresh('try2');
@@ -24,7 +24,7 @@ describe('ZooKeeper semaphore tryAcquire', () => {
     }
   });
 
-  it('concurrent tryAcquire never seats more than permits', async () => {
+  it('concurrent tryAcquire never grants more than permits', async () => {
     const engines = [fx.engine(), fx.engine(), fx.engine()];
     const { key } = fx.fresh('try-bound');
     const got = await Promise.all(

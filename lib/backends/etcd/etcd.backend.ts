@@ -16,13 +16,13 @@ import { checkEtcdClient, type EtcdClientLike } from './etcd.client';
 import { announceHolder, withHolders } from './etcd.holders';
 import { deleteHolders, holdersOf, inspection, listHeld, readContenders } from './etcd.inspect';
 import { etcdLockPrefix, etcdSemaphorePrefix } from './etcd.keys';
-import { deleteSeatHolders, readSeats, seatInspection } from './etcd.seats';
+import { deletePermitHolders, readPermits, permitInspection } from './etcd.permits';
 import { renewHeld } from './etcd.renew';
 import { EtcdSemaphores } from './etcd.semaphore';
 import { checkEtcdOptions, type EtcdLockBackendOptions } from './etcd.options';
 import { QueueWatches } from './etcd.queue-watch';
 import { EtcdSession } from './etcd.session';
-import { LockSlot, type SlotContext } from './etcd.slot';
+import { LocalQueue, type LocalQueueContext } from './etcd.local-queue';
 
 export {
   DEFAULT_ETCD_CALL_TIMEOUT_MS,
@@ -35,7 +35,7 @@ export {
  * etcdctl and this module exclude each other on one NAME.
  *
  * Algorithm: one session lease per backend, kept alive at TTL/3; lock NAME's contender is
- * `NAME/<lease hex>` on that lease (owners of one process queue locally for it, see LockSlot).
+ * `NAME/<lease hex>` on that lease (owners of one process queue locally for it, see LocalQueue).
  * Acquire is one transaction (create our key, read the youngest contenders); the oldest contender
  * holds, the others each watch only their predecessor and re-read after it goes (no herd).
  * tryAcquire is the same transaction, and deletes the key again when it does not hold.
@@ -43,10 +43,10 @@ export {
  * Safety: etcd orders contenders by create revision (linearizable, cluster-wide); a key dies with
  * the lease of the process that made it; a holder learns the loss of its lease from local time
  * alone (EtcdSession counts validity from the keepalive's send time, minus drift), and a renewal
- * checks in one transaction that each held key still exists as the incarnation we created.
- * Fencing token = our key's create revision: every new grant is a new key, and etcd's revision
- * only grows. Shared mode marks reader keys with the value `shared`; a reader holds when no
- * older contender is a writer.
+ * checks in one transaction that each held key still exists as the key we created (same create
+ * revision). Fencing token = our key's create revision: every new grant is a new key, and etcd's
+ * revision only grows. Shared mode marks reader keys with the value `shared`; a reader holds when
+ * no older contender is a writer.
  */
 export class EtcdLockBackend implements LockBackend {
   readonly name = 'etcd';
@@ -62,8 +62,8 @@ export class EtcdLockBackend implements LockBackend {
   private creating: Promise<EtcdClientLike> | undefined;
   private readonly factory: (() => unknown) | undefined;
   private readonly callTimeout: number;
-  private readonly slots = new Map<string, LockSlot>();
-  private readonly ctx: SlotContext;
+  private readonly queues = new Map<string, LocalQueue>();
+  private readonly ctx: LocalQueueContext;
   private readonly semaphores: EtcdSemaphores;
   private readonly watches = new QueueWatches(() => this.live?.client ?? this.client);
   private live: EtcdSession | undefined;
@@ -86,8 +86,9 @@ export class EtcdLockBackend implements LockBackend {
       recheckInterval: o.sessionTtl,
       watches: this.watches,
       session: (key) => this.session(key),
-      idle: (slot) => {
-        if (this.slots.get(slot.fullKey) === slot && slot.empty) this.slots.delete(slot.fullKey);
+      idle: (queue) => {
+        if (this.queues.get(queue.fullKey) === queue && queue.empty)
+          this.queues.delete(queue.fullKey);
       },
     };
     this.semaphores = new EtcdSemaphores({
@@ -142,17 +143,17 @@ export class EtcdLockBackend implements LockBackend {
     const lockPrefix = Buffer.from(etcdLockPrefix(key, this.prefix));
     const lock = inspection(key, await readContenders(client, lockPrefix, deadline));
     if (lock.held) return withHolders(client, this.prefix, lock, deadline);
-    const seats = await readSeats(
+    const permits = await readPermits(
       client,
       Buffer.from(etcdSemaphorePrefix(key, this.prefix)),
       deadline,
     );
-    return seats.length > 0 ? seatInspection(key, seats) : lock;
+    return permits.length > 0 ? permitInspection(key, permits) : lock;
   }
 
   /**
-   * Deletes the holders' keys of `key`, whoever they are (each only as the incarnation read, so a
-   * newer grant is never hit). The next contender is granted at once; a holder of another process
+   * Deletes the holders' keys of `key`, whoever they are (each only at the create revision read, so
+   * a newer grant is never hit). The next contender is granted at once; a holder of another process
    * learns the loss at its next renewal (ttl/3), one of this backend at once.
    */
   async forceRelease(key: string): Promise<boolean> {
@@ -161,13 +162,14 @@ export class EtcdLockBackend implements LockBackend {
     const deadline = Date.now() + this.callTimeout;
     const holders = holdersOf(await readContenders(client, lockPrefix, deadline));
     const deleted = await deleteHolders(client, holders, deadline);
-    const slot = this.slots.get(key);
-    for (const h of holders) slot?.lost('it was force-released by an operator', undefined, h.rev);
-    // A semaphore of the key: every seat that holds.
-    const seatPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
-    const freed = await deleteSeatHolders(client, seatPrefix, deadline);
-    for (const seat of this.semaphores.heldUnder(key))
-      if (freed.has(seat.rev)) this.semaphores.lost(seat, 'it was force-released by an operator');
+    const queue = this.queues.get(key);
+    for (const h of holders) queue?.lost('it was force-released by an operator', undefined, h.rev);
+    // A semaphore of the key: every permit that holds.
+    const permitPrefix = Buffer.from(etcdSemaphorePrefix(key, this.prefix));
+    const freed = await deletePermitHolders(client, permitPrefix, deadline);
+    for (const permit of this.semaphores.heldUnder(key))
+      if (freed.has(permit.rev))
+        this.semaphores.lost(permit, 'it was force-released by an operator');
     return deleted > 0 || freed.size > 0;
   }
 
@@ -194,29 +196,29 @@ export class EtcdLockBackend implements LockBackend {
    * an older contender blocks us, delete the key again and answer busy.
    */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.slotFor(request, true);
+    return this.queueFor(request, true);
   }
 
   /** Queued wait on etcd's revision order, bounded by request.signal (deadline or cancel). */
   acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return this.slotFor(request, request.wait === 0);
+    return this.queueFor(request, request.wait === 0);
   }
 
-  /** Native semaphores: seats under the key's semaphore prefix (etcd.semaphore.ts). */
+  /** Native semaphores: permits under the key's semaphore prefix (etcd.semaphore.ts). */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: (request, permits) => this.seatFor(request, permits, true),
-    acquire: (request, permits) => this.seatFor(request, permits, request.wait === 0),
-    renew: (seats) => renewHeld(seats, this.slots, this.semaphores, this.callTimeout, true),
-    release: (seat) => this.semaphores.release(seat),
+    tryAcquire: (request, permits) => this.permitFor(request, permits, true),
+    acquire: (request, permits) => this.permitFor(request, permits, request.wait === 0),
+    renew: (permits) => renewHeld(permits, this.queues, this.semaphores, this.callTimeout, true),
+    release: (permit) => this.semaphores.release(permit),
   };
 
   /** Campaigns laid out as concurrency.Election: the proposal is the value of our key. */
   readonly election: ElectionBackend = {
-    tryAcquire: (request, proposal) => this.slotFor(request, true, proposal),
-    acquire: (request, proposal) => this.slotFor(request, request.wait === 0, proposal),
+    tryAcquire: (request, proposal) => this.queueFor(request, true, proposal),
+    acquire: (request, proposal) => this.queueFor(request, request.wait === 0, proposal),
   };
 
-  private seatFor(
+  private permitFor(
     request: BackendAttempt,
     permits: number,
     tryOnce: boolean,
@@ -235,7 +237,7 @@ export class EtcdLockBackend implements LockBackend {
     return new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
   }
 
-  private slotFor(
+  private queueFor(
     request: BackendAttempt,
     tryOnce: boolean,
     proposal?: string,
@@ -246,30 +248,31 @@ export class EtcdLockBackend implements LockBackend {
       return Promise.reject(
         new InvalidLockOptionsError('mode', request.mode, `'exclusive' or 'shared'`, request.key),
       );
-    let slot = this.slots.get(request.key);
-    if (!slot) {
+    let queue = this.queues.get(request.key);
+    if (!queue) {
       let lockPrefix: Buffer;
       try {
         lockPrefix = Buffer.from(etcdLockPrefix(request.key, this.prefix));
       } catch (error) {
         return Promise.reject(error);
       }
-      slot = new LockSlot(request.key, lockPrefix, this.ctx);
-      this.slots.set(request.key, slot);
+      queue = new LocalQueue(request.key, lockPrefix, this.ctx);
+      this.queues.set(request.key, queue);
     }
-    return slot.acquire(request, tryOnce, proposal);
+    return queue.acquire(request, tryOnce, proposal);
   }
 
   /**
    * Locks live as long as the session; renewal verifies, in one transaction for the whole batch,
-   * that each key still exists as the incarnation we created. A missing key is a lost lock.
+   * that each key still exists as the key we created (same create revision). A missing key is a
+   * lost lock.
    */
   renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    return renewHeld(locks, this.slots, this.semaphores, this.callTimeout);
+    return renewHeld(locks, this.queues, this.semaphores, this.callTimeout);
   }
 
   async release(lock: BackendLock): Promise<void> {
-    await this.slots.get(lock.key)?.release(lock.owner);
+    await this.queues.get(lock.key)?.release(lock.owner);
   }
 
   /**
@@ -279,7 +282,7 @@ export class EtcdLockBackend implements LockBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const slot of this.slots.values()) slot.close();
+    for (const queue of this.queues.values()) queue.close();
     this.watches.close();
     // A grant that failed left no session to close; its error went to the acquire that asked.
     const session = this.live ?? (await this.granting?.catch(() => undefined));

@@ -15,10 +15,10 @@ export interface Deletion {
 }
 
 /**
- * Deletes our contender key (only the incarnation created at `rev`), retrying with backoff until
+ * Deletes our contender key (only the key created at `rev`), retrying with backoff until
  * it is gone or its session ends: a leftover key would block every other contender of the lock
  * until our lease expires, which for a live session is never. `onFailure` sees each failure (the
- * slot reports it to waiters queued behind the deletion).
+ * local queue reports it to waiters queued behind the deletion).
  */
 export function deleteUntilGone(
   session: EtcdSession,

@@ -1,7 +1,7 @@
 import { sleepFor } from '../../backend-kit';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { EtcdClientLike } from './etcd.client';
-import type { Incarnation } from './etcd.incarnation';
+import type { OwnKey } from './etcd.own-key';
 import {
   createContender,
   findBlocker,
@@ -14,7 +14,7 @@ import type { EtcdSession } from './etcd.session';
 import { waitForTurn, type TurnOutcome } from './etcd.turn';
 import { waitForDelete } from './etcd.watch';
 
-/** What the queue loop needs of its LockSlot. */
+/** What the queue loop needs of its LocalQueue. */
 export interface ContendHooks {
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
@@ -23,70 +23,70 @@ export interface ContendHooks {
   readonly watches: QueueWatches;
   /** The live session (a new one after a loss). */
   session(): Promise<EtcdSession>;
-  /** Attaches the incarnation to `session` (its key becomes `NAME/<session lease>`). */
-  bind(inc: Incarnation, session: EtcdSession): void;
-  contender(inc: Incarnation): Contender;
+  /** Attaches the own key to `session` (its key becomes `NAME/<session lease>`). */
+  bind(ownKey: OwnKey, session: EtcdSession): void;
+  contender(ownKey: OwnKey): Contender;
   /** Settles the try-once waiters after an answer that did not grant. */
-  settleGivingUp(inc: Incarnation): void;
-  grant(inc: Incarnation): void;
+  settleGivingUp(ownKey: OwnKey): void;
+  grant(ownKey: OwnKey): void;
   /** Fails every waiter (a configuration error: retrying cannot help). */
-  fail(inc: Incarnation, error: unknown): void;
+  fail(ownKey: OwnKey, error: unknown): void;
 }
 
 /**
- * Queues one incarnation on etcd until it is granted or nobody waits for it any more: create our
+ * Queues one own key on etcd until it is granted or nobody waits for it any more: create our
  * key and read our position (one txn); while an older contender blocks us, watch only that one
  * key and re-read our position when it goes (Go's concurrency.Mutex: waitDeletes). Failures are
  * retried with jittered backoff while waiters remain; each answer (good or bad) is counted, so a
  * try-once waiter learns "busy" or "unreachable" from the first one. Never throws.
  */
-export async function contend(inc: Incarnation, hooks: ContendHooks): Promise<void> {
+export async function contend(ownKey: OwnKey, hooks: ContendHooks): Promise<void> {
   let backoff = 20;
   let watchBackoff = 20;
-  while (inc.state === 'waiting' && inc.waiters.size > 0) {
-    const wake = (inc.wake = new AbortController());
+  while (ownKey.state === 'waiting' && ownKey.waiters.size > 0) {
+    const wake = (ownKey.wake = new AbortController());
     try {
       const session = await hooks.session();
-      if (inc.session !== session) hooks.bind(inc, session);
-      const c = hooks.contender(inc);
+      if (ownKey.session !== session) hooks.bind(ownKey, session);
+      const c = hooks.contender(ownKey);
       const client = session.client;
       const deadline = Date.now() + hooks.callTimeout;
       const pos =
-        inc.rev === undefined
+        ownKey.rev === undefined
           ? await createContender(client, c, session.id, deadline)
-          : await findBlocker(client, c, inc.rev, deadline);
-      inc.answers++;
-      inc.failure = undefined;
+          : await findBlocker(client, c, ownKey.rev, deadline);
+      ownKey.answers++;
+      ownKey.failure = undefined;
       backoff = 20;
-      if (inc.state !== 'waiting' || !session.alive) continue;
+      if (ownKey.state !== 'waiting' || !session.alive) continue;
       // Our key vanished while we queued (deleted by an operator): queue again, at the back.
-      inc.rev = pos.exists ? pos.rev : undefined;
+      ownKey.rev = pos.exists ? pos.rev : undefined;
       if (!pos.exists) continue;
-      if (inc.waiters.size === 0) return;
-      if (!pos.blocker) return hooks.grant(inc);
-      hooks.settleGivingUp(inc);
-      if (inc.waiters.size === 0) return;
+      if (ownKey.waiters.size === 0) return;
+      if (!pos.blocker) return hooks.grant(ownKey);
+      hooks.settleGivingUp(ownKey);
+      if (ownKey.waiters.size === 0) return;
       const watched = await watchTurn(client, c, pos, pos.blocker, wake.signal, hooks);
       if (watched.outcome === 'granted') {
         // Proven at the revision of the last older contender's delete: our key lived, none older.
-        if (inc.state !== 'waiting' || !session.alive) continue;
-        if (inc.waiters.size === 0) return;
-        return hooks.grant(inc);
+        if (ownKey.state !== 'waiting' || !session.alive) continue;
+        if (ownKey.waiters.size === 0) return;
+        return hooks.grant(ownKey);
       }
       if (watched.failure === undefined) {
         watchBackoff = 20;
       } else {
         // The watch stream is down (its member died, say): re-read, but do not spin while it
         // reconnects.
-        inc.failure = watched.failure;
+        ownKey.failure = watched.failure;
         await sleepFor(Math.random() * watchBackoff, wake.signal);
         watchBackoff = Math.min(watchBackoff * 2, 1_000);
       }
     } catch (error) {
-      if (error instanceof InvalidLockOptionsError) return hooks.fail(inc, error);
-      inc.answers++;
-      inc.failure = error;
-      hooks.settleGivingUp(inc);
+      if (error instanceof InvalidLockOptionsError) return hooks.fail(ownKey, error);
+      ownKey.answers++;
+      ownKey.failure = error;
+      hooks.settleGivingUp(ownKey);
       await sleepFor(Math.random() * backoff, wake.signal);
       backoff = Math.min(backoff * 2, 1_000);
     }

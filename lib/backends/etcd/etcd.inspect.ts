@@ -81,7 +81,8 @@ export function inspection(
 }
 
 /**
- * Deletes the holders' keys (each only as the incarnation read); resolves how many were deleted.
+ * Deletes the holders' keys (each only at the create revision read); resolves how many were
+ * deleted.
  */
 export async function deleteHolders(
   client: EtcdClientLike,
@@ -97,7 +98,7 @@ export async function deleteHolders(
 /** Keys read per page by listHeld. */
 const LIST_PAGE = 256;
 
-/** The full key a contender or seat key belongs to, or undefined for keys that are not ours. */
+/** The full key a contender or permit key belongs to, or undefined for keys that are not ours. */
 function ownerName(rest: string): string | undefined {
   // The s flag: a NAME may hold U+2028 and U+2029 (keys refuse only C0 controls and DEL).
   const m = /^(.+?)(?:%sem\/[0-9a-f]+_[0-9a-f]+|\/[0-9a-f]+)$/s.exec(rest);
@@ -108,7 +109,7 @@ function ownerName(rest: string): string | undefined {
 
 /**
  * Where the next page starts: past the rest of the range the last key read belongs to (its NAME's
- * lock range `NAME/` or seat range `NAME%sem/`; both hold only that NAME's keys), else just past
+ * lock range `NAME/` or permit range `NAME%sem/`; both hold only that NAME's keys), else just past
  * it.
  */
 function pastRange(lastKey: Buffer, etcdPrefix: string): Buffer {

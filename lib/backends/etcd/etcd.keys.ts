@@ -30,7 +30,7 @@ export function etcdLockPrefix(fullKey: string, prefix = ''): string {
 }
 
 /**
- * `<prefix><NAME>%sem/`: the prefix of semaphore NAME's seat keys. Distinct from the lock's range
+ * `<prefix><NAME>%sem/`: the prefix of semaphore NAME's permit keys. Distinct from the lock's range
  * `<prefix><NAME>/` (a lock and a semaphore of one key never see each other's contenders), and no
  * lock of ours can own it: an encoded NAME never holds `/`, and holds `%` only as `%25` or `%2F`.
  */
@@ -38,7 +38,7 @@ export function etcdSemaphorePrefix(fullKey: string, prefix = ''): string {
   return `${etcdLockPrefix(fullKey, prefix).slice(0, -1)}${SEMAPHORE_MARK}/`;
 }
 
-/** What separates NAME from a semaphore's seat keys (see etcdSemaphorePrefix). */
+/** What separates NAME from a semaphore's permit keys (see etcdSemaphorePrefix). */
 export const SEMAPHORE_MARK = '%sem';
 
 /** Decodes a NAME (encodeEtcdLockName's inverse). */

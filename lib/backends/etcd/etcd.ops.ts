@@ -215,8 +215,8 @@ export function readPosition(
 }
 
 /**
- * Whether `blocker` was deleted at or before `revision` (its key is gone or is a newer
- * incarnation). Serializable first; when that member's view is older than `revision`, asked again
+ * Whether `blocker` was deleted at or before `revision` (its key is gone or was created again
+ * since). Serializable first; when that member's view is older than `revision`, asked again
  * linearizably.
  */
 export async function blockerGone(
@@ -236,8 +236,8 @@ export async function blockerGone(
 }
 
 /**
- * Deletes a contender; with `rev`, only that incarnation of it (never a newer one). Resolves
- * whether it was there.
+ * Deletes a contender; with `rev`, only the key created at that revision (never a newer one).
+ * Resolves whether it was there.
  */
 export async function deleteContender(
   client: EtcdClientLike,
@@ -285,7 +285,7 @@ export async function writerQueuedAfter(
 }
 
 /**
- * For each key: does it still exist as the incarnation we created (create revision and lease
+ * For each key: does it still exist as the key we created (create revision and lease
  * match)?
  */
 export async function verifyContenders(

@@ -2,20 +2,20 @@ import type { BackendLock } from '../../interfaces/lock-backend.interface';
 import type { EtcdClientLike } from './etcd.client';
 import { verifyContenders } from './etcd.ops';
 import type { EtcdSemaphores } from './etcd.semaphore';
-import type { LockSlot } from './etcd.slot';
+import type { LocalQueue } from './etcd.local-queue';
 
 /**
- * The watchdog's batch renewal: locks (and seats) live as long as the session, so renewing one
- * verifies, in one transaction for the whole batch, that its key still exists as the incarnation
+ * The watchdog's batch renewal: locks (and permits) live as long as the session, so renewing one
+ * verifies, in one transaction for the whole batch, that its key still exists as the key
  * we created (create revision and lease). A missing key is a lost lock, reported to its holders.
  */
 export async function renewHeld(
   locks: readonly BackendLock[],
-  slots: ReadonlyMap<string, LockSlot>,
+  queues: ReadonlyMap<string, LocalQueue>,
   semaphores: EtcdSemaphores,
   callTimeout: number,
-  /** true: every lock is a semaphore's seat. */
-  seats = false,
+  /** true: every lock is a semaphore's permit. */
+  permits = false,
 ): Promise<boolean[]> {
   const results = locks.map(() => false);
   const items: { i: number; key: Buffer; rev: bigint; leaseId: string; lose: () => void }[] = [];
@@ -24,19 +24,19 @@ export async function renewHeld(
   locks.forEach((lock, i) => {
     // The local validity check runs before any request: a paused process finds out here, not from
     // etcd.
-    if (seats) {
-      const seat = semaphores.heldBy(lock);
-      if (!seat?.session.alive) return;
-      client = seat.session.client;
-      const lose = () => semaphores.lost(seat, lost);
-      items.push({ i, key: seat.key, rev: seat.rev, leaseId: seat.session.id, lose });
+    if (permits) {
+      const permit = semaphores.heldBy(lock);
+      if (!permit?.session.alive) return;
+      client = permit.session.client;
+      const lose = () => semaphores.lost(permit, lost);
+      items.push({ i, key: permit.key, rev: permit.rev, leaseId: permit.session.id, lose });
       return;
     }
-    const slot = slots.get(lock.key);
-    const held = slot?.heldBy(lock.owner);
-    if (!slot || !held?.session.alive) return;
+    const queue = queues.get(lock.key);
+    const held = queue?.heldBy(lock.owner);
+    if (!queue || !held?.session.alive) return;
     client = held.session.client;
-    const lose = () => slot.lost(lost, undefined, held.rev);
+    const lose = () => queue.lost(lost, undefined, held.rev);
     items.push({ i, key: held.key, rev: held.rev, leaseId: held.session.id, lose });
   });
   if (!client) return results;

@@ -9,12 +9,12 @@ import type {
 import { deleteUntilGone } from './etcd.cleanup';
 import { etcdSemaphorePrefix } from './etcd.keys';
 import {
-  createSeat,
-  markSeat,
-  seatPosition,
-  waitForSeatChange,
-  type SeatPosition,
-} from './etcd.seats';
+  createPermit,
+  markPermit,
+  permitPosition,
+  waitForPermitChange,
+  type PermitPosition,
+} from './etcd.permits';
 import type { EtcdSession } from './etcd.session';
 
 export interface SemaphoreContext {
@@ -26,8 +26,8 @@ export interface SemaphoreContext {
   session(key?: string): Promise<EtcdSession>;
 }
 
-/** One granted seat of this backend. */
-export interface HeldSeat {
+/** One granted permit of this backend. */
+export interface HeldPermit {
   readonly fullKey: string;
   readonly key: Buffer;
   readonly rev: bigint;
@@ -37,14 +37,14 @@ export interface HeldSeat {
 }
 
 /**
- * Native semaphores on etcd (see etcd.seats.ts for the layout and who watches what). Unlike a lock
- * NAME, whose etcdctl-compatible key allows one contender per session, every grant here is its own
- * key `<NAME>%sem/<lease hex>_<owner>`, so owners of one process need no local line: each request
- * queues on etcd by itself. Fencing token = the seat's create revision (every seat is a new key,
- * and revisions only grow); a seat dies with the session lease, as a lock's key does.
+ * Native semaphores on etcd (see etcd.permits.ts for the layout and who watches what). Unlike a
+ * lock NAME, whose etcdctl-compatible key allows one contender per session, every grant here is its
+ * own key `<NAME>%sem/<lease hex>_<owner>`, so owners of one process need no local line: each
+ * request queues on etcd by itself. Fencing token = the permit's create revision (every permit is a
+ * new key, and revisions only grow); a permit dies with the session lease, as a lock's key does.
  */
 export class EtcdSemaphores {
-  private readonly held = new Map<string, HeldSeat>();
+  private readonly held = new Map<string, HeldPermit>();
 
   constructor(private readonly ctx: SemaphoreContext) {}
 
@@ -52,16 +52,16 @@ export class EtcdSemaphores {
     return `${fullKey}\u0000${owner}`;
   }
 
-  heldBy(lock: BackendLock): HeldSeat | undefined {
+  heldBy(lock: BackendLock): HeldPermit | undefined {
     return this.held.get(EtcdSemaphores.id(lock.key, lock.owner));
   }
 
-  /** Seats of `fullKey` held here (forceRelease tells them their loss at once). */
-  heldUnder(fullKey: string): HeldSeat[] {
+  /** Permits of `fullKey` held here (forceRelease tells them their loss at once). */
+  heldUnder(fullKey: string): HeldPermit[] {
     return [...this.held.values()].filter((s) => s.fullKey === fullKey);
   }
 
-  /** Queues a seat on etcd until granted, or (tryOnce / signal aborted) busy after an answer. */
+  /** Queues a permit on etcd until granted, or (tryOnce / signal aborted) busy after an answer. */
   async acquire(
     request: BackendAttempt,
     permits: number,
@@ -84,13 +84,13 @@ export class EtcdSemaphores {
       try {
         const s = await this.ctx.session(request.key);
         if (s !== session) {
-          // A new session: a seat of the old one died with its lease.
+          // A new session: a permit of the old one died with its lease.
           session = s;
           key = Buffer.concat([semPrefix, Buffer.from(`${s.hex}_${request.owner}`)]);
           rev = undefined;
         }
         unsubscribe = s.onLost(stop);
-        const pos = await this.readSeat(s, semPrefix, key as Buffer, rev, permits);
+        const pos = await this.readPermit(s, semPrefix, key as Buffer, rev, permits);
         answered = true;
         failure = undefined;
         backoff = 20;
@@ -99,7 +99,7 @@ export class EtcdSemaphores {
         if (pos.granted) return this.grant(request, s, key as Buffer, pos.rev, permits, waited);
         if (tryOnce || request.signal.aborted || !pos.watch) continue;
         waited = true;
-        const watched = await this.watchSeat(s, pos.watch, pos.revision, wake.signal);
+        const watched = await this.watchPermit(s, pos.watch, pos.revision, wake.signal);
         if (watched.failure !== undefined) {
           failure = watched.failure;
           await sleepFor(Math.random() * backoff, wake.signal);
@@ -119,64 +119,70 @@ export class EtcdSemaphores {
     return this.giveUp(request, session, key, failure);
   }
 
-  /** Renewal found the seat gone, or an operator freed it: its holder has lost it. */
-  lost(seat: HeldSeat, reason: string, cause?: unknown): void {
-    const id = [...this.held.entries()].find(([, s]) => s === seat)?.[0];
+  /** Renewal found the permit gone, or an operator freed it: its holder has lost it. */
+  lost(permit: HeldPermit, reason: string, cause?: unknown): void {
+    const id = [...this.held.entries()].find(([, s]) => s === permit)?.[0];
     if (id === undefined) return;
     this.held.delete(id);
-    seat.unsubscribe();
-    seat.onLost(reason, cause);
+    permit.unsubscribe();
+    permit.onLost(reason, cause);
   }
 
-  /** Owner-checked release: deletes the seat (only the incarnation we created). */
+  /** Owner-checked release: deletes the permit (only the key we created). */
   async release(lock: BackendLock): Promise<void> {
     const id = EtcdSemaphores.id(lock.key, lock.owner);
-    const seat = this.held.get(id);
-    if (!seat) return;
+    const permit = this.held.get(id);
+    if (!permit) return;
     this.held.delete(id);
-    seat.unsubscribe();
-    if (!seat.session.alive) return; // the lease is gone and took the seat with it
-    const deletion = deleteUntilGone(seat.session, seat.key, seat.rev, this.ctx.callTimeout, () => {
-      // retried until gone; release() reports the first failure
-    });
+    permit.unsubscribe();
+    if (!permit.session.alive) return; // the lease is gone and took the permit with it
+    const deletion = deleteUntilGone(
+      permit.session,
+      permit.key,
+      permit.rev,
+      this.ctx.callTimeout,
+      () => {
+        // retried until gone; release() reports the first failure
+      },
+    );
     await deletion.first.catch((error: unknown) => {
-      throw this.unavailable(lock.key, 'deleting the semaphore seat failed', error);
+      throw this.unavailable(lock.key, 'deleting the semaphore permit failed', error);
     });
   }
 
-  /** One txn: creates our seat (no `rev` yet) or re-reads the position of the one we created. */
-  private readSeat(
+  /** One txn: creates our permit (no `rev` yet) or re-reads the position of the one we created. */
+  private readPermit(
     s: EtcdSession,
     semPrefix: Buffer,
     key: Buffer,
     rev: bigint | undefined,
     permits: number,
-  ): Promise<SeatPosition> {
+  ): Promise<PermitPosition> {
     const deadline = Date.now() + this.ctx.callTimeout;
     return rev === undefined
-      ? createSeat(s.client, semPrefix, key, s.id, permits, deadline)
-      : seatPosition(s.client, semPrefix, key, rev, permits, deadline);
+      ? createPermit(s.client, semPrefix, key, s.id, permits, deadline)
+      : permitPosition(s.client, semPrefix, key, rev, permits, deadline);
   }
 
   /** Waits until our place may have changed (or the recheck interval passes); never rejects. */
-  private watchSeat(
+  private watchPermit(
     s: EtcdSession,
-    watch: NonNullable<SeatPosition['watch']>,
+    watch: NonNullable<PermitPosition['watch']>,
     readRevision: string,
     signal: AbortSignal,
-  ): ReturnType<typeof waitForSeatChange> {
-    return waitForSeatChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
+  ): ReturnType<typeof waitForPermitChange> {
+    return waitForPermitChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
   }
 
-  /** Ends a wait that was not granted: removes our seat, then answers busy or the last failure. */
+  /** Ends a wait not granted: removes our permit, then answers busy or the last failure. */
   private async giveUp(
     request: BackendAttempt,
     session: EtcdSession | undefined,
     key: Buffer | undefined,
     failure: unknown,
   ): Promise<BackendAcquireResult> {
-    // Giving up: our seat (if a create may have reached etcd) must not stay behind, or it would
-    // hold a seat or a place in line until our lease ends. The key is ours alone (lease + owner).
+    // Giving up: our permit (if a create may have reached etcd) must not stay behind, or it would
+    // hold a permit or a place in line until our lease ends. The key is ours alone (lease + owner).
     if (session && key && session.alive) {
       const deletion = deleteUntilGone(session, key, undefined, this.ctx.callTimeout, () => {
         // each failure is retried by deleteUntilGone; the first one is reported below
@@ -199,7 +205,7 @@ export class EtcdSemaphores {
     permits: number,
     waited: boolean,
   ): BackendAcquireResult {
-    const seat: HeldSeat = {
+    const permit: HeldPermit = {
       fullKey: request.key,
       key,
       rev,
@@ -207,16 +213,16 @@ export class EtcdSemaphores {
       onLost: request.onLost,
       unsubscribe: () => undefined,
     };
-    seat.unsubscribe = session.onLost((reason, cause) =>
-      this.lost(seat, `the etcd session ended: ${reason}`, cause),
+    permit.unsubscribe = session.onLost((reason, cause) =>
+      this.lost(permit, `the etcd session ended: ${reason}`, cause),
     );
-    this.held.set(EtcdSemaphores.id(request.key, request.owner), seat);
-    // A seat granted after waiting was a waiter someone may be watching: the mark wakes it.
+    this.held.set(EtcdSemaphores.id(request.key, request.owner), permit);
+    // A permit granted after waiting was a waiter someone may be watching: the mark wakes it.
     // Not awaited: the grant does not depend on it. Safe to drop a failure: the mark only hurries
     // the successor, which re-reads its position every recheckInterval anyway (a failed mark
-    // delays it by at most that), and our seat is unchanged by it.
+    // delays it by at most that), and our permit is unchanged by it.
     if (waited)
-      markSeat(
+      markPermit(
         session.client,
         key,
         rev,

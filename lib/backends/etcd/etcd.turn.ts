@@ -56,11 +56,11 @@ export function waitForTurn(
       unsubscribe();
       resolve(result);
     };
-    // A delete at or before the listing's revision is in the listing already (and may be an older
-    // incarnation of a listed key): never apply it.
+    // A delete at or before the listing's revision is in the listing already (and may be of a
+    // listed key deleted before it was created again): never apply it.
     const apply = (d: RangeDelete) => {
       // Our own key went: we must not hold. Re-read, re-queue. (A delete before our create
-      // revision is an earlier incarnation of our key.)
+      // revision is of an earlier key of ours.)
       if (d.key === own) return d.rev > rev ? finish({ outcome: 'recheck' }) : undefined;
       if (!waitingFor || d.rev <= listedAt) return;
       waitingFor.delete(d.key);

@@ -46,7 +46,7 @@ export interface MemoryLockBackendOptions {
  * than every earlier grant's (across holders, expiry and backend instances) while the state kept
  * per key ends with its last holder: a key's entry is deleted when it is free, so a million
  * request ids leave nothing behind. Semaphores (the `semaphore` extension) keep their holders in a
- * map of their own per key with the N they agreed on; a request naming another N while seats are
+ * map of their own per key with the N they agreed on; a request naming another N while permits are
  * held is refused with InvalidLockOptionsError. Scope: one process; use a networked
  * backend for several.
  */
@@ -79,23 +79,23 @@ export class MemoryLockBackend implements LockBackend {
     return this.attempt(request);
   }
 
-  /** Native semaphores: seats of one key, granted while fewer than the holders' agreed N hold. */
+  /** Native semaphores: permits of one key, granted while fewer than the holders' agreed N hold. */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: async (request, permits) => this.takeSeat(request, permits, this.now()),
-    renew: async (seats) => {
+    tryAcquire: async (request, permits) => this.takePermit(request, permits, this.now()),
+    renew: async (held) => {
       const now = this.now();
-      return seats.map((seat) => {
-        const live = this.liveSeats(seat.key, now);
-        if (!live?.has(seat.owner)) return false;
-        live.set(seat.owner, now + seat.ttl);
+      return held.map((permit) => {
+        const live = this.livePermits(permit.key, now);
+        if (!live?.has(permit.owner)) return false;
+        live.set(permit.owner, now + permit.ttl);
         return true;
       });
     },
-    release: async (seat) => {
-      const sem = this.semaphores.get(seat.key);
-      if (!sem?.seats.delete(seat.owner)) return;
-      if (sem.seats.size === 0) this.semaphores.delete(seat.key);
-      this.notifier.notify(seat.key);
+    release: async (permit) => {
+      const sem = this.semaphores.get(permit.key);
+      if (!sem?.held.delete(permit.owner)) return;
+      if (sem.held.size === 0) this.semaphores.delete(permit.key);
+      this.notifier.notify(permit.key);
     },
   };
 
@@ -157,10 +157,10 @@ export class MemoryLockBackend implements LockBackend {
     return { acquired: true, fencingToken: entry.token };
   }
 
-  /** One seat of a semaphore: granted while fewer than `permits` (the holders' N) hold the key. */
-  private takeSeat(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
-    const seats = this.liveSeats(request.key, now);
-    const agreed = seats && seats.size > 0 ? this.semaphores.get(request.key)?.permits : undefined;
+  /** One permit of a semaphore: granted while fewer than `permits` (the holders' N) hold it. */
+  private takePermit(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
+    const held = this.livePermits(request.key, now);
+    const agreed = held && held.size > 0 ? this.semaphores.get(request.key)?.permits : undefined;
     if (agreed !== undefined && agreed !== permits)
       throw new InvalidLockOptionsError(
         'permits',
@@ -168,34 +168,34 @@ export class MemoryLockBackend implements LockBackend {
         `${agreed} (the permits this semaphore's holders use)`,
         request.key,
       );
-    if (seats && seats.size >= permits)
-      return { acquired: false, retryAfter: Math.ceil(Math.min(...seats.values()) - now) };
+    if (held && held.size >= permits)
+      return { acquired: false, retryAfter: Math.ceil(Math.min(...held.values()) - now) };
     const token = ++lastFencingToken;
-    const sem = this.semaphores.get(request.key) ?? { seats: new Map(), token, permits };
+    const sem = this.semaphores.get(request.key) ?? { held: new Map(), token, permits };
     sem.permits = permits;
-    sem.seats.set(request.owner, now + request.ttl);
+    sem.held.set(request.owner, now + request.ttl);
     sem.token = token;
     this.semaphores.set(request.key, sem);
     return { acquired: true, fencingToken: token };
   }
 
   /** A semaphore's holders with expired ones purged (waking waiters when any expired). */
-  private liveSeats(key: string, now: number): Map<string, number> | undefined {
+  private livePermits(key: string, now: number): Map<string, number> | undefined {
     const sem = this.semaphores.get(key);
     if (!sem) return undefined;
     let freed = false;
-    for (const [owner, expiresAt] of sem.seats) {
+    for (const [owner, expiresAt] of sem.held) {
       if (expiresAt <= now) {
-        sem.seats.delete(owner);
+        sem.held.delete(owner);
         freed = true;
       }
     }
     if (freed) queueMicrotask(() => this.notifier.notify(key));
-    if (sem.seats.size === 0) {
+    if (sem.held.size === 0) {
       this.semaphores.delete(key);
       return undefined;
     }
-    return sem.seats;
+    return sem.held;
   }
 
   /** The key's entry with expired holders purged (waking waiters when any expired). */
@@ -242,9 +242,9 @@ export class MemoryLockBackend implements LockBackend {
         remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
         metadata: holderMetadata(holderData(entry?.who?.get(owner))),
       });
-    const seats = this.liveSeats(key, now);
-    if (seats) {
-      for (const [owner, expiresAt] of seats)
+    const held = this.livePermits(key, now);
+    if (held) {
+      for (const [owner, expiresAt] of held)
         holders.push({
           mode: 'exclusive',
           owner,
@@ -265,7 +265,7 @@ export class MemoryLockBackend implements LockBackend {
   /** Frees the key whoever holds it; the holders' next renewals find it gone. Waiters wake. */
   async forceRelease(key: string): Promise<boolean> {
     const now = this.now();
-    const held = this.live(key, now) !== undefined || this.liveSeats(key, now) !== undefined;
+    const held = this.live(key, now) !== undefined || this.livePermits(key, now) !== undefined;
     this.entries.delete(key);
     this.semaphores.delete(key);
     this.notifier.notify(key);
@@ -282,7 +282,7 @@ export class MemoryLockBackend implements LockBackend {
     }
     for (const key of [...this.semaphores.keys()]) {
       if (keys.length >= limit) break;
-      if (key.startsWith(prefix) && this.liveSeats(key, now)) keys.push(key);
+      if (key.startsWith(prefix) && this.livePermits(key, now)) keys.push(key);
     }
     return keys;
   }
@@ -292,7 +292,7 @@ export class MemoryLockBackend implements LockBackend {
 }
 
 interface Semaphore {
-  readonly seats: Map<string, number>;
+  readonly held: Map<string, number>;
   token: bigint;
   /** The N every holder of the key uses. */
   permits: number;

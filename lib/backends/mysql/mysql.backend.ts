@@ -7,10 +7,10 @@ import type {
 import { keyDigest } from '../sql/key-digest';
 import type { SqlOutcome } from '../sql/sql-acquire';
 import { SqlLockBackend } from '../sql/sql.backend';
-import { MySqlDoorbell } from './mysql.doorbell';
+import { MySqlReleaseNotify } from './mysql.release-notify';
 import { mysqlDialect } from './mysql.dialect';
 import {
-  defaultDoorbells,
+  defaultBlockingWaiters,
   resolveMySqlOptions,
   type MySqlLockBackendOptions,
   type MySqlPoolLike,
@@ -31,29 +31,30 @@ const TICKET_MARGIN_MS = 250;
  * counter row locked until COMMIT, so they grow strictly. Across processes the longest-waiting
  * waiter wins: a waiting request that finds the key busy leaves a ticket row, and a grant goes only
  * to the holder of the oldest live ticket (mysql.tickets.ts). This process's releases wake its own
- * waiters at once; other processes' waiters block on the key's GET_LOCK doorbell (MySqlDoorbell)
- * and poll only where they must. No connection is held between attempts.
+ * waiters at once; other processes' waiters block on the key's GET_LOCK notify lock
+ * (MySqlReleaseNotify) and poll only where they must. No connection is held between attempts.
  */
 export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   readonly name = 'mysql';
   readonly waitPolicy: BackendWaitPolicy;
   /**
-   * This process's releases (in-process) and other processes' (GET_LOCK doorbells, else polling).
+   * This process's releases (in-process) and other processes' (GET_LOCK notify locks, else
+   * polling).
    */
   readonly wakeups: WakeupSource;
-  private readonly doorbells: number | undefined;
-  private readonly doorbell: MySqlDoorbell;
+  private readonly blockingWaiters: number | undefined;
+  private readonly releaseNotify: MySqlReleaseNotify;
   private readonly tickets: MySqlTickets;
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
     const given = o.source.given;
-    const slots = o.doorbells ?? (given ? defaultDoorbells(given) : 0);
-    // Without doorbells the notifier only hears this process's releases: poll the others at the
-    // backoff pace. (A factory's pool is sized on first use; until then, and with 0 slots, the
-    // doorbell polls.)
-    const rings = o.doorbells !== 0 && (slots > 0 || !given);
-    const fallbackDelay = rings ? 1_000 : o.maxPollDelay;
+    const blocking = o.blockingWaiters ?? (given ? defaultBlockingWaiters(given) : 0);
+    // Without notify locks the notifier only hears this process's releases: poll the others at the
+    // backoff pace. (A factory's pool is sized on first use; until then, and with 0 blocking
+    // waiters, every waiter polls.)
+    const notifies = o.blockingWaiters !== 0 && (blocking > 0 || !given);
+    const fallbackDelay = notifies ? 1_000 : o.maxPollDelay;
     // ms a waiter's ticket outlives its last attempt: the longest pause between attempts, and more.
     const ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
     super(mysqlDialect(o.table), o);
@@ -63,53 +64,53 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
       (work) => this.withConnection(work),
       (key) => this.notifier.notify(keyDigest(key)),
     );
-    this.doorbells = o.doorbells;
-    this.doorbell = new MySqlDoorbell({
+    this.blockingWaiters = o.blockingWaiters;
+    this.releaseNotify = new MySqlReleaseNotify({
       pool: () => this.pool(),
       table: o.table,
-      slots,
+      blockingWaiters: blocking,
       maxPollDelay: o.maxPollDelay,
       notifier: this.notifier,
       place: (key) => this.tickets.ahead(key),
       recheck: (key) => this.tickets.recheck(key),
     });
-    this.wakeups = rings ? this.doorbell : this.localWakeups;
+    this.wakeups = notifies ? this.releaseNotify : this.localWakeups;
     this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
   }
 
   /**
-   * Checks the doorbell's connection out BEFORE an acquire takes its own: an arm that waited for a
-   * pooled connection while the acquires held them all would stall every acquire.
+   * Checks the release notify's holder connection out BEFORE an acquire takes its own: an arm that
+   * waited for a pooled connection while the acquires held them all would stall every acquire.
    */
   protected override beforeAttempt(): Promise<void> {
-    return this.doorbell.ready();
+    return this.releaseNotify.ready();
   }
 
   protected override settled(request: BackendAttempt, permits: number | undefined, o: SqlOutcome) {
     this.tickets.settled(request, Buffer.from(request.key, 'utf8'), o);
     // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the
-    // doorbell, and must not hold the key's mutex meanwhile. A waiter that sees our row first
-    // polls briefly. Semaphore seats are not armed: one process's doorbell could not tell the
-    // waiters of the other seat holders' releases, so their waiters poll (the 'unarmed' backoff)
+    // notify lock, and must not hold the key's mutex meanwhile. A waiter that sees our row first
+    // polls briefly. Semaphore permits are not armed: one process's notify lock could not tell the
+    // waiters of the other permit holders' releases, so their waiters poll (the 'unarmed' backoff)
     // instead.
     if (o.result.acquired && permits === undefined)
-      void this.doorbell.arm(request.key, request.owner, request.mode === 'exclusive');
+      void this.releaseNotify.arm(request.key, request.owner, request.mode === 'exclusive');
   }
 
-  /** The doorbell rings (RELEASE_LOCK) after the DELETE committed: a woken waiter finds it gone. */
+  /** RELEASE_LOCK of the notify lock after the DELETE commits: a woken waiter finds no row. */
   protected override forget(lock: BackendLock): void {
-    this.doorbell.disarm(lock.key, lock.owner);
+    this.releaseNotify.disarm(lock.key, lock.owner);
   }
 
   protected override closeWakeups(): Promise<void> {
-    return this.doorbell.close();
+    return this.releaseNotify.close();
   }
 
-  /** The pool: the one given, or the factory's (its size sets the doorbell slots). */
+  /** The pool: the one given, or the factory's (its size sets the default blockingWaiters). */
   protected override async pool(): Promise<MySqlPoolLike> {
     const pool = await this.source.get();
-    if (this.doorbells === undefined && this.source.given === undefined)
-      this.doorbell.slots = defaultDoorbells(pool);
+    if (this.blockingWaiters === undefined && this.source.given === undefined)
+      this.releaseNotify.blockingWaiters = defaultBlockingWaiters(pool);
     return pool;
   }
 }

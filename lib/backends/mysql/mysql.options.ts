@@ -38,33 +38,40 @@ export interface MySqlLockBackendOptions extends SqlBackendOptions {
   clientFactory?: () => MySqlPoolLike | Promise<MySqlPoolLike>;
   /**
    * Longest pause between two polls of a waiter without a wake-up, in ms (default 100): bounds the
-   * handoff delay to another process when doorbells are off or busy.
+   * handoff delay to another process when release notify is off (`blockingWaiters: 0`) or all
+   * `blockingWaiters` already block.
    */
   maxPollDelay?: number;
   /**
-   * How many waiters of this backend may block in the server on a key's release doorbell
-   * (GET_LOCK) at once, each on a pooled connection; one more connection (the bell) holds the
-   * doorbells of the keys this process holds. 0 = other processes' releases are found by polling.
+   * How many waiters of this backend may block in the server at once, each on a pooled connection,
+   * waiting to be notified of a key's release (GET_LOCK on the key's notify lock); one more
+   * connection holds the notify locks of the keys this process holds. 0 = other processes'
+   * releases are found by polling.
    * Default: 2, at most half the pool's connectionLimit minus one (a pool of 4 gives 1, of 2 or
    * less 0), so renewals always keep connections; 0 for a pool whose limit cannot be read.
    */
-  doorbells?: number;
+  blockingWaiters?: number;
 }
 
 export type ResolvedMySqlOptions = MySqlLockBackendOptions &
-  ResolvedSqlOptions & { source: SqlClientSource<MySqlPoolLike>; doorbells: number | undefined };
+  ResolvedSqlOptions & {
+    source: SqlClientSource<MySqlPoolLike>;
+    blockingWaiters: number | undefined;
+  };
 
 /** Validates every option once, at construction; each failure names the option. */
 export function resolveMySqlOptions(options: MySqlLockBackendOptions): ResolvedMySqlOptions {
   const o = resolveSqlOptions<MySqlLockBackendOptions, MySqlPoolLike>(options, {
     backend: 'MySqlLockBackend',
-    extra: ['doorbells'],
+    extra: ['blockingWaiters'],
     defaultPollDelay: 100,
     pool: { what: 'a mysql2/promise Pool', check: checkMySqlPool, end: endPool },
   });
-  const doorbells =
-    o.doorbells === undefined ? undefined : checkInteger('doorbells', o.doorbells, 0, 64);
-  return { ...o, doorbells };
+  const blockingWaiters =
+    o.blockingWaiters === undefined
+      ? undefined
+      : checkInteger('blockingWaiters', o.blockingWaiters, 0, 64);
+  return { ...o, blockingWaiters };
 }
 
 async function endPool(pool: MySqlPoolLike): Promise<void> {
@@ -72,9 +79,9 @@ async function endPool(pool: MySqlPoolLike): Promise<void> {
 }
 
 /**
- * Default doorbell slots for a pool: 2, at most half its connectionLimit minus one; 0 if unknown.
+ * Default blockingWaiters for a pool: 2, at most half its connectionLimit minus one; 0 if unknown.
  */
-export function defaultDoorbells(pool: MySqlPoolLike): number {
+export function defaultBlockingWaiters(pool: MySqlPoolLike): number {
   const limit = pool.pool?.config?.connectionLimit;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) return 0;
   return Math.max(0, Math.min(2, Math.floor(limit / 2) - 1));

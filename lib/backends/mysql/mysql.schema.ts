@@ -9,7 +9,7 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * the session time zone, DST and the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- *                seat of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
+ *                permit of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
  *                the semaphores of this version need no migration). Also a waiter's TICKET (mode
  *                'queued'): expires_at is when it lapses, fence holds its arrival (µs since
  *                2000-01-01 by the server's UTC clock); see mysql.tickets.ts.
@@ -45,6 +45,8 @@ export function mysqlStatements(table: string) {
       i === 0 ? 'SELECT ? AS k, ? AS o, ? AS us' : 'SELECT ?, ?, ?',
     ).join(' UNION ALL ');
   return {
+    // The mode column's COMMENT keeps its first wording ('a seat': a semaphore permit), so the DDL
+    // of existing installs and of mysqlDdl() stays the same.
     ddl: [
       `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   VARBINARY(2048) NOT NULL COMMENT 'full lock key as UTF-8 bytes: binary, so no case folding or trailing-space padding',

@@ -22,9 +22,9 @@ interface InLine {
  * - else grant: the holder row replaces our own ticket (same primary key).
  * Tickets are rows of the key, so they are read and locked like holders, under the same mutex.
  * A ticket whose waiter died stops counting once expired (ticketMs after its last attempt); a
- * cancelled or timed-out waiter deletes its ticket. Semaphore seats neither take nor honour
+ * cancelled or timed-out waiter deletes its ticket. Semaphore permits neither take nor honour
  * tickets. Beside the rule, this process's side: which of its waiters hold tickets, and their
- * places at their last look (what the doorbell's waiters go by).
+ * places at their last look (what the waiters blocked on a notify lock go by).
  */
 export class MySqlTickets implements SqlWaiterLine {
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */

@@ -8,7 +8,7 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * timestamptz from the server's clock_timestamp(), never the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- *                seat of a semaphore (mode 'semaphore').
+ *                permit of a semaphore (mode 'semaphore').
  * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
  * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
  * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a

@@ -14,7 +14,7 @@ export interface RedisScanLike {
 export const SCAN_COUNT = 500;
 
 /**
- * The lock a holder key belongs to: the writer `{K}`, the readers `{K}:r` or the seats `{K}:s`
+ * The lock a holder key belongs to: the writer `{K}`, the readers `{K}:r` or the permits `{K}:s`
  * (with the `{#<sha1>}K` tag for keys holding a brace, see lock-keys.ts), else undefined (fences,
  * queues and foreign keys are not holders).
  */
@@ -83,11 +83,11 @@ export async function* scanCandidates(
 }
 
 /**
- * held KEYS={K},{K}:r,{K}:s: 1 when the lock has a writer, a live reader or a live seat (scores
- * are expiries in server ms, `inf` for a seat renewed by PTTL), else 0. Read-only, one slot.
+ * held KEYS={K},{K}:r,{K}:s: 1 when the lock has a writer, a live reader or a live permit (scores
+ * are expiries in server ms, `inf` for a permit renewed by PTTL), else 0. Read-only, one slot.
  * Only a lock's shape counts: a writer is a string with a ttl (every grant sets PX), readers and
- * seats are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for ever)
- * is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
+ * permits are sorted sets. With keyPrefix '' another app's `{name}` (a hash, a string kept for
+ * ever) is not a lock, and a foreign `{name}:r` of another type cannot fail the call (WRONGTYPE).
  */
 export const HELD = redisScript(`${NOW_MS_LUA}
 local now = now_ms()
@@ -123,7 +123,7 @@ export async function heldOn(
 
 /**
  * The held keys among the candidates, at most `limit`: each page's candidates checked at once by
- * `held` (a candidate may be a shared or seat set whose members all expired). When the deadline
+ * `held` (a candidate may be a shared or permit set whose members all expired). When the deadline
  * ended the scan before the limit was reached, the answer is marked partial (markPartial).
  */
 export async function listHeldKeys(

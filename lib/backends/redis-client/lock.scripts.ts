@@ -45,7 +45,7 @@ const FENCE = FENCE_LUA;
 /**
  * acquire KEYS={K},{K}:r,{K}:f,{K}:q,{K}:h,{K}:hr ARGV=owner,ttl,mode,fenceRetention,channel,
  * score,keepMs,holder
- * Grants the writer slot or a reader seat; returns {1, token} or {0, ms until it may be free (-1
+ * Grants the writer slot or a reader permit; returns {1, token} or {0, ms until it may be free (-1
  * unknown)}. When busy and `channel` is given (a waiting process), registers that process channel
  * in {K}:q with `score` (its first registration keeps its place), so a release wakes ONE process.
  * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence. A grant stores the holder's

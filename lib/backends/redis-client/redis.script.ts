@@ -49,7 +49,7 @@ function evalOnNoScript(
 /**
  * runScript(...).then(onReply) with one promise and one reaction fewer: the reply goes to onReply
  * from EVALSHA's own promise; only a NOSCRIPT error takes the EVAL path (then onReply as well).
- * For the hot path: the semaphore's free-seat attempt.
+ * For the hot path: the semaphore's free-permit attempt.
  */
 export function runScriptThen<R>(
   client: RedisClientLike,

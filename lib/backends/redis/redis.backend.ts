@@ -45,7 +45,7 @@ export type { RedisClientLike } from '../redis-client';
  * With asynchronous replication a failover can lose a grant; `replicas` (WAIT) narrows that window.
  * Locks and semaphores (`permits`) share one grant rule with a holder limit (exclusive 1, shared:
  * the writer only, N permits), one script set and one set of calls (redis.grants.ts); a semaphore's
- * holders are a seat set. A key array is taken in one script when its keys share a server
+ * holders are a permit set. A key array is taken in one script when its keys share a server
  * (redis.multi-key.ts).
  */
 export class RedisLockBackend implements LockBackend {
@@ -61,7 +61,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly handoffs: RedisHandoffs;
   /** This backend's own channel: handoffs to its waiters arrive here. */
   private readonly processChannel: string;
-  /** The lock's calls (redis.grants.ts); the semaphore's are the same over its seat set. */
+  /** The lock's calls (redis.grants.ts); the semaphore's are the same over its permit set. */
   private readonly locks: RedisGrants;
   /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
   private readonly waitSteps: QueuedWaitSteps;
@@ -142,8 +142,8 @@ export class RedisLockBackend implements LockBackend {
 
   /** Holder(s) with owner and remaining ttl, the last fencing token, and the queued waiters. */
   async inspect(key: string): Promise<LockInspection> {
-    const seats = await this.semaphore.inspect(key);
-    if (seats) return seats;
+    const permits = await this.semaphore.inspect(key);
+    if (permits) return permits;
     return inspectLock(this.o, key);
   }
 
@@ -154,8 +154,8 @@ export class RedisLockBackend implements LockBackend {
   async forceRelease(key: string): Promise<boolean> {
     // Only a lock's shape is freed: with keyPrefix '' another app's `{name}` is not ours.
     if (!(await heldOn(await this.o.source.get(), [key]))[0]) return false;
-    const seats = await this.semaphore.forceRelease(key);
-    return (await this.locks.forceRelease(key)) || seats;
+    const permits = await this.semaphore.forceRelease(key);
+    return (await this.locks.forceRelease(key)) || permits;
   }
 
   /** Keys under `prefix` held now: SCAN (every Cluster master), bounded (redis.list.ts). */

@@ -36,7 +36,8 @@ end
 
 /**
  * The keys of a grant, named: a lock's KEYS=W,R,F,Q,D,H,HR (everyLockKey) or a semaphore's
- * KEYS=S,F,Q,D (semaphoreKeys). SEATS tells them apart (a semaphore passes 4 keys); S is W's slot.
+ * KEYS=S,F,Q,D (semaphoreKeys). PERMITS tells them apart (a semaphore passes 4 keys); S is W's
+ * slot.
  */
 export const GRANT_KEYS = `
 local SEATS = #KEYS == 4
@@ -47,13 +48,13 @@ local S = W
 `;
 
 /**
- * The holders of a grant and the rule, after GRANT_KEYS. Readers (R) and seats (S) are sorted sets
- * owner -> expiry (server ms). R expires at its latest reader (PEXPIREAT, as Redlock's scripts
- * keep it); S outlives its latest seat (PEXPIRE ttl + 1 when it would expire sooner).
+ * The holders of a grant and the rule, after GRANT_KEYS. Readers (R) and permits (S) are sorted
+ * sets owner -> expiry (server ms). R expires at its latest reader (PEXPIREAT, as Redlock's scripts
+ * keep it); S outlives its latest permit (PEXPIRE ttl + 1 when it would expire sooner).
  *
  * The rule (Curator's maxLeases): a request is granted while the live holders it conflicts with
  * are fewer than its limit. Exclusive: every holder conflicts, limit 1. Shared: only the writer
- * conflicts, limit 1. N permits: every seat conflicts, limit N (each request counts against its
+ * conflicts, limit 1. N permits: every permit conflicts, limit N (each request counts against its
  * own N). `kind` is the request's mode, or its N for a semaphore.
  */
 const RULE = `${NOW_MS_LUA}
@@ -112,11 +113,11 @@ end
 
 /**
  * The queue, after RULE and fence() (FENCE_LUA): Q waiters in arrival order (owner -> server µs),
- * D their details (owner -> "deadline|kind|ttl|channel"; a seat handed over: "=token" until its
+ * D their details (owner -> "deadline|kind|ttl|channel"; a permit handed over: "=token" until its
  * holder confirms or releases it).
  *
- * Seats are marked while anyone is queued: the first waiter to queue marks the seats held then,
- * and every handoff grants a marked seat. So a plain `ZREM S owner` that frees a seat proves
+ * Permits are marked while anyone is queued: the first waiter to queue marks the permits held then,
+ * and every handoff grants a marked permit. So a plain `ZREM S owner` that frees a permit proves
  * nobody was owed it (the semaphore's release is that one command until it answers 0).
  *
  * dispatch(self, retention, probe): while the head waiter fits the rule, grant it (its own fence

@@ -35,7 +35,7 @@ import {
   RELEASE_UNQUEUED,
   RENEW,
 } from './redis.scripts';
-import { SEM_RENEW, SEM_SEAT_FREE, semaphoreKeys } from './redis.semaphore-scripts';
+import { SEM_RENEW, SEM_PERMIT_FREE, semaphoreKeys } from './redis.semaphore-scripts';
 
 /** What the grant paths of one RedisLockBackend share: its options, channel and handoff table. */
 export interface RedisGrantDeps {
@@ -50,9 +50,9 @@ export interface RedisGrantDeps {
 
 /**
  * The Redis backend's calls for one kind of holder, over the one script set (redis.scripts.ts):
- * locks (W, R: `seats` false) or a semaphore's seats (S: `seats` true; RedisSemaphore). A request's
- * kind is its mode, or its permits. Each kind has a short uncontended acquire (LOCK_FREE,
- * SEM_SEAT_FREE) and release (RELEASE_UNQUEUED, a plain ZREM of an unmarked seat); a key found
+ * locks (W, R: `semaphore` false) or a semaphore's permits (S: `semaphore` true; RedisSemaphore). A
+ * request's kind is its mode, or its permits. Each kind has a short uncontended acquire (LOCK_FREE,
+ * SEM_PERMIT_FREE) and release (RELEASE_UNQUEUED, a plain ZREM of an unmarked permit); a key found
  * busy or contended within the last CONTENDED_MS goes straight to the full scripts, which serve
  * every case (so a key in steady contention costs a process the extra round trip about once a
  * second). Renewals are owner-checked and batched; with `replicas`, grants and renewals wait for
@@ -68,7 +68,7 @@ export class RedisGrants {
 
   constructor(
     protected readonly d: RedisGrantDeps,
-    private readonly seats: boolean,
+    private readonly semaphore: boolean,
   ) {
     this.steps = {
       name: d.name,
@@ -82,7 +82,7 @@ export class RedisGrants {
     };
   }
 
-  /** ONE attempt (a lock's, or with `permits` a seat's). */
+  /** ONE attempt (a lock's, or with `permits` a permit's). */
   async tryAcquire(request: BackendAttempt, permits?: number): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
     const reply = attemptReply(await this.attempt(request, 'try', 0, permits));
@@ -94,10 +94,10 @@ export class RedisGrants {
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
     if (locks.length === 0) return [];
     const { o, name } = this.d;
-    const script = this.seats ? SEM_RENEW : RENEW;
-    const numKeys = this.seats ? 1 : 2;
+    const script = this.semaphore ? SEM_RENEW : RENEW;
+    const numKeys = this.semaphore ? 1 : 2;
     const calls = locks.map((l) => {
-      if (this.seats) return [semaphoreKeys(l.key).seats, l.owner, l.ttl];
+      if (this.semaphore) return [semaphoreKeys(l.key).permits, l.owner, l.ttl];
       const k = lockKeys(l.key);
       return [k.writer, k.readers, l.owner, l.ttl, l.mode];
     });
@@ -125,21 +125,21 @@ export class RedisGrants {
   }
 
   /**
-   * The short release (RELEASE_UNQUEUED; for a seat one `ZREM S owner`, which frees only an
-   * unmarked seat: nobody was queued, so nobody is owed it), else the release script, which serves
-   * the queue. A shared lock always runs the script.
+   * The short release (RELEASE_UNQUEUED; for a permit one `ZREM S owner`, which frees only an
+   * unmarked permit: nobody was queued, so nobody is owed it), else the release script, which
+   * serves the queue. A shared lock always runs the script.
    */
   release(lock: BackendLock): Promise<void> {
     const client = this.d.o.source.current;
     if (
       !client ||
       this.contendedKeys.has(lock.key) ||
-      (this.seats ? !client.zrem : lock.mode !== 'exclusive')
+      (this.semaphore ? !client.zrem : lock.mode !== 'exclusive')
     )
       return this.releaseScript(lock, '0') as Promise<unknown> as Promise<void>;
     // The reply (1 when the hold was ours) is nobody's business here.
-    if (this.seats && client.zrem) {
-      const freed = client.zrem(semaphoreKeys(lock.key).seats, lock.owner);
+    if (this.semaphore && client.zrem) {
+      const freed = client.zrem(semaphoreKeys(lock.key).permits, lock.owner);
       return freed.then((n) => (Number(n) === 1 ? undefined : this.contended(lock)));
     }
     // Ours and nobody queued: 1; not ours: 0 (RELEASE would change nothing); waiters: -1.
@@ -165,7 +165,7 @@ export class RedisGrants {
 
   /**
    * One attempt, the script's own answer (attemptReply reads it); not async: no layer of its own
-   * on the hot path. A first exclusive or seat attempt on a key not found busy lately runs the
+   * on the hot path. A first exclusive or permit attempt on a key not found busy lately runs the
    * short script, which only grants a key nobody holds or waits for; when it answers nil the key
    * is marked busy and ACQUIRE runs.
    */
@@ -183,23 +183,23 @@ export class RedisGrants {
       );
     if (
       phase === 'recheck' ||
-      (!this.seats && request.mode !== 'exclusive') ||
+      (!this.semaphore && request.mode !== 'exclusive') ||
       this.busyKeys.has(request.key) ||
       (o.replicas && client.isCluster)
     )
       return this.fullAttempt(request, phase, waitMs, permits);
     let args: (string | number)[];
-    if (this.seats) {
+    if (this.semaphore) {
       const k = semaphoreKeys(request.key);
-      args = [k.seats, k.fence, k.queue, request.owner, request.ttl, o.fenceRetention];
+      args = [k.permits, k.fence, k.queue, request.owner, request.ttl, o.fenceRetention];
     } else {
       const k = lockKeys(request.key);
       const { owner, ttl } = request;
       const w = holderData(request.holder);
       args = [k.writer, k.readers, k.fence, k.queue, k.holder, owner, ttl, o.fenceRetention, w];
     }
-    const script = this.seats ? SEM_SEAT_FREE : LOCK_FREE;
-    return runScriptThen(client, script, this.seats ? 3 : 5, args, (answer) => {
+    const script = this.semaphore ? SEM_PERMIT_FREE : LOCK_FREE;
+    return runScriptThen(client, script, this.semaphore ? 3 : 5, args, (answer) => {
       if (typeof answer === 'string') return answer;
       this.busyKeys.mark(request.key);
       return this.fullAttempt(request, phase, waitMs, permits);
@@ -230,7 +230,7 @@ export class RedisGrants {
       waitMs,
       this.d.channel(),
       probe(client),
-      this.seats ? '' : holderData(request.holder),
+      this.semaphore ? '' : holderData(request.holder),
     ];
     const replicas = client.isCluster ? o.replicas : undefined;
     if (!replicas) return runScript(client, ACQUIRE, keys.length, args);
@@ -281,9 +281,9 @@ export class RedisGrants {
 
   /** The full scripts' KEYS: a lock's seven, or a semaphore's four. */
   private keys(key: string): string[] {
-    if (!this.seats) return everyLockKey(lockKeys(key));
+    if (!this.semaphore) return everyLockKey(lockKeys(key));
     const k = semaphoreKeys(key);
-    return [k.seats, k.fence, k.queue, k.details];
+    return [k.permits, k.fence, k.queue, k.details];
   }
 }
 

@@ -59,7 +59,7 @@ export class RedisHandoffs {
 
   /**
    * Remembers a waiter whose leave failed, so a late grant for it is given back: by `giveBack`
-   * (the waiter's own leave: a seat is not given back as a lock), else the table's.
+   * (the waiter's own leave: a permit is not given back as a lock), else the table's.
    */
   abandon(lock: BackendLock, forMs: number, giveBack = this.giveBack): void {
     this.abandoned.set(lock.owner, [lock, giveBack]);

@@ -7,7 +7,7 @@ export const LIST_BUDGET_MS = 1_000;
 /**
  * The full keys under `prefix` held now, at most `limit`: SCAN (every master of a Cluster) for
  * holder keys, each page of candidates confirmed by one HELD batch (a writer, a live reader or a
- * live seat). Bounded in time (LIST_BUDGET_MS): an answer the budget cut short is marked partial.
+ * live permit). Bounded in time (LIST_BUDGET_MS): an answer the budget cut short is marked partial.
  */
 export async function listRedisKeys(
   o: ResolvedRedisOptions,

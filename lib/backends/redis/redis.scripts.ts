@@ -7,12 +7,12 @@ import { GRANT_KEYS, HOLDER, QUEUE } from './redis.grant-rule';
  * ../redis-client/lock-keys.ts): a lock's W={K} writer, R={K}:r readers, F={K}:f fence, Q={K}:q
  * queue (owner -> arrival, server µs), D={K}:w waiter details (owner -> "deadline|mode|ttl|
  * channel"), H={K}:h the exclusive holder's identity, HR={K}:hr the shared holders' (see HOLDER);
- * a semaphore's S={K}:s seats, the same F, Q={K}:sq, D={K}:sw (redis.semaphore-scripts.ts).
+ * a semaphore's S={K}:s permits, the same F, Q={K}:sq, D={K}:sw (redis.semaphore-scripts.ts).
  *
  * Invariants: a waiter is in Q only while it waits (its deadline, server ms, bounds a waiter that
  * died); whenever holders leave while Q is non-empty (release, leave, forceRelease, or an attempt
  * that finds a holder expired) the same script grants the head waiters the rule admits (one
- * writer; every reader up to the next queued writer; one waiter per free seat) and PUBLISHes
+ * writer; every reader up to the next queued writer; one waiter per free permit) and PUBLISHes
  * "owner|token" on each one's own process channel. A newcomer never overtakes the queue: with Q
  * non-empty it queues (except a reader joining readers when no writer is queued ahead of it,
  * since it would not delay anyone).
@@ -32,14 +32,15 @@ export { everyLockKey, INSPECT, lockKeys, RENEW, type LockKeys } from '../redis-
 export { HANDOFF_CONFIRM_MS } from './redis.grant-rule';
 
 /**
- * A semaphore's uncontended grant: neither a seat nor a waiter, seat at once as a lone seat
- * (score inf: no clock read; the set expires in ttl + 1 ms, so the set's expiry is the seat's).
- * The full scripts give such a seat its expiry (settle) before they read a score, so an `inf`
- * seat only ever exists as the sole seat of a set that expires with it, and never while anyone is
- * queued. (An older version of this library, which does not settle, would never purge such a
- * seat: upgrade all processes that share semaphore keys together; the plain lock is unaffected.)
+ * A semaphore's uncontended grant: neither a permit nor a waiter, granted at once as its set's only
+ * permit (score inf: no clock read; the set expires in ttl + 1 ms, so the set's expiry is the
+ * permit's). The full scripts give such a permit its expiry (settle) before they read a score, so
+ * an `inf` permit only ever exists as the sole permit of a set that expires with it, and never
+ * while anyone is queued. (An older version of this library, which does not settle, would never
+ * purge such a permit: upgrade all processes that share semaphore keys together; the plain lock is
+ * unaffected.)
  */
-export const SEAT_WHEN_FREE = `
+export const PERMIT_WHEN_FREE = `
 if redis.call('EXISTS', S, Q) == 0 then
   redis.call('ZADD', S, 'inf', owner)
   redis.call('PEXPIRE', S, ttl + 1)
@@ -57,14 +58,14 @@ end
  * the ms until a holder's ttl ends (an integer, negative unknown): one value, not a table, since a
  * table reply costs the client more to parse. Uncontended paths, run before the queue's functions
  * are even defined (Lua makes a chunk's local functions as it reaches them): a lock's EXISTS R Q,
- * SET NX PX, the fence; a semaphore's SEAT_WHEN_FREE.
+ * SET NX PX, the fence; a semaphore's PERMIT_WHEN_FREE.
  */
 export const ACQUIRE = redisScript(`${FENCE_LUA}${HOLDER}${GRANT_KEYS}
 local owner, ttl, kind, retention, phase = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local lean_busy = false
 if phase ~= 'recheck' then
   if SEATS then
-${SEAT_WHEN_FREE}
+${PERMIT_WHEN_FREE}
   elseif kind == 'exclusive' and redis.call('EXISTS', R, Q) == 0 then
     if redis.call('SET', W, owner, 'NX', 'PX', ttl) then
       return hold(H, HR, kind, owner, ARGV[9], retention, fence(F, retention))
@@ -182,11 +183,11 @@ return 1
 
 /**
  * release KEYS as ACQUIRE's ARGV=owner,kind,fenceRetention,probe,leaving
- * Owner-checked: drops our hold if it is ours (a seat plain or marked); with leaving='1' also our
+ * Owner-checked: drops our hold if it is ours (a permit plain or marked); with leaving='1' also our
  * queue entry (a waiter that gave up). If anyone waits, grants the queue's head waiter(s) in the
  * same step. Returns 1 if a hold of ours was released, else 0. Fast path: the release itself and
  * EXISTS Q D, before any helper is defined (with neither key there is nothing to clean up or
- * serve: D holds entries only for queued waiters and seats handed over by message).
+ * serve: D holds entries only for queued waiters and permits handed over by message).
  */
 export const RELEASE = redisScript(`${GRANT_KEYS}
 local owner, kind, leaving = ARGV[1], ARGV[2], ARGV[5] == '1'
@@ -213,7 +214,7 @@ return released
  * forceRelease KEYS as ACQUIRE's ARGV=fenceRetention,probe
  * An operator frees the key whoever holds it; the queue's head is served as after a release. The
  * fence is kept, so the old holders' tokens stay below every later one. Returns how many holds
- * (a lock's holder keys, or live seats: a lone seat is live while its set exists) were removed.
+ * (a lock's holder keys, or live permits: a sole permit is live while its set exists) were removed.
  */
 export const FORCE_RELEASE = redisScript(`${FENCE_LUA}${GRANT_KEYS}${QUEUE}
 local removed

@@ -11,14 +11,14 @@ import { SEM_INSPECT, semaphoreKeys } from './redis.semaphore-scripts';
 
 /**
  * Native semaphores of the Redis backend (its `semaphore` extension): the lock's grant rule with a
- * holder limit of N, over a seat set `{K}:s` beside the lock's keys, in its hash slot (keys:
+ * holder limit of N, over a permit set `{K}:s` beside the lock's keys, in its hash slot (keys:
  * redis.semaphore-scripts.ts). The same scripts and calls as the lock (RedisGrants): an attempt
  * grants when fewer than the request's own N hold and nobody is queued ahead, else queues;
- * release and forceRelease grant the freed seats to the head waiters and PUBLISH each grant on the
- * waiter's process channel, through the lock's handoff table, so one freed seat wakes one waiter,
- * who confirms the grant with one script (a message only wakes). Every grant gets its own fence
- * token. An uncontended acquire is the short SEM_SEAT_FREE script, an uncontended release a plain
- * ZREM.
+ * release and forceRelease grant the freed permits to the head waiters and PUBLISH each grant on
+ * the waiter's process channel, through the lock's handoff table, so one freed permit wakes one
+ * waiter, who confirms the grant with one script (a message only wakes). Every grant gets its own
+ * fence token. An uncontended acquire is the short SEM_PERMIT_FREE script, an uncontended release a
+ * plain ZREM.
  */
 export class RedisSemaphore extends RedisGrants implements SemaphoreBackend {
   constructor(d: RedisGrantDeps) {
@@ -39,12 +39,12 @@ export class RedisSemaphore extends RedisGrants implements SemaphoreBackend {
     return queuedWait(steps, request, 'wait');
   }
 
-  /** The semaphore view of `key`, or undefined when no seat is held and nobody waits for one. */
+  /** The semaphore view of `key`, or undefined when no permit is held and nobody waits for one. */
   async inspect(key: string): Promise<LockInspection | undefined> {
     const k = semaphoreKeys(key);
     const client = await this.d.o.source.get();
     const [flat, fence, queued] = (await runScript(client, SEM_INSPECT, 3, [
-      k.seats,
+      k.permits,
       k.fence,
       k.queue,
     ])) as [string[], string | null, number];

@@ -12,7 +12,7 @@ export interface InspectedRow extends HolderRow {
 /**
  * What `inspect(key)` reports from a key's holder rows, read in ONE statement without locking them
  * (a snapshot; never blocks a holder): live rows are the holders, with their remaining ttl by the
- * SERVER's clock (a semaphore's seats included); the largest fence among all rows (expired ones
+ * SERVER's clock (a semaphore's permits included); the largest fence among all rows (expired ones
  * included) is the last token issued for the key, and none is known once every row is gone. Waiters
  * are not stored: undefined.
  */
@@ -28,7 +28,7 @@ export function toInspection(
     if (fencingToken === undefined || fence > fencingToken) fencingToken = fence;
     if (row.leftUs > 0)
       holders.push({
-        // A semaphore's seats are exclusive grants (as the memory backend reports them).
+        // A semaphore's permits are exclusive grants (as the memory backend reports them).
         mode: row.mode === 'semaphore' ? 'exclusive' : row.mode,
         owner: row.owner,
         remainingTtl: Math.ceil(row.leftUs / 1000),

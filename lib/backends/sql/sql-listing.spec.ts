@@ -29,11 +29,11 @@ describe('semaphore decision (holder rows)', () => {
     leftUs,
   });
 
-  it('counts live seats against the request’s own permits; locks and seats are independent', () => {
-    const seats = [row('semaphore', 5_000), row('semaphore', 9_000), row('semaphore', -1)];
-    expect(decide(seats, 'exclusive', 3)).toEqual({ blocked: false, expired: 1 });
-    expect(decide(seats, 'exclusive', 2)).toEqual({ blocked: true, retryAfter: 5 });
-    expect(decide(seats, 'exclusive')).toEqual({ blocked: false, expired: 1 });
+  it('counts live permits against the request’s own permits; locks and permits are independent', () => {
+    const permits = [row('semaphore', 5_000), row('semaphore', 9_000), row('semaphore', -1)];
+    expect(decide(permits, 'exclusive', 3)).toEqual({ blocked: false, expired: 1 });
+    expect(decide(permits, 'exclusive', 2)).toEqual({ blocked: true, retryAfter: 5 });
+    expect(decide(permits, 'exclusive')).toEqual({ blocked: false, expired: 1 });
     expect(decide([row('exclusive', 5_000)], 'exclusive', 2)).toEqual({
       blocked: false,
       expired: 0,

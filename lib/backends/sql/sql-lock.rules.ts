@@ -9,16 +9,17 @@ import type { LockMode } from '../../interfaces/lock-backend.interface';
  */
 export interface HolderRow {
   readonly owner: string;
-  /** A lock holder's mode, or 'semaphore' for a seat of the key's semaphore (SemaphoreBackend). */
+  /** A holder's mode, or 'semaphore' for a permit of the key's semaphore (SemaphoreBackend). */
   readonly mode: StoredMode;
   /** Microseconds until the row expires, by the server's clock (<= 0: expired). */
   readonly leftUs: number;
 }
 
 /**
- * What a holder row's `mode` column stores: a lock's mode, or 'semaphore' for one seat of a native
- * semaphore. Seats and the key's lock are independent (as in the memory backend and in the core's
- * seat-lock semaphores): a lock request ignores seat rows and a seat request counts only seat rows.
+ * What a holder row's `mode` column stores: a lock's mode, or 'semaphore' for one permit of a
+ * native semaphore. Permits and the key's lock are independent (as in the memory backend and in the
+ * core's permit-lock semaphores): a lock request ignores permit rows and a permit request counts
+ * only permit rows.
  */
 export type StoredMode = LockMode | 'semaphore';
 
@@ -35,13 +36,13 @@ export type Decision =
  * An exclusive request is blocked by any live lock holder; a shared one only by a live exclusive
  * holder; retryAfter = ms until the last blocker expires (the earliest moment the request could
  * succeed without a release). A semaphore request (`permits`) is blocked while at least ITS OWN
- * `permits` seats are live (Curator's rule: holders that asked for another N each count against
- * their own N); retryAfter = ms until the first seat expires.
+ * `permits` permits are live (Curator's rule: holders that asked for another N each count against
+ * their own N); retryAfter = ms until the first permit expires.
  */
 export function decide(rows: readonly HolderRow[], mode: LockMode, permits?: number): Decision {
   let expired = 0;
   let longest = -1;
-  let seats = 0;
+  let live = 0;
   let soonest = Infinity;
   for (const row of rows) {
     if (row.leftUs <= 0) {
@@ -50,7 +51,7 @@ export function decide(rows: readonly HolderRow[], mode: LockMode, permits?: num
     }
     if (permits !== undefined) {
       if (row.mode === 'semaphore') {
-        seats++;
+        live++;
         soonest = Math.min(soonest, row.leftUs);
       }
       continue;
@@ -58,7 +59,7 @@ export function decide(rows: readonly HolderRow[], mode: LockMode, permits?: num
     if (row.mode === 'semaphore') continue;
     if (mode === 'exclusive' || row.mode === 'exclusive') longest = Math.max(longest, row.leftUs);
   }
-  if (permits !== undefined && seats >= permits) longest = soonest;
+  if (permits !== undefined && live >= permits) longest = soonest;
   if (longest >= 0) return { blocked: true, retryAfter: Math.max(1, Math.ceil(longest / 1000)) };
   return { blocked: false, expired };
 }

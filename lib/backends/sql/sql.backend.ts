@@ -89,11 +89,11 @@ export abstract class SqlLockBackend<P> implements LockBackend {
     return this.tryRow(request, undefined);
   }
 
-  /** Native semaphores: seat rows of the key, renewed and released as lock rows. */
+  /** Native semaphores: permit rows of the key, renewed and released as lock rows. */
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.tryRow(request, permits),
-    renew: (seats) => this.renew(seats),
-    release: (seat) => this.release(seat),
+    renew: (permits) => this.renew(permits),
+    release: (permit) => this.release(permit),
   };
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -142,7 +142,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
    * Deletes every holder row of `key`, whoever owns it (waiters keep their places). The old holder
    * learns at its next renewal (its handle's signal aborts); the next grant's fence is larger.
    * Other processes' waiters wake by their wake-up source (PostgreSQL: the NOTIFY; MySQL: when the
-   * old holder's renewal fails and lets its doorbell go), else at their fallback re-attempt.
+   * old holder's renewal fails and lets its notify lock go), else at their fallback re-attempt.
    */
   async forceRelease(key: string): Promise<boolean> {
     const { statements: s } = this.dialect;
@@ -174,7 +174,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   /** Stops the wake-up source (its connections) before the pool is ended. */
   protected abstract closeWakeups(): Promise<void>;
 
-  /** Called before an attempt takes its connection (MySQL: the doorbell's own connection first). */
+  /** Called before an attempt takes its connection (MySQL: the notify locks' connection first). */
   protected beforeAttempt(): Promise<void> {
     return Promise.resolve();
   }

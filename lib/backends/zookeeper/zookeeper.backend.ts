@@ -28,7 +28,7 @@ import {
   type NodeNames,
 } from './zookeeper.nodes';
 import type { SessionState, ZooKeeperSession } from './zookeeper.session';
-import { ZooKeeperHoldings } from './zookeeper.holdings';
+import { ZooKeeperHeldLocks } from './zookeeper.held-locks';
 import { ZooKeeperSessions } from './zookeeper.sessions';
 
 const ABORTED = Symbol('aborted');
@@ -78,7 +78,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly nodeNames: NodeNames;
   private readonly acl: readonly unknown[] | undefined;
   private readonly sessions: ZooKeeperSessions;
-  private readonly holdings = new ZooKeeperHoldings(this.name, this.stats, () => this.closed);
+  private readonly heldLocks = new ZooKeeperHeldLocks(this.name, this.stats, () => this.closed);
   private readonly operations = new ZooKeeperOperations(
     this.name,
     () => this.basePath,
@@ -97,8 +97,8 @@ export class ZooKeeperLockBackend implements LockBackend {
       o,
       this.stats,
       {
-        connected: (s) => this.holdings.sessionConnected(s),
-        lost: (s, reason) => this.holdings.sessionLost(s, reason),
+        connected: (s) => this.heldLocks.sessionConnected(s),
+        lost: (s, reason) => this.heldLocks.sessionLost(s, reason),
       },
       () => this.closed,
     );
@@ -114,7 +114,7 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   /** true while the connection is down and locks are held: they may or may not still be ours. */
   get inDoubt(): boolean {
-    return this.holdings.inDoubt(this.sessions.latest);
+    return this.heldLocks.inDoubt(this.sessions.latest);
   }
 
   /**
@@ -166,8 +166,9 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly semaphore: SemaphoreBackend = {
     tryAcquire: (request, permits) => this.contend(request, true, { permits }),
     acquire: (request, permits) => this.contend(request, request.wait === 0, { permits }),
-    renew: (seats) => this.holdings.renew(seats),
-    release: (seat) => this.holdings.release(seat, lockDirectory(this.basePath, seat.key), true),
+    renew: (permits) => this.heldLocks.renew(permits),
+    release: (permit) =>
+      this.heldLocks.release(permit, lockDirectory(this.basePath, permit.key), true),
   };
 
   /** Campaigns as Curator LeaderLatch participants (kazoo Election contenders with 'kazoo'). */
@@ -269,12 +270,12 @@ export class ZooKeeperLockBackend implements LockBackend {
     form: ContendForm,
   ): Promise<BackendAcquireResult | 'retry'> {
     const contender = this.contender(session, request, tryOnce, form);
-    const run = this.holdings.run(contender);
+    const run = this.heldLocks.run(contender);
     let outcome: Awaited<typeof run> | typeof ABORTED;
     try {
       outcome = tryOnce ? await run : await raceAbort(run, request.signal, () => ABORTED);
     } catch (error) {
-      this.holdings.settle(contender);
+      this.heldLocks.settle(contender);
       const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
       // queue again on a fresh session
       if (expired && this.sessions.renewable && !request.signal.aborted) return 'retry';
@@ -286,7 +287,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     }
     if (outcome === ABORTED) {
       const unanswered = contender.serverCall || !session.connected;
-      this.holdings.abandon(contender, run);
+      this.heldLocks.abandon(contender, run);
       if (unanswered)
         throw new LockBackendUnavailableError(
           this.name,
@@ -295,10 +296,10 @@ export class ZooKeeperLockBackend implements LockBackend {
         );
       return { acquired: false };
     }
-    this.holdings.settle(contender);
+    this.heldLocks.settle(contender);
     if (!outcome) return { acquired: false };
     if (this.closed) return this.grantedWhileClosing(session, request, outcome.path);
-    this.holdings.hold(request, session, contender, outcome);
+    this.heldLocks.hold(request, session, contender, outcome);
     return { acquired: true, fencingToken: outcome.czxid, sentAt: outcome.sentAt };
   }
 
@@ -324,11 +325,11 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   /** One exists() per lock, pipelined on the session: one round trip for the batch. */
   renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    return this.holdings.renew(locks);
+    return this.heldLocks.renew(locks);
   }
 
   release(lock: BackendLock): Promise<void> {
-    return this.holdings.release(lock, lockDirectory(this.basePath, lock.key));
+    return this.heldLocks.release(lock, lockDirectory(this.basePath, lock.key));
   }
 
   async close(): Promise<void> {
@@ -336,7 +337,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     this.closed = true;
     // Give our deletes a session timeout to reach the server; an owned client's close drops its
     // nodes anyway.
-    await this.holdings.close(Math.max(this.sessions.latest?.sessionTimeout ?? 0, 1_000));
+    await this.heldLocks.close(Math.max(this.sessions.latest?.sessionTimeout ?? 0, 1_000));
     await this.sessions.close();
   }
 }

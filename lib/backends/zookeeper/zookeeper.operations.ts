@@ -8,7 +8,7 @@ import type { ZooKeeperSession } from './zookeeper.session';
 /**
  * The operator side of ZooKeeperLockBackend (health, inspection, forced release), on the
  * backend's current session: each is one or two requests, and none touches the backend's own
- * contenders or holdings (a holder of ours learns a forced release through its node watch).
+ * contenders or held locks (a holder of ours learns a forced release through its node watch).
  */
 export class ZooKeeperOperations {
   constructor(

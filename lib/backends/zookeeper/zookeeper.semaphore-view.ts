@@ -57,7 +57,7 @@ export async function inspectSemaphore(
   };
 }
 
-/** Frees every seat: deletes all lease nodes (holders see the loss through their node watch). */
+/** Frees every permit: deletes all lease nodes (holders see the loss through their node watch). */
 export async function deleteLeaseNodes(c: ZooKeeperClientLike, dir: string): Promise<number> {
   const leases = `${dir}/${SEMAPHORE_LEASES}`;
   const removed = await Promise.all(

@@ -77,7 +77,7 @@ export class SemaphoreContender extends OwnNode {
       const locked = await mutex.run();
       // A try that finds the mutex busy (another acquire is counting right now) still counts the
       // leases, without it: the bound holds without the mutex (see the class comment), and a
-      // free seat must not answer busy.
+      // free permit must not answer busy.
       if (!locked && (!this.tryOnce || this.abandoned)) return null;
       let path: string | null;
       try {

@@ -7,10 +7,10 @@ import type {
 } from '../../interfaces/lock-backend.interface';
 import type { LockEvent } from '../activity/lock-events';
 import { LockEngine } from '../lock-engine';
-import type { GrantForm } from './grant-form';
+import type { GrantDriver } from './grant-driver';
 
-/** A grant form over the memory backend that records what the pipeline asked of it. */
-function recordingForm(backend: MemoryLockBackend): GrantForm & { calls: string[] } {
+/** A grant driver over the memory backend that records what the pipeline asked of it. */
+function recordingDriver(backend: MemoryLockBackend): GrantDriver & { calls: string[] } {
   const calls: string[] = [];
   return {
     calls,
@@ -28,7 +28,7 @@ function recordingForm(backend: MemoryLockBackend): GrantForm & { calls: string[
         return backend.release(lock);
       },
     },
-    reentry: '#form',
+    reentry: '#driver',
     manyHolders: false,
   };
 }
@@ -50,19 +50,19 @@ describe('the acquire pipeline', () => {
     await held.release();
   });
 
-  it('takes, renews and releases a grant through the form it is given, never the lock contract', async () => {
-    const form = recordingForm(backend);
-    const handle = await engine.acquireOne({ key: 'f', options: { ttl: 150 }, form });
-    // The watchdog renews at ttl/3 through the form's holder.
+  it('takes, renews and releases a grant through the driver it is given, never the lock contract', async () => {
+    const driver = recordingDriver(backend);
+    const handle = await engine.acquireOne({ key: 'f', options: { ttl: 150 }, driver });
+    // The watchdog renews at ttl/3 through the driver's holder.
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
-        if (form.calls.some((c) => c.startsWith('renew'))) resolve(clearInterval(timer));
+        if (driver.calls.some((c) => c.startsWith('renew'))) resolve(clearInterval(timer));
       }, 10);
     });
     expect(handle.held).toBe(true);
     await handle.release();
-    expect(form.calls[0]).toBe('try lock:f');
-    expect(form.calls).toContain('release lock:f');
+    expect(driver.calls[0]).toBe('try lock:f');
+    expect(driver.calls).toContain('release lock:f');
   });
 
   it('turns a grant a recipe made into a lease without an attempt, with its token and owner', async () => {
@@ -78,14 +78,14 @@ describe('the acquire pipeline', () => {
     const result = (await backend.tryAcquire(request)) as BackendAcquireResult & {
       acquired: true;
     };
-    const form = recordingForm(backend);
+    const driver = recordingDriver(backend);
     const handle = await engine.acquireOne({
       key: 'g',
       options: undefined,
-      form,
+      driver,
       granted: { owner, result },
     });
-    expect(form.calls).toEqual([]);
+    expect(driver.calls).toEqual([]);
     expect(handle.owner).toBe(owner);
     expect(handle.fencingToken).toBe(result.fencingToken);
     await handle.release();
@@ -94,17 +94,17 @@ describe('the acquire pipeline', () => {
     });
   });
 
-  it('re-enters a hold of the same form in one owning call; another form of the key is another grant', async () => {
-    const form = recordingForm(backend);
+  it('re-enters a hold of the same driver in one owning call; another driver of the key is another grant', async () => {
+    const driver = recordingDriver(backend);
     await engine.runInScope(async () => {
       const outer = await engine.acquireOne({ key: 'r', options: undefined });
       const inner = await engine.acquireOne({ key: 'r', options: undefined });
       expect(inner.fencingToken).toBe(outer.fencingToken);
-      // The form's grant of the same key is not the lock: it attempts (and finds the key busy).
-      await expect(engine.acquireOne({ key: 'r', options: undefined, form })).rejects.toThrow(
+      // The driver's grant of the same key is not the lock: it attempts (and finds the key busy).
+      await expect(engine.acquireOne({ key: 'r', options: undefined, driver })).rejects.toThrow(
         LockAcquireTimeoutError,
       );
-      expect(form.calls).toEqual(['try lock:r']);
+      expect(driver.calls).toEqual(['try lock:r']);
       await inner.release();
       await outer.release();
     });

@@ -3,7 +3,7 @@
  * checked (options, key, backend, mode), a hold this context already owns is re-entered, and
  * anything else becomes an Acquisition (one attempt or a wait against a deadline) whose grant is a
  * LockLease the watchdog renews. Recipes (lib/recipes/) build on `acquire` with their own
- * GrantForm or a grant they made; the pipeline knows none of them. One observation hook
+ * GrantDriver or a grant they made; the pipeline knows none of them. One observation hook
  * (activity/observe.ts) wraps every call.
  */
 import { checkLockKey } from '../../backend-kit/key-encoding';
@@ -21,7 +21,7 @@ import { newOwnerToken } from './owner-token';
 import type { AcquireCall, AcquireRecord, PipelineContext } from './pipeline-context';
 import { ReentrancyScopes } from './reentrancy';
 
-export type { AcquireCall, GrantForm, PipelineContext } from './pipeline-context';
+export type { AcquireCall, GrantDriver, PipelineContext } from './pipeline-context';
 
 /**
  * The registered backend `name`; InvalidLockOptionsError listing the registered names otherwise.
@@ -66,7 +66,7 @@ export class AcquirePipeline {
       const fullKey = this.checkKey(call, o, backend);
       // Before any owning call ran no scope exists: no id to build, nothing to find.
       const id = e.scopes.active
-        ? ReentrancyScopes.id(o.backend, fullKey + (call.form?.reentry ?? ''))
+        ? ReentrancyScopes.id(o.backend, fullKey + (call.driver?.reentry ?? ''))
         : '';
       const existing = id ? e.scopes.find(id) : undefined;
       if (existing) return this.reenter(call, existing, o, scope, id, backend);
@@ -119,7 +119,7 @@ export class AcquirePipeline {
     }
     if (call.granted) {
       const lock = { key: existing.fullKey, owner: call.granted.owner, mode: o.mode, ttl: o.ttl };
-      await (call.form?.holder ?? backend).release(lock);
+      await (call.driver?.holder ?? backend).release(lock);
     }
     existing.holds++;
     if (scope) this.e.scopes.remember(scope, id, existing);

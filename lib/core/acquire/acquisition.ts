@@ -22,20 +22,20 @@ import type { ResolvedLockOptions } from '../../interfaces/lock-options.interfac
 import { backendLabel } from './backend-call';
 import { budgetClock, type Budget } from './budget-clock';
 import type { PipelineContext } from './pipeline-context';
-import { lockForm, type GrantForm } from './grant-form';
+import { lockDriver, type GrantDriver } from './grant-driver';
 import type { AcquirePlan } from './pipeline-context';
 import type { InFlightAcquire } from '../activity/lock-activity';
 import { LockHandle } from '../lease/lock-handle';
 import { LockLease } from '../lease/lock-lease';
 
-/** The attempt or wait of `a`: the form's native queued wait, or the engine's (waiting.ts). */
+/** The attempt or wait of `a`: the driver's native queued wait, or the engine's (waiting.ts). */
 function startAttempt(a: Acquisition): Promise<BackendAcquireResult> {
-  const form = a.form;
-  if (a.wait > 0 && form.acquire) {
+  const driver = a.driver;
+  if (a.wait > 0 && driver.acquire) {
     a.plan.record.attempts++;
-    return form.acquire(a);
+    return driver.acquire(a);
   }
-  return a.e.runner.run(a.backend, form, a.label, a, a.plan.record, () => a.onWait());
+  return a.e.runner.run(a.backend, driver, a.label, a, a.plan.record, () => a.onWait());
 }
 
 export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcquire {
@@ -48,7 +48,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   /** The call's budget runs out at `at` (see budget-clock.ts). */
   readonly at: number;
   readonly backend: LockBackend;
-  readonly form: GrantForm;
+  readonly driver: GrantDriver;
   readonly callerKey: string;
   readonly backendName: string;
   private readonly o: ResolvedLockOptions;
@@ -87,7 +87,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       this.startedAt +
       Math.min(MAX_DURATION_MS, Math.max(o.wait + DEADLINE_GRACE_MS, e.operationTimeout));
     this.backend = plan.backend;
-    this.form = plan.call.form ?? lockForm(plan.backend);
+    this.driver = plan.call.driver ?? lockDriver(plan.backend);
     this.callerKey = plan.call.key;
     this.backendName = o.backend;
     this.o = o;
@@ -100,7 +100,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
    * an uncontended acquire with a signal (@Locked in an HTTP request) adds no listener.
    */
   get signal(): AbortSignal {
-    if (!this.armed && this.wait > 0 && this.form.acquire) this.onWait();
+    if (!this.armed && this.wait > 0 && this.driver.acquire) this.onWait();
     return (this.controller ??= new AbortController()).signal;
   }
 
@@ -251,7 +251,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
       ttl: this.ttl,
       fencingToken: result.fencingToken,
       backend,
-      holder: this.form.holder,
+      holder: this.driver.holder,
       backendName: o.backend,
       grantedAt,
       validity: Math.min(result.validity ?? Infinity, safeValidity(this.ttl)),
@@ -303,6 +303,6 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
   /** Releases a grant nobody will use (late, or cancelled), outside the caller's context. */
   private giveBack(): Promise<void> {
     const lock: BackendLock = { key: this.key, owner: this.owner, mode: this.mode, ttl: this.ttl };
-    return this.e.detached(() => this.form.holder.release(lock));
+    return this.e.detached(() => this.driver.holder.release(lock));
   }
 }

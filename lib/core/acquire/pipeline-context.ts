@@ -15,11 +15,11 @@ import type { LockLease } from '../lease/lock-lease';
 import type { ReleaseRetries } from '../lease/release-retry';
 import type { Watchdog } from '../lease/watchdog';
 import type { ResolvedDefaults } from '../keys/lock-options';
-import type { GrantForm } from './grant-form';
+import type { GrantDriver } from './grant-driver';
 import type { ReentrancyScope, ReentrancyScopes } from './reentrancy';
 import type { AcquireRunner } from './waiting';
 
-export type { GrantForm } from './grant-form';
+export type { GrantDriver } from './grant-driver';
 
 /** Extra facts about an acquire: where it came from, and what else can end its wait. */
 export interface AcquireMeta {
@@ -42,8 +42,8 @@ export interface AcquireCall extends AcquireMeta {
   /** The key as the caller gave it (without the module's prefix). */
   readonly key: string;
   readonly options: LockOptions | undefined;
-  /** The recipe's form of grant; absent: the plain lock of the key. */
-  readonly form?: GrantForm;
+  /** The recipe's grant driver; absent: the plain lock of the key. */
+  readonly driver?: GrantDriver;
   /** A grant a recipe already made (a multi-key step): it becomes a lease without an attempt. */
   readonly granted?: { readonly owner: string; readonly result: BackendAcquireResult };
 }

@@ -3,17 +3,17 @@ import type {
   BackendAcquireResult,
   LockBackend,
 } from '../../interfaces/lock-backend.interface';
-import type { GrantForm } from './grant-form';
+import type { GrantDriver } from './grant-driver';
 import { pollAcquire, type PollAcquireOptions } from './poll-wait';
 import { LocalWaitQueue } from './wait-line';
 
 /**
- * The engine's wait, for every grant whose backend form has no native queued wait: a FIFO line
+ * The engine's wait, for every grant whose driver has no native queued wait: a FIFO line
  * per key in this process (only its head attempts, so a release wakes one waiter per process),
  * woken by the backend's wake-ups, the busy answer's retryAfter or a jittered backoff, until the
  * request's signal aborts (deadline or cancel). `wait: 0` is one attempt. After a local grant the
  * next head waits for the release before attempting: one attempt per handoff. Grants that many
- * callers of one process may hold at once (a semaphore's seats) do not queue in the line.
+ * callers of one process may hold at once (a semaphore's permits) do not queue in the line.
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
@@ -22,24 +22,24 @@ export class AcquireRunner {
   /** `record.attempts` counts attempts; `onWait` is called once the request really waits. */
   run(
     backend: LockBackend,
-    form: GrantForm,
+    driver: GrantDriver,
     label: string,
     request: BackendAcquireRequest,
     record: { attempts: number },
     onWait: () => void,
   ): Promise<BackendAcquireResult> {
     const options = this.options(backend, label);
-    if (form.manyHolders) {
+    if (driver.manyHolders) {
       const attempt = () => {
         record.attempts++;
-        return form.tryAcquire(request);
+        return driver.tryAcquire(request);
       };
       return pollAcquire(request, attempt, options, undefined, onWait);
     }
     const line = this.line(backend, label);
     const attempt = () => {
       record.attempts++;
-      return line.attempt(() => form.tryAcquire(request));
+      return line.attempt(() => driver.tryAcquire(request));
     };
     const wakeups = backend.wakeups;
     // Handoffs need wake-ups that are live at once; a source that must prepare (subscribe) first is

@@ -6,7 +6,7 @@ export type LeaseState = 'held' | 'released' | 'lost';
 
 /**
  * What renews and releases a grant: the backend itself for a lock, its SemaphoreBackend for a
- * native semaphore's seat. The watchdog batches renewals per holder.
+ * native semaphore's permit. The watchdog batches renewals per holder.
  */
 export interface LeaseHolder {
   renew(locks: readonly BackendLock[]): Promise<boolean[]>;

@@ -8,12 +8,12 @@ const MAX_BATCH = 5_000;
 /**
  * One per backend, and the engine's record of the leases held on it (heldCount, close() and the
  * operator's list read it): a single timer renews every due lease of that backend in one batched
- * renew() call per holder (the backend, or its SemaphoreBackend for seats) at ttl/3, and declares a
- * lease lost when its validity ends without a confirmed renewal (lock gone, or backend unreachable
- * for too long). Never throws from a timer. Its timer chain runs in the context the watchdog was
- * built in (the engine's), never in the async context of the acquire that happened to arm it:
- * otherwise every renewal, and every loss listener it fires, would run inside that one request's
- * reentrancy scope.
+ * renew() call per holder (the backend, or its SemaphoreBackend for permits) at ttl/3, and declares
+ * a lease lost when its validity ends without a confirmed renewal (lock gone, or backend
+ * unreachable for too long). Never throws from a timer. Its timer chain runs in the context the
+ * watchdog was built in (the engine's), never in the async context of the acquire that happened to
+ * arm it: otherwise every renewal, and every loss listener it fires, would run inside that one
+ * request's reentrancy scope.
  */
 export class Watchdog {
   private readonly leases = new SteadySet<LockLease>();

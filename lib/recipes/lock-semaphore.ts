@@ -1,12 +1,13 @@
 /**
- * A semaphore of N over plain locks, for backends without a native one: N seats, each an
- * ordinary exclusive lock `<key>#<i>`, so at most N hold at once by the seats' own mutual
- * exclusion. A caller tries every seat once per round, starting at a random seat to spread load;
- * when all are busy it sleeps until a seat is released (the backend's wake-ups for the seat keys),
- * a backoff, or the deadline. Re-entrant: a context that already holds a seat re-enters it.
- * Holders agree on N: each also holds the key's permits record, and a request of another N is
- * refused (seat-permits.ts); where the backend cannot keep that record, holders that disagree on
- * N each use seats 0..N-1 of their own N, so at most the largest N among them hold at once.
+ * A semaphore of N over plain locks, for backends without a native one: N permits, each an
+ * ordinary exclusive lock `<key>#<i>`, so at most N hold at once by the permits' own mutual
+ * exclusion. A caller tries every permit once per round, starting at a random permit to spread
+ * load; when all are busy it sleeps until a permit is released (the backend's wake-ups for the
+ * permit keys), a backoff, or the deadline. Re-entrant: a context that already holds a permit
+ * re-enters it. Holders agree on N: each also holds the key's permits record, and a request of
+ * another N is refused (permits-record.ts); where the backend cannot keep that record, holders that
+ * disagree on N each use permits 0..N-1 of their own N, so at most the largest N among them hold at
+ * once.
  */
 import { MAX_KEY_LENGTH } from '../backend-kit/limits';
 import type { AcquireMeta, RecipeHost } from '../core/recipe-host';
@@ -18,21 +19,22 @@ import type { ReleaseListener } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 import type { LockHandle } from '../core/lease/lock-handle';
 import { CompositeLease, compositeHandle } from './composite-lease';
-import { agreeOnPermits, checkPermitsRecord, permitsKey } from './seat-permits';
+import { agreeOnPermits, checkPermitsRecord, permitsKey } from './permits-record';
 
 /**
- * The lock key of seat `i` of semaphore `key` (template values are %-encoded: no value forges '#').
+ * The lock key of permit `i` of semaphore `key` (template values are %-encoded: no value forges
+ * '#').
  */
-export function seatKey(key: string, i: number): string {
+export function permitKey(key: string, i: number): string {
   return `${key}#${i}`;
 }
 
 /**
- * Checks that the longest seat key fits the backend, before any seat is tried: a key at the limit
- * would fit as a lock but not as `<key>#<i>`. From a template (meta.keyTemplate) that is the
+ * Checks that the longest permit key fits the backend, before any permit is tried: a key at the
+ * limit would fit as a lock but not as `<key>#<i>`. From a template (meta.keyTemplate) that is the
  * request's fault (LockKeyResolutionError, 400 over HTTP), as a plain key's length is.
  */
-function checkSeatKeys(
+function checkPermitKeys(
   host: RecipeHost,
   key: string,
   longest: string,
@@ -42,21 +44,21 @@ function checkSeatKeys(
   const max = Math.min(MAX_KEY_LENGTH, host.backend(backend).capabilities.maxKeyLength);
   const length = host.keyPrefix.length + longest.length;
   if (length <= max) return;
-  const seats = `<key>#<seat>, a semaphore over plain locks`;
+  const layout = `<key>#<permit>, a semaphore over plain locks`;
   if (meta?.keyTemplate !== undefined)
     throw new LockKeyResolutionError(
       meta.keyTemplate,
-      `its seat keys (${seats}) reach ${length} characters with the prefix, more than ${max}`,
+      `its permit keys (${layout}) reach ${length} characters with the prefix, more than ${max}`,
     );
   throw new InvalidLockOptionsError(
     'key',
     key,
-    `a key whose seat keys (${seats}) stay within ${max} characters with the prefix (got ${length})`,
+    `a key whose permit keys (${layout}) stay within ${max} characters with the prefix (got ${length})`,
     key,
   );
 }
 
-export async function acquireSeat(
+export async function acquirePermit(
   host: RecipeHost,
   key: string,
   permits: number,
@@ -64,37 +66,37 @@ export async function acquireSeat(
   meta?: AcquireMeta,
 ): Promise<LockHandle> {
   const o = host.resolveOptions({ ...options, permits: undefined }, key);
-  const seats = Array.from({ length: permits }, (_, i) => seatKey(key, i));
-  const last = seats[seats.length - 1];
+  const keys = Array.from({ length: permits }, (_, i) => permitKey(key, i));
+  const last = keys[keys.length - 1];
   const record = permitsKey(key);
-  checkSeatKeys(host, key, last.length > record.length ? last : record, o.backend, meta);
+  checkPermitKeys(host, key, last.length > record.length ? last : record, o.backend, meta);
   const once: LockOptions = { ...options, permits: undefined, wait: 0 };
-  const wrap = (seat: LockHandle) => compositeHandle(new CompositeLease([seat], o.ttl, [key]));
-  /** A new seat, with the permits record beside it (its holders' N checked). */
-  const granted = async (seat: LockHandle) => {
-    const parts = await agreeOnPermits(host, { key, permits, backend: o.backend, seat, once });
+  const wrap = (permit: LockHandle) => compositeHandle(new CompositeLease([permit], o.ttl, [key]));
+  /** A new permit, with the permits record beside it (its holders' N checked). */
+  const granted = async (permit: LockHandle) => {
+    const parts = await agreeOnPermits(host, { key, permits, backend: o.backend, permit, once });
     return compositeHandle(new CompositeLease(parts, o.ttl, [key]));
   };
-  // Re-entrant: this context already holds one of the seats.
-  const mine = seats.find((s) => host.current(s, o.backend));
+  // Re-entrant: this context already holds one of the permits.
+  const mine = keys.find((s) => host.current(s, o.backend));
   if (mine) return wrap(await host.acquireOne({ key: mine, options: once }));
   const wakeups = host.backend(o.backend).wakeups;
   const deadline = performance.now() + o.wait;
   let delay = 10;
-  // As the engine's own wait: a seat attempt that fails (backend unreachable) is retried while the
-  // budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
+  // As the engine's own wait: a permit attempt that fails (backend unreachable) is retried while
+  // the budget lasts; at the deadline the last failure surfaces, not a timeout (fail closed).
   const round = { failure: undefined as unknown };
   // The wait also ends when the request it runs for ends (a client that leaves), as a lock's wait
-  // does (Acquisition.onWait): combined once, when the first round finds every seat busy.
+  // does (Acquisition.onWait): combined once, when the first round finds every permit busy.
   let signal: AbortSignal | undefined;
   let armed = false;
   let checked = false;
   for (;;) {
-    const listeners = wakeups ? seats.map((s) => wakeups.listen(host.keyPrefix + s)) : [];
+    const listeners = wakeups ? keys.map((s) => wakeups.listen(host.keyPrefix + s)) : [];
     try {
-      const seat = await tryEverySeat(host, seats, once, round);
-      if (seat) return granted(seat);
-      // Every seat busy: holders of another N refuse this request rather than keep it waiting.
+      const permit = await tryEveryPermit(host, keys, once, round);
+      if (permit) return granted(permit);
+      // Every permit busy: holders of another N refuse this request rather than keep it waiting.
       if (!checked) {
         checked = true;
         await checkPermitsRecord(host, key, permits, host.backend(o.backend));
@@ -116,17 +118,17 @@ export async function acquireSeat(
   }
 }
 
-/** One round: each seat once, from a random start; a seat's handle, or null when all are busy. */
-async function tryEverySeat(
+/** One round: each permit once, from a random start; its handle, or null when all are busy. */
+async function tryEveryPermit(
   host: RecipeHost,
-  seats: readonly string[],
+  keys: readonly string[],
   once: LockOptions,
   round: { failure: unknown },
 ): Promise<LockHandle | null> {
-  const start = Math.floor(Math.random() * seats.length);
-  for (let n = 0; n < seats.length; n++) {
+  const start = Math.floor(Math.random() * keys.length);
+  for (let n = 0; n < keys.length; n++) {
     try {
-      return await host.acquireOne({ key: seats[(start + n) % seats.length], options: once });
+      return await host.acquireOne({ key: keys[(start + n) % keys.length], options: once });
     } catch (error) {
       if (error instanceof LockBackendUnavailableError) round.failure = error;
       else if (!(error instanceof LockAcquireTimeoutError)) throw error;

@@ -4,21 +4,21 @@ import { prefixRangeEnd } from './etcd.keys';
 import { deleteContender } from './etcd.ops';
 
 /**
- * The etcd round trips of a native semaphore (seat keys under `<NAME>%sem/`, see
- * etcdSemaphorePrefix). A seat key is `<semPrefix><lease hex>_<owner token>` on the session lease,
- * its value the requester's permits N (decimal). Rule: a seat holds when fewer than ITS OWN N seat
- * keys are older (lower create revision); the others wait in create-revision order.
+ * The etcd round trips of a native semaphore (permit keys under `<NAME>%sem/`, see
+ * etcdSemaphorePrefix). A permit key is `<semPrefix><lease hex>_<owner token>` on the session
+ * lease, its value the requester's permits N (decimal). Rule: a permit holds when fewer than ITS
+ * OWN N permit keys are older (lower create revision); the others wait in create-revision order.
  *
  * Who watches what (a release wakes O(1) waiters): a waiter with exactly N older keys (the first
  * waiter) watches deletes under the semaphore's prefix, since any delete there makes room for it;
  * a waiter with more than N older keys watches only its predecessor, for a delete (it moves up)
- * or a put: a seat that was granted after waiting rewrites its own key once ("marks" it, same
+ * or a put: a permit that was granted after waiting rewrites its own key once ("marks" it, same
  * value, same lease, same create revision), which tells its successor that it is now the first
  * waiter. Without the mark a grant would be invisible on etcd and the successor would keep
  * watching a key that no longer moves.
  */
-export interface SeatPosition {
-  /** Our seat still exists as the incarnation we created. */
+export interface PermitPosition {
+  /** Our permit key still exists as the key we created (same create revision). */
   readonly exists: boolean;
   /** Our create revision: the fencing token. */
   readonly rev: bigint;
@@ -32,9 +32,10 @@ export interface SeatPosition {
 const opts = (deadline: number) => ({ deadline });
 
 /**
- * Older seats, youngest first, at most permits + 1 (enough to tell granted / first waiter / later).
+ * Older permits, youngest first, at most permits + 1 (enough to tell granted / first waiter /
+ * later).
  */
-function olderSeats(semPrefix: Buffer, maxRev: bigint, permits: number) {
+function olderPermits(semPrefix: Buffer, maxRev: bigint, permits: number) {
   return {
     key: semPrefix,
     range_end: prefixRangeEnd(semPrefix),
@@ -52,23 +53,24 @@ function position(
   rev: bigint,
   permits: number,
   revision: string,
-): SeatPosition {
+): PermitPosition {
   if (older.length < permits) return { exists: true, rev, granted: true, revision };
   const watch = older.length === permits ? { prefix: semPrefix } : { key: older[0].key };
   return { exists: true, rev, granted: false, watch, revision };
 }
 
 /**
- * One txn: create our seat on the lease and read the seats older than it (ours is the youngest).
+ * One txn: create our permit on the lease and read the permits older than it (ours is the
+ * youngest).
  */
-export async function createSeat(
+export async function createPermit(
   client: EtcdClientLike,
   semPrefix: Buffer,
   key: Buffer,
   leaseId: string,
   permits: number,
   deadline: number,
-): Promise<SeatPosition> {
+): Promise<PermitPosition> {
   const res = await client.kv.txn(
     {
       compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
@@ -76,7 +78,7 @@ export async function createSeat(
         { request_put: { key, value: Buffer.from(String(permits)), lease: leaseId } },
         {
           request_range: {
-            ...olderSeats(semPrefix, 0n, permits + 1),
+            ...olderPermits(semPrefix, 0n, permits + 1),
             max_create_revision: undefined,
           },
         },
@@ -86,30 +88,30 @@ export async function createSeat(
     opts(deadline),
   );
   if (!res.succeeded) {
-    // A retry after a lost answer: the seat is ours already; read where it stands.
+    // A retry after a lost answer: the permit is ours already; read where it stands.
     const own = res.responses[0].response_range.kvs[0];
     if (!own) return { exists: false, rev: 0n, granted: false, revision: res.header.revision };
-    return seatPosition(client, semPrefix, key, BigInt(own.create_revision), permits, deadline);
+    return permitPosition(client, semPrefix, key, BigInt(own.create_revision), permits, deadline);
   }
   const rev = BigInt(res.header.revision);
   const older = res.responses[1].response_range.kvs.filter((kv) => !kv.key.equals(key));
   return position(semPrefix, older, rev, permits, res.header.revision);
 }
 
-/** One linearizable txn: does our seat still exist at `rev`, and which seats are older? */
-export async function seatPosition(
+/** One linearizable txn: does our permit still exist at `rev`, and which permits are older? */
+export async function permitPosition(
   client: EtcdClientLike,
   semPrefix: Buffer,
   key: Buffer,
   rev: bigint,
   permits: number,
   deadline: number,
-): Promise<SeatPosition> {
+): Promise<PermitPosition> {
   const res = await client.kv.txn(
     {
       success: [
         { request_range: { key, keys_only: true } },
-        { request_range: olderSeats(semPrefix, rev - 1n, permits) },
+        { request_range: olderPermits(semPrefix, rev - 1n, permits) },
       ],
     },
     opts(deadline),
@@ -127,9 +129,10 @@ export async function seatPosition(
 }
 
 /**
- * Rewrites our seat in place (same value and lease, so same create revision): wakes our successor.
+ * Rewrites our permit in place (same value and lease, so same create revision): wakes our
+ * successor.
  */
-export async function markSeat(
+export async function markPermit(
   client: EtcdClientLike,
   key: Buffer,
   rev: bigint,
@@ -152,7 +155,7 @@ export async function markSeat(
  * a revision past our read (something may have happened in between: reading again is cheaper
  * than proving it did not). Never rejects.
  */
-export function waitForSeatChange(
+export function waitForPermitChange(
   client: EtcdClientLike,
   watch: { readonly prefix: Buffer } | { readonly key: Buffer },
   readRevision: string,
@@ -201,19 +204,19 @@ export function waitForSeatChange(
   });
 }
 
-/** One seat of a semaphore, oldest first. */
-export interface SeatView {
+/** One permit of a semaphore, oldest first. */
+export interface PermitView {
   readonly key: Buffer;
   readonly rev: bigint;
   readonly lease: string;
   readonly permits: number;
 }
 
-export async function readSeats(
+export async function readPermits(
   client: EtcdClientLike,
   semPrefix: Buffer,
   deadline: number,
-): Promise<SeatView[]> {
+): Promise<PermitView[]> {
   const res = await client.kv.range(
     {
       key: semPrefix,
@@ -231,13 +234,13 @@ export async function readSeats(
   }));
 }
 
-/** The seats that hold by the rule (fewer than their own N older seats). */
-export function seatHolders(seats: readonly SeatView[]): SeatView[] {
-  return seats.filter((s, i) => i < s.permits);
+/** The permits that hold by the rule (fewer than their own N older permits). */
+export function permitHolders(permits: readonly PermitView[]): PermitView[] {
+  return permits.filter((s, i) => i < s.permits);
 }
 
-export function seatInspection(fullKey: string, seats: readonly SeatView[]): LockInspection {
-  const holders = seatHolders(seats);
+export function permitInspection(fullKey: string, permits: readonly PermitView[]): LockInspection {
+  const holders = permitHolders(permits);
   if (holders.length === 0) return { key: fullKey, held: false, holders: [], waiters: 0 };
   const infos: LockHolderInfo[] = holders.map((h) => ({
     mode: 'exclusive',
@@ -254,19 +257,20 @@ export function seatInspection(fullKey: string, seats: readonly SeatView[]): Loc
     mode: 'exclusive',
     holders: infos,
     fencingToken: holders.reduce((max, h) => (h.rev > max ? h.rev : max), 0n),
-    waiters: seats.length - holders.length,
+    waiters: permits.length - holders.length,
   };
 }
 
 /**
- * Deletes every seat that holds (each only as the incarnation read); resolves the revisions freed.
+ * Deletes every permit that holds (each only at the create revision read); resolves the revisions
+ * freed.
  */
-export async function deleteSeatHolders(
+export async function deletePermitHolders(
   client: EtcdClientLike,
   semPrefix: Buffer,
   deadline: number,
 ): Promise<Set<bigint>> {
-  const holders = seatHolders(await readSeats(client, semPrefix, deadline));
+  const holders = permitHolders(await readPermits(client, semPrefix, deadline));
   const freed = await Promise.all(
     holders.map((h) => deleteContender(client, h.key, h.rev, deadline)),
   );

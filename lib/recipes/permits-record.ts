@@ -1,24 +1,25 @@
 /**
- * Holders of a seat semaphore agree on N, as every native semaphore makes them: a request whose N
- * differs from the holders' is refused (InvalidLockOptionsError naming `permits`). Seat locks
- * alone cannot tell: holders of 3 take seats 0..2 and a request of 2 finds seat 0 or 1 free.
+ * Holders of a semaphore of permit locks agree on N, as every native semaphore makes them: a
+ * request whose N differs from the holders' is refused (InvalidLockOptionsError naming `permits`).
+ * Permit locks alone cannot tell: holders of 3 take permits 0..2 and a request of 2 finds permit 0
+ * or 1 free.
  *
- * So each seat holder also holds the key's permits record `<key>#n` (no longer than seat 0's key)
- * in shared mode, under its owner token tagged with its N (`<owner>.n<N>`), and after taking it
- * reads the record's holders (the backend's inspect()): another N among them refuses the request,
- * which gives back its seat and its share; a request that finds every seat busy reads it too.
- * Whichever of two disagreeing requests reads second sees the first, so they never both pass.
- * Costs a shared acquire and an inspect per grant. Needs shared locks and inspect(); a backend
- * without them keeps the seat rule (at most the largest N hold at once).
+ * So each permit holder also holds the key's permits record `<key>#n` (no longer than permit 0's
+ * key) in shared mode, under its owner token tagged with its N (`<owner>.n<N>`), and after taking
+ * it reads the record's holders (the backend's inspect()): another N among them refuses the
+ * request, which gives back its permit and its share; a request that finds every permit busy reads
+ * it too. Whichever of two disagreeing requests reads second sees the first, so they never both
+ * pass. Costs a shared acquire and an inspect per grant. Needs shared locks and inspect(); a
+ * backend without them keeps the permit rule (at most the largest N hold at once).
  */
-import type { GrantForm } from '../core/acquire/pipeline-context';
+import type { GrantDriver } from '../core/acquire/pipeline-context';
 import type { LockHandle } from '../core/lease/lock-handle';
 import type { RecipeHost } from '../core/recipe-host';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import type { BackendLock, LockBackend } from '../interfaces/lock-backend.interface';
 import type { LockOptions } from '../interfaces/lock-options.interface';
 
-/** The permits record of semaphore `key` (beside its seats `<key>#<i>`). */
+/** The permits record of semaphore `key` (beside its permits `<key>#<i>`). */
 export function permitsKey(key: string): string {
   return `${key}#n`;
 }
@@ -28,21 +29,21 @@ const TAG = /\.n(\d+)$/;
 /** The owner token under which a holder of `permits` holds the record. */
 const tagged = (owner: string, permits: number) => `${owner}.n${permits}`;
 
-const forms = new WeakMap<LockBackend, Map<number, GrantForm>>();
+const drivers = new WeakMap<LockBackend, Map<number, GrantDriver>>();
 
-/** The record's form of grant for holders of `permits`: the backend's, with the owner tagged. */
-function recordForm(backend: LockBackend, permits: number): GrantForm {
-  let byN = forms.get(backend);
-  if (!byN) forms.set(backend, (byN = new Map()));
-  let form = byN.get(permits);
-  if (!form) {
+/** The record's grant driver for holders of `permits`: the backend's, with the owner tagged. */
+function recordDriver(backend: LockBackend, permits: number): GrantDriver {
+  let byN = drivers.get(backend);
+  if (!byN) drivers.set(backend, (byN = new Map()));
+  let driver = byN.get(permits);
+  if (!driver) {
     const tag = (l: BackendLock): BackendLock => ({
       key: l.key,
       owner: tagged(l.owner, permits),
       mode: l.mode,
       ttl: l.ttl,
     });
-    form = {
+    driver = {
       // The request's signal and onLost are getters (acquisition.ts): copied by name, not spread.
       tryAcquire: (r) => backend.tryAcquire({ ...tag(r), signal: r.signal, onLost: r.onLost }),
       holder: {
@@ -52,40 +53,40 @@ function recordForm(backend: LockBackend, permits: number): GrantForm {
       reentry: `\u0000#permits${permits}`,
       manyHolders: true,
     };
-    byN.set(permits, form);
+    byN.set(permits, driver);
   }
-  return form;
+  return driver;
 }
 
 /**
- * Takes the permits record beside `seat` and checks the holders' N: the handles to hold (the
- * seat first), or InvalidLockOptionsError after giving both back.
+ * Takes the permits record beside `permit` and checks the holders' N: the handles to hold (the
+ * permit first), or InvalidLockOptionsError after giving both back.
  */
 export async function agreeOnPermits(
   host: RecipeHost,
-  args: { key: string; permits: number; backend: string; seat: LockHandle; once: LockOptions },
+  args: { key: string; permits: number; backend: string; permit: LockHandle; once: LockOptions },
 ): Promise<LockHandle[]> {
-  const { key, permits, seat } = args;
+  const { key, permits, permit } = args;
   const backend = host.backend(args.backend);
-  if (typeof backend.inspect !== 'function' || !backend.capabilities.shared) return [seat];
+  if (typeof backend.inspect !== 'function' || !backend.capabilities.shared) return [permit];
   let record: LockHandle | undefined;
   try {
     record = await host.acquireOne({
       key: permitsKey(key),
       options: { ...args.once, mode: 'shared' },
-      form: recordForm(backend, permits),
+      driver: recordDriver(backend, permits),
     });
     await checkPermitsRecord(host, key, permits, backend);
-    return [seat, record];
+    return [permit, record];
   } catch (error) {
-    await Promise.all([seat.release(), record?.release()]).catch(() => undefined);
+    await Promise.all([permit.release(), record?.release()]).catch(() => undefined);
     throw error;
   }
 }
 
 /**
  * Reads the permits record's holders: InvalidLockOptionsError when one holds with another N. Also
- * run when every seat is busy, so a request of the wrong N is refused rather than left to wait.
+ * run when every permit is busy, so a request of the wrong N is refused rather than left to wait.
  */
 export async function checkPermitsRecord(
   host: RecipeHost,

@@ -6,7 +6,7 @@ import type {
 import type { EtcdSession } from './etcd.session';
 
 /**
- * The records LockSlot keeps: a Waiter is one acquire call of this process; an Incarnation is one
+ * The records LocalQueue keeps: a Waiter is one acquire call of this process; an OwnKey is one
  * life of our contender key for a NAME (created, queued on etcd, held, deleted), shared by the
  * waiters that ride it and then by its holders.
  */
@@ -16,7 +16,7 @@ export class Waiter {
    */
   givingUp: boolean;
   settled = false;
-  /** Answers the incarnation had when this waiter joined (it needs one more to be told "busy"). */
+  /** Answers the own key had when this waiter joined (it needs one more to be told "busy"). */
   seen = 0;
   constructor(
     readonly request: BackendAttempt,
@@ -43,7 +43,7 @@ export class Waiter {
   }
 }
 
-export class Incarnation {
+export class OwnKey {
   state: 'waiting' | 'held' | 'ended' = 'waiting';
   session: EtcdSession | undefined;
   key: Buffer | undefined;

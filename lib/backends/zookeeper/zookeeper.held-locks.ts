@@ -8,7 +8,7 @@ import type { ZooKeeperContender } from './zookeeper.semaphore-nodes';
 import type { ZooKeeperSession } from './zookeeper.session';
 
 /** One granted lock of this backend. */
-interface Holding {
+interface HeldLock {
   readonly id: string;
   readonly key: string;
   readonly path: string;
@@ -29,8 +29,8 @@ interface Holding {
  * (Curator's guaranteed delete) that close() waits for. A lock ends once, through lose(): its
  * handle hears of it, and its node is deleted while its session may still live.
  */
-export class ZooKeeperHoldings {
-  private readonly holdings = new Map<string, Holding>();
+export class ZooKeeperHeldLocks {
+  private readonly heldLocks = new Map<string, HeldLock>();
   private readonly contenders = new Set<ZooKeeperContender>();
   private readonly cleanups = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -46,7 +46,7 @@ export class ZooKeeperHoldings {
   inDoubt(session: ZooKeeperSession | undefined): boolean {
     return (
       session?.state === 'disconnected' &&
-      [...this.holdings.values()].some((h) => h.session === session)
+      [...this.heldLocks.values()].some((h) => h.session === session)
     );
   }
 
@@ -65,8 +65,8 @@ export class ZooKeeperHoldings {
    * ttl.
    */
   hold(request: BackendAttempt, session: ZooKeeperSession, c: ZooKeeperContender, grant: Grant) {
-    const holding: Holding = {
-      id: holdingId(request.key, request.owner),
+    const heldLock: HeldLock = {
+      id: heldLockId(request.key, request.owner),
       key: request.key,
       path: grant.path,
       session,
@@ -74,10 +74,10 @@ export class ZooKeeperHoldings {
       expiresAt: performance.now() + request.ttl,
       ended: false,
     };
-    this.holdings.set(holding.id, holding);
-    c.onOwnDeleted = () => this.lose(holding, 'its ZooKeeper node was deleted', false);
-    if (c.ownDeleted) this.lose(holding, 'its ZooKeeper node was deleted', false);
-    this.armSweep(holding.expiresAt);
+    this.heldLocks.set(heldLock.id, heldLock);
+    c.onOwnDeleted = () => this.lose(heldLock, 'its ZooKeeper node was deleted', false);
+    if (c.ownDeleted) this.lose(heldLock, 'its ZooKeeper node was deleted', false);
+    this.armSweep(heldLock.expiresAt);
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
@@ -85,7 +85,7 @@ export class ZooKeeperHoldings {
     // batch.
     return Promise.all(
       locks.map(async (lock) => {
-        const h = this.holdings.get(holdingId(lock.key, lock.owner));
+        const h = this.heldLocks.get(heldLockId(lock.key, lock.owner));
         if (!h || h.ended) return false;
         if (!h.session.connected) {
           throw new LockBackendUnavailableError(
@@ -110,19 +110,19 @@ export class ZooKeeperHoldings {
   }
 
   /** Abandons the lock's contenders in `dir` and deletes its node. */
-  async release(lock: BackendLock, dir: string, seat = false): Promise<void> {
-    const id = holdingId(lock.key, lock.owner);
+  async release(lock: BackendLock, dir: string, permit = false): Promise<void> {
+    const id = heldLockId(lock.key, lock.owner);
     for (const c of [...this.contenders])
       if (c.owner === lock.owner && c.dir === dir) this.abandon(c);
-    const h = this.holdings.get(id);
+    const h = this.heldLocks.get(id);
     if (!h) return;
-    this.holdings.delete(id);
+    this.heldLocks.delete(id);
     h.ended = true;
     if (h.session.dead) return; // the session's ephemeral nodes went with it
     try {
       // A semaphore's path too, once its `leases` and `locks` are gone (NOT_EMPTY otherwise; not
       // awaited).
-      await zk.release(h.session.client, h.path, seat ? [dir] : []);
+      await zk.release(h.session.client, h.path, permit ? [dir] : []);
     } catch (error) {
       // Curator's "guaranteed delete": the session lives on, so no ttl will ever free this node;
       // keep deleting it in the background, after each reconnect, until it is gone or the session
@@ -145,7 +145,7 @@ export class ZooKeeperHoldings {
    * (a long disconnection), the delete is queued and runs if the same session comes back.
    */
   sessionLost(session: ZooKeeperSession, reason: string): void {
-    for (const h of [...this.holdings.values()])
+    for (const h of [...this.heldLocks.values()])
       if (h.session === session) this.lose(h, reason, !session.dead);
     if (session.dead) for (const c of this.contenders) if (c.session === session) c.kick();
   }
@@ -157,7 +157,7 @@ export class ZooKeeperHoldings {
   async close(boundMs: number): Promise<void> {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     for (const c of [...this.contenders]) this.abandon(c);
-    for (const h of [...this.holdings.values()]) this.lose(h, 'the lock backend was closed', true);
+    for (const h of [...this.heldLocks.values()]) this.lose(h, 'the lock backend was closed', true);
     await Promise.race([
       Promise.allSettled([...this.cleanups]),
       new Promise((r) => setTimeout(r, boundMs).unref()),
@@ -182,11 +182,11 @@ export class ZooKeeperHoldings {
       );
   }
 
-  /** Ends a holding: tells its handle (onLost) and, when asked, deletes its node. Idempotent. */
-  private lose(h: Holding, reason: string, deleteNode: boolean): void {
+  /** Ends a held lock: tells its handle (onLost) and, when asked, deletes its node. Idempotent. */
+  private lose(h: HeldLock, reason: string, deleteNode: boolean): void {
     if (h.ended) return;
     h.ended = true;
-    this.holdings.delete(h.id);
+    this.heldLocks.delete(h.id);
     try {
       h.onLost(reason);
     } catch {
@@ -224,7 +224,7 @@ export class ZooKeeperHoldings {
   }
 
   /**
-   * One timer for all holdings: a lock whose renewals stopped (maxHold, lost lease) is deleted
+   * One timer for all held locks: a lock whose renewals stopped (maxHold, lost lease) is deleted
    * after its ttl.
    */
   private armSweep(at: number): void {
@@ -241,7 +241,7 @@ export class ZooKeeperHoldings {
     try {
       const now = performance.now();
       let next = Infinity;
-      for (const h of [...this.holdings.values()]) {
+      for (const h of [...this.heldLocks.values()]) {
         if (h.expiresAt <= now)
           this.lose(h, 'it was not renewed within its ttl, so it was deleted', true);
         else next = Math.min(next, h.expiresAt);
@@ -253,6 +253,6 @@ export class ZooKeeperHoldings {
   }
 }
 
-function holdingId(key: string, owner: string): string {
+function heldLockId(key: string, owner: string): string {
   return `${owner.length}:${owner}:${key}`;
 }

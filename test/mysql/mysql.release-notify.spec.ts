@@ -22,10 +22,10 @@ function logged(pool: Pool, log: LoggedStatement[]): MySqlPoolLike {
 }
 
 /**
- * Issue 19.2: a waiter in another process learns of a release from the key's GET_LOCK doorbell,
+ * Issue 19.2: a waiter in another process learns of a release from the key's GET_LOCK notify lock,
  * not by polling: it blocks in the server until the holder lets go, then attempts once more.
  */
-describe('mysql (MariaDB 10.11): release doorbells', () => {
+describe('mysql (MariaDB 10.11): release notify (GET_LOCK)', () => {
   let server: MariaDbServer;
   const pools: Pool[] = [];
   const engines: LockEngine[] = [];
@@ -34,11 +34,11 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
     pools.push(p);
     return p;
   };
-  const engine = (options: { poolSize?: number; doorbells?: number } = {}) => {
+  const engine = (options: { poolSize?: number; blockingWaiters?: number } = {}) => {
     const log: LoggedStatement[] = [];
     const backend = new MySqlLockBackend({
       client: logged(pool(options.poolSize ?? 4), log),
-      doorbells: options.doorbells,
+      blockingWaiters: options.blockingWaiters,
     });
     const e = new LockEngine({ backend, keyPrefix: '', defaults: { ttl: 60_000, wait: 30_000 } });
     engines.push(e);
@@ -46,7 +46,7 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
   };
   const attempts = (log: LoggedStatement[]) =>
     log.filter((s) => s.sql === 'START TRANSACTION').length;
-  const blockedOnDoorbell = async () => {
+  const blockedOnNotify = async () => {
     const [rows] = await pools[0].query(
       "SELECT COUNT(*) AS n FROM information_schema.processlist WHERE info LIKE 'SELECT IS_USED_LOCK%'",
     );
@@ -68,43 +68,44 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
   it('a waiter of another backend blocks in the server and is granted right after the release, without polling', async () => {
     const a = engine();
     const b = engine();
-    const held = await a.engine.acquire('bell:1');
-    const waiting = b.engine.acquire('bell:1');
-    await eventually(async () => (await blockedOnDoorbell()) === 1); // the waiter sleeps in GET_LOCK
+    const held = await a.engine.acquire('notify:1');
+    const waiting = b.engine.acquire('notify:1');
+    await eventually(async () => (await blockedOnNotify()) === 1); // the waiter sleeps in GET_LOCK
     const before = attempts(b.log);
     await held.release();
     const next = await waiting;
-    // One attempt after the ring (a slow machine may add one fallback re-attempt, never a poll series).
+    // One attempt after the notify (a slow machine may add one fallback re-attempt, never a poll
+    // series).
     expect(attempts(b.log) - before).toBeLessThanOrEqual(2);
     expect(next.fencingToken > held.fencingToken).toBe(true);
     await next.release();
   });
 
-  it('8 waiters in 4 processes (more than the doorbell slots) are served one at a time', async () => {
+  it('8 waiters in 4 processes (more than blockingWaiters) are served one at a time', async () => {
     const es = Array.from({ length: 4 }, () => engine());
-    const first = await es[0].engine.acquire('bell:2');
+    const first = await es[0].engine.acquire('notify:2');
     let inside = 0;
     let most = 0;
     const work = es.flatMap((e) =>
       [0, 1].map(() =>
-        e.engine.withLock('bell:2', async () => {
+        e.engine.withLock('notify:2', async () => {
           most = Math.max(most, ++inside);
           await new Promise((r) => setImmediate(r));
           inside--;
         }),
       ),
     );
-    await eventually(async () => (await blockedOnDoorbell()) >= 1);
+    await eventually(async () => (await blockedOnNotify()) >= 1);
     await first.release();
     await Promise.all(work);
     expect(most).toBe(1);
   });
 
-  it('doorbells: 0 polls only (no doorbell statement is sent), and a pool of 2 gets no doorbells by default', async () => {
-    for (const e of [engine({ doorbells: 0 }), engine({ poolSize: 2 })]) {
+  it('blockingWaiters: 0 polls only (no GET_LOCK statement is sent), and a pool of 2 gets no blocking waiters by default', async () => {
+    for (const e of [engine({ blockingWaiters: 0 }), engine({ poolSize: 2 })]) {
       const other = engine();
-      const held = await other.engine.acquire('bell:3', { ttl: 2_000 });
-      const waiting = e.engine.acquire('bell:3');
+      const held = await other.engine.acquire('notify:3', { ttl: 2_000 });
+      const waiting = e.engine.acquire('notify:3');
       await eventually(() => attempts(e.log) >= 2);
       await held.release();
       await (await waiting).release();
@@ -112,20 +113,21 @@ describe('mysql (MariaDB 10.11): release doorbells', () => {
     }
   });
 
-  it('a holder whose bell connection dies leaves the lock held: waiters fall back to polling and get it after the release', async () => {
+  it('a holder whose holder connection dies leaves the lock held: waiters fall back to polling and get it after the release', async () => {
     const a = engine();
     const b = engine();
-    const held = await a.engine.acquire('bell:4');
-    // Kill the holder's bell session (the one holding the doorbell) behind its back.
-    const bellId = async () => {
+    const held = await a.engine.acquire('notify:4');
+    // Kill the holder's holder-connection session (the one holding the notify lock) behind its
+    // back.
+    const holderConnId = async () => {
       const [ids] = await pools[0].query(
-        "SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'bell:4'), 256), 40))) AS id",
+        "SELECT IS_USED_LOCK(CONCAT('ndl:', LEFT(SHA2(CONCAT('distributed_locks', CHAR(0), 'notify:4'), 256), 40))) AS id",
       );
       return Number((ids as { id: number | null }[])[0].id);
     };
-    const id = await eventually(bellId); // armed right after the grant's COMMIT
+    const id = await eventually(holderConnId); // armed right after the grant's COMMIT
     await pools[0].query(`KILL ${id}`);
-    const waiting = b.engine.acquire('bell:4', { wait: 30_000 });
+    const waiting = b.engine.acquire('notify:4', { wait: 30_000 });
     await eventually(() => attempts(b.log) >= 3); // woken by nothing: it polls
     expect(held.held).toBe(true);
     await held.release();

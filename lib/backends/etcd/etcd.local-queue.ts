@@ -2,7 +2,7 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
 import { deleteUntilGone } from './etcd.cleanup';
 import { contend } from './etcd.contend';
-import { Incarnation, Waiter } from './etcd.incarnation';
+import { OwnKey, Waiter } from './etcd.own-key';
 import { writerQueuedAfter, type Contender } from './etcd.ops';
 import type { QueueWatches } from './etcd.queue-watch';
 import type { EtcdSession } from './etcd.session';
@@ -10,15 +10,15 @@ import type { EtcdSession } from './etcd.session';
 /**
  * The local side of one lock NAME in one backend. etcd's layout gives a session exactly one key
  * per NAME (`NAME/<lease>`), so owners of this process cannot each queue on etcd: they queue here.
- * An *incarnation* is one life of our key: created, queued on etcd, held, deleted. An exclusive
- * owner always gets its own incarnation (a new key = a new, larger create revision = a new
- * fencing token); shared owners may share one, but join a held one only while no writer queues
- * behind it (else a stream of readers would starve the writer). The next incarnation starts only
- * after the previous key's deletion is confirmed, so a stale key is never mistaken for ours.
- * Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts queues an
- * incarnation on etcd; etcd.cleanup.ts deletes its key.
+ * An *own key* (`OwnKey`; Go's Mutex calls it myKey) is one life of our key: created, queued on
+ * etcd, held, deleted. An exclusive owner always gets a key of its own (a new key = a new, larger
+ * create revision = a new fencing token); shared owners may share one, but join a held one only
+ * while no writer queues behind it (else a stream of readers would starve the writer). The next own
+ * key starts only after the previous key's deletion is confirmed, so a stale key is never mistaken
+ * for ours. Jobs live apart: this file admits, queues and settles local owners; etcd.contend.ts
+ * queues an own key on etcd; etcd.cleanup.ts deletes its key.
  */
-export interface SlotContext {
+export interface LocalQueueContext {
   readonly backend: string;
   readonly callTimeout: number;
   /** Re-read the position at least this often while watching (fallback for a lost event). */
@@ -26,12 +26,12 @@ export interface SlotContext {
   /** The backend's queue watches (etcd.queue-watch.ts). */
   readonly watches: QueueWatches;
   session(key?: string): Promise<EtcdSession>;
-  /** Called when the slot holds nothing and queues nothing: the backend forgets it. */
-  idle(slot: LockSlot): void;
+  /** Called when the local queue holds nothing and queues nothing: the backend forgets it. */
+  idle(queue: LocalQueue): void;
 }
 
-export class LockSlot {
-  private current: Incarnation | undefined;
+export class LocalQueue {
+  private current: OwnKey | undefined;
   private readonly queue: Waiter[] = [];
   private cleanup: Promise<void> | undefined;
   private cleanupFailure: unknown;
@@ -39,7 +39,7 @@ export class LockSlot {
   constructor(
     readonly fullKey: string,
     readonly lockPrefix: Buffer,
-    private readonly ctx: SlotContext,
+    private readonly ctx: LocalQueueContext,
   ) {}
 
   get empty(): boolean {
@@ -74,7 +74,7 @@ export class LockSlot {
     });
   }
 
-  /** The held incarnation of `owner`, for renew and release. */
+  /** The held own key of `owner`, for renew and release. */
   heldBy(owner: string): { session: EtcdSession; key: Buffer; rev: bigint } | undefined {
     const cur = this.current;
     if (
@@ -124,44 +124,44 @@ export class LockSlot {
   private start(group: Waiter[]): void {
     group = group.filter((w) => !w.settled);
     if (group.length === 0) return this.serveNext();
-    const inc = new Incarnation(group[0].mode, group[0].proposal);
-    for (const w of group) this.join(inc, w);
-    this.current = inc;
-    void this.run(inc);
+    const ownKey = new OwnKey(group[0].mode, group[0].proposal);
+    for (const w of group) this.join(ownKey, w);
+    this.current = ownKey;
+    void this.run(ownKey);
   }
 
-  private join(inc: Incarnation, w: Waiter): void {
-    w.seen = inc.answers;
-    inc.waiters.add(w);
+  private join(ownKey: OwnKey, w: Waiter): void {
+    w.seen = ownKey.answers;
+    ownKey.waiters.add(w);
     // The key lives on for the newcomer: those who left need not wait for its deletion.
-    for (const settle of inc.leaving.splice(0)) settle();
+    for (const settle of ownKey.leaving.splice(0)) settle();
   }
 
-  /** A reader joins a held shared incarnation unless a writer queued behind it. */
-  private async joinHeld(inc: Incarnation, w: Waiter): Promise<void> {
-    this.join(inc, w);
+  /** A reader joins a held shared own key unless a writer queued behind it. */
+  private async joinHeld(ownKey: OwnKey, w: Waiter): Promise<void> {
+    this.join(ownKey, w);
     let writerWaits: boolean;
     try {
       writerWaits = await writerQueuedAfter(
-        (inc.session as EtcdSession).client,
-        this.contender(inc),
-        inc.rev as bigint,
+        (ownKey.session as EtcdSession).client,
+        this.contender(ownKey),
+        ownKey.rev as bigint,
         Date.now() + this.ctx.callTimeout,
       );
     } catch (error) {
-      inc.waiters.delete(w);
+      ownKey.waiters.delete(w);
       w.fail(this.unavailable('reading the queue failed', error));
-      return this.afterLeave(inc);
+      return this.afterLeave(ownKey);
     }
-    inc.waiters.delete(w);
-    if (w.settled) return this.afterLeave(inc);
-    if (inc.state === 'held' && !writerWaits && this.queue.length === 0) {
-      inc.holders.set(w.request.owner, w.request.onLost);
-      return w.settle({ acquired: true, fencingToken: inc.rev as bigint });
+    ownKey.waiters.delete(w);
+    if (w.settled) return this.afterLeave(ownKey);
+    if (ownKey.state === 'held' && !writerWaits && this.queue.length === 0) {
+      ownKey.holders.set(w.request.owner, w.request.onLost);
+      return w.settle({ acquired: true, fencingToken: ownKey.rev as bigint });
     }
     if (w.givingUp) w.settle({ acquired: false });
     else this.enqueue(w);
-    this.afterLeave(inc);
+    this.afterLeave(ownKey);
   }
 
   /** A waiter's signal aborted (deadline or cancel): leave, and settle once we know enough. */
@@ -174,57 +174,62 @@ export class LockSlot {
         ? w.fail(this.unavailable('deleting our previous key failed', this.cleanupFailure))
         : w.settle({ acquired: false });
     }
-    const inc = this.current;
-    if (!inc || !inc.waiters.has(w)) return;
-    if (inc.answers <= w.seen && this.cleanupFailure === undefined) {
+    const ownKey = this.current;
+    if (!ownKey || !ownKey.waiters.has(w)) return;
+    if (ownKey.answers <= w.seen && this.cleanupFailure === undefined) {
       // no answer since it joined: the next one decides (the core bounds how long)
       w.givingUp = true;
       return;
     }
-    inc.waiters.delete(w);
+    ownKey.waiters.delete(w);
     const failure =
-      inc.failure ??
+      ownKey.failure ??
       this.cleanupFailure ??
-      (inc.session && !inc.session.healthy
+      (ownKey.session && !ownKey.session.healthy
         ? new Error('session keepalives are not being answered')
         : undefined);
-    this.leave(inc, () =>
+    this.leave(ownKey, () =>
       failure !== undefined
         ? w.fail(this.unavailable('etcd did not answer', failure))
         : w.settle({ acquired: false }),
     );
-    this.afterLeave(inc);
+    this.afterLeave(ownKey);
   }
 
   /**
-   * Settles a waiter that left a queued incarnation: at once, or after the key is deleted if it was
+   * Settles a waiter that left a queued own key: at once, or after the key is deleted if it was
    * the last.
    */
-  private leave(inc: Incarnation, settle: () => void): void {
-    if (inc.key && inc.state === 'waiting' && inc.waiters.size === 0 && inc.holders.size === 0)
-      inc.leaving.push(settle);
+  private leave(ownKey: OwnKey, settle: () => void): void {
+    if (
+      ownKey.key &&
+      ownKey.state === 'waiting' &&
+      ownKey.waiters.size === 0 &&
+      ownKey.holders.size === 0
+    )
+      ownKey.leaving.push(settle);
     else settle();
   }
 
   /**
-   * After a waiter left: an incarnation nobody waits for or holds is ended (a cancelled waiter
+   * After a waiter left: an own key nobody waits for or holds is ended (a cancelled waiter
    * deletes its key).
    */
-  private afterLeave(inc: Incarnation): void {
-    if (inc.state === 'ended' || inc.waiters.size > 0 || inc.holders.size > 0) return;
-    inc.wake.abort();
+  private afterLeave(ownKey: OwnKey): void {
+    if (ownKey.state === 'ended' || ownKey.waiters.size > 0 || ownKey.holders.size > 0) return;
+    ownKey.wake.abort();
     // end() rejects with the first delete attempt's failure for release() to report; nobody
     // releases here, deleteUntilGone keeps retrying, and waiters queued behind see the failure.
-    if (inc.state === 'held') void this.end(inc, true).catch(() => undefined);
+    if (ownKey.state === 'held') void this.end(ownKey, true).catch(() => undefined);
   }
 
   /** Settles the waiters that were giving up, after an answer (busy or failed). */
-  private settleGivingUp(inc: Incarnation): void {
-    for (const w of inc.waiters) {
-      if (!w.givingUp || inc.answers <= w.seen) continue;
-      inc.waiters.delete(w);
-      const failure = inc.failure;
-      this.leave(inc, () =>
+  private settleGivingUp(ownKey: OwnKey): void {
+    for (const w of ownKey.waiters) {
+      if (!w.givingUp || ownKey.answers <= w.seen) continue;
+      ownKey.waiters.delete(w);
+      const failure = ownKey.failure;
+      this.leave(ownKey, () =>
         failure !== undefined
           ? w.fail(this.unavailable('etcd did not answer', failure))
           : w.settle({ acquired: false }),
@@ -236,9 +241,9 @@ export class LockSlot {
    * Queues on etcd until granted or nobody waits any more; then deletes a key nobody wants. Never
    * throws.
    */
-  private async run(inc: Incarnation): Promise<void> {
+  private async run(ownKey: OwnKey): Promise<void> {
     if (this.cleanup) await this.cleanup;
-    await contend(inc, {
+    await contend(ownKey, {
       callTimeout: this.ctx.callTimeout,
       recheckInterval: this.ctx.recheckInterval,
       watches: this.ctx.watches,
@@ -253,51 +258,57 @@ export class LockSlot {
       },
     });
     // As in afterLeave: the deletion keeps retrying and its failure reaches the waiters behind it.
-    if (inc.state === 'waiting') await this.end(inc, true).catch(() => undefined);
-    for (const settle of inc.leaving.splice(0)) settle();
+    if (ownKey.state === 'waiting') await this.end(ownKey, true).catch(() => undefined);
+    for (const settle of ownKey.leaving.splice(0)) settle();
   }
 
-  private grant(inc: Incarnation): void {
-    inc.state = 'held';
-    for (const w of inc.waiters) {
-      inc.holders.set(w.request.owner, w.request.onLost);
-      w.settle({ acquired: true, fencingToken: inc.rev as bigint });
+  private grant(ownKey: OwnKey): void {
+    ownKey.state = 'held';
+    for (const w of ownKey.waiters) {
+      ownKey.holders.set(w.request.owner, w.request.onLost);
+      w.settle({ acquired: true, fencingToken: ownKey.rev as bigint });
     }
-    inc.waiters.clear();
+    ownKey.waiters.clear();
   }
 
   /**
    * Follows the session: a lost session ends held locks at once; waiters re-queue on the next one.
    */
-  private bind(inc: Incarnation, session: EtcdSession): void {
-    inc.unsubscribe();
-    inc.session = session;
-    inc.key = Buffer.concat([this.lockPrefix, Buffer.from(session.hex)]);
-    inc.rev = undefined;
-    inc.unsubscribe = session.onLost((reason, cause) => {
-      if (inc.state === 'held') this.lost(`the etcd session ended: ${reason}`, cause);
-      else if (inc.state === 'waiting') inc.wake.abort();
+  private bind(ownKey: OwnKey, session: EtcdSession): void {
+    ownKey.unsubscribe();
+    ownKey.session = session;
+    ownKey.key = Buffer.concat([this.lockPrefix, Buffer.from(session.hex)]);
+    ownKey.rev = undefined;
+    ownKey.unsubscribe = session.onLost((reason, cause) => {
+      if (ownKey.state === 'held') this.lost(`the etcd session ended: ${reason}`, cause);
+      else if (ownKey.state === 'waiting') ownKey.wake.abort();
     });
   }
 
   /**
-   * Ends an incarnation. With `remove`, deletes its key (retrying in the background until done or
+   * Ends an own key. With `remove`, deletes its key (retrying in the background until done or
    * the session ends, since a leftover key would block everyone); the next local owner starts only
    * then. Resolves or rejects with the first attempt, for release() to report.
    */
-  private end(inc: Incarnation, remove: boolean): Promise<void> {
-    if (inc.state === 'ended') return Promise.resolve();
-    inc.state = 'ended';
-    inc.unsubscribe();
-    inc.wake.abort();
-    if (this.current === inc) this.current = undefined;
-    if (!remove || !inc.key || !inc.session) {
+  private end(ownKey: OwnKey, remove: boolean): Promise<void> {
+    if (ownKey.state === 'ended') return Promise.resolve();
+    ownKey.state = 'ended';
+    ownKey.unsubscribe();
+    ownKey.wake.abort();
+    if (this.current === ownKey) this.current = undefined;
+    if (!remove || !ownKey.key || !ownKey.session) {
       this.serveNext();
       return Promise.resolve();
     }
-    const deletion = deleteUntilGone(inc.session, inc.key, inc.rev, this.ctx.callTimeout, (e) => {
-      this.cleanupFailure = e;
-    });
+    const deletion = deleteUntilGone(
+      ownKey.session,
+      ownKey.key,
+      ownKey.rev,
+      this.ctx.callTimeout,
+      (e) => {
+        this.cleanupFailure = e;
+      },
+    );
     const cleanup = deletion.done;
     this.cleanup = cleanup;
     void cleanup.then(() => {
@@ -330,12 +341,12 @@ export class LockSlot {
     this.serveNext();
   }
 
-  private contender(inc: Incarnation): Contender {
+  private contender(ownKey: OwnKey): Contender {
     return {
-      key: inc.key as Buffer,
+      key: ownKey.key as Buffer,
       lockPrefix: this.lockPrefix,
-      mode: inc.mode,
-      value: inc.proposal,
+      mode: ownKey.mode,
+      value: ownKey.proposal,
     };
   }
 

@@ -7,13 +7,14 @@ import type {
 import type { LeaseHolder } from '../lease/lock-lease';
 
 /**
- * How one kind of grant is attempted, renewed and released. The plain lock uses the backend
- * itself; a recipe with a native backend form (a semaphore's seat, an election's term) passes its
- * own, so no recipe field ever travels on the backend's lock requests.
+ * How one kind of grant is attempted, renewed and released (Curator's LockInternalsDriver). The
+ * plain lock's driver is the backend itself; a recipe over a native backend form (a semaphore's
+ * permit, an election's term) passes its own, so no recipe field ever travels on the backend's lock
+ * requests.
  */
-export interface GrantForm {
+export interface GrantDriver {
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
-  /** The backend's native queued wait for this form, if it has one. */
+  /** The backend's native queued wait for this driver, if it has one. */
   acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
   /** Renews and releases the grant (the watchdog batches renewals per holder). */
   readonly holder: LeaseHolder;
@@ -23,23 +24,23 @@ export interface GrantForm {
   readonly manyHolders: boolean;
 }
 
-const lockForms = new WeakMap<LockBackend, GrantForm>();
+const lockDrivers = new WeakMap<LockBackend, GrantDriver>();
 
 /**
- * The plain lock's form of grant on `backend`: the backend's own methods (made once per backend).
+ * The plain lock's grant driver on `backend`: the backend's own methods (made once per backend).
  */
-export function lockForm(backend: LockBackend): GrantForm {
-  let form = lockForms.get(backend);
-  if (!form) {
+export function lockDriver(backend: LockBackend): GrantDriver {
+  let driver = lockDrivers.get(backend);
+  if (!driver) {
     // Calls through the backend (not bound copies): a method replaced later is the one called.
-    form = {
+    driver = {
       tryAcquire: (request) => backend.tryAcquire(request),
       acquire: backend.acquire && ((request) => backend.acquire!(request)),
       holder: backend,
       reentry: '',
       manyHolders: false,
     };
-    lockForms.set(backend, form);
+    lockDrivers.set(backend, driver);
   }
-  return form;
+  return driver;
 }
