@@ -12,6 +12,7 @@ import {
 } from './fencing-token';
 import { fenceKeyFor } from './redis-slot';
 import { hashTag } from '../backend-kit/cluster-slot';
+import { reconnectAfterSentinelRace } from '../backend-kit/sentinel-reconnect';
 import {
   FENCE_ADVANCE,
   FENCED_DEL,
@@ -96,6 +97,7 @@ export class RedisFencedStore implements FenceStore {
       throw new InvalidLockOptionsError('retention', retention, 'a positive integer (ms)');
     this.retention = retention === undefined ? '' : String(retention);
     this.report = staleReporter('redis', options);
+    reconnectAfterSentinelRace(this.client);
   }
 
   /**

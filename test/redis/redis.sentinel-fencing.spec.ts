@@ -17,6 +17,8 @@ import { check, now, until, WAIT_MS } from './contention';
  * - the replica cut off, a grant, the primary killed: the promoted replica never saw the grant
  *   (both hold: asynchronous replication), but the new token is above the lost one and the old
  *   holder's late write through RedisFencedStore and PostgresFencedStore is refused;
+ * - a failover announced while a client reconnects: ioredis's failover detector ends the client
+ *   for good (backend-kit/sentinel-reconnect.ts), and the backend connects it again;
  * - the primary paused (SIGSTOP) under 4 contending OS processes (contender-processes.ts; ttl
  *   30 s, 1 s holds), a failover forced: first grant within the bound, no overlap across the
  *   processes, exact counter, typed errors within the wait, no call hanging.
@@ -75,8 +77,7 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
   it('lagging replica then kill: the new holder gets a higher token and the old holder’s late write is refused', async () => {
     await group.settled();
     const a = engine();
-    const bClient = sentinelClient();
-    const b = engine(bClient);
+    const b = engine();
     const storeClient = sentinelClient();
     const store = new RedisFencedStore({ client: storeClient });
     const key = 'lagging';
@@ -94,9 +95,6 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
       await primary.kill();
       const killedAt = performance.now();
       await group.failover();
-      // b's client reconnects on its own schedule too; a client down past DOWN_GRACE_MS fails a
-      // call at once by design (a clean CI run once saw that here), and that is not this case.
-      await eventually(async () => (await bClient.ping().catch(() => 'down')) === 'PONG');
       const next = await b.acquire(key, { ttl: 30_000, wait: WAIT_MS });
       report(
         `lagging replica then kill: new grant ${(performance.now() - killedAt).toFixed(0)} ms after the kill; ` +
@@ -128,6 +126,41 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
       group.link.heal();
       await group.restartAsReplica(primary);
     }
+  }, 60_000);
+
+  it('a failover announced while the client reconnects: ioredis ends the client, the backend connects it again', async () => {
+    await group.settled();
+    const client = sentinelClient();
+    const e = engine(client);
+    await e.acquire('race', { wait: 0 }).then((h) => h.release());
+    // The client asks sentinels in its list's order, the first one first; its failover detector
+    // subscribes to +switch-master on all three.
+    const [asked, announcer] = group.sentinels;
+    const detectorListens = () => /cmd=subscribe/.test(group.cli(announcer.port, 'CLIENT', 'LIST'));
+    await eventually(detectorListens);
+    const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+    const reconnecting = new Promise<void>((resolve) => client.once('connecting', () => resolve()));
+    const primary = group.primary();
+    const id = String(await client.client('ID'));
+    // The connection drops and the client reconnects: it asks `asked`, which cannot answer yet.
+    // Meanwhile a failover is announced, and the detector closes the connector under the attempt
+    // (it closes its own subscriptions then, which is how we see it heard the announcement).
+    asked.pause();
+    try {
+      group.cli(primary.port, 'CLIENT', 'KILL', 'ID', id);
+      await reconnecting;
+      expect(group.cli(announcer.port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME)).toBe('OK');
+      await eventually(() => !detectorListens(), 20_000);
+    } finally {
+      asked.resume();
+    }
+    await ended;
+    // ioredis gave up on the client; the backend connects it again, and locks work.
+    const h = await e.acquire('race', { wait: WAIT_MS });
+    expect(h.fencingToken).toBeGreaterThan(0);
+    await h.release();
+    expect(client.status).toBe('ready');
+    await group.settled();
   }, 60_000);
 
   it('the primary paused (SIGSTOP) under 4 contending processes (ttl 30 s, 1 s holds)', async () => {

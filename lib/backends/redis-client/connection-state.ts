@@ -1,3 +1,5 @@
+import { reconnectAfterSentinelRace } from '../../backend-kit/sentinel-reconnect';
+
 /**
  * What a backend knows of its ioredis client's connection, so that a call made while the server is
  * known to be down fails at once with the connection's own error (`ECONNREFUSED`, `ENOTFOUND`)
@@ -53,6 +55,7 @@ export class RedisConnectionState {
   ) {
     this.everReady = client.status === 'ready';
     if (typeof client.on !== 'function') return;
+    reconnectAfterSentinelRace(client);
     client.on('ready', () => {
       this.everReady = true;
       this.downSince = undefined;
