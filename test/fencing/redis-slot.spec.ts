@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { fenceKeyFor, hashTag, keySlot } from '../../lib/fencing';
 import { RedisServer } from '../support/redis-server';
-import { tempDir } from '../support/server-process';
+import { clusterPorts, tempDir } from '../support/server-process';
 
 /**
  * The slot function is checked against the server's own CLUSTER KEYSLOT (a cluster-enabled
@@ -42,9 +42,12 @@ describe('Redis Cluster hash slots (checked against CLUSTER KEYSLOT)', () => {
 
   beforeAll(async () => {
     const dir = tempDir('redis-slot');
+    const [, [busPort]] = await clusterPorts(1);
     server = await RedisServer.start([
       '--cluster-enabled',
       'yes',
+      '--cluster-port',
+      String(busPort),
       '--cluster-config-file',
       `${dir}/nodes.conf`,
     ]);

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from './eventually';
-import { freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { clusterPorts, removeDir, ServerProcess, tempDir } from './server-process';
 
 /**
  * A private Redis Cluster with replicas on loopback: `masters` primaries and one replica each
@@ -25,8 +25,8 @@ export class RedisClusterGroup {
 
   static async start(masters = 3): Promise<RedisClusterGroup> {
     const dir = tempDir('redis-cluster-ha');
-    const ports = await freePorts(masters * 2);
-    const nodes = ports.map((port) => node(dir, port));
+    const [ports, busPorts] = await clusterPorts(masters * 2);
+    const nodes = ports.map((port, i) => node(dir, port, busPorts[i]));
     await Promise.all(nodes.map((n) => n.start()));
     execFileSync(
       'redis-cli',
@@ -288,7 +288,7 @@ export class RedisClusterGroup {
   }
 }
 
-function node(dir: string, port: number): ServerProcess {
+function node(dir: string, port: number, busPort: number): ServerProcess {
   const nodeDir = join(dir, `node-${port}`);
   mkdirSync(nodeDir, { recursive: true });
   return new ServerProcess(
@@ -302,6 +302,8 @@ function node(dir: string, port: number): ServerProcess {
         '127.0.0.1',
         '--cluster-enabled',
         'yes',
+        '--cluster-port',
+        String(busPort),
         '--cluster-config-file',
         join(nodeDir, 'nodes.conf'),
         '--cluster-node-timeout',

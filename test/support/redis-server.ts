@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort, freePorts, removeDir, ServerProcess, tempDir } from './server-process';
+import { clusterPorts, freePort, removeDir, ServerProcess, tempDir } from './server-process';
 
 /** A private redis-server on a free loopback port (no persistence), with fault injection. */
 export class RedisServer extends ServerProcess {
@@ -53,9 +53,9 @@ export class RedisClusterServers {
 
   static async start(masters = 3): Promise<RedisClusterServers> {
     const dir = tempDir('redis-cluster');
-    const ports = await freePorts(masters);
+    const [ports, busPorts] = await clusterPorts(masters);
     const nodes = ports.map(
-      (port) =>
+      (port, i) =>
         new ServerProcess(
           {
             name: `redis-cluster-${port}`,
@@ -67,6 +67,8 @@ export class RedisClusterServers {
               '127.0.0.1',
               '--cluster-enabled',
               'yes',
+              '--cluster-port',
+              String(busPorts[i]),
               '--cluster-config-file',
               join(dir, `nodes-${port}.conf`),
               '--cluster-node-timeout',

@@ -38,6 +38,17 @@ export async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
+/**
+ * Free ports for `n` Redis Cluster nodes: their client ports and their bus ports, all distinct and
+ * chosen at once. Redis's default bus port is the client port + 10000, which nobody checked was
+ * free (another test's server held one once) and which passes 65535 for a client port above
+ * 55535; the nodes get `--cluster-port` instead.
+ */
+export async function clusterPorts(n: number): Promise<[number[], number[]]> {
+  const ports = await freePorts(2 * n);
+  return [ports.slice(0, n), ports.slice(n)];
+}
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `ndl-${prefix}-`));
 }
