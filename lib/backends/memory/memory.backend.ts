@@ -13,6 +13,7 @@ import {
   type LockHolderIdentity,
   type LockHolderInfo,
   type LockInspection,
+  type LockMode,
   type SemaphoreBackend,
 } from '../../backend-kit';
 import { SteadyMap } from '../../backend-kit/steady-collections';
@@ -20,14 +21,38 @@ import { SteadyMap } from '../../backend-kit/steady-collections';
 /** The last fencing token handed out by any MemoryLockBackend of this process. */
 let lastFencingToken = 0n;
 
-interface Entry {
-  writer?: { owner: string; expiresAt: number; holder?: LockHolderIdentity };
-  /** Shared holders' expiry by owner; made with the first shared grant. */
-  readers?: Map<string, number>;
-  /** The token of the latest grant while the key is held (inspect); gone with the entry. */
-  token?: bigint;
-  who?: Map<string, LockHolderIdentity | undefined>; // shared holders' identities (inspect)
+/** What one holder of a key holds: the key's lock in a mode, or one permit of its semaphore. */
+type Kind = LockMode | 'permit';
+
+/** One grant on a key, named by its owner token. */
+interface Holder {
+  readonly owner: string;
+  readonly kind: Kind;
+  expiresAt: number;
+  /** Who holds it (inspect's metadata). */
+  readonly who?: LockHolderIdentity;
 }
+
+/**
+ * One key: its holders in grant order, deleted with the last. A list, not a map by owner: most keys
+ * have one holder, every access already scans them all for expiry, and a Map per key costs the
+ * uncontended cycle about 5 %. The core draws an owner token (128 random bits) per grant, so a lock
+ * and a permit of one key never share an owner.
+ */
+class KeyState {
+  holders: Holder[] = [];
+  /** The N the permit holders agreed on. */
+  permits?: number;
+  /** The latest lock grant's token and the latest permit grant's (inspect). */
+  lockToken?: bigint;
+  permitToken?: bigint;
+}
+
+/** Whether a live holder of kind `held` counts against a request of kind `wanted` (see grant). */
+const conflicts = (wanted: Kind, held: Kind): boolean =>
+  wanted === 'permit'
+    ? held === 'permit'
+    : held !== 'permit' && (wanted === 'exclusive' || held === 'exclusive');
 
 export interface MemoryLockBackendOptions {
   /** Clock in ms (monotonic); injectable for tests. Default performance.now. */
@@ -37,18 +62,17 @@ export interface MemoryLockBackendOptions {
 /**
  * In-process locks: the embedded default and the reference implementation of the backend contract.
  *
- * Algorithm: one entry per key holds an exclusive owner or a set of shared owners, each with an
- * expiry on the monotonic clock; expired holders are purged lazily on every access. `tryAcquire`
- * is one synchronous check-and-set, so it is atomic by construction (one event loop). Waiters are
+ * Algorithm: one state per key holds its lock holders (one exclusive or many shared) and the
+ * permits of its semaphore (the `semaphore` extension), each with an expiry on the monotonic
+ * clock; expired holders are purged lazily on every access. Every grant, of either kind, follows
+ * one rule (`grant`: fewer conflicting live holders than the request's limit). `tryAcquire` is
+ * one synchronous check-and-set, so it is atomic by construction (one event loop). Waiters are
  * the engine's: it queues them per key and wakes the head through `wakeups` (fired by release and
  * by a holder's expiry). Safety: every check and change of a key happens in one synchronous step;
  * fencing tokens come from ONE process-wide counter, so within a key every grant's token is larger
  * than every earlier grant's (across holders, expiry and backend instances) while the state kept
- * per key ends with its last holder: a key's entry is deleted when it is free, so a million
- * request ids leave nothing behind. Semaphores (the `semaphore` extension) keep their holders in a
- * map of their own per key with the N they agreed on; a request naming another N while permits are
- * held is refused with InvalidLockOptionsError. Scope: one process; use a networked
- * backend for several.
+ * per key ends with its last holder: a key's state is deleted when it is free, so a million
+ * request ids leave nothing behind. Scope: one process; use a networked backend for several.
  */
 export class MemoryLockBackend implements LockBackend {
   readonly name = 'memory';
@@ -58,9 +82,7 @@ export class MemoryLockBackend implements LockBackend {
     sessionBased: false,
     maxKeyLength: MAX_KEY_LENGTH,
   };
-  private readonly entries = new SteadyMap<string, Entry>();
-  /** Semaphores: holder owner -> expiry, and the holders' N, per key; deleted when empty. */
-  private readonly semaphores = new Map<string, Semaphore>();
+  private readonly keys = new SteadyMap<string, KeyState>();
   private readonly notifier = new ReleaseNotifier();
   readonly wakeups = this.notifier;
   private readonly now: () => number;
@@ -76,198 +98,144 @@ export class MemoryLockBackend implements LockBackend {
   }
 
   async tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.attempt(request);
+    return this.grant(request, request.mode, 1);
   }
 
   /** Native semaphores: permits of one key, granted while fewer than the holders' agreed N hold. */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: async (request, permits) => this.takePermit(request, permits, this.now()),
-    renew: async (held) => {
-      const now = this.now();
-      return held.map((permit) => {
-        const live = this.livePermits(permit.key, now);
-        if (!live?.has(permit.owner)) return false;
-        live.set(permit.owner, now + permit.ttl);
-        return true;
-      });
-    },
-    release: async (permit) => {
-      const sem = this.semaphores.get(permit.key);
-      if (!sem?.held.delete(permit.owner)) return;
-      if (sem.held.size === 0) this.semaphores.delete(permit.key);
-      this.notifier.notify(permit.key);
-    },
+    tryAcquire: async (request, permits) => this.grant(request, 'permit', permits),
+    renew: async (held) => this.extend(held, 'permit'),
+    release: async (permit) => this.drop(permit, 'permit'),
   };
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {
-    const now = this.now();
-    return locks.map((lock) => {
-      const entry = this.live(lock.key, now);
-      if (lock.mode === 'exclusive') {
-        if (entry?.writer?.owner !== lock.owner) return false;
-        entry.writer.expiresAt = now + lock.ttl;
-        return true;
-      }
-      if (!entry?.readers?.has(lock.owner)) return false;
-      entry.readers.set(lock.owner, now + lock.ttl);
-      return true;
-    });
+    return this.extend(locks);
   }
 
   async release(lock: BackendLock): Promise<void> {
-    const entry = this.entries.get(lock.key);
-    if (!entry) return;
-    if (lock.mode === 'exclusive' && entry.writer?.owner === lock.owner) entry.writer = undefined;
-    else if (lock.mode === 'shared') {
-      entry.readers?.delete(lock.owner);
-      entry.who?.delete(lock.owner);
-    } else return;
-    if (!entry.writer && !entry.readers?.size) this.entries.delete(lock.key);
-    this.notifier.notify(lock.key);
+    this.drop(lock, lock.mode);
   }
 
   async close(): Promise<void> {
     this.notifier.notifyAll();
   }
 
-  /** Deletes a key behind its holders' backs (tests, admin tooling: an operator's DEL). */
+  /** Deletes a key's lock behind its holders' backs (tests, admin tooling: an operator's DEL). */
   forceDelete(key: string): void {
-    this.entries.delete(key);
+    const state = this.keys.get(key);
+    if (state) state.holders = state.holders.filter((h) => h.kind === 'permit');
+    if (state?.holders.length === 0) this.keys.delete(key);
     this.notifier.notify(key);
   }
 
-  private attempt(request: BackendAttempt): BackendAcquireResult {
+  /**
+   * The one grant rule, as Curator's maxLeases: a request is granted while the live holders it
+   * conflicts with are fewer than its limit. An exclusive lock conflicts with every lock holder and
+   * a shared one with the exclusive holder only, limit 1; a permit conflicts with every permit,
+   * limit N, the N its holders agreed on (another N while permits are held is refused, so no two
+   * limits are ever counted against one set of holders). Locks and permits of one key never
+   * conflict, as in the SQL backends and the core's permit-lock semaphores. A refusal's retryAfter
+   * is the ms until enough conflicting holders expire for the request to fit: with c of them and
+   * limit L, the (c - L + 1)-th earliest expiry (a lock: the last blocker's; a full semaphore: the
+   * first permit's).
+   */
+  private grant(request: BackendAttempt, kind: Kind, limit: number): BackendAcquireResult {
     const now = this.now();
-    const entry: Entry = this.live(request.key, now) ?? {};
-    if (entry.writer)
-      return { acquired: false, retryAfter: Math.ceil(entry.writer.expiresAt - now) };
-    if (request.mode === 'exclusive') {
-      if (entry.readers?.size)
-        return {
-          acquired: false,
-          retryAfter: Math.ceil(Math.max(...entry.readers.values()) - now),
-        };
-      entry.writer = { owner: request.owner, expiresAt: now + request.ttl, holder: request.holder };
-    } else {
-      (entry.readers ??= new Map()).set(request.owner, now + request.ttl);
-      (entry.who ??= new Map()).set(request.owner, request.holder);
-    }
-    this.entries.set(request.key, entry);
-    entry.token = ++lastFencingToken;
-    return { acquired: true, fencingToken: entry.token };
-  }
-
-  /** One permit of a semaphore: granted while fewer than `permits` (the holders' N) hold it. */
-  private takePermit(request: BackendAttempt, permits: number, now: number): BackendAcquireResult {
-    const held = this.livePermits(request.key, now);
-    const agreed = held && held.size > 0 ? this.semaphores.get(request.key)?.permits : undefined;
-    if (agreed !== undefined && agreed !== permits)
+    const state = this.live(request.key, now) ?? new KeyState();
+    const blockers: number[] = [];
+    for (const h of state.holders) if (conflicts(kind, h.kind)) blockers.push(h.expiresAt);
+    if (kind === 'permit' && blockers.length > 0 && state.permits !== limit)
       throw new InvalidLockOptionsError(
         'permits',
-        permits,
-        `${agreed} (the permits this semaphore's holders use)`,
+        limit,
+        `${state.permits} (the permits this semaphore's holders use)`,
         request.key,
       );
-    if (held && held.size >= permits)
-      return { acquired: false, retryAfter: Math.ceil(Math.min(...held.values()) - now) };
+    if (blockers.length >= limit) {
+      blockers.sort((a, b) => a - b);
+      return { acquired: false, retryAfter: Math.ceil(blockers[blockers.length - limit] - now) };
+    }
     const token = ++lastFencingToken;
-    const sem = this.semaphores.get(request.key) ?? { held: new Map(), token, permits };
-    sem.permits = permits;
-    sem.held.set(request.owner, now + request.ttl);
-    sem.token = token;
-    this.semaphores.set(request.key, sem);
+    const held = { owner: request.owner, kind, expiresAt: now + request.ttl, who: request.holder };
+    // A shared lock or permit its owner asks for again is renewed in place, not counted twice.
+    const i = state.holders.findIndex((h) => h.owner === request.owner);
+    if (i < 0) state.holders.push(held);
+    else state.holders[i] = held;
+    if (kind === 'permit') [state.permits, state.permitToken] = [limit, token];
+    else state.lockToken = token;
+    this.keys.set(request.key, state);
     return { acquired: true, fencingToken: token };
   }
 
-  /** A semaphore's holders with expired ones purged (waking waiters when any expired). */
-  private livePermits(key: string, now: number): Map<string, number> | undefined {
-    const sem = this.semaphores.get(key);
-    if (!sem) return undefined;
-    let freed = false;
-    for (const [owner, expiresAt] of sem.held) {
-      if (expiresAt <= now) {
-        sem.held.delete(owner);
-        freed = true;
-      }
-    }
-    if (freed) queueMicrotask(() => this.notifier.notify(key));
-    if (sem.held.size === 0) {
-      this.semaphores.delete(key);
-      return undefined;
-    }
-    return sem.held;
+  /** Renews each grant still held by its owner in its kind (a lock's mode unless `kind`). */
+  private extend(held: readonly BackendLock[], kind?: Kind): boolean[] {
+    const now = this.now();
+    return held.map((lock) => {
+      const wanted = kind ?? lock.mode;
+      const holders = this.live(lock.key, now)?.holders ?? [];
+      const h = holders.find((x) => x.owner === lock.owner && x.kind === wanted);
+      if (!h) return false;
+      h.expiresAt = now + lock.ttl;
+      return true;
+    });
   }
 
-  /** The key's entry with expired holders purged (waking waiters when any expired). */
-  private live(key: string, now: number): Entry | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    let freed = false;
-    if (entry.writer && entry.writer.expiresAt <= now) {
-      entry.writer = undefined;
-      freed = true;
-    }
-    for (const [owner, expiresAt] of entry.readers ?? []) {
-      if (expiresAt <= now) {
-        entry.readers!.delete(owner);
-        entry.who?.delete(owner);
-        freed = true;
-      }
-    }
-    if (!entry.writer && !entry.readers?.size) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    if (freed) queueMicrotask(() => this.notifier.notify(key));
-    return entry;
+  /** Owner-checked release of one grant of `kind`; waiters wake. */
+  private drop(lock: BackendLock, kind: Kind): void {
+    const holders = this.keys.get(lock.key)?.holders ?? [];
+    const i = holders.findIndex((h) => h.owner === lock.owner && h.kind === kind);
+    if (i < 0) return;
+    if (holders.length === 1) this.keys.delete(lock.key);
+    else holders.splice(i, 1);
+    this.notifier.notify(lock.key);
+  }
+
+  /** The key's state with expired holders purged (waking waiters when any expired), if held. */
+  private live(key: string, now: number): KeyState | undefined {
+    const state = this.keys.get(key);
+    if (!state) return undefined;
+    const live = state.holders.filter((h) => h.expiresAt > now);
+    if (live.length < state.holders.length) queueMicrotask(() => this.notifier.notify(key));
+    state.holders = live;
+    if (live.length > 0) return state;
+    this.keys.delete(key);
+    return undefined;
   }
 
   /** Operator view of one key: holders (owner, identity, remaining ttl), the last fencing token. */
   async inspect(key: string): Promise<LockInspection> {
     const now = this.now();
-    const entry = this.live(key, now);
-    const fencingToken = entry?.token;
+    const state = this.live(key, now);
     const holders: LockHolderInfo[] = [];
-    if (entry?.writer)
-      holders.push({
-        mode: 'exclusive',
-        owner: entry.writer.owner,
-        remainingTtl: Math.max(0, Math.ceil(entry.writer.expiresAt - now)),
-        metadata: holderMetadata(holderData(entry.writer.holder)),
-      });
-    for (const [owner, expiresAt] of entry?.readers ?? [])
-      holders.push({
-        mode: 'shared',
-        owner,
-        remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
-        metadata: holderMetadata(holderData(entry?.who?.get(owner))),
-      });
-    const held = this.livePermits(key, now);
-    if (held) {
-      for (const [owner, expiresAt] of held)
+    const permits: LockHolderInfo[] = [];
+    for (const h of state?.holders ?? []) {
+      const remainingTtl = Math.max(0, Math.ceil(h.expiresAt - now));
+      if (h.kind === 'permit') permits.push({ mode: 'exclusive', owner: h.owner, remainingTtl });
+      else
         holders.push({
-          mode: 'exclusive',
-          owner,
-          remainingTtl: Math.max(0, Math.ceil(expiresAt - now)),
+          mode: h.kind,
+          owner: h.owner,
+          remainingTtl,
+          metadata: holderMetadata(holderData(h.who)),
         });
-      return {
-        key,
-        held: true,
-        mode: 'exclusive',
-        holders,
-        fencingToken: this.semaphores.get(key)?.token,
-      };
     }
-    // Waiters live in the engine's line (LockService.inspect adds this process's), not here.
-    return { key, held: holders.length > 0, mode: holders[0]?.mode, holders, fencingToken };
+    // A key with permits reads as a semaphore, its lock holders listed first. Waiters live in the
+    // engine's line (LockService.inspect adds this process's), not here.
+    const semaphore = permits.length > 0;
+    holders.push(...permits);
+    return {
+      key,
+      held: holders.length > 0,
+      mode: semaphore ? 'exclusive' : holders[0]?.mode,
+      holders,
+      fencingToken: semaphore ? state?.permitToken : state?.lockToken,
+    };
   }
 
   /** Frees the key whoever holds it; the holders' next renewals find it gone. Waiters wake. */
   async forceRelease(key: string): Promise<boolean> {
-    const now = this.now();
-    const held = this.live(key, now) !== undefined || this.livePermits(key, now) !== undefined;
-    this.entries.delete(key);
-    this.semaphores.delete(key);
+    const held = this.live(key, this.now()) !== undefined;
+    this.keys.delete(key);
     this.notifier.notify(key);
     return held;
   }
@@ -276,24 +244,13 @@ export class MemoryLockBackend implements LockBackend {
   async list(prefix: string, limit: number): Promise<string[]> {
     const now = this.now();
     const keys: string[] = [];
-    for (const key of [...this.entries.keys()]) {
+    for (const key of [...this.keys.keys()]) {
       if (keys.length >= limit) break;
       if (key.startsWith(prefix) && this.live(key, now)) keys.push(key);
-    }
-    for (const key of [...this.semaphores.keys()]) {
-      if (keys.length >= limit) break;
-      if (key.startsWith(prefix) && this.livePermits(key, now)) keys.push(key);
     }
     return keys;
   }
 
   /** Always reachable (in-process). */
   async ping(): Promise<void> {}
-}
-
-interface Semaphore {
-  readonly held: Map<string, number>;
-  token: bigint;
-  /** The N every holder of the key uses. */
-  permits: number;
 }
