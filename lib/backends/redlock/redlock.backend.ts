@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sleepFor } from '../../backend-kit';
+import { reconnectAfterSentinelRace } from '../../backend-kit/sentinel-reconnect';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
@@ -245,6 +246,7 @@ export class RedlockBackend implements LockBackend {
   }
 
   private build(clients: readonly RedlockClientLike[]): Masters {
+    clients.forEach(reconnectAfterSentinelRace);
     const wakeups = this.wakeups;
     const m: Masters = {
       clients,
