@@ -18,6 +18,26 @@ export const SEMAPHORE_LOCKS = 'locks';
 export const SEMAPHORE_LEASES = 'leases';
 export const LEASE_NAME = 'lease-';
 
+/**
+ * Whether the lease `ours` holds among `leases` (the directory's children): at most `permits`
+ * leases were created no later than ours, by the server's sequence. Safe: of the leases that hold
+ * by this rule, the k-th oldest still alive saw every older one alive when it counted, so at most
+ * N hold at once; a Curator lease, counted under its mutex (every lease, at most N), holds by the
+ * rule too. Live: of leases counted at once, the N oldest hold, so concurrent tries on a free
+ * semaphore cannot all answer busy. A name without a 10-digit sequence counts as older.
+ */
+export function leaseHolds(leases: readonly string[], ours: string, permits: number): boolean {
+  const mine = sequence(ours) ?? '';
+  let older = 0;
+  for (const lease of leases) {
+    const s = sequence(lease);
+    if (s === undefined || s <= mine) older++;
+  }
+  return older <= permits;
+}
+
+const sequence = (node: string): string | undefined => /\d{10}$/.exec(node)?.[0];
+
 /** The participant data of our lease nodes, as Curator's setNodeData: who holds the lease. */
 export const PARTICIPANT = Buffer.from(`${hostname()}:${process.pid}`, 'utf8');
 

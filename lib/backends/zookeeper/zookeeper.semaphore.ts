@@ -6,6 +6,7 @@ import { OwnNode, type Grant, type ZooKeeperLockStats } from './zookeeper.own-no
 import type { ZooKeeperSession } from './zookeeper.session';
 import {
   LEASE_NAME,
+  leaseHolds,
   PARTICIPANT,
   SEMAPHORE_LEASES,
   SEMAPHORE_LOCKS,
@@ -15,13 +16,14 @@ import {
 /**
  * One semaphore acquire on one session, Curator's InterProcessSemaphoreV2.internalAcquire1Lease:
  * take the `locks` mutex (a Contender: queued, one predecessor watch each), then, holding it,
- * create our lease node, list `leases` with a watch and hold when the count is at most OUR permits
- * (each participant counts against its own N, Curator's rule). Otherwise wait, still holding the
- * mutex, for `leases` to change (a lease returned, by Curator or by us) and count again; finally
- * give the mutex back. A tryAcquire that finds the mutex busy counts without it. Safety does not
- * even need the mutex: a lease counts every node created before its listing, so of N+1 simultaneous
- * holders the last to list would have seen N+1. The mutex makes waiters queue (FIFO, no herd) and
- * keeps Curator's waiters' turn.
+ * create our lease node, list `leases` with a watch and hold when at most OUR permits leases are as
+ * old as ours (leaseHolds: each participant counts against its own N, Curator's rule; Curator
+ * counts every lease, which holds by ours too). Otherwise wait, still holding the mutex, for
+ * `leases` to change (a lease returned, by Curator or by us) and count again; finally give the
+ * mutex back. A tryAcquire that finds the mutex busy counts without it. Safety does not even need
+ * the mutex (see leaseHolds); it makes waiters queue (FIFO, no herd) and keeps Curator's waiters'
+ * turn. Counting only older leases matters to tries: counting every lease, concurrent tries on a
+ * free semaphore could each see the others' new leases and all answer busy.
  *
  * Same surface as Contender, so the backend drives both alike (abandon, kick, own-node loss); the
  * grant is the lease node, its fencing token the node's czxid (the sequence restarts when an empty
@@ -160,7 +162,7 @@ export class SemaphoreContender extends OwnNode {
           if (!fresh) this.path = undefined;
           continue;
         }
-        if (listed.value.length <= this.permits) return path;
+        if (leaseHolds(listed.value, path.slice(this.leases.length + 1), this.permits)) return path;
         if (this.tryOnce) return this.giveUp();
         await this.sleep();
       } catch (error) {
