@@ -23,6 +23,8 @@ export const LATCH_NAME = 'latch-';
 /** kazoo's Lock._NODE_NAME (Lock, WriteLock, and so Election) and ReadLock._NODE_NAME. */
 export const KAZOO_LOCK_NAME = '__lock__';
 export const KAZOO_READ_LOCK_NAME = '__rlock__';
+/** Curator InterProcessSemaphoreV2's lease node name (its `leases` children). */
+export const LEASE_NAME = 'lease-';
 /** Every lock name we order by, longest first where one could end another. */
 const LOCK_NAMES = [
   READ_LOCK_NAME,
@@ -31,6 +33,7 @@ const LOCK_NAMES = [
   KAZOO_LOCK_NAME,
   LATCH_NAME,
   MUTEX_LOCK_NAME,
+  LEASE_NAME,
 ] as const;
 /**
  * Our cap on one encoded node name. ZooKeeper's own bound is jute.maxbuffer (1 MiB) per request.

@@ -7,6 +7,7 @@ import {
   type ZooKeeperEvent,
 } from './zookeeper.client';
 import type { Contender } from './zookeeper.contender';
+import { sequenceOf } from './zookeeper.nodes';
 
 /**
  * Apache Curator's InterProcessSemaphoreV2 layout, so a Java service's semaphore and ours share one
@@ -16,7 +17,7 @@ import type { Contender } from './zookeeper.contender';
  */
 export const SEMAPHORE_LOCKS = 'locks';
 export const SEMAPHORE_LEASES = 'leases';
-export const LEASE_NAME = 'lease-';
+export { LEASE_NAME } from './zookeeper.nodes';
 
 /**
  * Whether the lease `ours` holds among `leases` (the directory's children): at most `permits`
@@ -24,19 +25,17 @@ export const LEASE_NAME = 'lease-';
  * by this rule, the k-th oldest still alive saw every older one alive when it counted, so at most
  * N hold at once; a Curator lease, counted under its mutex (every lease, at most N), holds by the
  * rule too. Live: of leases counted at once, the N oldest hold, so concurrent tries on a free
- * semaphore cannot all answer busy. A name without a 10-digit sequence counts as older.
+ * semaphore cannot all answer busy. A name without a lease sequence counts as older.
  */
 export function leaseHolds(leases: readonly string[], ours: string, permits: number): boolean {
-  const mine = sequence(ours) ?? '';
+  const mine = sequenceOf(ours);
   let older = 0;
   for (const lease of leases) {
-    const s = sequence(lease);
-    if (s === undefined || s <= mine) older++;
+    const s = sequenceOf(lease);
+    if (s === lease || s <= mine) older++;
   }
   return older <= permits;
 }
-
-const sequence = (node: string): string | undefined => /\d{10}$/.exec(node)?.[0];
 
 /** The participant data of our lease nodes, as Curator's setNodeData: who holds the lease. */
 export const PARTICIPANT = Buffer.from(`${hostname()}:${process.pid}`, 'utf8');
