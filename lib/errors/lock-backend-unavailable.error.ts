@@ -3,8 +3,17 @@ import { DistributedLockError } from './distributed-lock.error';
 /** The backend could not be reached (or did not answer) within the caller's budget. Fail closed. */
 export class LockBackendUnavailableError extends DistributedLockError {
   readonly backend: string;
+  /**
+   * Set by a backend when no attempt within this wait can succeed (the server is known down, too
+   * few replicas acknowledged): the engine's wait ends with it at once instead of retrying.
+   */
+  readonly final: boolean;
 
-  constructor(backend: string, message: string, options: { key?: string; cause?: unknown } = {}) {
+  constructor(
+    backend: string,
+    message: string,
+    options: { key?: string; cause?: unknown; final?: boolean } = {},
+  ) {
     const why = options.cause instanceof Error ? `: ${options.cause.message}` : '';
     super(
       'LOCK_BACKEND_UNAVAILABLE',
@@ -12,5 +21,6 @@ export class LockBackendUnavailableError extends DistributedLockError {
       options,
     );
     this.backend = backend;
+    this.final = options.final === true;
   }
 }

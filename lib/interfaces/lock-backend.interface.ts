@@ -3,9 +3,10 @@
  * (owner tokens, option validation, deadlines, cancellation, the local FIFO line per key, wake-ups
  * and timed retries, reentrancy, the watchdog, handles); a backend owns mechanics: how ONE attempt
  * takes a lock on its system, how it is renewed and released, and optionally how waiters learn of a
- * release (a wake-up source) or how the system queues them natively (etcd, ZooKeeper). Backends
- * import only `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option
- * checker, key encoding, validity and token helpers) and the errors.
+ * release (a wake-up source), how the system queues them (a busy answer's wake, and leave: Redis),
+ * or a wait of its own (acquire: etcd, ZooKeeper). Backends import only
+ * `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option checker, key
+ * encoding, validity and token helpers) and the errors.
  */
 export type LockMode = 'exclusive' | 'shared';
 
@@ -57,6 +58,11 @@ export interface LockHolderIdentity {
 
 /** One attempt: a BackendLock plus the signals the engine gives every call that may grant it. */
 export interface BackendAttempt extends BackendLock {
+  /**
+   * ms the caller may wait in all (0 or absent: one attempt, never queued). A backend with `leave`
+   * may queue a request with wait > 0 in its system's own queue (see LockBackend.leave).
+   */
+  readonly wait?: number;
   /** Who asks (set by the engine; absent when a caller outside the engine builds the attempt). */
   readonly holder?: LockHolderIdentity;
   /**
@@ -90,6 +96,8 @@ export interface SemaphoreBackend {
   tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult>;
   /** Optional native queued wait for a permit, as LockBackend.acquire. */
   acquire?(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult>;
+  /** Takes a waiter that gave up out of the system's queue, as LockBackend.leave. */
+  leave?(request: BackendAttempt): Promise<void>;
   /** Renews held permits, as LockBackend.renew. */
   renew(permits: readonly BackendLock[]): Promise<boolean[]>;
   /** Owner-checked release of a permit, as LockBackend.release. */
@@ -168,6 +176,13 @@ export type BackendAcquireResult =
       readonly acquired: false;
       /** ms until the lock is expected to be free, when known (drives Retry-After). */
       readonly retryAfter?: number;
+      /**
+       * The system queued the request (see LockBackend.leave) and will say when to attempt again
+       * (a handoff, a watch): the engine waits on this, not on `wakeups`, bounded by the policy's
+       * fallbackDelay and retryAfter, and never disposes of it (the backend ends it at the grant
+       * or in leave).
+       */
+      readonly wake?: ReleaseListener;
     };
 
 /** One holder of a key, as far as the backend can tell. */
@@ -213,9 +228,10 @@ export interface LockBackend {
 
   /**
    * ONE attempt, no waiting: grant the lock now or answer busy (with retryAfter when the holder's
-   * remaining ttl is known). The engine runs every wait of a backend without `acquire` on top of
-   * it: a FIFO line per key in this process (only its head attempts), woken by `wakeups`, the busy
-   * answer's retryAfter or a jittered backoff, until the deadline or a cancel.
+   * remaining ttl is known; with `wake` when it queued the request, see leave). The engine runs
+   * every wait of a backend without `acquire` on top of it: a FIFO line per key in this process
+   * (only its head attempts; none with `leave`), woken by the busy answer's wake, `wakeups`, the
+   * retryAfter or a jittered backoff, until the deadline or a cancel.
    */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
 
@@ -231,6 +247,18 @@ export interface LockBackend {
    * request.signal as described on BackendAttempt.
    */
   acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
+
+  /**
+   * Optional: the backend queues waiters in its system (Redis's queue with direct handoff). With
+   * it, tryAcquire of a request with wait > 0 may join that queue and answer busy with a `wake`;
+   * the engine then runs no local line for the backend's waiters (the system's queue orders them),
+   * waits on the wake, attempts again (the backend knows the request by its owner: that attempt
+   * re-checks its place) and, when the wait ends without a grant (deadline, cancel, failure), calls
+   * leave once the last attempt settled. leave takes the request out of the queue and gives back a
+   * grant that raced with the giving up; it resolves promptly (the engine awaits it) and never
+   * rejects.
+   */
+  leave?(request: BackendAttempt): Promise<void>;
 
   /**
    * Optional multi-key grant in ONE step (a key array: LockService.acquire(['a', 'b'])): all the

@@ -9,7 +9,8 @@ import { RedisServer } from '../support/redis-server';
  * the contended loop of scenario 2 (hold 1 ms, pause 2 ms) on one key through the LockEngine, and
  * record on the system-wide monotonic clock (hrtime) when a holder starts its release, when its
  * RELEASE script is written, when its reply arrives, when a waiter's subscriber receives the
- * handoff message, and when the waiter's backend acquire and then its engine.acquire resolve. The
+ * handoff message, and when the waiter's granting backend attempt and then its engine.acquire
+ * resolve. The
  * parent pairs each grant with the release before it and prints the median of every hop, plus
  * scripts per grant.
  *
@@ -48,11 +49,12 @@ async function child(port: number, worker: number, durationMs: number, key: stri
     return sub;
   };
   const backend = new RedisLockBackend({ client });
-  const bAcquire = backend.acquire.bind(backend);
-  // When the backend's acquire resolves: splits the waiter's share into backend and engine.
-  backend.acquire = (r) =>
-    bAcquire(r).then((x) => {
-      mark('backendDone');
+  const bTry = backend.tryAcquire.bind(backend);
+  // When the backend's granting attempt resolves: splits the waiter's share into backend and
+  // engine.
+  backend.tryAcquire = (r) =>
+    bTry(r).then((x) => {
+      if (x.acquired) mark('backendDone');
       return x;
     });
   const engine = new LockEngine({

@@ -55,8 +55,7 @@ describe('Redis handoff messages', () => {
       return h;
     });
     await eventually(async () => (await redis.admin.zcard(keys.queue)) === 1);
-    const steps = (b.backend as unknown as { waitSteps: object }).waitSteps;
-    const attempts = watch(steps, 'attempt');
+    const attempts = watch(b.backend, 'tryAcquire');
     await forge(keys.queue, keys.waiters);
     // The waiter either resolves (the bug) or confirms with the server and waits on.
     let done = false;

@@ -149,13 +149,20 @@ describe('RedisLockBackend lean path and fence retention', () => {
         return controller.signal;
       },
     };
-    const granted = await backend.acquire(request);
+    const granted = await backend.tryAcquire(request);
     expect(granted.acquired).toBe(true);
     expect(reads).toBe(0);
-    // A waiter does read it (it sleeps until a handoff or the abort), and an abort still ends it.
-    const waiting = backend.acquire({ ...request, owner: 'other', signal: controller.signal });
-    controller.abort();
-    expect((await waiting).acquired).toBe(false);
+    // A waiter's attempt reads none either: it queues and answers busy with its wake (the engine
+    // waits on that, with the signal), and leaving takes it out of the queue.
+    // Not a spread: that would read the signal getter.
+    const other = Object.create(request, { owner: { value: 'other' } }) as typeof request;
+    const busy = await backend.tryAcquire(other);
+    expect(busy.acquired).toBe(false);
+    expect(!busy.acquired && busy.wake).toBeTruthy();
+    expect(reads).toBe(0);
+    expect((await backend.inspect('lean:signal')).waiters).toBe(1);
+    await backend.leave(other);
+    expect((await backend.inspect('lean:signal')).waiters).toBe(0);
     await backend.release(request);
     await backend.close();
   });

@@ -139,8 +139,10 @@ describe('RedisLockBackend native semaphore', () => {
     // Each waiter ran TWO acquire scripts: its queued attempt, and the re-check that confirms the
     // grant its message announced (a message only wakes). Before them, each waiting process's
     // first attempt ran the short free-permit script once, found permits held, and remembered the
-    // key as busy: its later waiters went to SEM_ACQUIRE at once.
-    expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(16);
+    // key as busy: its later waiters went to SEM_ACQUIRE at once. That first waiter came before its
+    // process's subscription was live, so it made one plain attempt (SEM_ACQUIRE, not queued)
+    // while the subscription was on its way: 3 more.
+    expect(counted.bySha.get(SEM_ACQUIRE.sha)).toBe(8 * 2 + 3);
     expect(counted.bySha.get(SEM_PERMIT_FREE.sha)).toBe(3);
     expect(counted.bySha.get(SEM_RELEASE.sha)).toBe(10);
     const info = await redis.admin.info('commandstats');

@@ -1,20 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import type {
-  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
+  BackendWaitPolicy,
   LockBackend,
   LockBackendCapabilities,
   LockInspection,
 } from '../../interfaces/lock-backend.interface';
 import { heldOn, RedisSubscriber, type RedisClientLike } from '../redis-client';
-import { RedisGrants } from './redis.grants';
+import { RECHECK_MS, RedisGrants } from './redis.grants';
 import { inspectLock } from './redis.operator';
 import { RedisHandoffs } from './redis.handoffs';
 import { listRedisKeys } from './redis.list';
 import { acquireAllInOneScript } from './redis.multi-key';
-import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import { RedisSemaphore } from './redis.semaphore';
 import {
   resolveRedisOptions,
@@ -56,6 +55,8 @@ export class RedisLockBackend implements LockBackend {
     sessionBased: false,
     maxKeyLength: 512,
   };
+  /** Queued waiters re-check on the server at least every RECHECK_MS (see RedisGrants). */
+  readonly waitPolicy: BackendWaitPolicy = { fallbackDelay: RECHECK_MS };
   private readonly o: ResolvedRedisOptions;
   private readonly subscriber: RedisSubscriber | undefined;
   private readonly handoffs: RedisHandoffs;
@@ -63,8 +64,6 @@ export class RedisLockBackend implements LockBackend {
   private readonly processChannel: string;
   /** The lock's calls (redis.grants.ts); the semaphore's are the same over its permit set. */
   private readonly locks: RedisGrants;
-  /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
-  private readonly waitSteps: QueuedWaitSteps;
   /** Native semaphores, sharing this backend's client, channel and handoff table. */
   readonly semaphore: RedisSemaphore;
 
@@ -92,7 +91,6 @@ export class RedisLockBackend implements LockBackend {
       channel: () => (this.subscriber?.ready ? this.processChannel : ''),
     };
     this.locks = new RedisGrants(deps, false);
-    this.waitSteps = this.locks.steps;
     this.semaphore = new RedisSemaphore(deps);
   }
 
@@ -101,29 +99,14 @@ export class RedisLockBackend implements LockBackend {
     return this.o.source.known;
   }
 
+  /** One attempt; a request that may wait is queued when busy (see RedisGrants.tryAcquire). */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
     return this.locks.tryAcquire(request);
   }
 
-  /**
-   * A queued wait (see the class comment); resolves `{ acquired: false }` once the signal aborts.
-   * Not an async function: once subscribed it is the queued wait itself, with no layer of its own.
-   */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    // The first acquire that may wait starts the subscription (without waiting for it) and makes
-    // a plain attempt; acquires that come while it is on its way wait for it, then queue.
-    // A failed subscription is not an error of this acquire: until it is live, our attempts send no
-    // channel (the server then grants without announcing), and waiters re-check at the holder's
-    // ttl and every few seconds; the next acquire tries to subscribe again.
-    const subscriber = this.subscriber;
-    if (!subscriber || subscriber.ready) return queuedWait(this.waitSteps, request, 'wait');
-    if (subscriber.opening)
-      return subscriber
-        .ensure()
-        .catch(() => undefined)
-        .then(() => queuedWait(this.waitSteps, request, 'wait'));
-    subscriber.ensure().catch(() => undefined);
-    return queuedWait(this.waitSteps, request, 'try');
+  /** A waiter that gave up leaves the queue (see RedisGrants.leave). */
+  leave(request: BackendAttempt): Promise<void> {
+    return this.locks.leave(request);
   }
 
   /** Every key of a multi-key grant in one script when they share a server (redis.multi-key.ts). */

@@ -21,19 +21,11 @@ export function busy(reply: [number, string | number]): { acquired: false; retry
   return { acquired: false, retryAfter: pttl >= 0 ? pttl : undefined };
 }
 
-/** Errors that say `replicas` went unmet: a queued wait ends with them instead of retrying. */
-const unmet = new WeakSet<object>();
-
 /**
  * Cluster: the acks of the WAIT that ran with an attempt's script (runScriptThenWait), by attempt;
  * RedisGrants.granted reads those of the attempt that granted.
  */
 export const clusterAcks = new WeakMap<BackendLock, number>();
-
-/** true for the error of a grant that too few replicas acknowledged (see waitForReplicas). */
-export function isReplicasUnmet(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && unmet.has(error);
-}
 
 /**
  * WAIT on our connection to a single primary (standalone or Sentinel-managed): it covers every
@@ -72,11 +64,10 @@ export function checkAcks(
 ): void {
   const { count, timeout } = o.replicas as { count: number; timeout: number };
   if (acked >= count) return;
-  const error = new LockBackendUnavailableError(
+  // Final: a waiting acquire ends with it instead of retrying (the grant was given back).
+  throw new LockBackendUnavailableError(
     backendName,
     `only ${acked} of ${count} replicas acknowledged the ${what} within ${timeout} ms (option "replicas")`,
-    { key },
+    { key, final: true },
   );
-  unmet.add(error);
-  throw error;
 }

@@ -1,10 +1,12 @@
 import { holderData } from '../../backend-kit/holder-data';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
 } from '../../interfaces/lock-backend.interface';
 import {
+  RedisConnectionDownError,
   runScript,
   runScriptBatch,
   runScriptThen,
@@ -17,13 +19,11 @@ import {
   busy,
   checkAcks,
   clusterAcks,
-  isReplicasUnmet,
   waitForReplicas,
   type Phase,
 } from './redis.commands';
-import type { RedisHandoffs } from './redis.handoffs';
+import { QueuedWaiter, type RedisHandoffs } from './redis.handoffs';
 import type { ResolvedRedisOptions } from './redis.options';
-import type { QueuedWaitSteps } from './redis.queued-wait';
 import { RecentMarks } from './redis.recent-marks';
 import {
   ACQUIRE,
@@ -36,6 +36,16 @@ import {
   RENEW,
 } from './redis.scripts';
 import { SEM_RENEW, SEM_PERMIT_FREE, semaphoreKeys } from './redis.semaphore-scripts';
+
+/**
+ * A queued waiter re-checks on the server at least this often (a lost message, an expired holder):
+ * the backend's wait policy (fallbackDelay).
+ */
+export const RECHECK_MS = 5_000;
+/** How long a waiter that gave up waits for its leave before resolving (the leave goes on). */
+const LEAVE_WAIT_MS = 50;
+
+const noop = (): void => undefined;
 
 /** What the grant paths of one RedisLockBackend share: its options, channel and handoff table. */
 export interface RedisGrantDeps {
@@ -59,8 +69,6 @@ export interface RedisGrantDeps {
  * the acks (on Cluster a WAIT goes with each script: runScriptThenWait).
  */
 export class RedisGrants {
-  /** What the shared queued wait (redis.queued-wait.ts) calls back, built once. */
-  readonly steps: QueuedWaitSteps;
   /** Keys whose first attempt found them held or queued for lately (see attempt). */
   private readonly busyKeys = new RecentMarks();
   /** Keys whose release found waiters queued lately (see release). */
@@ -69,25 +77,108 @@ export class RedisGrants {
   constructor(
     protected readonly d: RedisGrantDeps,
     private readonly semaphore: boolean,
-  ) {
-    this.steps = {
-      name: d.name,
-      handoffs: d.handoffs,
-      attempt: (request, phase, waitMs) => this.attempt(request, phase, waitMs),
-      reply: attemptReply,
-      granted: (request, token, sentAt) => this.granted(request, token, sentAt),
-      subscribe: async () => void (await d.subscriber?.ensure().catch(() => undefined)),
-      leaveScript: (request) => this.releaseScript(request, '1'),
-      final: isReplicasUnmet,
-    };
+  ) {}
+
+  /**
+   * ONE attempt (a lock's, or with `permits` a permit's). A request that may wait (wait > 0) is
+   * queued by the attempt that finds the key busy (phase 'wait'), in arrival order with the wait's
+   * deadline, and its busy answer carries its QueuedWaiter as `wake`: a release that grants it
+   * PUBLISHes on our process channel, which only wakes it. Its later attempts re-check its place
+   * ('recheck'): they confirm a handoff on the server (re-dated, with the server's token) or queue
+   * it again if the server dropped it. The first attempt that may wait before our channel is live
+   * makes a plain attempt ('try') while the subscription is on its way, and its wake fires once it
+   * is live; attempts that come while it is on its way wait for it. A failed subscription is not an
+   * error: our attempts then name no channel, and waiters re-check at the holder's ttl and every
+   * RECHECK_MS. A connection known down ends the wait at once (a final error).
+   */
+  tryAcquire(request: BackendAttempt, permits?: number): Promise<BackendAcquireResult> {
+    if (!request.wait) return this.once(request, 'try', 0, permits);
+    const waiter = this.d.handoffs.waiter(request.owner) as QueuedWaiter | undefined;
+    if (waiter) {
+      waiter.handed = false;
+      return this.once(request, 'recheck', waiter.deadline, permits, waiter);
+    }
+    const deadline = performance.now() + request.wait;
+    const subscriber = this.d.subscriber;
+    if (!subscriber || subscriber.ready) return this.once(request, 'wait', deadline, permits);
+    if (subscriber.opening)
+      return subscriber
+        .ensure()
+        .catch(noop)
+        .then(() => this.once(request, 'wait', deadline, permits));
+    subscriber.ensure().catch(noop);
+    return this.once(request, 'try', deadline, permits);
   }
 
-  /** ONE attempt (a lock's, or with `permits` a permit's). */
-  async tryAcquire(request: BackendAttempt, permits?: number): Promise<BackendAcquireResult> {
+  /**
+   * Takes a waiter that gave up out of the queue (and gives back a grant that raced with it),
+   * awaited for LEAVE_WAIT_MS at most; one that does not answer by then goes on, and a grant
+   * handed to us meanwhile is given back when its message comes (RedisHandoffs.abandon).
+   */
+  async leave(request: BackendAttempt): Promise<void> {
+    const waiter = this.d.handoffs.waiter(request.owner) as QueuedWaiter | undefined;
+    if (!waiter || !this.d.handoffs.forget(request.owner)) return;
+    const leaving = this.releaseScript(request, '1');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>(
+      (resolve) => (timer = setTimeout(() => resolve(false), LEAVE_WAIT_MS)),
+    );
+    const left = await Promise.race([leaving.then(() => true, noop), late]);
+    clearTimeout(timer);
+    if (left) return;
+    this.d.handoffs.abandon(
+      request,
+      Math.max(0, waiter.deadline - performance.now()) + request.ttl + 1_000,
+      () => void this.releaseScript(request, '1').catch(noop),
+    );
+    // Covered: a late grant is given back through `abandon`, and the queue entry ends at its
+    // deadline (the server skips it then).
+    leaving.catch(noop);
+  }
+
+  /** One attempt in `phase` (see tryAcquire); `waiter` is the request's, once registered. */
+  private async once(
+    request: BackendAttempt,
+    phase: Phase,
+    deadline: number,
+    permits?: number,
+    waiter?: QueuedWaiter,
+  ): Promise<BackendAcquireResult> {
     const sentAt = performance.now();
-    const reply = attemptReply(await this.attempt(request, 'try', 0, permits));
-    if (reply[0] !== 1) return busy(reply);
-    return this.granted(request, reply[1], sentAt);
+    let reply: [number, string | number];
+    try {
+      const waitMs = Math.max(1, Math.ceil(deadline - sentAt));
+      reply = attemptReply(await this.attempt(request, phase, waitMs, permits));
+    } catch (error) {
+      if (!request.wait) throw error;
+      // The attempt may have queued us: later attempts re-check, and giving up leaves.
+      waiter ??= this.queued(request, deadline, false);
+      if (!(error instanceof RedisConnectionDownError)) throw error;
+      // The client says the server is down (connection refused, host unknown): waiting out the
+      // deadline would only delay the same answer. A brief drop while connected still retries.
+      throw new LockBackendUnavailableError(this.d.name, 'the request failed', {
+        key: request.key,
+        cause: error,
+        final: true,
+      });
+    }
+    if (reply[0] === 1) {
+      if (waiter) this.d.handoffs.forget(request.owner);
+      return this.granted(request, reply[1], sentAt);
+    }
+    if (!request.wait) return busy(reply);
+    return { ...busy(reply), wake: waiter ?? this.queued(request, deadline, phase === 'try') };
+  }
+
+  /**
+   * Registers the request's waiter (handoffs for its owner reach it); after a plain attempt, its
+   * wake also fires once our channel is live, so it queues at once.
+   */
+  private queued(request: BackendAttempt, deadline: number, subscribing: boolean): QueuedWaiter {
+    const waiter = new QueuedWaiter(deadline);
+    this.d.handoffs.expect(request.owner, waiter);
+    if (subscribing) void this.d.subscriber?.ensure().then(() => waiter.deliver(''), noop);
+    return waiter;
   }
 
   /** Owner-checked renewals: one pipelined round trip (concurrent calls on Cluster). */

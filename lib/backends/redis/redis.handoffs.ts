@@ -1,12 +1,53 @@
-import type { BackendLock } from '../../interfaces/lock-backend.interface';
+import type { BackendLock, ReleaseListener } from '../../interfaces/lock-backend.interface';
 
 /**
  * A waiter of this process: `deliver(token)` on a message naming it, `deliver('')` to re-check.
  * Either only wakes it: anyone who can PUBLISH can send a message, so the waiter confirms on the
- * server (redis.queued-wait.ts) and never takes the message's token.
+ * server (its next attempt, a re-check) and never takes the message's token.
  */
 export interface HandoffWaiter {
   deliver(token: string): void;
+}
+
+/**
+ * A queued request's wake (the busy answer's `wake`, LockBackend contract): the engine waits on it
+ * between attempts, and a handoff or a re-check message ends that wait. Registered under the
+ * request's owner from its first attempt that may have queued it until its grant or its leave.
+ */
+export class QueuedWaiter implements HandoffWaiter, ReleaseListener {
+  /** A handoff named us since the last attempt: the next attempt must not sleep first. */
+  handed = false;
+  private wake: (() => void) | undefined = undefined;
+
+  constructor(
+    /** performance.now() when the wait's deadline passes: the queue entry's own deadline. */
+    readonly deadline: number,
+  ) {}
+
+  /** A message's token is not read: a message is a reason to re-check, never a grant. */
+  deliver(token: string): void {
+    if (token) this.handed = true;
+    this.wake?.();
+  }
+
+  /** Sleeps `ms`, until the signal aborts, or until a handoff or a re-check message wakes us. */
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.handed || signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
+  }
+
+  /** Nothing: the registration ends at the grant or in leave, not when the engine stops waiting. */
+  dispose(): void {}
 }
 
 /**
@@ -16,7 +57,7 @@ export interface HandoffWaiter {
  * (it gave up, and its "leave" did not reach the server) is given back at once through `giveBack`.
  *
  * A waiter registers only once its first attempt answered that it is queued (an uncontended grant
- * never registers: redis.queued-wait.ts). A handoff can come before that: the release script may
+ * never registers: redis.grants.ts). A handoff can come before that: the release script may
  * run between our queueing and our reading of the reply, and the message arrives on another
  * connection. Such a message is kept (`early`) and delivered when the owner registers, which it
  * does within the same turn of the event loop as reading that reply; a message nobody claims is
@@ -49,12 +90,14 @@ export class RedisHandoffs {
     waiter.deliver(early[0]);
   }
 
-  /**
-   * Unregisters `owner` if `waiter` is still the one registered for it (an object, not a closure
-   * per wait).
-   */
-  forget(owner: string, waiter: HandoffWaiter): void {
-    if (this.waiting.get(owner) === waiter) this.waiting.delete(owner);
+  /** The waiter registered for `owner`, if any. */
+  waiter(owner: string): HandoffWaiter | undefined {
+    return this.waiting.size === 0 ? undefined : this.waiting.get(owner);
+  }
+
+  /** Unregisters `owner`: true when a waiter was registered for it. */
+  forget(owner: string): boolean {
+    return this.waiting.size > 0 && this.waiting.delete(owner);
   }
 
   /**

@@ -1,12 +1,6 @@
-import type {
-  BackendAcquireRequest,
-  BackendAcquireResult,
-  LockInspection,
-  SemaphoreBackend,
-} from '../../interfaces/lock-backend.interface';
+import type { LockInspection, SemaphoreBackend } from '../../interfaces/lock-backend.interface';
 import { runScript } from '../redis-client';
 import { RedisGrants, type RedisGrantDeps } from './redis.grants';
-import { queuedWait, type QueuedWaitSteps } from './redis.queued-wait';
 import { SEM_INSPECT, semaphoreKeys } from './redis.semaphore-scripts';
 
 /**
@@ -23,20 +17,6 @@ import { SEM_INSPECT, semaphoreKeys } from './redis.semaphore-scripts';
 export class RedisSemaphore extends RedisGrants implements SemaphoreBackend {
   constructor(d: RedisGrantDeps) {
     super(d, true);
-  }
-
-  /**
-   * A queued wait (redis.queued-wait.ts); resolves `{ acquired: false }` once the signal aborts.
-   */
-  acquire(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult> {
-    const steps: QueuedWaitSteps = {
-      ...this.steps,
-      attempt: (r, phase, waitMs) => this.attempt(r, phase, waitMs, permits),
-    };
-    // Subscribe before queueing, so a handoff is never announced before we listen.
-    if (!this.d.subscriber?.ready)
-      return steps.subscribe().then(() => queuedWait(steps, request, 'wait'));
-    return queuedWait(steps, request, 'wait');
   }
 
   /** The semaphore view of `key`, or undefined when no permit is held and nobody waits for one. */

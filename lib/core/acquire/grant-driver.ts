@@ -16,6 +16,8 @@ export interface GrantDriver {
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
   /** The backend's native queued wait for this driver, if it has one. */
   acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
+  /** Leaves the system's queue (LockBackend.leave), when tryAcquire may queue. */
+  leave?(request: BackendAttempt): Promise<void>;
   /** Renews and releases the grant (the watchdog batches renewals per holder). */
   readonly holder: LeaseHolder;
   /** What sets this grant apart from the key's plain lock for reentrancy ('' for the lock). */
@@ -36,6 +38,7 @@ export function lockDriver(backend: LockBackend): GrantDriver {
     driver = {
       tryAcquire: (request) => backend.tryAcquire(request),
       acquire: backend.acquire && ((request) => backend.acquire!(request)),
+      leave: backend.leave && ((request) => backend.leave!(request)),
       holder: backend,
       reentry: '',
       manyHolders: false,

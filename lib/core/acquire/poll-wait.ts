@@ -1,5 +1,6 @@
 import { asUnavailable, sleepFor, WAIT_DEADLINE } from '../../backend-kit/wait-loop';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
   BackendAcquireRequest,
   BackendAcquireResult,
@@ -91,16 +92,26 @@ async function afterBusy(
   return undefined;
 }
 
+/** A failure no later attempt of this wait can mend: a wrong request, or a final outage. */
+function isFinal(failure: unknown): boolean {
+  return (
+    failure instanceof InvalidLockOptionsError ||
+    (failure instanceof LockBackendUnavailableError && failure.final)
+  );
+}
+
 /**
- * The wait loop the engine runs for every grant without a native queue (memory, Redis, Redlock,
- * SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep until a
- * release notification, the lock's own expiry (the attempt's retryAfter) or a jittered backoff,
- * whichever comes first; stop when the request's signal aborts (deadline or cancel). A failed
- * attempt (backend unreachable) is retried while the budget lasts; when it runs out, the last
- * failure surfaces as LockBackendUnavailableError, never as a timeout. `onWait` is called once
- * the request is about to wait (its first attempt answered busy or failed, or it starts on a
- * handoff), before the loop reads `request.signal`: the engine starts the wait's deadline timer
- * there, so an acquire granted at its first attempt never creates one.
+ * The wait loop the engine runs for every grant without a native queued wait (memory, Redis,
+ * Redlock, SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep
+ * until the busy answer's own wake (the system queued us: a handoff), a release notification, the
+ * lock's own expiry (the attempt's retryAfter) or a jittered backoff, whichever comes first; stop
+ * when the request's signal aborts (deadline or cancel). A failed attempt (backend unreachable) is
+ * retried while the budget lasts, unless its error is final; when it runs out, the last failure
+ * surfaces as LockBackendUnavailableError, never as a timeout. `onWait` is called once the request
+ * is about to wait (its first attempt answered busy or failed, or it starts on a handoff), before
+ * the loop reads `request.signal`: the engine starts the wait's deadline timer there, so an acquire
+ * granted at its first attempt never creates one. `leave` (LockBackend.leave) runs when a wait
+ * (wait > 0) ends without a grant, once its last attempt settled.
  */
 export async function pollAcquire(
   request: BackendAcquireRequest,
@@ -108,6 +119,7 @@ export async function pollAcquire(
   options: PollAcquireOptions,
   handoff?: ReleaseListener,
   onWait?: () => void,
+  leave?: (request: BackendAcquireRequest) => Promise<void>,
 ): Promise<BackendAcquireResult> {
   // Handed the line right after a local grant (see LocalWaitQueue): the lock is busy, so wait for
   // its release (or the fallback) before the first attempt instead of attempting in vain.
@@ -117,7 +129,7 @@ export async function pollAcquire(
   }
   let state: WaitState | undefined; // made at the first busy answer (a grant needs none)
   for (;;) {
-    const listener = options.notifier?.listen(request.key);
+    let listener = options.notifier?.listen(request.key);
     let answer: Answer;
     try {
       const sentAt = performance.now();
@@ -127,16 +139,28 @@ export async function pollAcquire(
         return { sentAt, ...result };
       }
       answer = { result };
-    } catch (failure) {
-      // The backend says the request itself is wrong: no later attempt can succeed.
-      if (failure instanceof InvalidLockOptionsError) {
+      if (result.wake) {
         listener?.dispose();
-        throw failure;
+        listener = result.wake;
       }
+    } catch (failure) {
       answer = { failure };
     }
-    state ??= { delay: options.minDelay ?? 10, prepared: false };
-    const done = await afterBusy(request, options, onWait, listener, answer, state);
-    if (done) return done;
+    let done: BackendAcquireResult | undefined;
+    try {
+      if (isFinal(answer.failure)) {
+        listener?.dispose();
+        throw answer.failure;
+      }
+      state ??= { delay: options.minDelay ?? 10, prepared: false };
+      done = await afterBusy(request, options, onWait, listener, answer, state);
+    } catch (error) {
+      if (leave && request.wait > 0) await leave(request);
+      throw error;
+    }
+    if (done) {
+      if (leave && request.wait > 0) await leave(request);
+      return done;
+    }
   }
 }

@@ -13,7 +13,9 @@ import { LocalWaitQueue } from './wait-line';
  * woken by the backend's wake-ups, the busy answer's retryAfter or a jittered backoff, until the
  * request's signal aborts (deadline or cancel). `wait: 0` is one attempt. After a local grant the
  * next head waits for the release before attempting: one attempt per handoff. Grants that many
- * callers of one process may hold at once (a semaphore's permits) do not queue in the line.
+ * callers of one process may hold at once (a semaphore's permits) do not queue in the line, nor do
+ * waiters of a backend that queues them in its system (LockBackend.leave): they wait on the busy
+ * answer's wake, and leave the system's queue when they give up.
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();
@@ -29,12 +31,13 @@ export class AcquireRunner {
     onWait: () => void,
   ): Promise<BackendAcquireResult> {
     const options = this.options(backend, label);
-    if (driver.manyHolders) {
+    // Many holders, or waiters the system itself queues (leave): no line of ours orders them.
+    if (driver.manyHolders || driver.leave) {
       const attempt = () => {
         record.attempts++;
         return driver.tryAcquire(request);
       };
-      return pollAcquire(request, attempt, options, undefined, onWait);
+      return pollAcquire(request, attempt, options, undefined, onWait, driver.leave);
     }
     const line = this.line(backend, label);
     const attempt = () => {

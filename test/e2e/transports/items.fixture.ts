@@ -75,17 +75,21 @@ export async function redisEnv() {
   });
   client.on('error', () => undefined);
   const backend = new RedisLockBackend({ client });
-  // A probe, not a mock: counts the backend's waits in progress (acquire with wait > 0), so a test
-  // can see a waiter leave. The real backend does the work.
-  let waiting = 0;
-  const acquire = backend.acquire.bind(backend);
-  backend.acquire = async (request) => {
-    if (request.wait > 0) waiting++;
-    try {
-      return await acquire(request);
-    } finally {
-      if (request.wait > 0) waiting--;
-    }
+  // A probe, not a mock: counts the requests the backend has queued (from a busy answer with a
+  // wake until their grant or their leave), so a test can see a waiter leave the queue. The real
+  // backend does the work.
+  const queued = new Set<string>();
+  const tryAcquire = backend.tryAcquire.bind(backend);
+  backend.tryAcquire = async (request) => {
+    const result = await tryAcquire(request);
+    if (result.acquired) queued.delete(request.owner);
+    else if (result.wake) queued.add(request.owner);
+    return result;
+  };
+  const leave = backend.leave.bind(backend);
+  backend.leave = async (request) => {
+    await leave(request);
+    queued.delete(request.owner);
   };
   const options: DistributedLockModuleOptions = {
     backend,
@@ -97,7 +101,7 @@ export async function redisEnv() {
     options,
     port: server.port,
     /** Waits for a busy lock in progress in this process. */
-    waiting: () => waiting,
+    waiting: () => queued.size,
     stop: () => server.kill(),
     start: () => server.start(),
     async close() {
