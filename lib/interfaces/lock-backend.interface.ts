@@ -3,8 +3,8 @@
  * (owner tokens, option validation, deadlines, cancellation, the local FIFO line per key, wake-ups
  * and timed retries, reentrancy, the watchdog, handles); a backend owns mechanics: how ONE attempt
  * takes a lock on its system, how it is renewed and released, and optionally how waiters learn of a
- * release (a wake-up source), how the system queues them (a busy answer's wake, and leave: Redis),
- * or a wait of its own (acquire: etcd, ZooKeeper). Backends import only
+ * release (a wake-up source), how the system queues them (a busy answer's wake, and leave: Redis,
+ * ZooKeeper), or a wait of its own (acquire: etcd). Backends import only
  * `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option checker, key
  * encoding, validity and token helpers) and the errors.
  */
@@ -114,6 +114,8 @@ export interface SemaphoreBackend {
 export interface ElectionBackend {
   tryAcquire(request: BackendAttempt, proposal: string): Promise<BackendAcquireResult>;
   acquire?(request: BackendAcquireRequest, proposal: string): Promise<BackendAcquireResult>;
+  /** Takes a candidate that gave up out of the system's queue, as LockBackend.leave. */
+  leave?(request: BackendAttempt): Promise<void>;
 }
 
 /** Waits for a release of one key; see WakeupSource.listen. */
@@ -179,8 +181,8 @@ export type BackendAcquireResult =
       /**
        * The system queued the request (see LockBackend.leave) and will say when to attempt again
        * (a handoff, a watch): the engine waits on this, not on `wakeups`, bounded by the policy's
-       * fallbackDelay and retryAfter, and never disposes of it (the backend ends it at the grant
-       * or in leave).
+       * fallbackDelay and retryAfter. Its dispose() only says the engine stopped listening: the
+       * queue entry ends at the grant or in leave.
        */
       readonly wake?: ReleaseListener;
     };
@@ -242,21 +244,21 @@ export interface LockBackend {
   readonly waitPolicy?: BackendWaitPolicy;
 
   /**
-   * Optional native queued wait (etcd's revisions, ZooKeeper's sequential nodes): when present the
+   * Optional wait of the backend's own (etcd's revisions and local queue): when present the
    * engine calls it for every acquire with wait > 0 instead of running its own loop. It must honour
    * request.signal as described on BackendAttempt.
    */
   acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
 
   /**
-   * Optional: the backend queues waiters in its system (Redis's queue with direct handoff). With
-   * it, tryAcquire of a request with wait > 0 may join that queue and answer busy with a `wake`;
-   * the engine then runs no local line for the backend's waiters (the system's queue orders them),
-   * waits on the wake, attempts again (the backend knows the request by its owner: that attempt
-   * re-checks its place) and, when the wait ends without a grant (deadline, cancel, failure), calls
-   * leave once the last attempt settled. leave takes the request out of the queue and gives back a
-   * grant that raced with the giving up; it resolves promptly (the engine awaits it) and never
-   * rejects.
+   * Optional: the backend queues waiters in its system (Redis's queue with direct handoff,
+   * ZooKeeper's sequential nodes with a watch on the one waited for). With it, tryAcquire of a
+   * request with wait > 0 may join that queue and answer busy with a `wake`; the engine then runs
+   * no local line for the backend's waiters (the system's queue orders them), waits on the wake,
+   * attempts again (the backend knows the request by its owner: that attempt re-checks its place)
+   * and, when the wait ends without a grant (deadline, cancel, failure), calls leave once the last
+   * attempt settled. leave takes the request out of the queue and gives back a grant that raced
+   * with the giving up; it resolves promptly (the engine awaits it) and never rejects.
    */
   leave?(request: BackendAttempt): Promise<void>;
 

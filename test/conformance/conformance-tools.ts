@@ -20,9 +20,12 @@ export class CrashableBackend implements LockBackend {
   private started!: () => void;
   /** Present exactly when the inner backend queues natively, so the engine treats both alike. */
   readonly acquire?: (request: BackendAcquireRequest) => Promise<BackendAcquireResult>;
+  /** Present exactly when the inner backend queues its waiters itself (see acquire). */
+  readonly leave?: (request: BackendAttempt) => Promise<void>;
 
   constructor(readonly inner: LockBackend) {
     this.acquireStarted = new Promise((r) => (this.started = r));
+    this.leave = inner.leave?.bind(inner);
     const native = inner.acquire?.bind(inner);
     if (native) {
       this.acquire = (request) => {

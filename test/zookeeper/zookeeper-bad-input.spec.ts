@@ -69,7 +69,7 @@ it('names with /, .., ., NUL and control characters each become one node directl
   const results = [];
   for (const key of hostile) {
     const req = request(key);
-    const r = await b.acquire(req);
+    const r = await b.tryAcquire(req);
     expect(r.acquired).toBe(true);
     results.push(req);
   }
@@ -95,11 +95,11 @@ it('names with /, .., ., NUL and control characters each become one node directl
 
 it('an empty name and a name past the node-name limit are rejected, naming "key", and lock nothing', async () => {
   const b = backend({ basePath: '/bad-names' });
-  await expect(b.acquire(request(''))).rejects.toMatchObject({
+  await expect(b.tryAcquire(request(''))).rejects.toMatchObject({
     name: 'InvalidLockOptionsError',
     option: 'key',
   });
-  await expect(b.acquire(request('€'.repeat(400)))).rejects.toMatchObject({
+  await expect(b.tryAcquire(request('€'.repeat(400)))).rejects.toMatchObject({
     name: 'InvalidLockOptionsError',
     option: 'key',
     message: expect.stringMatching(/at most 1024 characters/),
@@ -120,7 +120,7 @@ it.each([
   'a session timeout of %p ms, outside what the server negotiates, fails the acquire clearly',
   async (asked, negotiated) => {
     const b = backend({ sessionTimeout: asked, basePath: '/bad-session' }, asked);
-    await expect(b.acquire(request('k'))).rejects.toMatchObject({
+    await expect(b.tryAcquire(request('k'))).rejects.toMatchObject({
       name: 'InvalidLockOptionsError',
       option: 'sessionTimeout',
       message: expect.stringMatching(negotiated),

@@ -1,20 +1,20 @@
-import { holderData, raceAbort, WAIT_DEADLINE } from '../../backend-kit';
+import { holderData, MAX_DURATION_MS, WAIT_DEADLINE } from '../../backend-kit';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
-  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
   ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
+  BackendWaitPolicy,
   LockInspection,
   SemaphoreBackend,
 } from '../../interfaces/lock-backend.interface';
 import { errorCode, ERR_SESSION_EXPIRED, zk } from './zookeeper.client';
 import { ZooKeeperOperations } from './zookeeper.operations';
 import { Contender } from './zookeeper.contender';
-import type { ZooKeeperLockStats } from './zookeeper.own-node';
+import type { Grant, ZooKeeperLockStats } from './zookeeper.own-node';
 import { SemaphoreContender } from './zookeeper.semaphore';
 import type { ZooKeeperContender } from './zookeeper.semaphore-nodes';
 import { driverAcl } from './zookeeper.acl';
@@ -31,8 +31,6 @@ import type { SessionState, ZooKeeperSession } from './zookeeper.session';
 import { ZooKeeperHeldLocks } from './zookeeper.held-locks';
 import { ZooKeeperSessions } from './zookeeper.sessions';
 
-const ABORTED = Symbol('aborted');
-
 /**
  * ZooKeeper locks in Apache Curator's layout (InterProcessMutex / InterProcessReadWriteLock), so
  * Java services using Curator and this module exclude each other on the same path.
@@ -40,8 +38,9 @@ const ABORTED = Symbol('aborted');
  * Algorithm: each contender owns one EPHEMERAL_SEQUENTIAL node under `<basePath>/<encoded key>`
  * (Curator's `_c_<id>-lock-<seq>`); the server's sequence orders them; a contender holds when
  * Curator's predicate says so (mutex/writer: first; reader: no writer before it) and otherwise
- * watches exactly one node (no herd). tryAcquire creates the node, lists the directory once and
- * deletes the node again when it does not hold.
+ * watches exactly one node (no herd). A try creates the node, lists the directory once and
+ * deletes the node again when it does not hold; a waiter's node stays queued between the engine's
+ * attempts, each of which continues its contender until its watch fires (OwnNode.step).
  *
  * Safety comes from ZooKeeper itself: creates are totally ordered and an ephemeral node lives
  * exactly as long as its session, so two holders can never both see themselves first. We lose a
@@ -84,7 +83,11 @@ export class ZooKeeperLockBackend implements LockBackend {
     () => this.basePath,
     (key) => this.sessions.current(key),
   );
+  /** Waiting requests' contenders between the engine's attempts, by owner (see contendOn). */
+  private readonly queued = new Map<string, ZooKeeperContender>();
   private closed = false;
+  /** A queued waiter is woken by its watches (or a reconnect); a timer would add nothing. */
+  readonly waitPolicy: BackendWaitPolicy = { fallbackDelay: MAX_DURATION_MS };
 
   constructor(options: ZooKeeperLockBackendOptions) {
     const o = checkOptions(options);
@@ -152,20 +155,27 @@ export class ZooKeeperLockBackend implements LockBackend {
   forceRelease(key: string): Promise<boolean> {
     return this.operations.forceRelease(key);
   }
-  /** One attempt: create our node, list the directory once; not first: delete it, busy. */
+  /**
+   * One attempt: create our node and list the directory. Without wait, not first: delete it, busy.
+   * With wait, not first: watch the node we wait for, and answer busy with the contender as wake;
+   * the engine's next attempt continues it (a step: see OwnNode.step) until it holds.
+   */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.contend(request, true, {});
+    return this.contend(request, {});
   }
 
-  /** Queued wait in the directory's sequence order, bounded by request.signal. */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return this.contend(request, request.wait === 0, {});
+  /** A waiter that gave up: its contender stops and its node is deleted. */
+  async leave(request: BackendAttempt): Promise<void> {
+    const contender = this.queued.get(request.owner);
+    if (!contender) return;
+    this.queued.delete(request.owner);
+    this.heldLocks.abandon(contender);
   }
 
   /** Native semaphores: Curator's InterProcessSemaphoreV2 layout (zookeeper.semaphore.ts). */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: (request, permits) => this.contend(request, true, { permits }),
-    acquire: (request, permits) => this.contend(request, request.wait === 0, { permits }),
+    tryAcquire: (request, permits) => this.contend(request, { permits }),
+    leave: (request) => this.leave(request),
     renew: (permits) => this.heldLocks.renew(permits),
     release: (permit) =>
       this.heldLocks.release(permit, lockDirectory(this.basePath, permit.key), true),
@@ -173,16 +183,13 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   /** Campaigns as Curator LeaderLatch participants (kazoo Election contenders with 'kazoo'). */
   readonly election: ElectionBackend = {
-    tryAcquire: (request, proposal) => this.contend(request, true, { proposal }),
-    acquire: (request, proposal) => this.contend(request, request.wait === 0, { proposal }),
+    tryAcquire: (request, proposal) => this.contend(request, { proposal }),
+    leave: (request) => this.leave(request),
   };
 
   /** Contends on a session until granted or busy; a session that expires meanwhile is replaced. */
-  private async contend(
-    request: BackendAttempt,
-    tryOnce: boolean,
-    form: ContendForm,
-  ): Promise<BackendAcquireResult> {
+  private async contend(request: BackendAttempt, form: ContendForm): Promise<BackendAcquireResult> {
+    const tryOnce = !request.wait;
     for (;;) {
       const session = this.sessions.current(request.key);
       if (!session.connected) {
@@ -262,19 +269,30 @@ export class ZooKeeperLockBackend implements LockBackend {
     );
   }
 
-  /** One contention on `session`: the result, or 'retry' when the session expired meanwhile. */
+  /**
+   * One attempt on `session`: the result, or 'retry' when the session expired meanwhile. A waiting
+   * request's contender lives on between attempts while it is queued (`queued`, by owner).
+   */
   private async contendOn(
     session: ZooKeeperSession,
     request: BackendAttempt,
     tryOnce: boolean,
     form: ContendForm,
   ): Promise<BackendAcquireResult | 'retry'> {
-    const contender = this.contender(session, request, tryOnce, form);
-    const run = this.heldLocks.run(contender);
-    let outcome: Awaited<typeof run> | typeof ABORTED;
+    const { owner } = request;
+    let contender = tryOnce ? undefined : this.queued.get(owner);
+    if (contender && contender.session !== session) {
+      // Its session was replaced: queue again on this one.
+      this.queued.delete(owner);
+      this.heldLocks.abandon(contender);
+      contender = undefined;
+    }
+    contender ??= this.contender(session, request, tryOnce, form);
+    let outcome: Grant | null | 'busy';
     try {
-      outcome = tryOnce ? await run : await raceAbort(run, request.signal, () => ABORTED);
+      outcome = await this.heldLocks.step(contender);
     } catch (error) {
+      this.queued.delete(owner);
       this.heldLocks.settle(contender);
       const expired = session.dead || errorCode(error) === ERR_SESSION_EXPIRED;
       // queue again on a fresh session
@@ -285,19 +303,14 @@ export class ZooKeeperLockBackend implements LockBackend {
         { key: request.key, cause: error },
       );
     }
-    if (outcome === ABORTED) {
-      const unanswered = contender.serverCall || !session.connected;
-      this.heldLocks.abandon(contender, run);
-      if (unanswered)
-        throw new LockBackendUnavailableError(
-          this.name,
-          'ZooKeeper did not answer before the wait deadline',
-          { key: request.key },
-        );
-      return { acquired: false };
+    if (outcome === 'busy') {
+      this.queued.set(owner, contender);
+      return { acquired: false, wake: contender };
     }
+    this.queued.delete(owner);
     this.heldLocks.settle(contender);
-    if (!outcome) return { acquired: false };
+    // Abandoned meanwhile (a release or close): its node is deleted (ZooKeeperHeldLocks.abandon).
+    if (!outcome || contender.abandoned) return { acquired: false };
     if (this.closed) return this.grantedWhileClosing(session, request, outcome.path);
     this.heldLocks.hold(request, session, contender, outcome);
     return { acquired: true, fencingToken: outcome.czxid, sentAt: outcome.sentAt };

@@ -21,11 +21,6 @@ import type { ZooKeeperSession } from './zookeeper.session';
  * A contender that is abandoned (deadline, cancel, close) deletes its node before it ends.
  */
 export class Contender extends OwnNode {
-  /**
-   * true while a request is outstanding (as opposed to waiting for a watch): tells "slow server"
-   * from "busy lock".
-   */
-  serverCall = false;
   /** Our node's czxid (the fencing token), once known. */
   private czxid: bigint | undefined;
   /** When the request the grant rests on was sent (see Grant.sentAt). */
@@ -78,7 +73,7 @@ export class Contender extends OwnNode {
         const ours = path.slice(this.dir.length + 1);
         if (!listing?.children.includes(ours)) {
           this.sentAt = performance.now();
-          listing = await this.call(() => zk.listing(c, this.dir));
+          listing = await zk.listing(c, this.dir);
         }
         if (this.abandoned) return this.giveUp();
         const sorted = sortChildren(listing?.children ?? []);
@@ -114,12 +109,12 @@ export class Contender extends OwnNode {
     const created = this.create();
     const listed = zk.listing(c, this.dir);
     listed.catch(() => undefined);
-    this.path = await this.call(() => created);
+    this.path = await created;
     this.czxid = undefined;
     this.ownWatched = false;
     this.ownGone = false;
     if (this.abandoned) return undefined;
-    return this.call(() => listed).catch(() => undefined);
+    return listed.catch(() => undefined);
   }
 
   /** We are first: the grant, with our czxid from the listing or from one read of our node. */
@@ -132,7 +127,7 @@ export class Contender extends OwnNode {
     this.czxid ??= this.czxidFrom(listing, ours);
     if (this.czxid === undefined) {
       this.sentAt = performance.now();
-      const stat = await this.call(() => this.watchOwn(c, path));
+      const stat = await this.watchOwn(c, path);
       if (!stat) return 'missing';
       this.czxid = toBigInt(stat.czxid, 'zookeeper');
     }
@@ -156,20 +151,18 @@ export class Contender extends OwnNode {
     const first = this.exclusive && index === 1;
     const target = this.exclusive && index >= 2 ? sorted[index - 2] : watch;
     const generation = ++this.generation;
-    const [stat, watched] = await this.call(() =>
-      Promise.all([
-        this.ownWatched ? undefined : this.watchOwn(c, path),
-        zk.watch(c, `${this.dir}/${target}`, (event: ZooKeeperEvent) => {
-          // a watch from an earlier round: we moved on
-          if (generation !== this.generation) return;
-          if (event.type === EVENT_NODE_DELETED) {
-            this.stats.watchNotifications++;
-            if (first) this.turn = generation;
-          }
-          this.kick();
-        }),
-      ]),
-    );
+    const [stat, watched] = await Promise.all([
+      this.ownWatched ? undefined : this.watchOwn(c, path),
+      zk.watch(c, `${this.dir}/${target}`, (event: ZooKeeperEvent) => {
+        // a watch from an earlier round: we moved on
+        if (generation !== this.generation) return;
+        if (event.type === EVENT_NODE_DELETED) {
+          this.stats.watchNotifications++;
+          if (first) this.turn = generation;
+        }
+        this.kick();
+      }),
+    ]);
     if (stat === null) return 'missing';
     if (stat) this.czxid = toBigInt(stat.czxid, 'zookeeper');
     if (this.abandoned) return 'again';
@@ -181,7 +174,7 @@ export class Contender extends OwnNode {
     // our session, which may expire sooner than a ttl from now. One read of our own node (also
     // confirming it) gives the grant a send time its validity can count from.
     this.sentAt = performance.now();
-    if (!(await this.call(() => zk.exists(c, path)))) return 'missing';
+    if (!(await zk.exists(c, path))) return 'missing';
     if (this.abandoned || this.ownGone) return 'again';
     this.granted = true;
     return 'granted';
@@ -207,15 +200,6 @@ export class Contender extends OwnNode {
         now.cversion === before.cversion + 1) ||
       (/^\d{10}$/.test(suffix) && now.cversion === Number(suffix) + 1);
     return onlyOurs ? toBigInt(pzxid, 'zookeeper') : undefined;
-  }
-
-  private async call<T>(op: () => Promise<T>): Promise<T> {
-    this.serverCall = true;
-    try {
-      return await op();
-    } finally {
-      this.serverCall = false;
-    }
   }
 }
 

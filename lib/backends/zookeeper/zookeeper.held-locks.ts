@@ -50,10 +50,13 @@ export class ZooKeeperHeldLocks {
     );
   }
 
-  /** Runs a contender, known until settle() or abandon() so a release or close can abandon it. */
-  run(c: ZooKeeperContender): Promise<Grant | null> {
+  /**
+   * One step of a contender (see OwnNode.step), known until settle() or abandon() so a release or
+   * close can abandon it, also while it is queued between steps.
+   */
+  step(c: ZooKeeperContender): Promise<Grant | null | 'busy'> {
     this.contenders.add(c);
-    return c.run();
+    return c.step();
   }
 
   settle(c: ZooKeeperContender): void {
@@ -164,22 +167,22 @@ export class ZooKeeperHeldLocks {
     ]);
   }
 
-  /** Stops a contender; the node of a grant that arrives after all is deleted in the background. */
-  abandon(c: ZooKeeperContender, run?: Promise<Grant | null>): void {
+  /**
+   * Stops a contender (its node is given up); the node of a grant that arrives after all is deleted
+   * in the background.
+   */
+  abandon(c: ZooKeeperContender): void {
     this.contenders.delete(c);
-    c.abandon();
-    if (run)
-      this.track(
-        run.then(
-          (grant) =>
-            grant && !c.session.dead ? this.deleteNode(c.session, grant.path) : undefined,
-          (error: unknown) => {
-            // An expired session took the contender's node with it: nothing is left to clean up.
-            // Any other failure may have left the node behind: track() counts it.
-            if (!c.session.dead) throw error;
-          },
-        ),
-      );
+    this.track(
+      c.finish().then(
+        (grant) => (grant && !c.session.dead ? this.deleteNode(c.session, grant.path) : undefined),
+        (error: unknown) => {
+          // An expired session took the contender's node with it: nothing is left to clean up.
+          // Any other failure may have left the node behind: track() counts it.
+          if (!c.session.dead) throw error;
+        },
+      ),
+    );
   }
 
   /** Ends a held lock: tells its handle (onLost) and, when asked, deletes its node. Idempotent. */

@@ -76,7 +76,18 @@ export abstract class OwnNode {
   protected woken = false;
   /** Counts watch rounds, so a watch set in an earlier round does not wake a later one. */
   protected generation = 0;
-  private wake: (() => void) | undefined;
+  /** The acquire the engine steps: this one; a semaphore's for its `locks` mutex. */
+  stepper: OwnNode = this;
+  /** The acquire's loop (run()), once the first step started it. */
+  private running: Promise<Grant | null> | undefined;
+  /** Continues the loop from the sleep it handed to the engine (see step). */
+  private resume: (() => void) | undefined;
+  /** Ends the current step with 'busy' when the loop sleeps (see step). */
+  private park: ((busy: 'busy') => void) | undefined;
+  /** A kick came since the loop last slept: the next step re-evaluates. */
+  private kicked = false;
+  /** Ends the engine's wait on this acquire (see wait). */
+  private engineWake: (() => void) | undefined;
 
   protected constructor(
     readonly session: ZooKeeperSession,
@@ -91,21 +102,55 @@ export abstract class OwnNode {
     private readonly data: Buffer | undefined,
   ) {}
 
-  /** true while a request is outstanding at a deadline: tells "slow server" from "busy lock". */
-  abstract readonly serverCall: boolean;
-
   /**
-   * Resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on session expiry or
-   * server errors.
+   * The acquire's loop: resolves the grant, or null (busy with tryOnce, or abandoned). Rejects on
+   * session expiry or server errors. It never waits on its own: its sleeps go to the engine (step).
    */
   abstract run(): Promise<Grant | null>;
 
-  /** Wakes the loop to re-evaluate (watch fired, reconnect, abandon). */
+  /**
+   * One attempt of the engine's wait: runs the acquire until it is granted (the grant), ends
+   * (null) or sleeps on a watch: then it is queued, the step answers 'busy', this object is the
+   * busy answer's wake (kick() ends the engine's wait), and the next step continues from that
+   * sleep. A step with no kick since the sleep (the engine's timer) sends nothing: 'busy' at once.
+   * Rejects as run() does.
+   */
+  step(): Promise<Grant | null | 'busy'> {
+    if (this.resume && !this.kicked && !this.abandoned) return Promise.resolve('busy');
+    const parked = new Promise<'busy'>((resolve) => (this.park = resolve));
+    this.kicked = false;
+    if (this.running) this.continue();
+    else this.running = this.run();
+    return Promise.race([this.running, parked]);
+  }
+
+  /** The engine's wait between steps: until a kick (watch, reconnect, abandon), `ms` or abort. */
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.kicked || this.abandoned || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        if (this.engineWake === done) this.engineWake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.engineWake = done;
+    });
+  }
+
+  /** Nothing: the acquire ends with its grant, or through finish(). */
+  dispose(): void {}
+
+  /** Wakes the acquire to re-evaluate (watch fired, reconnect, abandon). */
   kick(): void {
     this.woken = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+    const s = this.stepper;
+    s.kicked = true;
+    const wake = s.engineWake;
+    s.engineWake = undefined;
+    wake?.();
   }
 
   abandon(): void {
@@ -113,9 +158,33 @@ export abstract class OwnNode {
     this.kick();
   }
 
+  /**
+   * Abandons the acquire and lets a sleeping loop give its node up: the loop's outcome (a grant
+   * that raced with it is the caller's to delete).
+   */
+  finish(): Promise<Grant | null> {
+    this.abandon();
+    this.continue();
+    return this.running ?? Promise.resolve(null);
+  }
+
+  /** Hands the wait to the engine: the step ends 'busy', and the next one continues from here. */
   protected sleep(): Promise<void> {
     if (this.woken || this.abandoned) return Promise.resolve();
-    return new Promise((resolve) => (this.wake = resolve));
+    const s = this.stepper;
+    return new Promise((resolve) => {
+      s.resume = resolve;
+      s.kicked = false;
+      const park = s.park;
+      s.park = undefined;
+      park?.('busy');
+    });
+  }
+
+  private continue(): void {
+    const resume = this.resume;
+    this.resume = undefined;
+    resume?.();
   }
 
   /**

@@ -65,13 +65,15 @@ export function watchChildren(
 /** What the backend drives: a lock Contender or a SemaphoreContender. */
 export type ZooKeeperContender = Pick<
   Contender,
-  | 'run'
+  | 'step'
+  | 'wait'
+  | 'dispose'
+  | 'finish'
+  | 'abandoned'
   | 'kick'
-  | 'abandon'
   | 'session'
   | 'owner'
   | 'dir'
-  | 'serverCall'
   | 'onOwnDeleted'
   | 'ownDeleted'
 >;

@@ -32,8 +32,6 @@ import {
 export class SemaphoreContender extends OwnNode {
   private mutex: Contender | undefined;
   private readonly leases: string;
-  private calling = false;
-  private answered = false;
 
   constructor(
     session: ZooKeeperSession,
@@ -61,7 +59,7 @@ export class SemaphoreContender extends OwnNode {
     for (;;) {
       if (this.tryOnce) {
         // Full already: busy without creating a node (a read; adding ours could only exceed N).
-        const now = await this.call(() => zk.children(c, this.leases));
+        const now = await zk.children(c, this.leases);
         if (now && now.length >= this.permits) return null;
       }
       if (this.abandoned) return null;
@@ -75,6 +73,8 @@ export class SemaphoreContender extends OwnNode {
         this.stats,
         this.acl,
       );
+      // The mutex's queue is the semaphore's wait: its sleeps end the semaphore's steps.
+      mutex.stepper = this;
       this.mutex = mutex;
       const locked = await mutex.run();
       // A try that finds the mutex busy (another acquire is counting right now) still counts the
@@ -93,7 +93,7 @@ export class SemaphoreContender extends OwnNode {
       // After the mutex went: our node's watch (its deletion is a lost lease) and czxid (the
       // token).
       const sentAt = performance.now();
-      const stat = await this.call(() => zk.watch(c, path, this.ownWatcher));
+      const stat = await zk.watch(c, path, this.ownWatcher);
       if (this.abandoned) return this.giveUp();
       if (stat) {
         this.granted = true;
@@ -102,17 +102,6 @@ export class SemaphoreContender extends OwnNode {
       this.path = undefined; // deleted between our count and now: start over
       if (this.tryOnce) return null;
     }
-  }
-
-  /**
-   * true while a request is outstanding and the server has answered none of this acquire's yet:
-   * what tells "ZooKeeper did not answer" from "busy" at a deadline. An acquire makes several
-   * requests in a row (mutex, lease, count), so one in flight at the deadline after earlier answers
-   * means a slow server or a full semaphore, not an unreachable one.
-   */
-  get serverCall(): boolean {
-    if (this.answered || this.mutex?.path !== undefined) return false;
-    return this.calling || (this.mutex?.serverCall ?? false);
   }
 
   /** Wakes the loop (and the `locks` mutex's) to re-evaluate (watch fired, reconnect, abandon). */
@@ -136,20 +125,18 @@ export class SemaphoreContender extends OwnNode {
       try {
         const fresh = !this.path;
         // After a lost create answer, find our node first (by its protected prefix).
-        if (!this.path && this.createLost) this.path = await this.call(() => this.create());
+        if (!this.path && this.createLost) this.path = await this.create();
         this.woken = false;
         const generation = ++this.generation;
         // Pipelined: our create goes out before the watched listing, and the server runs a
         // session's requests in order, so the listing includes our node: one round trip.
         const creating = this.path ? undefined : this.create();
-        const [made, listed] = await this.call(() =>
-          Promise.allSettled([
-            creating,
-            watchChildren(c, this.leases, () => {
-              if (generation === this.generation) this.kick();
-            }),
-          ]),
-        );
+        const [made, listed] = await Promise.allSettled([
+          creating,
+          watchChildren(c, this.leases, () => {
+            if (generation === this.generation) this.kick();
+          }),
+        ]);
         if (made.status === 'rejected') throw made.reason;
         if (made.value) this.path = made.value;
         if (this.abandoned) return this.giveUp();
@@ -182,16 +169,5 @@ export class SemaphoreContender extends OwnNode {
     zk.release(this.session.client, path).catch(() =>
       deleteUntilGone(this.session, path, () => false),
     );
-  }
-
-  private async call<T>(op: () => Promise<T>): Promise<T> {
-    this.calling = true;
-    try {
-      const answer = await op();
-      this.answered = true;
-      return answer;
-    } finally {
-      this.calling = false;
-    }
   }
 }
