@@ -226,3 +226,23 @@ it('a closing backend deletes its empty directories at once', async () => {
   await a.engine.close();
   await eventually(async () => !(await exists(dir)));
 });
+
+it('a waiter that times out queues once and at its deadline only deletes its node: the engine sends nothing more for it', async () => {
+  const { key, dir } = fresh('timeout');
+  const a = await process();
+  const b = await process();
+  const held = await a.engine.acquire(key);
+  await (await b.engine.acquire(fresh('warm').key)).release(); // b's session and first requests
+  await quiet(b.stats);
+  const before = b.stats.sent;
+  await expect(b.engine.acquire(key, { wait: 300 })).rejects.toMatchObject({
+    code: 'LOCK_ACQUIRE_TIMEOUT',
+  });
+  await eventually(async () => (await childrenOf(dir)).length === 1);
+  await quiet(b.stats);
+  // The directory's create (new to b) and our node's, the listing; the watches on our node and on
+  // the holder's; then at the deadline (the engine's last attempt finds no watch event: nothing
+  // sent) the leave: our node's delete and the directory's listing, as a release sends them.
+  expect(b.stats.sent - before).toBe(7);
+  await held.release();
+});
