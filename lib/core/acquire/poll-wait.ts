@@ -101,17 +101,18 @@ function isFinal(failure: unknown): boolean {
 }
 
 /**
- * The wait loop the engine runs for every grant without a native queued wait (memory, Redis,
- * Redlock, SQL, and any third-party backend that gives only tryAcquire): attempt; on busy, sleep
- * until the busy answer's own wake (the system queued us: a handoff), a release notification, the
- * lock's own expiry (the attempt's retryAfter) or a jittered backoff, whichever comes first; stop
- * when the request's signal aborts (deadline or cancel). A failed attempt (backend unreachable) is
- * retried while the budget lasts, unless its error is final; when it runs out, the last failure
- * surfaces as LockBackendUnavailableError, never as a timeout. `onWait` is called once the request
- * is about to wait (its first attempt answered busy or failed, or it starts on a handoff), before
- * the loop reads `request.signal`: the engine starts the wait's deadline timer there, so an acquire
- * granted at its first attempt never creates one. `leave` (LockBackend.leave) runs when a wait
- * (wait > 0) ends without a grant, once its last attempt settled.
+ * The wait loop the engine runs for every grant without a wait of its backend's own (memory,
+ * Redis, ZooKeeper, Redlock, SQL, any third-party backend's tryAcquire): attempt; on busy, sleep
+ * until the busy answer's own wake (the system queued us: a handoff, a watch), a release
+ * notification, the lock's own expiry (the attempt's retryAfter) or a jittered backoff, whichever
+ * comes first; stop when the request's signal aborts (deadline or cancel). A failed attempt
+ * (backend unreachable) is retried while the budget lasts, unless its error is final; when it runs
+ * out, the last failure surfaces as LockBackendUnavailableError, never as a timeout. `onWait` is
+ * called once the request is about to wait (its first attempt answered busy or failed, or it
+ * starts on a handoff), before the loop reads `request.signal`: the engine starts the wait's
+ * deadline timer there, so an acquire granted at its first attempt never creates one. `leave`
+ * (LockBackend.leave) runs when a wait (wait > 0) ends without a grant, once its last attempt
+ * settled.
  */
 export async function pollAcquire(
   request: BackendAcquireRequest,
