@@ -14,7 +14,15 @@ export function asUnavailable(error: unknown, backend: string, key?: string): Di
   return new LockBackendUnavailableError(backend, 'the request failed', { key, cause: error });
 }
 
-export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Sleeps `ms`, or until `signal` aborts; `onWake` receives a function that ends the sleep early
+ * (a backend's wake: a handoff message, a watch event). Ending it again later does nothing.
+ */
+export function sleepFor(
+  ms: number,
+  signal?: AbortSignal,
+  onWake?: (wake: () => void) => void,
+): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
@@ -25,6 +33,7 @@ export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
     // Clamped: setTimeout turns a delay above 2^31-1 ms into 1 ms (a busy loop, not a long sleep).
     const timer = setTimeout(done, Math.min(Math.max(0, ms), MAX_DURATION_MS));
     signal?.addEventListener('abort', done, { once: true });
+    onWake?.(done);
   });
 }
 

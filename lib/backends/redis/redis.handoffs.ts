@@ -1,3 +1,4 @@
+import { sleepFor } from '../../backend-kit';
 import type { BackendLock, ReleaseListener } from '../../interfaces/lock-backend.interface';
 
 /**
@@ -32,18 +33,8 @@ export class QueuedWaiter implements HandoffWaiter, ReleaseListener {
 
   /** Sleeps `ms`, until the signal aborts, or until a handoff or a re-check message wakes us. */
   wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.handed || signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.wake = done;
-    });
+    if (this.handed) return Promise.resolve();
+    return sleepFor(ms, signal, (wake) => (this.wake = wake));
   }
 
   /** Nothing: the registration ends at the grant or in leave, not when the engine stops waiting. */

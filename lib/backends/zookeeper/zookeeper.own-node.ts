@@ -1,3 +1,4 @@
+import { sleepFor } from '../../backend-kit';
 import {
   CREATE_MODE_EPHEMERAL_SEQUENTIAL,
   CREATE_MODE_PERSISTENT,
@@ -126,18 +127,8 @@ export abstract class OwnNode {
 
   /** The engine's wait between steps: until a kick (watch, reconnect, abandon), `ms` or abort. */
   wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.kicked || this.abandoned || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        if (this.engineWake === done) this.engineWake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.engineWake = done;
-    });
+    if (this.kicked || this.abandoned) return Promise.resolve();
+    return sleepFor(ms, signal, (wake) => (this.engineWake = wake));
   }
 
   /** Nothing: the acquire ends with its grant, or through finish(). */
