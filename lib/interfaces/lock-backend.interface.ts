@@ -3,10 +3,10 @@
  * (owner tokens, option validation, deadlines, cancellation, the local FIFO line per key, wake-ups
  * and timed retries, reentrancy, the watchdog, handles); a backend owns mechanics: how ONE attempt
  * takes a lock on its system, how it is renewed and released, and optionally how waiters learn of a
- * release (a wake-up source), how the system queues them (a busy answer's wake, and leave: Redis,
- * ZooKeeper), or a wait of its own (acquire: etcd). Backends import only
- * `nestjs-distributed-lock/backend-kit` (this contract, WAIT_DEADLINE, the option checker, key
- * encoding, validity and token helpers) and the errors.
+ * release (a wake-up source), or how the system queues them (a busy answer's wake, and leave:
+ * Redis, etcd, ZooKeeper). Backends import only `nestjs-distributed-lock/backend-kit` (this
+ * contract, WAIT_DEADLINE, the option checker, key encoding, validity and token helpers) and the
+ * errors.
  */
 export type LockMode = 'exclusive' | 'shared';
 
@@ -79,9 +79,9 @@ export interface BackendAttempt extends BackendLock {
   readonly onLost: (reason: string, cause?: unknown) => void;
 }
 
-/** A waiting acquire, for backends that queue natively (LockBackend.acquire). */
+/** An attempt as the engine makes it: its wait is always known. */
 export interface BackendAcquireRequest extends BackendAttempt {
-  /** ms the caller may wait (> 0 when the engine calls acquire; 0 goes to tryAcquire). */
+  /** ms the caller may wait in all (0: one attempt). */
   readonly wait: number;
 }
 
@@ -94,8 +94,6 @@ export interface BackendAcquireRequest extends BackendAttempt {
 export interface SemaphoreBackend {
   /** ONE attempt at a permit, as LockBackend.tryAcquire. */
   tryAcquire(request: BackendAttempt, permits: number): Promise<BackendAcquireResult>;
-  /** Optional native queued wait for a permit, as LockBackend.acquire. */
-  acquire?(request: BackendAcquireRequest, permits: number): Promise<BackendAcquireResult>;
   /** Takes a waiter that gave up out of the system's queue, as LockBackend.leave. */
   leave?(request: BackendAttempt): Promise<void>;
   /** Renews held permits, as LockBackend.renew. */
@@ -113,7 +111,6 @@ export interface SemaphoreBackend {
  */
 export interface ElectionBackend {
   tryAcquire(request: BackendAttempt, proposal: string): Promise<BackendAcquireResult>;
-  acquire?(request: BackendAcquireRequest, proposal: string): Promise<BackendAcquireResult>;
   /** Takes a candidate that gave up out of the system's queue, as LockBackend.leave. */
   leave?(request: BackendAttempt): Promise<void>;
 }
@@ -168,11 +165,6 @@ export type BackendAcquireResult =
        * ones.
        */
       readonly sentAt?: number;
-      /**
-       * A native queued wait (`acquire`) sets it when its first attempt did not grant: the grant is
-       * reported `contended` although the engine saw one call.
-       */
-      readonly waited?: boolean;
     }
   | {
       readonly acquired: false;
@@ -231,7 +223,7 @@ export interface LockBackend {
   /**
    * ONE attempt, no waiting: grant the lock now or answer busy (with retryAfter when the holder's
    * remaining ttl is known; with `wake` when it queued the request, see leave). The engine runs
-   * every wait of a backend without `acquire` on top of it: a FIFO line per key in this process
+   * every wait on top of it: a FIFO line per key in this process
    * (only its head attempts; none with `leave`), woken by the busy answer's wake, `wakeups`, the
    * retryAfter or a jittered backoff, until the deadline or a cancel.
    */
@@ -244,17 +236,11 @@ export interface LockBackend {
   readonly waitPolicy?: BackendWaitPolicy;
 
   /**
-   * Optional wait of the backend's own (etcd's revisions and local queue): when present the
-   * engine calls it for every acquire with wait > 0 instead of running its own loop. It must honour
-   * request.signal as described on BackendAttempt.
-   */
-  acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
-
-  /**
-   * Optional: the backend queues waiters in its system (Redis's queue with direct handoff,
-   * ZooKeeper's sequential nodes with a watch on the one waited for). With it, tryAcquire of a
-   * request with wait > 0 may join that queue and answer busy with a `wake`; the engine then runs
-   * no local line for the backend's waiters (the system's queue orders them), waits on the wake,
+   * Optional: the backend queues waiters in its system (Redis's queue with direct handoff, etcd's
+   * revisions and ZooKeeper's sequential nodes with a watch on the one waited for). With it,
+   * tryAcquire of a request with wait > 0 may join that queue and answer busy with a `wake`; the
+   * engine then runs no local line for the backend's waiters (the backend orders them), waits on
+   * the wake,
    * attempts again (the backend knows the request by its owner: that attempt re-checks its place)
    * and, when the wait ends without a grant (deadline, cancel, failure), calls leave once the last
    * attempt settled. leave takes the request out of the queue and gives back a grant that raced

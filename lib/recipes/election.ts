@@ -223,10 +223,9 @@ export class Leadership {
 function electionDriver(backend: LockBackend, proposal: string): GrantDriver | undefined {
   const election = backend.election;
   if (!election) return undefined;
-  const { acquire, leave } = election;
+  const { leave } = election;
   return {
     tryAcquire: (request) => election.tryAcquire(request, proposal),
-    acquire: acquire && ((request) => acquire.call(election, request, proposal)),
     leave: leave && ((request) => leave.call(election, request)),
     holder: backend,
     reentry: '',

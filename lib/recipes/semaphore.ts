@@ -54,10 +54,9 @@ export function acquireSemaphore(
 
 /** How the pipeline takes a permit of a native semaphore of `permits`. */
 function permitDriver(semaphore: SemaphoreBackend, permits: number): GrantDriver {
-  const { acquire, leave } = semaphore;
+  const { leave } = semaphore;
   return {
     tryAcquire: (request) => semaphore.tryAcquire(request, permits),
-    acquire: acquire && ((request) => acquire.call(semaphore, request, permits)),
     leave: leave && ((request) => leave.call(semaphore, request)),
     holder: semaphore,
     reentry: `\u0000#${permits}`,

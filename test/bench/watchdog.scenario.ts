@@ -168,7 +168,7 @@ function countingBackend(backend: LockBackend, batches: Batch[]): LockBackend {
     name: backend.name,
     capabilities: backend.capabilities,
     tryAcquire: (request) => backend.tryAcquire(request),
-    acquire: backend.acquire?.bind(backend),
+    leave: backend.leave?.bind(backend),
     wakeups: backend.wakeups,
     waitPolicy: backend.waitPolicy,
     release: (lock) => backend.release(lock),

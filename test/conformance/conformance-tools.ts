@@ -1,5 +1,4 @@
 import type {
-  BackendAcquireRequest,
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
@@ -14,27 +13,16 @@ import type {
  */
 export class CrashableBackend implements LockBackend {
   crashed = false;
-  /** Calls into the backend that may grant a lock (tryAcquire attempts and native acquires). */
+  /** Calls into the backend that may grant a lock (tryAcquire attempts). */
   acquireCalls = 0;
   readonly acquireStarted: Promise<void>;
   private started!: () => void;
-  /** Present exactly when the inner backend queues natively, so the engine treats both alike. */
-  readonly acquire?: (request: BackendAcquireRequest) => Promise<BackendAcquireResult>;
-  /** Present exactly when the inner backend queues its waiters itself (see acquire). */
+  /** Present exactly when the inner backend queues its waiters itself, so the engine treats both alike. */
   readonly leave?: (request: BackendAttempt) => Promise<void>;
 
   constructor(readonly inner: LockBackend) {
     this.acquireStarted = new Promise((r) => (this.started = r));
     this.leave = inner.leave?.bind(inner);
-    const native = inner.acquire?.bind(inner);
-    if (native) {
-      this.acquire = (request) => {
-        this.acquireCalls++;
-        const result = native(request);
-        this.started();
-        return result;
-      };
-    }
   }
 
   get wakeups() {

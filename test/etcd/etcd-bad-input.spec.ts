@@ -72,12 +72,12 @@ describe('etcd backend: bad input', () => {
       signal: new AbortController().signal,
       onLost: () => undefined,
     };
-    await expect(backend.acquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject({
+    await expect(backend.tryAcquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject({
       name: 'InvalidLockOptionsError',
       option: 'key',
     });
     await expect(
-      backend.acquire({ ...base, key: 'x', mode: 'upgradable' as never }),
+      backend.tryAcquire({ ...base, key: 'x', mode: 'upgradable' as never }),
     ).rejects.toMatchObject({ option: 'mode' });
     expect(await etcd.admin.getAll().prefix('/').keys()).toEqual([]);
     await backend.close();

@@ -23,7 +23,8 @@ runHolder(async ({ send }) => {
     name: inner.name,
     capabilities: inner.capabilities,
     tryAcquire: (request) => inner.tryAcquire(request),
-    acquire: (request) => inner.acquire(request),
+    leave: (request) => inner.leave(request),
+    waitPolicy: inner.waitPolicy,
     release: (lock) => inner.release(lock),
     close: () => inner.close(),
     renew: (locks: readonly BackendLock[]) => {

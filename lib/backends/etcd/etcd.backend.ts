@@ -1,11 +1,12 @@
 import { holderData } from '../../backend-kit/holder-data';
+import { MAX_DURATION_MS } from '../../backend-kit/limits';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type {
-  BackendAcquireRequest,
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
+  BackendWaitPolicy,
   ElectionBackend,
   LockBackend,
   LockBackendCapabilities,
@@ -56,6 +57,8 @@ export class EtcdLockBackend implements LockBackend {
     sessionBased: true,
     maxKeyLength: 512,
   };
+  /** A queued waiter is woken by news of its place (LocalQueue.step); a timer would add nothing. */
+  readonly waitPolicy: BackendWaitPolicy = { fallbackDelay: MAX_DURATION_MS };
   readonly sessionTtl: number;
   readonly prefix: string;
   private client: EtcdClientLike | undefined;
@@ -193,36 +196,34 @@ export class EtcdLockBackend implements LockBackend {
 
   /**
    * One attempt, as Go's Mutex.TryLock: create our key and read the contenders in one txn; when
-   * an older contender blocks us, delete the key again and answer busy.
+   * an older contender blocks us, delete the key again and answer busy. With wait, the request
+   * stays queued (locally, then on etcd's revision order) between the engine's attempts, and the
+   * busy answer's wake tells the engine when there is news (LocalQueue.step).
    */
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult> {
-    return this.queueFor(request, true);
+    return this.queueFor(request);
   }
 
-  /** Queued wait on etcd's revision order, bounded by request.signal (deadline or cancel). */
-  acquire(request: BackendAcquireRequest): Promise<BackendAcquireResult> {
-    return this.queueFor(request, request.wait === 0);
+  /** A waiter that gave up leaves its queue; its key is deleted when nobody else rides it. */
+  async leave(request: BackendAttempt): Promise<void> {
+    await this.queues.get(request.key)?.leave(request.owner);
   }
 
   /** Native semaphores: permits under the key's semaphore prefix (etcd.semaphore.ts). */
   readonly semaphore: SemaphoreBackend = {
-    tryAcquire: (request, permits) => this.permitFor(request, permits, true),
-    acquire: (request, permits) => this.permitFor(request, permits, request.wait === 0),
+    tryAcquire: (request, permits) => this.permitFor(request, permits),
+    leave: (request) => this.semaphores.leave(request.owner),
     renew: (permits) => renewHeld(permits, this.queues, this.semaphores, this.callTimeout, true),
     release: (permit) => this.semaphores.release(permit),
   };
 
   /** Campaigns laid out as concurrency.Election: the proposal is the value of our key. */
   readonly election: ElectionBackend = {
-    tryAcquire: (request, proposal) => this.queueFor(request, true, proposal),
-    acquire: (request, proposal) => this.queueFor(request, request.wait === 0, proposal),
+    tryAcquire: (request, proposal) => this.queueFor(request, proposal),
+    leave: (request) => this.leave(request),
   };
 
-  private permitFor(
-    request: BackendAttempt,
-    permits: number,
-    tryOnce: boolean,
-  ): Promise<BackendAcquireResult> {
+  private permitFor(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
     if (this.closed) return Promise.reject(this.closedError(request.key));
     try {
       etcdLockPrefix(request.key, this.prefix);
@@ -230,18 +231,19 @@ export class EtcdLockBackend implements LockBackend {
       return Promise.reject(error);
     }
     this.holder ||= holderData(request.holder);
-    return this.semaphores.acquire(request, permits, tryOnce);
+    return request.wait
+      ? this.semaphores.step(request, permits)
+      : this.semaphores.tryOnce(request, permits);
   }
 
   private closedError(key: string): LockBackendUnavailableError {
-    return new LockBackendUnavailableError(this.name, 'the backend was closed', { key });
+    return new LockBackendUnavailableError(this.name, 'the backend was closed', {
+      key,
+      final: true,
+    });
   }
 
-  private queueFor(
-    request: BackendAttempt,
-    tryOnce: boolean,
-    proposal?: string,
-  ): Promise<BackendAcquireResult> {
+  private queueFor(request: BackendAttempt, proposal?: string): Promise<BackendAcquireResult> {
     if (this.closed) return Promise.reject(this.closedError(request.key));
     this.holder ||= holderData(request.holder);
     if (request.mode !== 'exclusive' && request.mode !== 'shared')
@@ -259,7 +261,7 @@ export class EtcdLockBackend implements LockBackend {
       queue = new LocalQueue(request.key, lockPrefix, this.ctx);
       this.queues.set(request.key, queue);
     }
-    return queue.acquire(request, tryOnce, proposal);
+    return request.wait ? queue.step(request, proposal) : queue.tryOnce(request, proposal);
   }
 
   /**

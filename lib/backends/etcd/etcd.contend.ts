@@ -25,7 +25,8 @@ export interface ContendHooks {
   session(): Promise<EtcdSession>;
   /** Attaches the own key to `session` (its key becomes `NAME/<session lease>`). */
   bind(ownKey: OwnKey, session: EtcdSession): void;
-  contender(ownKey: OwnKey): Contender;
+  /** The lock's range `NAME/`. */
+  readonly lockPrefix: Buffer;
   /** Settles the try-once waiters after an answer that did not grant. */
   settleGivingUp(ownKey: OwnKey): void;
   grant(ownKey: OwnKey): void;
@@ -48,7 +49,7 @@ export async function contend(ownKey: OwnKey, hooks: ContendHooks): Promise<void
     try {
       const session = await hooks.session();
       if (ownKey.session !== session) hooks.bind(ownKey, session);
-      const c = hooks.contender(ownKey);
+      const c = ownKey.contender(hooks.lockPrefix);
       const client = session.client;
       const deadline = Date.now() + hooks.callTimeout;
       const pos =

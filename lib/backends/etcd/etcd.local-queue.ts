@@ -2,8 +2,8 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import type { BackendAcquireResult, BackendAttempt } from '../../interfaces/lock-backend.interface';
 import { deleteUntilGone } from './etcd.cleanup';
 import { contend } from './etcd.contend';
-import { OwnKey, Waiter } from './etcd.own-key';
-import { writerQueuedAfter, type Contender } from './etcd.ops';
+import { OwnKey, QueuedRequest, Waiter } from './etcd.own-key';
+import { writerQueuedAfter } from './etcd.ops';
 import type { QueueWatches } from './etcd.queue-watch';
 import type { EtcdSession } from './etcd.session';
 
@@ -35,6 +35,8 @@ export class LocalQueue {
   private readonly queue: Waiter[] = [];
   private cleanup: Promise<void> | undefined;
   private cleanupFailure: unknown;
+  /** Requests with wait > 0 between the engine's attempts, by owner (see step). */
+  private readonly queued = new Map<string, QueuedRequest>();
 
   constructor(
     readonly fullKey: string,
@@ -43,35 +45,78 @@ export class LocalQueue {
   ) {}
 
   get empty(): boolean {
-    return !this.current && !this.cleanup && this.queue.length === 0;
+    return !this.current && !this.cleanup && this.queue.length === 0 && this.queued.size === 0;
   }
 
-  /** Acquires for `request`; a try-once (`tryOnce`) answers busy after etcd's first answer. */
-  acquire(
-    request: BackendAttempt,
-    tryOnce: boolean,
-    proposal?: string,
-  ): Promise<BackendAcquireResult> {
+  /** One attempt without a wait (Go's Mutex.TryLock): busy after etcd's first answer. */
+  tryOnce(request: BackendAttempt, proposal?: string): Promise<BackendAcquireResult> {
     return new Promise((resolve, reject) => {
-      const w = new Waiter(request, tryOnce, resolve, reject, proposal);
+      const w = new Waiter(request, true, resolve, reject, proposal);
       request.signal.addEventListener('abort', () => this.abandon(w), { once: true });
-      const cur = this.current;
-      if (!cur && this.queue.length === 0) return this.start([w]);
-      const joinable = cur?.mode === 'shared' && w.mode === 'shared' && this.queue.length === 0;
-      if (joinable && cur.state === 'held') return void this.joinHeld(cur, w);
-      if (joinable && cur.state === 'waiting') {
-        // A try-once reader rides along with the first attempt; once etcd said "blocked", it is
-        // busy.
-        if (!w.givingUp || cur.answers === 0) return this.join(cur, w);
-        return cur.failure !== undefined
-          ? w.fail(this.unavailable('etcd did not answer', cur.failure))
-          : w.settle({ acquired: false });
-      }
-      // Another owner of this process holds or queues first: busy for a try-once, else queue
-      // locally.
-      if (w.givingUp) return w.settle({ acquired: false });
-      this.enqueue(w);
+      this.admit(w);
     });
+  }
+
+  /**
+   * One attempt of the engine's wait for a request with wait > 0. The first joins this queue and
+   * answers once its place is known: granted, or busy with the request as the wake (queued here
+   * behind another owner, or on etcd behind another contender). Later attempts read what came
+   * since, with no round trip. While etcd fails the attempt fails too, so the engine retries with
+   * backoff and reports the outage, not a timeout, at the deadline.
+   */
+  async step(request: BackendAttempt, proposal?: string): Promise<BackendAcquireResult> {
+    let q = this.queued.get(request.owner);
+    if (!q) {
+      this.queued.set(request.owner, (q = new QueuedRequest(request, proposal)));
+      this.admit(q.waiter);
+      // Its own key's first answer, or a reader's check of a held key, is on its way: wait for it.
+      const cur = this.current;
+      if (cur?.waiters.has(q.waiter) && (cur.state === 'held' || cur.answers === 0)) await q.next();
+    }
+    if (q.outcome) this.forget(request.owner);
+    const failure = this.failureOf(q.waiter);
+    return q.answer(failure && this.unavailable('etcd did not answer', failure));
+  }
+
+  /** A waiting request gave up (the engine's deadline or cancel); a grant that raced goes back. */
+  async leave(owner: string): Promise<void> {
+    const q = this.queued.get(owner);
+    if (!q) return;
+    this.forget(owner);
+    if (!q.outcome) this.abandon(q.waiter);
+    const outcome = await q.done;
+    if ('result' in outcome && outcome.result.acquired)
+      await this.release(owner).catch(() => undefined);
+  }
+
+  private admit(w: Waiter): void {
+    const cur = this.current;
+    if (!cur && this.queue.length === 0) return this.start([w]);
+    const joinable = cur?.mode === 'shared' && w.mode === 'shared' && this.queue.length === 0;
+    if (joinable && cur.state === 'held') return void this.joinHeld(cur, w);
+    if (joinable && cur.state === 'waiting') {
+      // A try-once reader rides along with the first attempt; once etcd said "blocked", it is busy.
+      if (!w.givingUp || cur.answers === 0) return this.join(cur, w);
+      return cur.failure !== undefined
+        ? w.fail(this.unavailable('etcd did not answer', cur.failure))
+        : w.settle({ acquired: false });
+    }
+    // Another owner of this process holds or queues first: busy for a try-once, else queue
+    // locally.
+    if (w.givingUp) return w.settle({ acquired: false });
+    this.enqueue(w);
+  }
+
+  /** The failure a waiter waits behind: its own key's last answer, or our last key's deletion. */
+  private failureOf(w: Waiter): unknown {
+    const cur = this.current;
+    if (cur?.waiters.has(w)) return cur.failure;
+    return this.queue.includes(w) ? this.cleanupFailure : undefined;
+  }
+
+  private forget(owner: string): void {
+    this.queued.delete(owner);
+    if (this.empty) this.ctx.idle(this);
   }
 
   /** The held own key of `owner`, for renew and release. */
@@ -144,7 +189,7 @@ export class LocalQueue {
     try {
       writerWaits = await writerQueuedAfter(
         (ownKey.session as EtcdSession).client,
-        this.contender(ownKey),
+        ownKey.contender(this.lockPrefix),
         ownKey.rev as bigint,
         Date.now() + this.ctx.callTimeout,
       );
@@ -164,9 +209,13 @@ export class LocalQueue {
     this.afterLeave(ownKey);
   }
 
-  /** A waiter's signal aborted (deadline or cancel): leave, and settle once we know enough. */
+  /**
+   * A waiter gives up (leave, or a try-once's signal): it leaves, and settles once we know enough.
+   * Wherever it is (a reader's check of a held key may be on its way), it settles busy next.
+   */
   private abandon(w: Waiter): void {
     if (w.settled) return;
+    w.givingUp = true;
     const queued = this.queue.indexOf(w);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
@@ -176,11 +225,8 @@ export class LocalQueue {
     }
     const ownKey = this.current;
     if (!ownKey || !ownKey.waiters.has(w)) return;
-    if (ownKey.answers <= w.seen && this.cleanupFailure === undefined) {
-      // no answer since it joined: the next one decides (the core bounds how long)
-      w.givingUp = true;
-      return;
-    }
+    // no answer since it joined: the next one decides (the core bounds how long)
+    if (ownKey.answers <= w.seen && this.cleanupFailure === undefined) return;
     ownKey.waiters.delete(w);
     const failure =
       ownKey.failure ??
@@ -188,7 +234,7 @@ export class LocalQueue {
       (ownKey.session && !ownKey.session.healthy
         ? new Error('session keepalives are not being answered')
         : undefined);
-    this.leave(ownKey, () =>
+    this.settleLeaving(ownKey, () =>
       failure !== undefined
         ? w.fail(this.unavailable('etcd did not answer', failure))
         : w.settle({ acquired: false }),
@@ -200,7 +246,7 @@ export class LocalQueue {
    * Settles a waiter that left a queued own key: at once, or after the key is deleted if it was
    * the last.
    */
-  private leave(ownKey: OwnKey, settle: () => void): void {
+  private settleLeaving(ownKey: OwnKey, settle: () => void): void {
     if (
       ownKey.key &&
       ownKey.state === 'waiting' &&
@@ -226,10 +272,11 @@ export class LocalQueue {
   /** Settles the waiters that were giving up, after an answer (busy or failed). */
   private settleGivingUp(ownKey: OwnKey): void {
     for (const w of ownKey.waiters) {
+      if (!w.givingUp) w.onBusy?.();
       if (!w.givingUp || ownKey.answers <= w.seen) continue;
       ownKey.waiters.delete(w);
       const failure = ownKey.failure;
-      this.leave(ownKey, () =>
+      this.settleLeaving(ownKey, () =>
         failure !== undefined
           ? w.fail(this.unavailable('etcd did not answer', failure))
           : w.settle({ acquired: false }),
@@ -249,7 +296,7 @@ export class LocalQueue {
       watches: this.ctx.watches,
       session: () => this.ctx.session(this.fullKey),
       bind: (i, session) => this.bind(i, session),
-      contender: (i) => this.contender(i),
+      lockPrefix: this.lockPrefix,
       settleGivingUp: (i) => this.settleGivingUp(i),
       grant: (i) => this.grant(i),
       fail: (i, error) => {
@@ -338,16 +385,8 @@ export class LocalQueue {
 
   private enqueue(w: Waiter): void {
     this.queue.push(w);
+    w.onBusy?.();
     this.serveNext();
-  }
-
-  private contender(ownKey: OwnKey): Contender {
-    return {
-      key: ownKey.key as Buffer,
-      lockPrefix: this.lockPrefix,
-      mode: ownKey.mode,
-      value: ownKey.proposal,
-    };
   }
 
   private unavailable(what: string, cause: unknown): LockBackendUnavailableError {

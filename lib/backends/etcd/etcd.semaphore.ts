@@ -5,6 +5,7 @@ import type {
   BackendAcquireResult,
   BackendAttempt,
   BackendLock,
+  ReleaseListener,
 } from '../../interfaces/lock-backend.interface';
 import { deleteUntilGone } from './etcd.cleanup';
 import { etcdSemaphorePrefix } from './etcd.keys';
@@ -45,6 +46,8 @@ export interface HeldPermit {
  */
 export class EtcdSemaphores {
   private readonly held = new Map<string, HeldPermit>();
+  /** Permits of requests with wait > 0 between the engine's attempts, by owner (see step). */
+  private readonly queued = new Map<string, QueuedPermit>();
 
   constructor(private readonly ctx: SemaphoreContext) {}
 
@@ -61,62 +64,60 @@ export class EtcdSemaphores {
     return [...this.held.values()].filter((s) => s.fullKey === fullKey);
   }
 
-  /** Queues a permit on etcd until granted, or (tryOnce / signal aborted) busy after an answer. */
-  async acquire(
-    request: BackendAttempt,
-    permits: number,
-    tryOnce: boolean,
-  ): Promise<BackendAcquireResult> {
-    const semPrefix = Buffer.from(etcdSemaphorePrefix(request.key, this.ctx.prefix));
-    let session: EtcdSession | undefined;
-    let key: Buffer | undefined;
-    let rev: bigint | undefined;
-    let answered = false;
-    let waited = false;
+  /** One attempt without a wait: our permit is created and read, then deleted if not granted. */
+  async tryOnce(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
+    const s = await this.ctx.session(request.key);
+    const key = this.permitKey(request, s);
     let failure: unknown;
-    let backoff = 20;
-    for (;;) {
-      if (answered && (tryOnce || request.signal.aborted)) break;
-      const wake = new AbortController();
-      const stop = () => wake.abort();
-      request.signal.addEventListener('abort', stop, { once: true });
-      let unsubscribe: () => unknown = () => undefined;
-      try {
-        const s = await this.ctx.session(request.key);
-        if (s !== session) {
-          // A new session: a permit of the old one died with its lease.
-          session = s;
-          key = Buffer.concat([semPrefix, Buffer.from(`${s.hex}_${request.owner}`)]);
-          rev = undefined;
-        }
-        unsubscribe = s.onLost(stop);
-        const pos = await this.readPermit(s, semPrefix, key as Buffer, rev, permits);
-        answered = true;
-        failure = undefined;
-        backoff = 20;
-        rev = pos.exists ? pos.rev : undefined;
-        if (!pos.exists || !s.alive) continue; // deleted behind our back: queue again, at the back
-        if (pos.granted) return this.grant(request, s, key as Buffer, pos.rev, permits, waited);
-        if (tryOnce || request.signal.aborted || !pos.watch) continue;
-        waited = true;
-        const watched = await this.watchPermit(s, pos.watch, pos.revision, wake.signal);
-        if (watched.failure !== undefined) {
-          failure = watched.failure;
-          await sleepFor(Math.random() * backoff, wake.signal);
-          backoff = Math.min(backoff * 2, 1_000);
-        }
-      } catch (error) {
-        if (error instanceof InvalidLockOptionsError) throw error;
-        answered = true;
-        failure = error;
-        await sleepFor(tryOnce ? 0 : Math.random() * backoff, wake.signal);
-        backoff = Math.min(backoff * 2, 1_000);
-      } finally {
-        unsubscribe();
-        request.signal.removeEventListener('abort', stop);
-      }
+    try {
+      const pos = await this.readPermit(s, request.key, key, undefined, permits);
+      if (pos.exists && pos.granted) return this.grant(request, s, key, pos.rev, permits, false);
+    } catch (error) {
+      if (error instanceof InvalidLockOptionsError) throw error;
+      failure = error;
     }
-    return this.giveUp(request, session, key, failure);
+    failure ??= await this.remove(s, key);
+    if (failure !== undefined) throw this.unavailable(request.key, 'etcd did not answer', failure);
+    return { acquired: false };
+  }
+
+  /**
+   * One attempt of the engine's wait for a request with wait > 0: the first creates our permit,
+   * later ones re-read its place (one txn). Not granted: busy, with the watch on what our place
+   * waits for (or the session's end) as the wake; the permit stays queued until granted or leave.
+   */
+  async step(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
+    const owner = request.owner;
+    let q = this.queued.get(owner);
+    q?.wake?.dispose();
+    const s = await this.ctx.session(request.key);
+    if (!q || q.session !== s) {
+      // A new session: a permit of the old one died with its lease.
+      q = { session: s, key: this.permitKey(request, s), rev: undefined, backoff: 20, waited: !!q };
+      this.queued.set(owner, q);
+    }
+    for (;;) {
+      const pos = await this.readPermit(s, request.key, q.key, q.rev, permits);
+      q.rev = pos.exists ? pos.rev : undefined;
+      if (!pos.exists) continue; // deleted behind our back: queue again, at the back
+      if (pos.granted) {
+        this.queued.delete(owner);
+        return this.grant(request, s, q.key, pos.rev, permits, q.waited);
+      }
+      if (!pos.watch) continue;
+      q.waited = true;
+      q.wake = new PermitWake(s, q, this.watch(s, pos.watch, pos.revision));
+      return { acquired: false, wake: q.wake };
+    }
+  }
+
+  /** A waiter that gave up: its permit is deleted (it would hold a place until our lease ends). */
+  async leave(owner: string): Promise<void> {
+    const q = this.queued.get(owner);
+    if (!q) return;
+    this.queued.delete(owner);
+    q.wake?.dispose();
+    await this.remove(q.session, q.key);
   }
 
   /** Renewal found the permit gone, or an operator freed it: its holder has lost it. */
@@ -153,48 +154,44 @@ export class EtcdSemaphores {
   /** One txn: creates our permit (no `rev` yet) or re-reads the position of the one we created. */
   private readPermit(
     s: EtcdSession,
-    semPrefix: Buffer,
+    fullKey: string,
     key: Buffer,
     rev: bigint | undefined,
     permits: number,
   ): Promise<PermitPosition> {
+    const semPrefix = Buffer.from(etcdSemaphorePrefix(fullKey, this.ctx.prefix));
     const deadline = Date.now() + this.ctx.callTimeout;
     return rev === undefined
       ? createPermit(s.client, semPrefix, key, s.id, permits, deadline)
       : permitPosition(s.client, semPrefix, key, rev, permits, deadline);
   }
 
+  /** `<NAME>%sem/<lease hex>_<owner>`: ours alone (lease + owner). */
+  private permitKey(request: BackendAttempt, s: EtcdSession): Buffer {
+    const semPrefix = etcdSemaphorePrefix(request.key, this.ctx.prefix);
+    return Buffer.from(`${semPrefix}${s.hex}_${request.owner}`);
+  }
+
   /** Waits until our place may have changed (or the recheck interval passes); never rejects. */
-  private watchPermit(
+  private watch(
     s: EtcdSession,
     watch: NonNullable<PermitPosition['watch']>,
     readRevision: string,
-    signal: AbortSignal,
-  ): ReturnType<typeof waitForPermitChange> {
-    return waitForPermitChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
+  ): (signal: AbortSignal) => ReturnType<typeof waitForPermitChange> {
+    return (signal) =>
+      waitForPermitChange(s.client, watch, readRevision, signal, this.ctx.recheckInterval);
   }
 
-  /** Ends a wait not granted: removes our permit, then answers busy or the last failure. */
-  private async giveUp(
-    request: BackendAttempt,
-    session: EtcdSession | undefined,
-    key: Buffer | undefined,
-    failure: unknown,
-  ): Promise<BackendAcquireResult> {
-    // Giving up: our permit (if a create may have reached etcd) must not stay behind, or it would
-    // hold a permit or a place in line until our lease ends. The key is ours alone (lease + owner).
-    if (session && key && session.alive) {
-      const deletion = deleteUntilGone(session, key, undefined, this.ctx.callTimeout, () => {
-        // each failure is retried by deleteUntilGone; the first one is reported below
-      });
-      try {
-        await deletion.first;
-      } catch (error) {
-        failure ??= error;
-      }
-    }
-    if (failure !== undefined) throw this.unavailable(request.key, 'etcd did not answer', failure);
-    return { acquired: false };
+  /** Deletes a permit we may have created (not granted); the first failure, if any. */
+  private async remove(session: EtcdSession, key: Buffer): Promise<unknown> {
+    if (!session.alive) return undefined; // the lease is gone and took the permit with it
+    const deletion = deleteUntilGone(session, key, undefined, this.ctx.callTimeout, () => {
+      // each failure is retried by deleteUntilGone; the first one is reported
+    });
+    return deletion.first.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   }
 
   private grant(
@@ -236,5 +233,52 @@ export class EtcdSemaphores {
   private unavailable(key: string, what: string, cause: unknown): LockBackendUnavailableError {
     if (cause instanceof LockBackendUnavailableError) return cause;
     return new LockBackendUnavailableError(this.ctx.backend, what, { key, cause });
+  }
+}
+
+/** A queued permit between the engine's attempts (EtcdSemaphores.step). */
+interface QueuedPermit {
+  readonly session: EtcdSession;
+  readonly key: Buffer;
+  rev: bigint | undefined;
+  /** Jittered backoff (ms) after a watch that failed, doubled per failure. */
+  backoff: number;
+  /** An earlier attempt answered busy (the grant then marks the permit for its successor). */
+  waited: boolean;
+  wake?: PermitWake;
+}
+
+/**
+ * The busy answer's wake: the watch on what our place waits for, or the end of the session. A
+ * watch whose stream failed wakes after a jittered backoff, so a member that is down is not
+ * re-read in a spin.
+ */
+class PermitWake implements ReleaseListener {
+  private readonly stop = new AbortController();
+  private readonly changed: Promise<void>;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    session: EtcdSession,
+    q: QueuedPermit,
+    watch: (signal: AbortSignal) => ReturnType<typeof waitForPermitChange>,
+  ) {
+    this.unsubscribe = session.onLost(() => this.stop.abort());
+    this.changed = watch(this.stop.signal).then(async (watched) => {
+      if (watched.failure === undefined) q.backoff = 20;
+      else {
+        await sleepFor(Math.random() * q.backoff, this.stop.signal);
+        q.backoff = Math.min(q.backoff * 2, 1_000);
+      }
+    });
+  }
+
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    return sleepFor(ms, signal, (wake) => void this.changed.then(wake));
+  }
+
+  dispose(): void {
+    this.unsubscribe();
+    this.stop.abort();
   }
 }

@@ -28,14 +28,9 @@ import type { InFlightAcquire } from '../activity/lock-activity';
 import { LockHandle } from '../lease/lock-handle';
 import { LockLease } from '../lease/lock-lease';
 
-/** The attempt or wait of `a`: the driver's native queued wait, or the engine's (waiting.ts). */
+/** The attempt or wait of `a`: the engine's (waiting.ts). */
 function startAttempt(a: Acquisition): Promise<BackendAcquireResult> {
-  const driver = a.driver;
-  if (a.wait > 0 && driver.acquire) {
-    a.plan.record.attempts++;
-    return driver.acquire(a);
-  }
-  return a.e.runner.run(a.backend, driver, a.label, a, a.plan.record, () => a.onWait());
+  return a.e.runner.run(a.backend, a.driver, a.label, a, a.plan.record, () => a.onWait());
 }
 
 export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcquire {
@@ -81,7 +76,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.wait = o.wait;
     // The wait's deadline timer starts only when the request really waits (see onWait), counting
     // from startedAt; the attempt in flight is bounded by the call budget (wait + grace, within
-    // what setTimeout honours) either way, so is a native wait that never reads the signal.
+    // what setTimeout honours) either way.
     this.startedAt = performance.now();
     this.at =
       this.startedAt +
@@ -100,7 +95,6 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
    * an uncontended acquire with a signal (@Locked in an HTTP request) adds no listener.
    */
   get signal(): AbortSignal {
-    if (!this.armed && this.wait > 0 && this.driver.acquire) this.onWait();
     return (this.controller ??= new AbortController()).signal;
   }
 
@@ -196,7 +190,6 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
     this.done = true;
     budgetClock.delete(this);
     if (this.e.events.active) this.e.activity.settled(this.label, 'acquire');
-    if (result.acquired && result.waited) this.plan.record.waited = true;
     this.finish();
     const signal = this.callerSignal;
     if (!result.acquired) {
@@ -270,7 +263,7 @@ export class Acquisition implements BackendAcquireRequest, Budget, InFlightAcqui
 
   /**
    * Arms the deadline and the caller's cancel, once, when the request waits: busy or queued in the
-   * engine's wait, or a native wait's first read of `signal` (before it sleeps; a grant never).
+   * engine's wait (a grant at the first attempt never).
    */
   onWait(): void {
     // Settled already (cancelled by close() while its first attempt was in flight): nothing to arm.

@@ -1,5 +1,4 @@
 import type {
-  BackendAcquireRequest,
   BackendAcquireResult,
   BackendAttempt,
   LockBackend,
@@ -14,8 +13,6 @@ import type { LeaseHolder } from '../lease/lock-lease';
  */
 export interface GrantDriver {
   tryAcquire(request: BackendAttempt): Promise<BackendAcquireResult>;
-  /** The backend's native queued wait for this driver, if it has one. */
-  acquire?(request: BackendAcquireRequest): Promise<BackendAcquireResult>;
   /** Leaves the system's queue (LockBackend.leave), when tryAcquire may queue. */
   leave?(request: BackendAttempt): Promise<void>;
   /** Renews and releases the grant (the watchdog batches renewals per holder). */
@@ -37,7 +34,6 @@ export function lockDriver(backend: LockBackend): GrantDriver {
     // Calls through the backend (not bound copies): a method replaced later is the one called.
     driver = {
       tryAcquire: (request) => backend.tryAcquire(request),
-      acquire: backend.acquire && ((request) => backend.acquire!(request)),
       leave: backend.leave && ((request) => backend.leave!(request)),
       holder: backend,
       reentry: '',

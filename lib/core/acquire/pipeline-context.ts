@@ -50,12 +50,10 @@ export interface AcquireCall extends AcquireMeta {
 
 /** What one acquire did, as observation reads it. */
 export interface AcquireRecord {
-  /** Backend attempts made (a native queued wait counts as one; 0: a re-entry). */
+  /** Backend attempts made (0: a re-entry). */
   attempts: number;
   /** Acquires of the key already in flight in this process when this one started. */
   ahead: number;
-  /** The first attempt did not grant: the request went on to wait (a native queued wait too). */
-  waited?: boolean;
 }
 
 /** What the checks settled for one fresh acquire (no re-entrant hold to reuse). */

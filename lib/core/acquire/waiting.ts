@@ -8,14 +8,14 @@ import { pollAcquire, type PollAcquireOptions } from './poll-wait';
 import { LocalWaitQueue } from './wait-line';
 
 /**
- * The engine's wait, for every grant whose driver has no native queued wait: a FIFO line
- * per key in this process (only its head attempts, so a release wakes one waiter per process),
- * woken by the backend's wake-ups, the busy answer's retryAfter or a jittered backoff, until the
- * request's signal aborts (deadline or cancel). `wait: 0` is one attempt. After a local grant the
- * next head waits for the release before attempting: one attempt per handoff. Grants that many
- * callers of one process may hold at once (a semaphore's permits) do not queue in the line, nor do
- * waiters of a backend that queues them in its system (LockBackend.leave): they wait on the busy
- * answer's wake, and leave the system's queue when they give up.
+ * The engine's wait, for every grant: a FIFO line per key in this process (only its head
+ * attempts, so a release wakes one waiter per process), woken by the backend's wake-ups, the busy
+ * answer's retryAfter or a jittered backoff, until the request's signal aborts (deadline or
+ * cancel). `wait: 0` is one attempt. After a local grant the next head waits for the release
+ * before attempting: one attempt per handoff. Grants that many callers of one process may hold at
+ * once (a semaphore's permits) do not queue in the line, nor do waiters of a backend that queues
+ * them itself (LockBackend.leave): they wait on the busy answer's wake, and leave the backend's
+ * queue when they give up.
  */
 export class AcquireRunner {
   private readonly lines = new WeakMap<LockBackend, LocalWaitQueue>();

@@ -42,7 +42,6 @@ export interface AcquiredReport extends AcquireReport {
   readonly record: {
     readonly attempts: number;
     readonly ahead: number;
-    readonly waited?: boolean;
   };
   readonly outcome: string;
 }
@@ -159,12 +158,12 @@ export class LockActivity {
 
   /** Emits acquired (a handle) or busy (no handle: timed out or wait: 0), if someone wants it. */
   acquired(a: AcquiredReport): void {
-    const { attempts, ahead, waited } = a.record;
+    const { attempts, ahead } = a.record;
     const base = { at: Date.now(), backend: a.backend, key: a.key, keyTemplate: a.keyTemplate };
     if (a.handle) {
       if (!this.events.wants('acquired')) return;
       const { mode, fencingToken } = a.handle;
-      const contended = attempts > 1 || ahead > 0 || waited === true;
+      const contended = attempts > 1 || ahead > 0;
       const reentrant = attempts === 0;
       this.events.emit({
         type: 'acquired',

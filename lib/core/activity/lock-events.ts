@@ -19,7 +19,7 @@ export interface LockAcquiredEvent extends LockEventBase {
   readonly fencingToken: bigint;
   /** ms from the acquire call to the grant. */
   readonly waitMs: number;
-  /** Backend attempts made (1 for a native queued wait, 0 for a re-entry). */
+  /** Backend attempts made (0 for a re-entry). */
   readonly attempts: number;
   /**
    * The first attempt did not grant it, or another acquire of this process was ahead for the key.
