@@ -67,8 +67,8 @@ export interface BackendAttempt extends BackendLock {
   readonly holder?: LockHolderIdentity;
   /**
    * Aborts when the engine gives up: reason WAIT_DEADLINE (from the backend kit) at the wait
-   * deadline, the caller's own reason on a cancel. After it aborts the backend must clean up any
-   * queue entry it created and resolve `{ acquired: false }` promptly.
+   * deadline, the caller's own reason on a cancel. An attempt still in flight may then answer
+   * `{ acquired: false }` early; a request queued in the system leaves it through `leave`.
    */
   readonly signal: AbortSignal;
   /**
