@@ -72,10 +72,12 @@ describe('etcd backend: bad input', () => {
       signal: new AbortController().signal,
       onLost: () => undefined,
     };
-    await expect(backend.tryAcquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject({
-      name: 'InvalidLockOptionsError',
-      option: 'key',
-    });
+    await expect(backend.tryAcquire({ ...base, key: '', mode: 'exclusive' })).rejects.toMatchObject(
+      {
+        name: 'InvalidLockOptionsError',
+        option: 'key',
+      },
+    );
     await expect(
       backend.tryAcquire({ ...base, key: 'x', mode: 'upgradable' as never }),
     ).rejects.toMatchObject({ option: 'mode' });
