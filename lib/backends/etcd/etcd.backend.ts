@@ -231,9 +231,7 @@ export class EtcdLockBackend implements LockBackend {
       return Promise.reject(error);
     }
     this.holder ||= holderData(request.holder);
-    return request.wait
-      ? this.semaphores.step(request, permits)
-      : this.semaphores.tryOnce(request, permits);
+    return this.semaphores.attempt(request, permits);
   }
 
   private closedError(key: string): LockBackendUnavailableError {

@@ -64,51 +64,48 @@ export class EtcdSemaphores {
     return [...this.held.values()].filter((s) => s.fullKey === fullKey);
   }
 
-  /** One attempt without a wait: our permit is created and read, then deleted if not granted. */
-  async tryOnce(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
-    const s = await this.ctx.session(request.key);
-    const key = this.permitKey(request, s);
-    let failure: unknown;
-    try {
-      const pos = await this.readPermit(s, request.key, key, undefined, permits);
-      if (pos.exists && pos.granted) return this.grant(request, s, key, pos.rev, permits, false);
-    } catch (error) {
-      if (error instanceof InvalidLockOptionsError) throw error;
-      failure = error;
-    }
-    failure ??= await this.remove(s, key);
-    if (failure !== undefined) throw this.unavailable(request.key, 'etcd did not answer', failure);
-    return { acquired: false };
-  }
-
   /**
-   * One attempt of the engine's wait for a request with wait > 0: the first creates our permit,
-   * later ones re-read its place (one txn). Not granted: busy, with the watch on what our place
-   * waits for (or the session's end) as the wake; the permit stays queued until granted or leave.
+   * One attempt: the first creates our permit, a waiting request's later ones re-read its place
+   * (one txn each). Not granted: without a wait the permit is deleted again (busy, or the failure);
+   * a waiting request's permit stays queued until granted or leave, and its busy answer's wake is
+   * the watch on what its place waits for (or the session's end).
    */
-  async step(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
-    const owner = request.owner;
-    let q = this.queued.get(owner);
+  async attempt(request: BackendAttempt, permits: number): Promise<BackendAcquireResult> {
+    const { owner } = request;
+    const once = !request.wait;
+    let q = once ? undefined : this.queued.get(owner);
     q?.wake?.dispose();
     const s = await this.ctx.session(request.key);
     if (!q || q.session !== s) {
       // A new session: a permit of the old one died with its lease.
       q = { session: s, key: this.permitKey(request, s), rev: undefined, backoff: 20, waited: !!q };
-      this.queued.set(owner, q);
+      if (!once) this.queued.set(owner, q);
     }
-    for (;;) {
-      const pos = await this.readPermit(s, request.key, q.key, q.rev, permits);
-      q.rev = pos.exists ? pos.rev : undefined;
-      if (!pos.exists) continue; // deleted behind our back: queue again, at the back
-      if (pos.granted) {
-        this.queued.delete(owner);
-        return this.grant(request, s, q.key, pos.rev, permits, q.waited);
-      }
-      if (!pos.watch) continue;
-      q.waited = true;
-      q.wake = new PermitWake(s, q, this.watch(s, pos.watch, pos.revision));
-      return { acquired: false, wake: q.wake };
+    let pos: PermitPosition | undefined;
+    let failure: unknown;
+    try {
+      // A permit deleted behind our back queues again, at the back.
+      do {
+        pos = await this.readPermit(s, request.key, q.key, q.rev, permits);
+        q.rev = pos.exists ? pos.rev : undefined;
+      } while (!pos.exists);
+    } catch (error) {
+      if (!once || error instanceof InvalidLockOptionsError) throw error;
+      failure = error;
     }
+    if (pos?.granted) {
+      this.queued.delete(owner);
+      return this.grant(request, s, q.key, pos.rev, permits, q.waited);
+    }
+    if (once || !pos?.watch) {
+      failure ??= await this.remove(s, q.key);
+      if (failure !== undefined)
+        throw this.unavailable(request.key, 'etcd did not answer', failure);
+      return { acquired: false };
+    }
+    q.waited = true;
+    q.wake = new PermitWake(s, q, this.watch(s, pos.watch, pos.revision));
+    return { acquired: false, wake: q.wake };
   }
 
   /** A waiter that gave up: its permit is deleted (it would hold a place until our lease ends). */
