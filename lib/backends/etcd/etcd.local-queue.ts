@@ -69,9 +69,11 @@ export class LocalQueue {
     if (!q) {
       this.queued.set(request.owner, (q = new QueuedRequest(request, proposal)));
       this.admit(q.waiter);
-      // Its own key's first answer, or a reader's check of a held key, is on its way: wait for it.
+      // Its own key's first answer, or a reader's check of a held key, is on its way: wait for it
+      // (unless our last key's deletion is failing: that is the answer for now).
       const cur = this.current;
-      if (cur?.waiters.has(q.waiter) && (cur.state === 'held' || cur.answers === 0)) await q.next();
+      const asking = cur?.waiters.has(q.waiter) && (cur.state === 'held' || cur.answers === 0);
+      if (asking && this.cleanupFailure === undefined) await q.next();
     }
     if (q.outcome) this.forget(request.owner);
     const failure = this.failureOf(q.waiter);
@@ -110,7 +112,7 @@ export class LocalQueue {
   /** The failure a waiter waits behind: its own key's last answer, or our last key's deletion. */
   private failureOf(w: Waiter): unknown {
     const cur = this.current;
-    if (cur?.waiters.has(w)) return cur.failure;
+    if (cur?.waiters.has(w)) return cur.failure ?? this.cleanupFailure;
     return this.queue.includes(w) ? this.cleanupFailure : undefined;
   }
 
