@@ -1,4 +1,3 @@
-import { MAX_DURATION_MS } from '../../backend-kit/limits';
 import { sleepFor } from '../../backend-kit/wait-loop';
 import type {
   BackendAcquireResult,
@@ -136,7 +135,8 @@ export class QueuedRequest implements ReleaseListener {
 
   /** Resolves at the next news (at once if some came since the last attempt read it). */
   next(): Promise<void> {
-    return this.wait(MAX_DURATION_MS);
+    if (this.fresh) return Promise.resolve();
+    return new Promise((resolve) => (this.wakeUp = resolve));
   }
 
   wait(ms: number, signal?: AbortSignal): Promise<void> {

@@ -46,7 +46,7 @@ export interface HeldPermit {
  */
 export class EtcdSemaphores {
   private readonly held = new Map<string, HeldPermit>();
-  /** Permits of requests with wait > 0 between the engine's attempts, by owner (see step). */
+  /** Permits of requests with wait > 0 between the engine's attempts, by owner (see attempt). */
   private readonly queued = new Map<string, QueuedPermit>();
 
   constructor(private readonly ctx: SemaphoreContext) {}
@@ -93,7 +93,9 @@ export class EtcdSemaphores {
       if (!once || error instanceof InvalidLockOptionsError) throw error;
       failure = error;
     }
-    if (pos?.granted) {
+    // A session that died since the read took the permit with it: not granted (the next attempt
+    // queues on a new session).
+    if (pos?.granted && s.alive) {
       this.queued.delete(owner);
       return this.grant(request, s, q.key, pos.rev, permits, q.waited);
     }
