@@ -43,7 +43,8 @@ describe('the acquire pipeline', () => {
   afterEach(() => engine.close());
 
   it('has one result shape: a handle, or a rejection with LockAcquireTimeoutError when busy', async () => {
-    const held = await engine.acquireOne({ key: 'k', options: undefined });
+    // A ttl far past the wait: a stalled event loop (a loaded CI) cannot let the holder expire.
+    const held = await engine.acquireOne({ key: 'k', options: { ttl: 30_000 } });
     expect(held.fencingToken).toBeGreaterThan(0n);
     const busy = engine.acquireOne({ key: 'k', options: { wait: 50 } });
     await expect(busy).rejects.toBeInstanceOf(LockAcquireTimeoutError);
