@@ -95,7 +95,7 @@ export class RedisGrants {
     if (!request.wait) return this.once(request, 'try', 0, permits);
     const waiter = this.d.handoffs.waiter(request.owner) as QueuedWaiter | undefined;
     if (waiter) {
-      waiter.handed = false;
+      waiter.news = false;
       return this.once(request, 'recheck', waiter.deadline, permits, waiter);
     }
     const deadline = performance.now() + request.wait;
@@ -177,7 +177,7 @@ export class RedisGrants {
   private queued(request: BackendAttempt, deadline: number, subscribing: boolean): QueuedWaiter {
     const waiter = new QueuedWaiter(deadline);
     this.d.handoffs.expect(request.owner, waiter);
-    if (subscribing) void this.d.subscriber?.ensure().then(() => waiter.deliver(''), noop);
+    if (subscribing) void this.d.subscriber?.ensure().then(() => waiter.deliver(), noop);
     return waiter;
   }
 

@@ -1,4 +1,4 @@
-import { RedisHandoffs } from './redis.handoffs';
+import { QueuedWaiter, RedisHandoffs } from './redis.handoffs';
 
 const waiter = () => {
   const got: string[] = [];
@@ -60,5 +60,27 @@ describe('RedisHandoffs', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  it('a re-check message that comes between two attempts is kept: the next wait returns at once', async () => {
+    // Our channel can go live while a waiter's first attempt is on its way; its re-check message
+    // then comes before the engine waits. Lost, the waiter slept a whole RECHECK_MS unqueued.
+    const w = new QueuedWaiter(performance.now() + 60_000);
+    w.deliver();
+    const never = new AbortController().signal;
+    const first = await Promise.race([
+      w.wait(60_000, never).then(() => 'woken'),
+      new Promise((resolve) => setImmediate(() => resolve('asleep'))),
+    ]);
+    expect(first).toBe('woken');
+    // The next attempt takes the news (redis.grants.ts), and a wait after it sleeps again.
+    w.news = false;
+    const controller = new AbortController();
+    const second = Promise.race([
+      w.wait(60_000, controller.signal).then(() => 'woken'),
+      new Promise((resolve) => setImmediate(() => resolve('asleep'))),
+    ]);
+    expect(await second).toBe('asleep');
+    controller.abort();
   });
 });

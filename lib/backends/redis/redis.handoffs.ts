@@ -16,8 +16,12 @@ export interface HandoffWaiter {
  * request's owner from its first attempt that may have queued it until its grant or its leave.
  */
 export class QueuedWaiter implements HandoffWaiter, ReleaseListener {
-  /** A handoff named us since the last attempt: the next attempt must not sleep first. */
-  handed = false;
+  /**
+   * A message (a handoff or a re-check) came since the last attempt began: the next wait returns
+   * at once. Kept however the message came, so one that comes between an attempt and the wait that
+   * follows it (a re-check when our channel goes live during our first attempt) is not lost.
+   */
+  news = false;
   private wake: (() => void) | undefined = undefined;
 
   constructor(
@@ -26,14 +30,14 @@ export class QueuedWaiter implements HandoffWaiter, ReleaseListener {
   ) {}
 
   /** A message's token is not read: a message is a reason to re-check, never a grant. */
-  deliver(token: string): void {
-    if (token) this.handed = true;
+  deliver(): void {
+    this.news = true;
     this.wake?.();
   }
 
   /** Sleeps `ms`, until the signal aborts, or until a handoff or a re-check message wakes us. */
   wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.handed) return Promise.resolve();
+    if (this.news) return Promise.resolve();
     return sleepFor(ms, signal, (wake) => (this.wake = wake));
   }
 
