@@ -1,4 +1,5 @@
 import { Cluster } from 'ioredis';
+import { stopSlotRefresh } from '../../lib/backends/redis-client';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import type { RedisLockBackendOptions } from '../../lib/backends/redis/redis.options';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
@@ -49,7 +50,10 @@ export function clusterProcesses(keyPrefix: string, getGroup: () => RedisCluster
     async closeAll(): Promise<void> {
       await Promise.all(engines.map((e) => e.close()));
       engines = [];
-      clients.forEach((c) => c.disconnect());
+      for (const c of clients) {
+        c.disconnect();
+        stopSlotRefresh(c); // else a refresh under way at disconnect() arms the next one for ever
+      }
       clients = [];
     },
     /** The Redis key of `key`'s lock (with the prefix): its slot is the lock's. */

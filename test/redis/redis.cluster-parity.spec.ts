@@ -1,3 +1,7 @@
+import { Cluster } from 'ioredis';
+import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
+import { stopSlotRefresh, type RedisSubscriber } from '../../lib/backends/redis-client';
+import { LockEngine } from '../../lib/core/lock-engine';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
 import { HolderProcess } from '../support/holder-harness';
@@ -228,4 +232,35 @@ describe('Redis Cluster parity with standalone', () => {
       await behind.kill();
     }
   }, 60_000);
+
+  it('a backend closed while its pub/sub connection refreshes the slot map leaves no refresh armed (the process can exit)', async () => {
+    // ioredis arms the next periodic refresh when the one under way ends, after disconnect() too,
+    // and from there refreshes an empty pool every interval for ever (stopSlotRefresh).
+    const client = new Cluster(group.addresses, {
+      slotsRefreshInterval: 200,
+      slotsRefreshTimeout: 800,
+    });
+    client.on('error', () => undefined);
+    const backend = new RedisLockBackend({ client });
+    const engine = new LockEngine({ backend, keyPrefix: PREFIX });
+    // A wait > 0 makes the backend open its pub/sub connection: a duplicate of the client.
+    await (await engine.acquire('refresh', { wait: 1_000 })).release();
+    const subscriber = (backend as unknown as { subscriber: RedisSubscriber }).subscriber;
+    await subscriber.ensure();
+    // ioredis' own fields (not in its types): a refresh under way, and the next one's timer.
+    type Refresher = { isRefreshing: boolean; slotsTimer: NodeJS.Timeout | null };
+    const sub = (subscriber as unknown as { connection: Refresher }).connection;
+    for (const n of group.nodes) group.pause(n);
+    try {
+      // The next periodic refresh asks a paused node: it is under way until the nodes resume.
+      await eventually(() => sub.isRefreshing);
+      await engine.close();
+    } finally {
+      for (const n of group.nodes) group.resume(n);
+    }
+    await eventually(() => !sub.isRefreshing);
+    expect(sub.slotsTimer ? 'a refresh armed' : 'none').toBe('none');
+    client.disconnect();
+    stopSlotRefresh(client);
+  });
 });

@@ -22,7 +22,13 @@ export { runScriptThenWait } from './redis.script-acked';
 export { RedisSubscriber } from './redis.subscriber';
 export { keySlot as clusterSlot } from '../../backend-kit/cluster-slot';
 export { PubSubWakeups } from './pubsub.wakeups';
-export { RedisClientSource, checkRedisClient, quietErrors, quit } from './redis-client.source';
+export {
+  RedisClientSource,
+  checkRedisClient,
+  quietErrors,
+  quit,
+  stopSlotRefresh,
+} from './redis-client.source';
 export { RedisConnectionDownError } from './connection-state';
 export { everyLockKey, lockKeys, recentKeys, type LockKeys } from './lock-keys';
 export {

@@ -112,6 +112,27 @@ export async function quit(client: RedisClientLike): Promise<void> {
         )
       : 'failed';
   if (outcome !== 'done') client.disconnect?.();
+  stopSlotRefresh(client);
+}
+
+/**
+ * Ends a closed Cluster's periodic slot refresh (its `slotsRefreshInterval` option) for good.
+ * ioredis 5 and 6 clear its timer at disconnect() and quit(), but a refresh under way then arms it
+ * again when it ends, and from there refresh an empty pool every interval for ever: the process
+ * never exits. A refresh asked for now runs its callback after that one's (an empty pool's ends at
+ * once), so it clears the timer last. Nothing for a standalone client.
+ */
+export function stopSlotRefresh(client: unknown): void {
+  const c = client as {
+    refreshSlotsCache?(cb: () => void): void;
+    clearNodesRefreshInterval?(): void;
+  };
+  if (
+    typeof c.refreshSlotsCache !== 'function' ||
+    typeof c.clearNodesRefreshInterval !== 'function'
+  )
+    return;
+  c.refreshSlotsCache(() => c.clearNodesRefreshInterval!());
 }
 
 /** Throws InvalidLockOptionsError unless `client` has every method the backends call. */

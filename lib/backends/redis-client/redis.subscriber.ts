@@ -1,3 +1,4 @@
+import { stopSlotRefresh } from './redis-client.source';
 import type { RedisClientLike, RedisSubscriberLike } from './redis-client.types';
 
 /**
@@ -37,7 +38,7 @@ export class RedisSubscriber {
   close(): void {
     this.closed = true;
     this.live = false;
-    this.connection?.disconnect();
+    if (this.connection) disconnect(this.connection);
     this.connection = undefined;
     this.subscribed = undefined;
   }
@@ -64,7 +65,7 @@ export class RedisSubscriber {
       this.live = !this.closed;
     } catch (error) {
       if (this.connection === sub) {
-        sub.disconnect();
+        disconnect(sub);
         this.connection = undefined;
         this.subscribed = undefined;
       }
@@ -75,4 +76,10 @@ export class RedisSubscriber {
   private async subscribeAll(sub: RedisSubscriberLike): Promise<void> {
     await Promise.all(this.channels.map((c) => sub.subscribe(c)));
   }
+}
+
+/** Closes our pub/sub connection (a Cluster's too, with its slot refresh: stopSlotRefresh). */
+function disconnect(sub: RedisSubscriberLike): void {
+  sub.disconnect();
+  stopSlotRefresh(sub);
 }
