@@ -118,9 +118,9 @@ export async function quit(client: RedisClientLike): Promise<void> {
 /**
  * Ends a closed Cluster's periodic slot refresh (its `slotsRefreshInterval` option) for good.
  * ioredis 5 and 6 clear its timer at disconnect() and quit(), but a refresh under way then arms it
- * again when it ends, and from there refresh an empty pool every interval for ever: the process
- * never exits. A refresh asked for now runs its callback after that one's (an empty pool's ends at
- * once), so it clears the timer last. Nothing for a standalone client.
+ * again when it ends, and the client refreshes an empty pool every interval for ever: the process
+ * never exits. A refresh asked for now runs its callback after that one's (on an empty pool it ends
+ * at once), so it clears the timer last. Nothing for a standalone client.
  */
 export function stopSlotRefresh(client: unknown): void {
   const c = client as {
