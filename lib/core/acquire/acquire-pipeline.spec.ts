@@ -38,13 +38,14 @@ describe('the acquire pipeline', () => {
   let engine: LockEngine;
   beforeEach(() => {
     backend = new MemoryLockBackend();
-    engine = new LockEngine({ backend, defaults: { ttl: 300, wait: 0 } });
+    // Long ttls throughout: no case here is about expiry, and on a loaded CI a stalled event loop
+    // outlasted short ones (a hold expired before a renewal or a busy answer).
+    engine = new LockEngine({ backend, defaults: { ttl: 30_000, wait: 0 } });
   });
   afterEach(() => engine.close());
 
   it('has one result shape: a handle, or a rejection with LockAcquireTimeoutError when busy', async () => {
-    // A ttl far past the wait: a stalled event loop (a loaded CI) cannot let the holder expire.
-    const held = await engine.acquireOne({ key: 'k', options: { ttl: 30_000 } });
+    const held = await engine.acquireOne({ key: 'k', options: undefined });
     expect(held.fencingToken).toBeGreaterThan(0n);
     const busy = engine.acquireOne({ key: 'k', options: { wait: 50 } });
     await expect(busy).rejects.toBeInstanceOf(LockAcquireTimeoutError);
@@ -53,13 +54,16 @@ describe('the acquire pipeline', () => {
 
   it('takes, renews and releases a grant through the driver it is given, never the lock contract', async () => {
     const driver = recordingDriver(backend);
-    const handle = await engine.acquireOne({ key: 'f', options: { ttl: 150 }, driver });
-    // The watchdog renews at ttl/3 through the driver's holder.
+    // 3 s: a renewal within a second (with 150 ms a stalled loop let the lease expire first).
+    const handle = await engine.acquireOne({ key: 'f', options: { ttl: 3_000 }, driver });
+    // The watchdog renews at ttl/3 through the driver's holder; a lost lease ends the wait too.
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
-        if (driver.calls.some((c) => c.startsWith('renew'))) resolve(clearInterval(timer));
+        if (handle.signal.aborted || driver.calls.some((c) => c.startsWith('renew')))
+          resolve(clearInterval(timer));
       }, 10);
     });
+    expect(driver.calls.some((c) => c.startsWith('renew'))).toBe(true);
     expect(handle.held).toBe(true);
     await handle.release();
     expect(driver.calls[0]).toBe('try lock:f');
@@ -124,7 +128,7 @@ describe('the acquire pipeline', () => {
   });
 
   it('close() stops a wait for a lock another process holds, instead of waiting out its deadline', async () => {
-    const other = new LockEngine({ backend, defaults: { ttl: 300 } });
+    const other = new LockEngine({ backend, defaults: { ttl: 30_000 } });
     const held = await other.acquire('x');
     const waiter = engine.acquire('x', { wait: 120_000 });
     await engine.close();
