@@ -10,8 +10,9 @@
  * with classic node10 resolution, which reads typesVersions), then, on Node 24, Node 22 and this Node 20,
  * boots it against a private redis-server and checks over HTTP: a @Locked route answers 200, then
  * 409 with Retry-After while another request holds the lock, then 200 again; every subpath of
- * `exports` loads (/entries: the app imports a value and a type from each); /health answers 200
- * through Terminus; finally the app calls app.close() and its process must exit by itself.
+ * `exports` loads (/entries: the app imports a value and a type from each); the package's bin
+ * (`npx nestjs-distributed-lock inspect`) shows the app's held lock and its holder's pid; /health
+ * answers 200 through Terminus; finally the app calls app.close() and its process must exit by itself.
  *
  * Rows: a Nest 12 ES module app ("type": "module", as `nest new` makes), a Nest 12 CommonJS app,
  * Nest 11 CommonJS apps with ioredis 6 and 5.
@@ -31,7 +32,7 @@ const {
 const { createServer } = require('node:net');
 const { request } = require('node:http');
 const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 const { appFiles, entriesController } = require('./scratch-app');
 
 const root = join(__dirname, '..', '..');
@@ -50,8 +51,10 @@ const pinnedNode = (major) =>
 const RUNTIMES = [
   ['Node 24', pinnedNode('24')],
   ['Node 22', pinnedNode('22')],
-  [`Node ${process.versions.node}`, process.execPath],
 ];
+if (['22', '24'].includes(process.versions.node.split('.')[0]))
+  console.log(`note: on Node ${process.versions.node}, the apps boot on Node 24 and 22 only`);
+else RUNTIMES.push([`Node ${process.versions.node}`, process.execPath]);
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const PEER_NEST = manifest.peerDependencies['@nestjs/common'];
 /** The subpaths of package.json `exports` ('./fencing', ...) with their files, package.json aside. */
@@ -90,6 +93,21 @@ function run(cmd, argv, cwd, extraEnv = {}) {
   } catch (error) {
     return { ok: false, out: `${error.stdout ?? ''}${error.stderr ?? ''}`.trim() || String(error) };
   }
+}
+
+/** Runs the installed package's bin in `dir` with `node` first on PATH (its shebang's `node`). */
+function cli(dir, node, argv) {
+  const bin = join(dir, 'node_modules', '.bin', 'nestjs-distributed-lock');
+  const env = { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, LOCK_URL: '' };
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, argv, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 function freePort() {
@@ -328,9 +346,10 @@ async function runRow(name, row, tarball, tmp) {
 async function boot(name, dir, node) {
   const redis = await startRedis(dir);
   const appPort = await freePort();
+  const redisUrl = `redis://127.0.0.1:${redis.port}`;
   const app = spawn(node, ['dist/main.js'], {
     cwd: dir,
-    env: { ...process.env, PORT: String(appPort), REDIS_URL: `redis://127.0.0.1:${redis.port}` },
+    env: { ...process.env, PORT: String(appPort), REDIS_URL: redisUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   app.stdout.setEncoding('utf8');
@@ -353,6 +372,16 @@ async function boot(name, dir, node) {
       '409 with Retry-After while another request holds the lock',
       entered.status === 200 && busy.status === 409 && busy.headers['retry-after'] !== undefined,
       `${busy.status} retry-after=${busy.headers['retry-after']} ${busy.body}`,
+    );
+    // The package's bin, as `npx nestjs-distributed-lock` runs it (its shebang's `node` is this
+    // runtime): it sees the app's lock and its holder, the app's process.
+    const bin = await cli(dir, node, ['inspect', 'order:42', '--json', '--url', redisUrl]);
+    const view = bin.code === 0 ? JSON.parse(bin.stdout) : undefined;
+    check(
+      name,
+      'the bin (npx nestjs-distributed-lock inspect) shows the held lock and its holder',
+      view?.held === true && view.holders?.[0]?.pid === app.pid,
+      view ? '' : `exit ${bin.code} ${bin.stdout.slice(0, 300)} ${bin.stderr.slice(0, 300)}`,
     );
     const released = await http(appPort, 'GET', '/orders/42/release');
     const held = await holding;
