@@ -17,6 +17,7 @@ import { MariaDbServer } from '../support/mariadb-server';
 import { PostgresServer } from '../support/postgres-server';
 import { RedisServer } from '../support/redis-server';
 import { newZkClient, ZooKeeperServer } from '../support/zookeeper-server';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * The operator's command against real servers, run as its own process: it lists a lock this test
@@ -34,11 +35,12 @@ interface Run {
 
 function cli(...args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', 'lib/cli/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, LOCK_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const main = transpiledScript(join(ROOT, 'lib/cli/main.ts'));
+    const child = spawn(process.execPath, [main, ...args], {
+      cwd: ROOT,
+      env: transpiledEnv({ ...process.env, LOCK_URL: '' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

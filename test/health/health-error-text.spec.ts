@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../support/server-process';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * Terminus health answers carried the driver's error text (`connect ECONNREFUSED
@@ -16,14 +17,8 @@ describe('health answers carry no driver error text', () => {
       const port = await freePort(); // nothing listens there: every connect is refused
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        [
-          '-r',
-          'ts-node/register/transpile-only',
-          join(__dirname, 'health-probe.process.ts'),
-          kind,
-          String(port),
-        ],
-        { timeout: 30_000 },
+        [transpiledScript(join(__dirname, 'health-probe.process.ts')), kind, String(port)],
+        { timeout: 30_000, env: transpiledEnv() },
       );
       const result = JSON.parse(stdout.trim()) as {
         locks: { status: string; message: string };

@@ -15,6 +15,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { DistributedLockModule, LockService, RedisLockBackend } from '../../lib';
 import { DistributedLockLiveViewModule } from '../../lib/operations';
 import { RedisServer } from '../support/redis-server';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HOST = hostname().slice(0, 64);
@@ -78,10 +79,11 @@ describe('live view: holders of every process, in a real browser', () => {
   it("shows each held lock's holder (host, pid, instance), ttl and token on hover; a lost lock in red", async () => {
     // Another process, with its own instance name, holds two keys on the same Redis.
     other = fork(
-      join(__dirname, 'holder.process.ts'),
+      transpiledScript(join(__dirname, 'holder.process.ts')),
       [String(redis.port), 'billing-worker', 'invoice:2024-117', 'ledger:close-month'],
       {
-        execArgv: ['-r', 'ts-node/register/transpile-only'],
+        execArgv: [],
+        env: transpiledEnv(),
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       },
     );

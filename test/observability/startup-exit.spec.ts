@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * A process whose lock backend cannot be reached exits by itself: with checkOnStartup 'fail' the
@@ -17,8 +18,10 @@ function run(
   port: number,
 ): Promise<{ messages: string[]; exited: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = fork(join(__dirname, 'startup-exit.process.ts'), [kind, scenario, String(port)], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+    const script = transpiledScript(join(__dirname, 'startup-exit.process.ts'));
+    const child = fork(script, [kind, scenario, String(port)], {
+      execArgv: [],
+      env: transpiledEnv(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const messages: string[] = [];

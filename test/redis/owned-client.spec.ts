@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
 import { RedisServer } from '../support/redis-server';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * A backend given `clientFactory` owns its client(s): it makes them on first use and QUITs them in
@@ -23,8 +24,9 @@ function runApp(
   args: string[],
 ): Promise<{ code: number | null; messages: string[]; exitedAfterClose: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = fork(join(__dirname, 'owned-client.process.ts'), args, {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+    const child = fork(transpiledScript(join(__dirname, 'owned-client.process.ts')), args, {
+      execArgv: [],
+      env: transpiledEnv(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const messages: string[] = [];

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { RedisServer } from '../support/redis-server';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * Three instances of one app with @Cron(EVERY_SECOND), started with offsets of 0, 100 and 200 ms
@@ -25,9 +26,7 @@ function startInstance(
   const child = spawn(
     process.execPath,
     [
-      '-r',
-      'ts-node/register/transpile-only',
-      join(__dirname, 'cron-instance.process.ts'),
+      transpiledScript(join(__dirname, 'cron-instance.process.ts')),
       String(port),
       String(offset),
       mode,
@@ -35,6 +34,7 @@ function startInstance(
     ],
     {
       cwd: join(__dirname, '..', '..'),
+      env: transpiledEnv(),
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );

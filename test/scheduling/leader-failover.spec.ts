@@ -8,6 +8,7 @@ import {
   type BackendName,
   type RunningServers,
 } from '../torture/torture.backends';
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
 
 /**
  * Leader election across real processes on every networked backend (private servers from the
@@ -37,10 +38,15 @@ interface Campaigner {
 async function start(name: BackendName, servers: RunningServers, ttl: number): Promise<Campaigner> {
   const proxies = await Promise.all(servers.ports.map((port) => TcpProxy.start({ port })));
   const config = JSON.stringify(servers.clientConfig(proxies.map((p) => p.port)));
-  const child = fork(join(__dirname, 'leader.process.ts'), [name, config, String(ttl)], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    cwd: join(__dirname, '..', '..'),
-  });
+  const child = fork(
+    transpiledScript(join(__dirname, 'leader.process.ts')),
+    [name, config, String(ttl)],
+    {
+      execArgv: [],
+      env: transpiledEnv(),
+      cwd: join(__dirname, '..', '..'),
+    },
+  );
   const c: Campaigner = { child, proxies, messages: [] };
   child.on('message', (m: { type: string }) => c.messages.push({ ...m, at: performance.now() }));
   return new Promise((resolve, reject) => {

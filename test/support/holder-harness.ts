@@ -1,11 +1,12 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { transpiledEnv, transpiledScript } from './transpiled';
 
 /**
  * One harness for "a lock holder in its own OS process", the thing a fault test SIGKILLs or
  * SIGSTOPs (a crashed or paused application, which an in-process holder cannot be).
  *
- * Parent side: `HolderProcess.start(script, args)` forks `script` under ts-node with an IPC
+ * Parent side: `HolderProcess.start(script, args)` forks `script` (transpiled) with an IPC
  * channel; the child reports JSON messages `{ type, ...fields }` in order; `next(type)` resolves
  * with the first such message at or after an index (already received or to come) and rejects at
  * once if the child reports `{ type: 'error' }` or exits first, so a broken holder fails the
@@ -54,16 +55,16 @@ export class HolderProcess<M extends HolderMessage = HolderMessage> {
     );
   }
 
-  /** Forks `script` (a .ts file, run with ts-node, transpile only) with `args`, cwd = repo root. */
+  /** Forks `script` (a .ts file, run transpiled: support/transpiled.ts) with `args`, cwd = repo root. */
   static start<M extends HolderMessage = HolderMessage>(
     script: string,
     args: readonly string[] = [],
     env: NodeJS.ProcessEnv = process.env,
   ): HolderProcess<M> {
-    const child = fork(script, [...args], {
+    const child = fork(transpiledScript(script), [...args], {
       cwd: REPO_ROOT,
-      env,
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      env: transpiledEnv(env),
+      execArgv: [],
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     });
     return new HolderProcess<M>(child);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { freePort, ServerProcess } from '../support/server-process';
-import { buildEnv } from './torture.build';
+import { transpiledEnv } from '../support/transpiled';
 
 /**
  * The registry that plugs a backend into the torture harness: how the harness starts its servers
@@ -35,7 +35,7 @@ export interface WorkerBackend {
 }
 
 export interface TortureBackend {
-  /** `dir`: a temp dir for this run; `build`: root of the JavaScript build (torture.build.ts). */
+  /** `dir`: a temp dir for this run; `build`: root of the JavaScript build (test/support/transpiled.ts). */
   start(dir: string, build: string): Promise<RunningServers>;
   /** In a worker: the user's client and the backend over it; `ttl` is the run's lock ttl (ms). */
   connect(config: any, ttl: number): Promise<WorkerBackend>;
@@ -78,7 +78,7 @@ export const TORTURE_BACKENDS: Partial<Record<BackendName, TortureBackend>> = {
           command: process.execPath,
           args: [join(build, 'test/torture/memory-lock.server.js'), String(port)],
           port,
-          env: buildEnv(),
+          env: transpiledEnv(),
         },
         dir,
       );

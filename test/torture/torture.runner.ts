@@ -10,7 +10,7 @@ import { Nemesis, type NemesisWorker } from './torture.nemesis';
 import { quietMs, type Fault, type TortureOptions } from './torture.options';
 import { TORTURE_BACKENDS, type RunningServers } from './torture.backends';
 import type { WorkerConfig } from './torture.worker';
-import { buildEnv, buildWorkers, ROOT } from './torture.build';
+import { ROOT, transpiled, transpiledEnv } from '../support/transpiled';
 import { startTortureFence, type TortureFence } from './torture.fences';
 
 /**
@@ -143,7 +143,7 @@ export async function runTorture(
   const crashes: WorkerCrash[] = [];
   const logOf = (slot: number, inc: number) => join(dir, `worker-${slot}-${inc}.log`);
   try {
-    const build = buildWorkers();
+    const build = transpiled();
     timings.buildMs = Math.round(now() - t0);
     servers = await def.start(dir, build);
     timings.serversMs = Math.round(now() - t0) - timings.buildMs;
@@ -306,7 +306,7 @@ function spawnWorker(
   const child = fork(join(build, 'test/torture/torture.worker.js'), [], {
     cwd: ROOT,
     execArgv: [],
-    env: { ...buildEnv(), TORTURE_WORKER: JSON.stringify(config) },
+    env: { ...transpiledEnv(), TORTURE_WORKER: JSON.stringify(config) },
     stdio: ['ignore', fd, fd, 'ipc'],
   });
   closeSync(fd);

@@ -1,7 +1,7 @@
 import { LockEngine } from '../../../lib';
 import { tempDir, removeDir } from '../../support/server-process';
 import { TcpProxy } from '../../support/tcp-proxy';
-import { buildWorkers } from '../torture.build';
+import { transpiled } from '../../support/transpiled';
 import {
   TORTURE_BACKENDS,
   type BackendName,
@@ -30,7 +30,7 @@ describe.each(SESSION_BACKENDS)(
     const engines: LockEngine[] = [];
 
     beforeAll(async () => {
-      servers = await def.start(dir, buildWorkers());
+      servers = await def.start(dir, transpiled());
       proxies = await Promise.all(servers.ports.map((port) => TcpProxy.start({ port })));
     }, 90_000);
 

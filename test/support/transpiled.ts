@@ -13,22 +13,24 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 
 /**
- * Worker start-up must be cheap: the nemesis kills and restarts workers, and 8 ts-node processes
- * compiling the package on 2 cores take ~20 s. So the harness transpiles lib/, test/support/ and
- * test/torture/ once (TypeScript's transpileModule, the same isolated-modules emit ts-jest uses)
- * into a temp dir keyed by the sources' content, and forks plain `node` on the JavaScript, with
- * NODE_PATH pointing at the project's node_modules.
+ * Child processes must start cheaply: a ts-node child compiles the package on every start (about 5
+ * s on 2 cores), and the torture nemesis kills and restarts 8 workers, the CLI spec runs the command
+ * 45 times, the fault specs fork holders. So lib/, test/ and sample-app/ (specs aside) are
+ * transpiled once (TypeScript's transpileModule, the same isolated-modules emit ts-jest and ts-node
+ * --transpile-only use) into a temp dir keyed by the sources' content, and children run as plain
+ * `node` on the JavaScript, with NODE_PATH pointing at the project's node_modules.
  */
 export const ROOT = join(__dirname, '../..');
-const SOURCES = ['lib', 'test/support', 'test/torture'];
+const SOURCES = ['lib', 'test', 'sample-app'];
 
 function sources(): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else if (name.endsWith('.ts') && !name.endsWith('.spec.ts') && !name.endsWith('.d.ts'))
+      if (statSync(path).isDirectory()) {
+        if (name !== 'node_modules') walk(path);
+      } else if (name.endsWith('.ts') && !name.endsWith('.spec.ts') && !name.endsWith('.d.ts'))
         out.push(path);
     }
   };
@@ -37,14 +39,14 @@ function sources(): string[] {
 }
 
 /** Returns the root of the JavaScript build (same layout as the repository). */
-export function buildWorkers(): string {
+export function transpiled(): string {
   const files = sources();
   const hash = createHash('sha256');
   const texts = files.map((f) => readFileSync(f, 'utf8'));
   files.forEach((f, i) =>
     hash.update(relative(ROOT, f)).update('\0').update(texts[i]).update('\0'),
   );
-  const out = join(tmpdir(), `ndl-torture-build-${hash.digest('hex').slice(0, 16)}`);
+  const out = join(tmpdir(), `ndl-build-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(out, '.complete'))) return out;
   // Loaded only when a build is needed: typescript is a dev dependency of the harness, not of workers.
   const ts = require('typescript') as typeof import('typescript');
@@ -80,7 +82,7 @@ function pruneOldBuilds(keep: string): void {
   const dayAgo = Date.now() - 24 * 3600 * 1000;
   for (const name of readdirSync(tmpdir())) {
     const path = join(tmpdir(), name);
-    if (!name.startsWith('ndl-torture-build-') || path === keep) continue;
+    if (!name.startsWith('ndl-build-') || path === keep) continue;
     try {
       if (statSync(path).mtimeMs < dayAgo) rmSync(path, { recursive: true, force: true });
     } catch {
@@ -90,6 +92,11 @@ function pruneOldBuilds(keep: string): void {
 }
 
 /** Environment for `node` on the build: resolve packages from the project's node_modules. */
-export function buildEnv(): NodeJS.ProcessEnv {
-  return { ...process.env, NODE_PATH: join(ROOT, 'node_modules') };
+export function transpiledEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...env, NODE_PATH: join(ROOT, 'node_modules') };
+}
+
+/** The build's JavaScript for `script`, a .ts file of the repository (transpiled first if needed). */
+export function transpiledScript(script: string): string {
+  return join(transpiled(), relative(ROOT, script)).replace(/\.ts$/, '.js');
 }
