@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as ts from 'typescript';
+import { transpile } from '../support/transpiled';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -17,15 +17,7 @@ export function runDocSnippet(file: string, heading: string, index = 0): Record<
   const blocks = [...md.slice(from).matchAll(/```ts\n([\s\S]*?)```/g)];
   const code = blocks[index]?.[1];
   if (code === undefined) throw new Error(`${file}: no ts block ${index} after ${heading}`);
-  const js = ts.transpileModule(code, {
-    compilerOptions: {
-      module: ts.ModuleKind.CommonJS,
-      target: ts.ScriptTarget.ES2022,
-      experimentalDecorators: true,
-      emitDecoratorMetadata: true,
-      esModuleInterop: true,
-    },
-  }).outputText;
+  const js = transpile(code);
   const module = { exports: {} as Record<string, any> };
   const load = (id: string): unknown => {
     const subpath = /^nestjs-distributed-lock(\/[\w-]+)?$/.exec(id);

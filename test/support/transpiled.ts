@@ -48,21 +48,9 @@ export function transpiled(): string {
   );
   const out = join(tmpdir(), `ndl-build-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(out, '.complete'))) return out;
-  // Loaded only when a build is needed: typescript is a dev dependency of the harness, not of workers.
-  const ts = require('typescript') as typeof import('typescript');
   const staging = `${out}.${process.pid}`;
   files.forEach((file, i) => {
-    const { outputText } = ts.transpileModule(texts[i], {
-      fileName: file,
-      compilerOptions: {
-        module: ts.ModuleKind.CommonJS,
-        target: ts.ScriptTarget.ES2022,
-        experimentalDecorators: true,
-        emitDecoratorMetadata: true,
-        esModuleInterop: true,
-        isolatedModules: true,
-      },
-    });
+    const outputText = transpile(texts[i], file);
     const target = join(staging, relative(ROOT, file)).replace(/\.ts$/, '.js');
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, outputText);
@@ -75,6 +63,23 @@ export function transpiled(): string {
   }
   pruneOldBuilds(out);
   return out;
+}
+
+/** One module's TypeScript as CommonJS JavaScript, with this repository's compiler options. */
+export function transpile(text: string, fileName?: string): string {
+  // Loaded only when used: typescript is a dev dependency of the harness, not of workers.
+  const ts = require('typescript') as typeof import('typescript');
+  return ts.transpileModule(text, {
+    fileName,
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      esModuleInterop: true,
+      isolatedModules: true,
+    },
+  }).outputText;
 }
 
 /** Builds of other source versions, untouched for a day, are no longer used by any run. */
