@@ -377,11 +377,12 @@ async function boot(name, dir, node) {
     // runtime): it sees the app's lock and its holder, the app's process.
     const bin = await cli(dir, node, ['inspect', 'order:42', '--json', '--url', redisUrl]);
     const view = bin.code === 0 ? JSON.parse(bin.stdout) : undefined;
+    const shown = view?.held === true && view.holders?.[0]?.pid === app.pid;
     check(
       name,
       'the bin (npx nestjs-distributed-lock inspect) shows the held lock and its holder',
-      view?.held === true && view.holders?.[0]?.pid === app.pid,
-      view ? '' : `exit ${bin.code} ${bin.stdout.slice(0, 300)} ${bin.stderr.slice(0, 300)}`,
+      shown,
+      shown ? '' : `exit ${bin.code} ${bin.stdout.slice(0, 300)} ${bin.stderr.slice(0, 300)}`,
     );
     const released = await http(appPort, 'GET', '/orders/42/release');
     const held = await holding;
