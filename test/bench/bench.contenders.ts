@@ -106,9 +106,11 @@ export function ours(system: System): Contender {
     waits:
       system === 'mysql'
         ? 'release notify (GET_LOCK), FIFO tickets'
-        : system === 'memory'
-          ? 'in-process notification'
-          : 'notification (pub/sub, watch or NOTIFY)',
+        : system === 'postgres'
+          ? 'NOTIFY, FIFO tickets'
+          : system === 'memory'
+            ? 'in-process notification'
+            : 'notification (pub/sub or watch)',
     async connect(servers) {
       const { backend, closeClient } = await ourBackend(system, servers);
       const engine = new LockEngine({

@@ -66,6 +66,10 @@ describeSqlBackend('mysql (MariaDB 10.11)', async () => {
     },
     holderRows: (k, table = 'distributed_locks') =>
       count(`SELECT COUNT(*) AS n FROM \`${table}\` WHERE lock_key = ?`, [k]),
+    tickets: (k) =>
+      count("SELECT COUNT(*) AS n FROM distributed_locks WHERE lock_key = ? AND mode = 'queued'", [
+        k,
+      ]),
     residue: (k) =>
       count(
         'SELECT (SELECT COUNT(*) FROM distributed_locks WHERE lock_key = ?) + (SELECT COUNT(*) FROM distributed_locks_keys WHERE lock_key = ?) AS n',

@@ -70,6 +70,10 @@ describeSqlBackend('postgres 15', async () => {
     },
     holderRows: (k, table = 'distributed_locks') =>
       count(`SELECT count(*) AS n FROM "${table}" WHERE lock_key = $1`, [k]),
+    tickets: (k) =>
+      count("SELECT count(*) AS n FROM distributed_locks WHERE lock_key = $1 AND mode = 'queued'", [
+        k,
+      ]),
     residue: (k) => count('SELECT count(*) AS n FROM distributed_locks WHERE lock_key = $1', [k]),
     msLeft: (k) =>
       count(

@@ -4,6 +4,7 @@ import { LockEngine } from '../../lib/core/lock-engine';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../lib/errors/lock-backend-unavailable.error';
 import { LockLostError } from '../../lib/errors/lock-lost.error';
+import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import type { BackendLock, LockBackend } from '../../lib/interfaces/lock-backend.interface';
 import { CrashableBackend, MutexProbe, untilAborted } from '../conformance/conformance-tools';
 import { eventually } from '../support/eventually';
@@ -44,6 +45,8 @@ export interface SqlFixture {
   /** Admin: deletes one holder row behind its owner's back. */
   deleteOwner(owner: string): Promise<void>;
   holderRows(fullKey: string, table?: string): Promise<number>;
+  /** Waiters' tickets on `fullKey` right now (rows in mode 'queued', live or not). */
+  tickets(fullKey: string): Promise<number>;
   /** Admin: writes the rows an abandoned holder of `fullKey` leaves behind, expired `agoMs` ago. */
   insertExpired(fullKey: string, agoMs: number): Promise<void>;
   /** Rows about this key in every table of the backend (holders, and MySQL's mutex rows). */
@@ -251,6 +254,81 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       expect(order).toEqual(Array.from({ length: 50 }, (_, i) => i)); // one process: served in arrival order
       for (let i = 1; i < fences.length; i++) expect(fences[i] > fences[i - 1]).toBe(true);
       expect(await f.residue(k)).toBe(0);
+    });
+
+    // Across processes the waiter that has waited longest wins (waiters' tickets), not whichever
+    // woken waiter re-attempts first; each engine below has its own pool: to the server, a separate
+    // process. Before tickets, six waiters came out in arrival order 1 time in 720.
+    it('waiters of six processes are granted in the order they started waiting', async () => {
+      const k = key('fifo');
+      const held = await engine().engine.acquire(k, { ttl: 30_000 });
+      const granted: number[] = [];
+      const done: Promise<void>[] = [];
+      for (let i = 0; i < 6; i++) {
+        const { engine: e } = engine();
+        done.push(e.withLock(k, async () => void granted.push(i), { wait: 60_000 }));
+        // Waiter i has found the key busy and holds its ticket before waiter i + 1 starts.
+        await eventually(async () => (await f.tickets(k)) === i + 1);
+      }
+      await held.release();
+      await Promise.all(done);
+      expect(granted).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(await f.residue(k)).toBe(0);
+    });
+
+    it('a waiting writer keeps the readers of other processes that come after it out: it is not starved', async () => {
+      const k = key('writer');
+      const read = await engine().engine.acquire(k, { mode: 'shared', ttl: 30_000 });
+      const { engine: w } = engine();
+      const { engine: r } = engine();
+      const order: string[] = [];
+      const writing = w.acquire(k, { wait: 60_000 }).then((h) => (order.push('writer'), h));
+      await eventually(async () => (await f.tickets(k)) === 1);
+      // Free for a reader by the holders alone; the writer's ticket is older.
+      expect(await r.tryAcquire(k, { mode: 'shared' })).toBeNull();
+      const reading = r
+        .acquire(k, { mode: 'shared', wait: 60_000 })
+        .then((h) => (order.push('reader'), h));
+      await eventually(async () => (await f.tickets(k)) === 2);
+      await read.release();
+      const written = await writing;
+      expect(order).toEqual(['writer']);
+      expect(await f.tickets(k)).toBe(1); // the reader still waits
+      await written.release();
+      const second = await reading;
+      expect(order).toEqual(['writer', 'reader']);
+      expect(second.fencingToken > written.fencingToken).toBe(true);
+      await second.release();
+    });
+
+    it('a waiter that gives up takes its ticket back: the next acquirer of the free key is not kept waiting for it', async () => {
+      const k = key('gaveup');
+      const held = await engine().engine.acquire(k, { ttl: 30_000 });
+      const { engine: w } = engine();
+      await expect(w.acquire(k, { wait: 300 })).rejects.toThrow(LockAcquireTimeoutError);
+      expect(await eventually(async () => (await f.tickets(k)) === 0)).toBe(true);
+      await held.release();
+      const next = await engine().engine.tryAcquire(k);
+      expect(next).not.toBeNull();
+      await next!.release();
+    });
+
+    it("a waiter's ticket is not a holder: inspect and list show the holder alone, forceRelease removes the holder and the waiter is granted", async () => {
+      const { engine: a, backend: ops } = engine();
+      const k = key('ticket');
+      const held = await a.acquire(k, { ttl: 30_000 });
+      const waiting = engine().engine.acquire(k, { wait: 60_000 });
+      await eventually(async () => (await f.tickets(k)) === 1);
+      const seen = await ops.inspect!(k);
+      expect(seen.holders.map((h) => h.owner)).toEqual([held.owner]);
+      expect(seen.fencingToken).toBe(held.fencingToken);
+      expect(await ops.list!(k, 10)).toEqual([k]);
+      expect(await ops.forceRelease!(k)).toBe(true);
+      expect(await ops.forceRelease!(k)).toBe(false); // a ticket alone is nothing to remove
+      expect(await ops.list!(k, 10)).toEqual([]);
+      const next = await waiting; // still waiting, and granted once the key is free
+      expect(next.fencingToken > held.fencingToken).toBe(true);
+      await next.release();
     });
 
     it('one statement renews a whole batch, and the watchdog sends one renew statement per tick', async () => {

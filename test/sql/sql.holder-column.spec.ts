@@ -4,18 +4,24 @@ import { MySqlLockBackend } from '../../lib/backends/mysql';
 import { PostgresLockBackend } from '../../lib/backends/postgres';
 import { LockEngine } from '../../lib/core/lock-engine';
 import type { LockBackend } from '../../lib/interfaces/lock-backend.interface';
+import { eventually } from '../support/eventually';
 import { mariaDbPools, postgresPools } from '../support/sql-pools';
 
 /**
  * The holder column of the SQL lock table: a table made before it gets it at start-up
  * (createTable: true) and the grants store their holder there; a table a DBA manages
  * (createTable: false) without it keeps working, without identities, until the column is added.
+ * Likewise waiters' tickets: PostgreSQL's older mode check refuses them, so a DBA's older table is
+ * served without the fair line, and createTable: true replaces the check.
  */
 interface Setup {
   backend(table: string, createTable: boolean): LockBackend;
   /** The lock table as it was before the holder column. */
   oldTable(table: string): Promise<void>;
   addColumn(table: string): Promise<void>;
+  /** The older table refuses waiters' tickets (PostgreSQL's mode check). */
+  refusesTickets: boolean;
+  tickets(table: string, key: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -42,6 +48,14 @@ const kinds: [string, () => Promise<Setup>][] = [
         },
         addColumn: async (t) =>
           void (await admin.query(`ALTER TABLE \`${t}\` ADD COLUMN holder VARCHAR(256) NULL`)),
+        refusesTickets: false,
+        tickets: async (t, k) => {
+          const [rows] = await admin.query(
+            `SELECT COUNT(*) AS n FROM \`${t}\` WHERE lock_key = ? AND mode = 'queued'`,
+            [k],
+          );
+          return Number((rows as { n: number }[])[0].n);
+        },
         close: () => db.close(),
       };
     },
@@ -63,6 +77,16 @@ const kinds: [string, () => Promise<Setup>][] = [
         },
         addColumn: async (t) =>
           void (await admin.query(`ALTER TABLE "${t}" ADD COLUMN holder text`)),
+        refusesTickets: true,
+        tickets: async (t, k) =>
+          Number(
+            (
+              await admin.query(
+                `SELECT count(*) AS n FROM "${t}" WHERE lock_key = $1 AND mode = 'queued'`,
+                [k],
+              )
+            ).rows[0].n,
+          ),
         close: () => db.close(),
       };
     },
@@ -119,4 +143,23 @@ describe.each(kinds)('%s: the holder column', (_kind, setup) => {
     expect((await after.inspect!('lock:managed')).holders[0].metadata).toEqual(me);
     await again.release();
   });
+
+  it.each([false, true])(
+    'an older table with createTable: %s serves a waiter, with a ticket unless its mode check refuses them',
+    async (createTable) => {
+      const table = `tk_${randomBytes(3).toString('hex')}`;
+      await s.oldTable(table);
+      const held = await engine(s.backend(table, createTable)).acquire('t', { ttl: 30_000 });
+      const backend = s.backend(table, createTable);
+      let answered = 0;
+      const attempt = backend.tryAcquire.bind(backend);
+      backend.tryAcquire = (request) => attempt(request).finally(() => void answered++);
+      const waiting = engine(backend).acquire('t', { wait: 30_000 });
+      await eventually(() => answered > 0); // its first attempt found the key busy
+      const ticket = createTable || !s.refusesTickets ? 1 : 0;
+      expect(await s.tickets(table, 'lock:t')).toBe(ticket);
+      await held.release();
+      await (await waiting).release();
+    },
+  );
 });

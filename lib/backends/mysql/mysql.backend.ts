@@ -4,9 +4,9 @@ import type {
   BackendWaitPolicy,
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
-import { keyDigest } from '../sql/key-digest';
 import type { SqlOutcome } from '../sql/sql-acquire';
 import { SqlLockBackend } from '../sql/sql.backend';
+import { ticketLife } from '../sql/sql-tickets';
 import { MySqlReleaseNotify } from './mysql.release-notify';
 import { mysqlDialect } from './mysql.dialect';
 import {
@@ -15,14 +15,6 @@ import {
   type MySqlLockBackendOptions,
   type MySqlPoolLike,
 } from './mysql.options';
-import { mysqlStatements } from './mysql.schema';
-import { MySqlTickets } from './mysql.tickets';
-
-/**
- * A live waiter re-attempts at least every max(fallbackDelay, maxPollDelay) ms; its ticket this
- * much longer.
- */
-const TICKET_MARGIN_MS = 250;
 
 /**
  * MySQL 8 / MariaDB 10.11 locks in a table: the shared SQL backend (SqlLockBackend: one row per
@@ -30,7 +22,7 @@ const TICKET_MARGIN_MS = 250;
  * The acquire's mutex is the key's row in <table>_keys, X-locked until COMMIT; fences come from one
  * counter row locked until COMMIT, so they grow strictly. Across processes the longest-waiting
  * waiter wins: a waiting request that finds the key busy leaves a ticket row, and a grant goes only
- * to the holder of the oldest live ticket (mysql.tickets.ts). This process's releases wake its own
+ * to the holder of the oldest live ticket (sql-tickets.ts). This process's releases wake its own
  * waiters at once; other processes' waiters block on the key's GET_LOCK notify lock
  * (MySqlReleaseNotify) and poll only where they must. No connection is held between attempts.
  */
@@ -44,7 +36,6 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   readonly wakeups: WakeupSource;
   private readonly blockingWaiters: number | undefined;
   private readonly releaseNotify: MySqlReleaseNotify;
-  private readonly tickets: MySqlTickets;
 
   constructor(options: MySqlLockBackendOptions) {
     const o = resolveMySqlOptions(options);
@@ -55,15 +46,7 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
     // waiters, every waiter polls.)
     const notifies = o.blockingWaiters !== 0 && (blocking > 0 || !given);
     const fallbackDelay = notifies ? 1_000 : o.maxPollDelay;
-    // ms a waiter's ticket outlives its last attempt: the longest pause between attempts, and more.
-    const ticketMs = Math.max(fallbackDelay, o.maxPollDelay) + TICKET_MARGIN_MS;
-    super(mysqlDialect(o.table), o);
-    this.line = this.tickets = new MySqlTickets(
-      mysqlStatements(o.table),
-      ticketMs,
-      (work) => this.withConnection(work),
-      (key) => this.notifier.notify(keyDigest(key)),
-    );
+    super(mysqlDialect(o.table), o, ticketLife(fallbackDelay, o.maxPollDelay));
     this.blockingWaiters = o.blockingWaiters;
     this.releaseNotify = new MySqlReleaseNotify({
       pool: () => this.pool(),
@@ -87,7 +70,6 @@ export class MySqlLockBackend extends SqlLockBackend<MySqlPoolLike> {
   }
 
   protected override settled(request: BackendAttempt, permits: number | undefined, o: SqlOutcome) {
-    this.tickets.settled(request, Buffer.from(request.key, 'utf8'), o);
     // Armed after COMMIT, not awaited: arming may wait for woken waiters to let go of the
     // notify lock, and must not hold the key's mutex meanwhile. A waiter that sees our row first
     // polls briefly. Semaphore permits are not armed: one process's notify lock could not tell the

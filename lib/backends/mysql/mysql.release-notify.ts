@@ -7,7 +7,7 @@ import type { MySqlConnectionLike, MySqlPoolLike } from './mysql.options';
 type Notice = 'notified' | 'unarmed' | 'timeout';
 
 /**
- * When a ticketed waiter (see mysql.tickets.ts) re-attempts after a notify, by its place at its
+ * When a ticketed waiter (see sql-tickets.ts) re-attempts after a notify, by its place at its
  * last attempt: the first in line at once (it takes the key's mutex row alone); the next one after
  * NOTIFY_NEXT_MS, about the first one's grant, so it finds the new holder and waits on its notify
  * lock; the others after NOTIFY_SPREAD_MS plus up to as much again at random (only to keep their
@@ -41,7 +41,7 @@ export interface MySqlReleaseNotifyOptions {
   readonly notifier: ReleaseNotifier;
   /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
   readonly place: (key: string) => number | undefined;
-  /** One lock-free read of the waiter's place; true: re-attempt now (MySqlTickets). */
+  /** One lock-free read of the waiter's place; true: re-attempt now (SqlTickets). */
   readonly recheck: (key: string) => Promise<boolean>;
 }
 

@@ -1,6 +1,7 @@
 import { MAX_HOLDER_DATA } from '../../backend-kit';
 import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
+import { QUEUED } from '../sql/sql-tickets';
 
 /**
  * Tables and statements of the MySQL/MariaDB backend. Only the table name (a validated plain
@@ -12,14 +13,11 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  *                permit of a semaphore (mode 'semaphore': fits the VARCHAR(9) of every install, so
  *                the semaphores of this version need no migration). Also a waiter's TICKET (mode
  *                'queued'): expires_at is when it lapses, fence holds its arrival (µs since
- *                2000-01-01 by the server's UTC clock); see mysql.tickets.ts.
+ *                2000-01-01 by the server's UTC clock); see sql-tickets.ts.
  * <table>_keys   one row per key while it has holders: the per-key mutex that acquires lock.
  * <table>_fence  one row: the fencing counter, incremented inside the acquire's transaction.
  */
 export type MySqlStatements = ReturnType<typeof mysqlStatements>;
-
-/** The mode of a waiter's ticket row (fits VARCHAR(9): no migration). */
-export const QUEUED = 'queued';
 
 /**
  * The only batch sizes a renew statement comes in: every distinct statement text is

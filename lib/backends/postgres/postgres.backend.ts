@@ -1,5 +1,6 @@
 import type { BackendWaitPolicy, WakeupSource } from '../../interfaces/lock-backend.interface';
 import { SqlLockBackend } from '../sql/sql.backend';
+import { ticketLife } from '../sql/sql-tickets';
 import { postgresDialect } from './postgres.dialect';
 import { listenConnector, PgReleaseListener } from './postgres.listener';
 import {
@@ -12,8 +13,9 @@ import {
  * PostgreSQL locks in a table: the shared SQL backend (SqlLockBackend: one row per holder, expiry
  * in the SERVER's clock, clock_timestamp()) over the PostgreSQL dialect (postgres.dialect.ts). The
  * acquire's mutex is a transaction-scoped advisory lock of the key; fences come from a sequence
- * (never reused, monotonic across restarts) taken inside the granting transaction. Release NOTIFYs
- * the key's digest (never the key); waiters sleep on ONE LISTEN connection per backend (the
+ * (never reused, monotonic across restarts) taken inside the granting transaction. Across processes
+ * the longest-waiting waiter wins (sql-tickets.ts), so a waiting writer is not starved by readers.
+ * Release NOTIFYs the key's digest (never the key); waiters sleep on ONE LISTEN connection per backend (the
  * `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by the holder's
  * expiry, and poll while it is down. A lost NOTIFY only delays a waiter (it re-attempts at the
  * fallback pace).
@@ -28,8 +30,10 @@ export class PostgresLockBackend extends SqlLockBackend<PgPoolLike> {
   constructor(options: PostgresLockBackendOptions) {
     const o = resolvePostgresOptions(options);
     const dialect = postgresDialect(o.table);
-    super(dialect, o);
-    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay };
+    // A waiter re-attempts at least once a second while it listens, every maxPollDelay else.
+    const fallbackDelay = 1_000;
+    super(dialect, o, ticketLife(fallbackDelay, o.maxPollDelay));
+    this.waitPolicy = { minDelay: 5, maxDelay: o.maxPollDelay, fallbackDelay };
     if (o.notifications) {
       this.listener = new PgReleaseListener(
         listenConnector(() => this.source.get()),

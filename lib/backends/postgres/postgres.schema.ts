@@ -1,6 +1,7 @@
 import { KEY_DIGEST_HEX } from '../sql/key-digest';
 import { ddlScript, HOLDER_COLUMN } from '../sql/sql-schema';
 import { SWEEP_BATCH } from '../sql/sql-sweeper';
+import { QUEUED } from '../sql/sql-tickets';
 
 /**
  * Table and statements of the PostgreSQL backend. Only the table name (a validated plain
@@ -8,7 +9,9 @@ import { SWEEP_BATCH } from '../sql/sql-sweeper';
  * timestamptz from the server's clock_timestamp(), never the application's clock.
  *
  * <table>        one row per holder: an exclusive holder, one of several shared holders, or one
- *                permit of a semaphore (mode 'semaphore').
+ *                permit of a semaphore (mode 'semaphore'). Also a waiter's TICKET (mode 'queued'):
+ *                expires_at is when it lapses, fence holds its arrival (µs since 1970 by the
+ *                server's clock); see sql-tickets.ts.
  * <table>_fence  a sequence: fencing tokens, monotonic across restarts (never reused).
  * Per-key mutex: pg_advisory_xact_lock(<table's class id>, hashtext(key)), held until the acquire's
  * COMMIT; two keys that collide in the 32-bit hash only queue behind each other, never share a
@@ -33,15 +36,33 @@ export function postgresStatements(table: string) {
     begin:
       "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '5s'; SET LOCAL idle_in_transaction_session_timeout = '5s'",
     mutex: 'SELECT pg_advisory_xact_lock($1::int4, hashtext($2::text))',
-    // Locks every holder row of the key in (lock_key, owner) order, the order renew locks in too.
+    // Locks every row of the key, holders and tickets, in (lock_key, owner) order, the order renew
+    // locks in too; reads each one's time left (and a ticket's arrival, in fence).
     holders:
-      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us ` +
-      `FROM ${t} WHERE lock_key = $1 ORDER BY owner FOR UPDATE`,
+      `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
+      `fence::text AS fence FROM ${t} WHERE lock_key = $1 ORDER BY owner FOR UPDATE`,
     // Takes over expired rows of the key (a dead holder's) and inserts ours, with its holder data
-    // ($5) when the table has the column (grantBare: without), in one statement.
+    // ($5) when the table has the column (grantBare: without), in one statement. The row replaces
+    // our own ticket if we had one (same primary key; so the purge leaves our row to it).
     grant: grant(t, seq, true),
     grantBare: grant(t, seq, false),
     hasHolder: `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = '${HOLDER_COLUMN}' AND NOT attisdropped`,
+    // A table a DBA made with the mode check of an older version (createTable: false) refuses
+    // tickets: the backend then keeps no line (any waiter may take a free key) until it is replaced.
+    refusesTickets:
+      `SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'c' ` +
+      `AND pg_get_constraintdef(oid) LIKE '%semaphore%' AND pg_get_constraintdef(oid) NOT LIKE '%${QUEUED}%'`,
+    // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder
+    // row).
+    ticket:
+      `INSERT INTO ${t} AS h (lock_key, owner, mode, expires_at, fence) VALUES ($1, $2, '${QUEUED}', ` +
+      `clock_timestamp() + $3::bigint * interval '1 microsecond', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ` +
+      `ON CONFLICT (lock_key, owner) DO UPDATE SET expires_at = CASE WHEN h.mode = '${QUEUED}' ` +
+      `THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE h.expires_at END`,
+    // A waiter that gave up: NOTIFY, so the waiters behind it need not wait for its ticket to lapse.
+    dropTicket:
+      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 AND mode = '${QUEUED}' RETURNING lock_key) ` +
+      `SELECT ${notify} FROM gone`,
     // One statement renews a whole batch; rows are locked in key order so two batches and an
     // acquire can never deadlock; only rows that are still ours and unexpired are extended.
     renew:
@@ -54,19 +75,19 @@ export function postgresStatements(table: string) {
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
       `SELECT ${notify} FROM gone`,
-    // Operators: a plain read (no locks) of the key's rows, and a delete whatever the owner (NOTIFY
-    // as release).
+    // Operators: a plain read (no locks) of the key's holder rows, and their delete whatever the
+    // owner (NOTIFY as release; waiters keep their tickets, so their places in line).
     inspect: inspect(t, true),
     inspectBare: inspect(t, false),
     forceRelease:
-      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 RETURNING lock_key) ` +
+      `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND mode <> '${QUEUED}' RETURNING lock_key) ` +
       `SELECT ${notify} FROM gone`,
     // Held keys in [$1, $2) by code point ($2 NULL: no upper bound), at most $3: a range of the
     // COLLATE "C" index, whatever the column's collation.
     list:
       `SELECT DISTINCT lock_key COLLATE "C" AS lock_key FROM ${t} WHERE lock_key COLLATE "C" >= $1 ` +
       `AND ($2::text IS NULL OR lock_key COLLATE "C" < $2) AND expires_at > clock_timestamp() ` +
-      `ORDER BY 1 LIMIT $3`,
+      `AND mode <> '${QUEUED}' ORDER BY 1 LIMIT $3`,
     // Sweeper (see sql-sweeper.ts): a bounded batch of rows expired for over a minute; the outer
     // condition is re-checked on the current row version if a renewal or an acquire got there
     // first.
@@ -84,21 +105,21 @@ function ddl(table: string): string[] {
     `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key   text        NOT NULL,  -- full lock key (exact, byte-wise equality)
   owner      text        NOT NULL,  -- 128-bit owner token, hex
-  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore')),
+  mode       text        NOT NULL CHECK (mode IN ('exclusive', 'shared', 'semaphore', '${QUEUED}')),
   expires_at timestamptz NOT NULL,  -- database server clock
   fence      bigint      NOT NULL,  -- fencing token of this grant
   holder     text,                  -- the holder: {"host","pid","instance"} (JSON text)
   PRIMARY KEY (lock_key, owner)
 )`,
     `CREATE SEQUENCE IF NOT EXISTS ${seq} AS bigint`,
-    // Upgrade of a table made before semaphores (its CHECK allowed exclusive and shared only):
-    // replaces the check once; a table that already allows 'semaphore' is left untouched (no
+    // Upgrade of a table made before semaphores or waiters' tickets (its CHECK allowed fewer
+    // modes): replaces the check once; a table that already allows tickets is left untouched (no
     // ALTER, so no ACCESS EXCLUSIVE lock on later start-ups).
     `DO $$ BEGIN
   IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${t}'::regclass AND conname = '${table}_mode_check'
-             AND pg_get_constraintdef(oid) NOT LIKE '%semaphore%') THEN
+             AND pg_get_constraintdef(oid) NOT LIKE '%${QUEUED}%') THEN
     ALTER TABLE ${t} DROP CONSTRAINT "${table}_mode_check",
-      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore'));
+      ADD CONSTRAINT "${table}_mode_check" CHECK (mode IN ('exclusive', 'shared', 'semaphore', '${QUEUED}'));
   END IF;
 END $$`,
     // Upgrade of a table made before holder identities: adds the column once (a table that has
@@ -115,18 +136,21 @@ END $$`,
 }
 
 function grant(t: string, seq: string, holder: boolean): string {
+  const h = holder ? `, ${HOLDER_COLUMN}` : '';
   return (
-    `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND expires_at <= clock_timestamp()) ` +
-    `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence${holder ? `, ${HOLDER_COLUMN}` : ''}) ` +
+    `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner <> $2 AND expires_at <= clock_timestamp()) ` +
+    `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence${h}) ` +
     `VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', nextval('${seq}')` +
-    `${holder ? ', $5' : ''}) RETURNING fence::text AS fence`
+    `${holder ? ', $5' : ''}) ON CONFLICT (lock_key, owner) DO UPDATE SET mode = EXCLUDED.mode, ` +
+    `expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence${holder ? `, ${HOLDER_COLUMN} = EXCLUDED.${HOLDER_COLUMN}` : ''} ` +
+    `RETURNING fence::text AS fence`
   );
 }
 
 function inspect(t: string, holder: boolean): string {
   return (
     `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
-    `fence::text AS fence${holder ? `, ${HOLDER_COLUMN}` : ''} FROM ${t} WHERE lock_key = $1`
+    `fence::text AS fence${holder ? `, ${HOLDER_COLUMN}` : ''} FROM ${t} WHERE lock_key = $1 AND mode <> '${QUEUED}'`
   );
 }
 

@@ -24,7 +24,7 @@ export interface SqlPlace {
 }
 
 /**
- * A fair line of waiting requests kept as rows of the lock table (MySQL's tickets): a grant goes
+ * A fair line of waiting requests kept as rows of the lock table (tickets): a grant goes
  * to the longest-waiting request. Optional; without it any request may take a free key.
  */
 export interface SqlWaiterLine {

@@ -12,17 +12,13 @@ import type {
   WakeupSource,
 } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from './key-digest';
-import {
-  acquireInTransaction,
-  type SqlOutcome,
-  type SqlWaiterLine,
-  type StoredRow,
-} from './sql-acquire';
+import { acquireInTransaction, type SqlOutcome, type StoredRow } from './sql-acquire';
 import type { SqlClientSource } from './sql-client';
 import type { SqlConnection, SqlDialect } from './sql.dialect';
 import { toInspection, type InspectedRow } from './sql-inspection';
-import { createSchema } from './sql-schema';
+import { createSchema, type SchemaFound } from './sql-schema';
 import { SqlSweeper, SWEEP_GRACE_MS } from './sql-sweeper';
+import { SqlTickets } from './sql-tickets';
 import type { ResolvedSqlOptions } from './sql.options';
 
 /**
@@ -31,8 +27,9 @@ import type { ResolvedSqlOptions } from './sql.options';
  * source supplied by the subclass.
  *
  * `tryAcquire` is one short READ COMMITTED transaction (sql-acquire.ts): take the key's mutex, lock
- * and read every row of the key, give up if a live holder conflicts (decide()), else delete expired
- * holders and insert our row with the next fence; COMMIT. Release and forceRelease are single
+ * and read every row of the key, give up if a live holder conflicts (decide()) or an older waiter's
+ * ticket is live (sql-tickets.ts: the longest-waiting waiter wins, across processes), else delete
+ * expired rows and insert our row with the next fence; COMMIT. Release and forceRelease are single
  * deletes (owner-checked for release) that wake this process's waiters at once; renewal is the
  * dialect's batch (one statement per watchdog tick). Inspection reads without locking. A sweeper
  * deletes rows nobody takes over; the schema is created (or checked for the holder column) once.
@@ -59,19 +56,21 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   protected readonly localWakeups: WakeupSource = {
     listen: (key) => this.notifier.listen(keyDigest(key)),
   };
-  /** The fair line of waiters the dialect keeps in its table, if any (MySQL's tickets). */
-  protected line: SqlWaiterLine | undefined;
+  /** The fair line of waiters: their tickets, rows of the lock table. */
+  protected readonly tickets: SqlTickets;
   private readonly dialect: SqlDialect<P>;
   private readonly sweeper: SqlSweeper;
   private readonly createTable: boolean;
   /** The schema check (and creation), once per backend; retried after a failure. */
   private schema: Promise<void> | undefined;
-  /** Whether the lock table has the holder column (read once with the schema; HOLDER_COLUMN). */
-  private holderColumn = false;
+  /** What the schema check found: the holder column (HOLDER_COLUMN), tickets (read once). */
+  private found: SchemaFound = { holder: false, tickets: false };
 
   constructor(
     dialect: SqlDialect<P>,
     options: ResolvedSqlOptions & { readonly source: SqlClientSource<P> },
+    /** ms a ticket stays live after the attempt that wrote it (ticketLife). */
+    ticketMs: number,
   ) {
     this.dialect = dialect;
     this.source = options.source;
@@ -79,6 +78,12 @@ export abstract class SqlLockBackend<P> implements LockBackend {
     this.createTable = options.createTable;
     this.sweeper = new SqlSweeper(options.sweepInterval, () =>
       this.withConnection((conn) => dialect.sweep(conn, SWEEP_GRACE_MS)),
+    );
+    this.tickets = new SqlTickets(
+      dialect.statements,
+      ticketMs,
+      (work) => this.withConnection(work),
+      (key) => this.notifier.notify(keyDigest(key)), // our next waiter may now be first in line
     );
   }
 
@@ -129,7 +134,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   async inspect(key: string): Promise<LockInspection> {
     const { statements: s } = this.dialect;
     const { rows } = await this.withConnection((conn) =>
-      conn.run(this.holderColumn ? s.inspect : s.inspectBare, [this.dialect.key(key)]),
+      conn.run(this.found.holder ? s.inspect : s.inspectBare, [this.dialect.key(key)]),
     );
     const read = rows.map((r: StoredRow<InspectedRow>) => ({
       ...r,
@@ -139,7 +144,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
   }
 
   /**
-   * Deletes every holder row of `key`, whoever owns it (waiters keep their places). The old holder
+   * Deletes every holder row of `key`, whoever owns it (waiters keep their tickets). The old holder
    * learns at its next renewal (its handle's signal aborts); the next grant's fence is larger.
    * Other processes' waiters wake by their wake-up source (PostgreSQL: the NOTIFY; MySQL: when the
    * old holder's renewal fails and lets its notify lock go), else at their fallback re-attempt.
@@ -197,7 +202,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
    */
   protected async withConnection<T>(work: (conn: SqlConnection) => Promise<T>): Promise<T> {
     this.schema ??= this.checkout(async (conn) => {
-      this.holderColumn = await createSchema(conn, this.dialect, this.createTable);
+      this.found = await createSchema(conn, this.dialect, this.createTable);
     }).catch((error: unknown) => {
       this.schema = undefined; // e.g. the server was down: retried on the next call
       throw error;
@@ -229,10 +234,12 @@ export abstract class SqlLockBackend<P> implements LockBackend {
     const waits = ((request as Partial<BackendAcquireRequest>).wait ?? 0) > 0;
     const attempt = { key: this.dialect.key(request.key), owner, mode, ttl, permits, waits };
     const outcome = await this.withConnection((conn) => {
-      // Read after the schema check (withConnection): whether the table has the holder column.
-      const holder = this.holderColumn ? holderData(request.holder) : undefined;
-      return acquireInTransaction(conn, this.dialect, attempt, holder, this.line);
+      // Read after the schema check (withConnection): the holder column, and tickets.
+      const holder = this.found.holder ? holderData(request.holder) : undefined;
+      const line = this.found.tickets ? this.tickets : undefined;
+      return acquireInTransaction(conn, this.dialect, attempt, holder, line);
     });
+    this.tickets.settled(request, attempt.key, outcome);
     this.settled(request, permits, outcome);
     return outcome.result;
   }

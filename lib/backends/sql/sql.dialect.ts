@@ -48,6 +48,17 @@ export interface SqlStatements {
   readonly hasHolder: string;
   /** Adds the holder column where the DDL does not (MySQL). */
   readonly addHolder?: string;
+  /** [key, owner, µs, µs]: writes a waiter's ticket, or only extends it (sql-tickets.ts). */
+  readonly ticket: string;
+  /** [key, owner]: a waiter that gave up deletes its ticket. */
+  readonly dropTicket: string;
+  /** [mode, key, owner, key]: a ticketed waiter's place, read without locks (MySQL). */
+  readonly position?: string;
+  /**
+   * [the dialect's tableRef]: one row when the lock table refuses tickets (PostgreSQL: a table a
+   * DBA made with an older mode check); the backend then keeps no line.
+   */
+  readonly refusesTickets?: string;
 }
 
 /** What the acquire transaction knows of a request. */

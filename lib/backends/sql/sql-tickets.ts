@@ -1,39 +1,51 @@
 import type { BackendAttempt, LockMode } from '../../interfaces/lock-backend.interface';
-import type { SqlOutcome, SqlPlace, SqlRow, SqlWaiterLine } from '../sql/sql-acquire';
-import type { SqlAttempt, SqlConnection } from '../sql/sql.dialect';
-import { QUEUED, type MySqlStatements } from './mysql.schema';
+import type { SqlOutcome, SqlPlace, SqlRow, SqlWaiterLine } from './sql-acquire';
+import type { SqlAttempt, SqlConnection, SqlStatements } from './sql.dialect';
+
+/** The mode of a waiter's ticket row (fits MySQL's VARCHAR(9); PostgreSQL's check allows it). */
+export const QUEUED = 'queued';
+
+/**
+ * ms a ticket stays live after the attempt that wrote it: a waiter re-attempts at least every
+ * max(fallbackDelay, maxPollDelay) ms, and a margin more.
+ */
+export function ticketLife(fallbackDelay: number, maxPollDelay: number): number {
+  return Math.max(fallbackDelay, maxPollDelay) + 250;
+}
 
 /** This process's ticketed waiter of a key: its place at its last look, and what it asks for. */
 interface InLine {
   ahead: number;
-  readonly key: Buffer;
+  /** As bound (the dialect's `key()`). */
+  readonly key: unknown;
   readonly owner: string;
   readonly mode: LockMode;
 }
 
 /**
- * The MySQL backend's fair line: the longest-waiting waiter wins, across processes. In the acquire
+ * The SQL backends' fair line: the longest-waiting waiter wins, across processes. In the acquire
  * transaction (sql-acquire.ts), with every row of the key locked:
  * - a live conflicting holder: busy. A waiting request writes (or, past half its life, refreshes)
  *   a TICKET: a row of mode 'queued' under its own owner, dated with its arrival by the server's
- *   clock (kept in fence).
+ *   clock (kept in fence). A waiting writer so keeps later readers out: no writer starves.
  * - no conflicting holder, but a live ticket older than ours (or any, if we have none): busy too,
  *   so the key goes to the waiter that has waited longest (strict FIFO among waiting requests).
  * - else grant: the holder row replaces our own ticket (same primary key).
  * Tickets are rows of the key, so they are read and locked like holders, under the same mutex.
  * A ticket whose waiter died stops counting once expired (ticketMs after its last attempt); a
- * cancelled or timed-out waiter deletes its ticket. Semaphore permits neither take nor honour
- * tickets. Beside the rule, this process's side: which of its waiters hold tickets, and their
- * places at their last look (what the waiters blocked on a notify lock go by).
+ * cancelled or timed-out waiter deletes its ticket (on PostgreSQL the delete NOTIFYs the key, so the
+ * next waiter goes at once). Semaphore permits neither take nor honour tickets. Beside the rule,
+ * this process's side: which of its waiters hold tickets, and their places at their last look
+ * (what MySQL's waiters blocked on a notify lock go by).
  */
-export class MySqlTickets implements SqlWaiterLine {
+export class SqlTickets implements SqlWaiterLine {
   /** `owner:key` of this process's waiters holding a ticket (dropped when they give up). */
   private readonly tickets = new Set<string>();
   /** Per key with a ticketed waiter here: older tickets at its last look. */
   private readonly inLine = new Map<string, InLine>();
 
   constructor(
-    private readonly sql: MySqlStatements,
+    private readonly sql: SqlStatements,
     /** ms a ticket stays live after the attempt that wrote it. */
     private readonly ticketMs: number,
     private readonly withConnection: <T>(work: (conn: SqlConnection) => Promise<T>) => Promise<T>,
@@ -87,16 +99,17 @@ export class MySqlTickets implements SqlWaiterLine {
    */
   async recheck(key: string): Promise<boolean> {
     const line = this.inLine.get(key);
-    if (!line) return true;
+    const position = this.sql.position;
+    if (!line || !position) return true;
     const values = [line.mode, line.key, line.owner, line.key];
-    const { rows } = await this.withConnection((conn) => conn.run(this.sql.position, values));
+    const { rows } = await this.withConnection((conn) => conn.run(position, values));
     const row = (rows as { ahead: unknown; blockers: unknown }[])[0];
     line.ahead = Number(row?.ahead ?? 0);
     return line.ahead === 0 && Number(row?.blockers ?? 0) === 0;
   }
 
   /** After an attempt: the ticket became the holder row, or the waiter's place is remembered. */
-  settled(request: BackendAttempt, key: Buffer, outcome: SqlOutcome): void {
+  settled(request: BackendAttempt, key: unknown, outcome: SqlOutcome): void {
     const { key: fullKey, owner, mode } = request;
     const line = `${owner}:${fullKey}`;
     if (outcome.result.acquired) this.tickets.delete(line); // the grant replaced the ticket
@@ -112,7 +125,7 @@ export class MySqlTickets implements SqlWaiterLine {
     else request.signal.addEventListener('abort', drop, { once: true });
   }
 
-  private drop(line: string, key: Buffer, owner: string, fullKey: string): void {
+  private drop(line: string, key: unknown, owner: string, fullKey: string): void {
     if (!this.tickets.delete(line)) return; // granted meanwhile: the ticket became the holder row
     this.inLine.delete(fullKey);
     this.withConnection((conn) => conn.run(this.sql.dropTicket, [key, owner])).then(
