@@ -40,6 +40,7 @@ export class PostgresLockBackend extends SqlLockBackend<PgPoolLike> {
         dialect.statements.channel,
         this.notifier,
         o.maxPollDelay,
+        (key) => this.tickets.ahead(key),
       );
     }
     this.wakeups = this.listener;

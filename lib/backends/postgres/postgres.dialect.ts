@@ -27,8 +27,8 @@ export function postgresDialect(table: string): SqlDialect<PgPoolLike, PostgresS
       const row = [g.key, g.owner, g.stored, g.ttl];
       const { rows } =
         g.holder === undefined
-          ? await conn.run(sql.grantBare, row)
-          : await conn.run(sql.grant, [...row, g.holder || null]);
+          ? await conn.run(g.ticket ? sql.grantTicketBare : sql.grantBare, row)
+          : await conn.run(g.ticket ? sql.grantTicket : sql.grant, [...row, g.holder || null]);
       return { fencingToken: toBigInt(rows[0].fence, 'postgres'), sentAt };
     },
     async renew(conn, locks) {

@@ -1,4 +1,4 @@
-import { CLOSE_TIMEOUT_MS, within, type ReleaseNotifier } from '../../backend-kit';
+import { CLOSE_TIMEOUT_MS, sleepFor, within, type ReleaseNotifier } from '../../backend-kit';
 import type { ReleaseListener, WakeupSource } from '../../interfaces/lock-backend.interface';
 import { keyDigest } from '../sql/key-digest';
 import {
@@ -9,6 +9,9 @@ import {
 } from './postgres.options';
 
 export type { PgListenClientLike } from './postgres.options';
+
+/** A woken waiter re-attempts this much later per older ticket (at most four). */
+const NOTIFY_STEP_MS = 2;
 
 /** How the listener obtains and disposes of its one connection. */
 export interface PgListenConnector {
@@ -38,6 +41,8 @@ export class PgReleaseListener implements WakeupSource {
     private readonly channel: string,
     private readonly notifier: ReleaseNotifier,
     private readonly maxPollDelay: number,
+    /** Older live tickets at the last attempt of this process's waiter (undefined: no ticket). */
+    private readonly place: (key: string) => number | undefined = () => undefined,
   ) {}
 
   /**
@@ -53,12 +58,19 @@ export class PgReleaseListener implements WakeupSource {
   listen(key: string): ReleaseListener {
     const inner = this.notifier.listen(keyDigest(key)); // NOTIFY payloads are digests
     return {
-      // Without an active LISTEN no NOTIFY can arrive: sleep a jittered poll delay at most.
-      wait: (ms, signal) =>
-        inner.wait(
-          this.listening ? ms : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2)),
-          signal,
-        ),
+      wait: async (ms, signal) => {
+        // Without an active LISTEN no NOTIFY can arrive: sleep a jittered poll delay at most.
+        const cap = this.listening
+          ? ms
+          : Math.min(ms, this.maxPollDelay * (0.5 + Math.random() / 2));
+        const from = performance.now();
+        await inner.wait(cap, signal);
+        const place = this.place(key);
+        if (!place || signal.aborted || performance.now() - from >= cap) return;
+        // Woken behind older tickets, as every process's waiter is: re-attempt a little later, so
+        // the first in line takes the key's mutex and rows alone, not behind the others' attempts.
+        await sleepFor(Math.min(place, 4) * NOTIFY_STEP_MS * (1 + Math.random() / 2), signal);
+      },
       dispose: () => inner.dispose(),
     };
   }

@@ -42,10 +42,13 @@ export function postgresStatements(table: string) {
       `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
       `fence::text AS fence FROM ${t} WHERE lock_key = $1 ORDER BY owner FOR UPDATE`,
     // Takes over expired rows of the key (a dead holder's) and inserts ours, with its holder data
-    // ($5) when the table has the column (grantBare: without), in one statement. The row replaces
-    // our own ticket if we had one (same primary key; so the purge leaves our row to it).
-    grant: grant(t, seq, true),
-    grantBare: grant(t, seq, false),
+    // ($5) when the table has the column (grantBare: without), in one statement. A waiter's grant
+    // replaces its own ticket (same primary key; the purge leaves that row to it): an upsert, kept
+    // off the uncontended path (there ON CONFLICT cost about 5 % of a cycle).
+    grant: grant(t, seq, true, false),
+    grantBare: grant(t, seq, false, false),
+    grantTicket: grant(t, seq, true, true),
+    grantTicketBare: grant(t, seq, false, true),
     hasHolder: `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = '${HOLDER_COLUMN}' AND NOT attisdropped`,
     // A table a DBA made with the mode check of an older version (createTable: false) refuses
     // tickets: the backend then keeps no line (any waiter may take a free key) until it is replaced.
@@ -135,15 +138,16 @@ END $$`,
   ];
 }
 
-function grant(t: string, seq: string, holder: boolean): string {
+function grant(t: string, seq: string, holder: boolean, ticket: boolean): string {
   const h = holder ? `, ${HOLDER_COLUMN}` : '';
+  const upsert =
+    `ON CONFLICT (lock_key, owner) DO UPDATE SET mode = EXCLUDED.mode, expires_at = EXCLUDED.expires_at, ` +
+    `fence = EXCLUDED.fence${holder ? `${h} = EXCLUDED.${HOLDER_COLUMN}` : ''} `;
   return (
-    `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner <> $2 AND expires_at <= clock_timestamp()) ` +
+    `WITH purged AS (DELETE FROM ${t} WHERE lock_key = $1 ${ticket ? 'AND owner <> $2 ' : ''}AND expires_at <= clock_timestamp()) ` +
     `INSERT INTO ${t} (lock_key, owner, mode, expires_at, fence${h}) ` +
     `VALUES ($1, $2, $3, clock_timestamp() + $4::bigint * interval '1 millisecond', nextval('${seq}')` +
-    `${holder ? ', $5' : ''}) ON CONFLICT (lock_key, owner) DO UPDATE SET mode = EXCLUDED.mode, ` +
-    `expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence${holder ? `, ${HOLDER_COLUMN} = EXCLUDED.${HOLDER_COLUMN}` : ''} ` +
-    `RETURNING fence::text AS fence`
+    `${holder ? ', $5' : ''}) ${ticket ? upsert : ''}RETURNING fence::text AS fence`
   );
 }
 

@@ -88,7 +88,9 @@ export async function acquireInTransaction<P>(
   }
   const stored = storedMode(attempt.mode, attempt.permits);
   const purge = decision.expired + (place?.expired ?? 0) > 0;
-  const { fencingToken, sentAt } = await dialect.grant(conn, { ...attempt, stored, holder, purge });
+  const ticket = rows.some((r) => line?.isWaiter(r) && r.owner === attempt.owner);
+  const grant = { ...attempt, stored, holder, purge, ticket };
+  const { fencingToken, sentAt } = await dialect.grant(conn, grant);
   await conn.query('COMMIT');
   return { result: { acquired: true, fencingToken, sentAt }, queued: false };
 }

@@ -79,6 +79,8 @@ export interface SqlGrant extends SqlAttempt {
   readonly holder: string | undefined;
   /** Expired rows of the key were read: delete them first (a dead holder's lock is taken over). */
   readonly purge: boolean;
+  /** The request has a ticket row (live or lapsed): the grant's row replaces it. */
+  readonly ticket: boolean;
 }
 
 /**
