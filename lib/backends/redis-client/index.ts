@@ -47,6 +47,7 @@ export {
   NOW_MS_LUA,
   RELEASE,
   RENEW,
+  UNMARK,
 } from './lock.scripts';
 export {
   heldOn,

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
  *   {K}:h   the exclusive holder's identity: "owner|holder data" (host, pid, instance), written
  *           with each exclusive grant, kept fenceRetention ms (a stale one names an old owner)
  *   {K}:hr  the shared holders' identities: hash owner -> holder data, deleted with each release
+ *   {K}:ww  waiting writers: sorted set owner -> until (server ms); readers keep out (Redlock)
  * The tag is `{fullKey}`, or, when the key itself holds a brace (only a literal key can:
  * interpolated values are encoded), `{#<sha1>}fullKey`, so a brace can never split a lock's keys
  * across slots. Both forms are injective and cannot meet.
@@ -23,9 +24,10 @@ export interface LockKeys {
   readonly waiters: string;
   readonly holder: string;
   readonly holders: string;
+  readonly writersWaiting: string;
 }
 
-/** All seven, in the order the scripts that touch every part of a lock declare their KEYS. */
+/** All seven of the Redis backend, in the order the scripts that touch every part of a lock declare their KEYS. */
 export function everyLockKey(k: LockKeys): string[] {
   return [k.writer, k.readers, k.fence, k.queue, k.waiters, k.holder, k.holders];
 }
@@ -56,6 +58,7 @@ export const lockKeys = recentKeys((fullKey): LockKeys => {
     waiters: `${tag}:w`,
     holder: `${tag}:h`,
     holders: `${tag}:hr`,
+    writersWaiting: `${tag}:ww`,
   };
 });
 

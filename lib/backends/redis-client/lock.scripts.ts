@@ -42,38 +42,66 @@ end
 `;
 const FENCE = FENCE_LUA;
 
+/** wake_next(Q, message): wakes the earliest registered process of queue Q that still listens. */
+const WAKE_NEXT = `
+local function wake_next(Q, message)
+  while redis.call('EXISTS', Q) == 1 do
+    local head = redis.call('ZPOPMIN', Q)
+    if redis.call('PUBLISH', head[1], message) > 0 then return end
+  end
+end
+`;
+
 /**
- * acquire KEYS={K},{K}:r,{K}:f,{K}:q,{K}:h,{K}:hr ARGV=owner,ttl,mode,fenceRetention,channel,
- * score,keepMs,holder
+ * acquire KEYS={K},{K}:r,{K}:f,{K}:q,{K}:h,{K}:hr,{K}:ww ARGV=owner,ttl,mode,fenceRetention,
+ * channel,score,keepMs,holder,markMs,message
  * Grants the writer slot or a reader permit; returns {1, token} or {0, ms until it may be free (-1
  * unknown)}. When busy and `channel` is given (a waiting process), registers that process channel
  * in {K}:q with `score` (its first registration keeps its place), so a release wakes ONE process.
+ * A busy writer with `markMs` > 0 (it waits) marks itself in {K}:ww for that long (each attempt
+ * renews it; its grant removes it): while a mark is live, readers are busy too, so a stream of
+ * readers cannot starve a waiting writer. A reader kept out only by a mark, on a key nobody holds,
+ * wakes the next registered process in its stead (as a release does), so the wake that freed the
+ * key reaches the writer.
  * Uncontended exclusive path: EXISTS {K}:r, SET NX PX, and the fence. A grant stores the holder's
  * data (host, pid, instance) when `holder` is set, kept fenceRetention ms: an exclusive one as
  * {K}:h = "owner|holder", a shared one in the hash {K}:hr (see lock-keys.ts).
  */
-export const ACQUIRE = script(`${FENCE}
+export const ACQUIRE = script(`${FENCE}${NOW_MS_LUA}${WAKE_NEXT}
 local ttl = tonumber(ARGV[2])
 local function busy(ms)
   if ARGV[5] ~= '' then
     redis.call('ZADD', KEYS[4], 'NX', ARGV[6], ARGV[5])
     if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[4], ARGV[7]) end
   end
+  if ARGV[3] == 'exclusive' and ARGV[9] ~= '0' then
+    redis.call('ZADD', KEYS[7], now_ms() + tonumber(ARGV[9]), ARGV[1])
+    local last = redis.call('ZRANGE', KEYS[7], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIREAT', KEYS[7], tonumber(last[2]))
+  end
   return {0, ms}
 end
 if ARGV[3] == 'exclusive' then
   if redis.call('EXISTS', KEYS[2]) == 1 then
-    ${NOW}
+    local now = now_ms()
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
     local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
     if last[1] then return busy(tonumber(last[2]) - now) end
   end
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then return busy(redis.call('PTTL', KEYS[1])) end
+  if ARGV[9] ~= '0' then redis.call('ZREM', KEYS[7], ARGV[1]) end
 else
   local wttl = redis.call('PTTL', KEYS[1])
   if wttl ~= -2 then return busy(wttl) end
-  ${NOW}
+  local now = now_ms()
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  if redis.call('EXISTS', KEYS[7]) == 1 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now)
+    if redis.call('EXISTS', KEYS[7]) == 1 then
+      if redis.call('EXISTS', KEYS[2]) == 0 then wake_next(KEYS[4], ARGV[10]) end
+      return busy(-1)
+    end
+  end
   redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
@@ -94,7 +122,7 @@ return {1, fence(KEYS[3], ARGV[4])}
  * still listens (PUBLISH reached someone; channels nobody hears are dropped): O(1) wake-ups, and
  * no PUBLISH at all when nobody waits. Returns 1 if released, 0 if it was not ours (or gone).
  */
-export const RELEASE = script(`
+export const RELEASE = script(`${WAKE_NEXT}
 if ARGV[2] == 'exclusive' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('DEL', KEYS[1])
@@ -103,9 +131,19 @@ else
   redis.call('HDEL', KEYS[4], ARGV[1])
   if redis.call('ZCARD', KEYS[2]) > 0 then return 1 end
 end
-while redis.call('EXISTS', KEYS[3]) == 1 do
-  local head = redis.call('ZPOPMIN', KEYS[3])
-  if redis.call('PUBLISH', head[1], ARGV[3]) > 0 then break end
+wake_next(KEYS[3], ARGV[3])
+return 1
+`);
+
+/**
+ * unmark KEYS={K},{K}:q,{K}:ww ARGV=owner,message
+ * A waiting writer that gave up removes its mark; when no writer waits or holds any more, wakes
+ * the next registered process (readers kept out by the mark). Returns 1 if it had a mark, else 0.
+ */
+export const UNMARK = script(`${WAKE_NEXT}
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
+  wake_next(KEYS[2], ARGV[2])
 end
 return 1
 `);

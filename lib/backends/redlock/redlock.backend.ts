@@ -4,6 +4,7 @@ import { reconnectAfterSentinelRace } from '../../backend-kit/sentinel-reconnect
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type {
+  BackendAcquireRequest,
   BackendAttempt,
   BackendAcquireResult,
   BackendLock,
@@ -23,7 +24,7 @@ import { checkDistinct, type Masters, type Round } from './redlock.masters';
 import { listRedlockKeys } from './redlock.list';
 import { forceReleaseMasters, inspectMasters } from './redlock.operator';
 import { gather, tally, type Outcome, type RedlockClientLike } from './redlock.quorum';
-import { attemptRound, roundTimeout, unavailable, withdraw } from './redlock.round';
+import { attemptRound, roundTimeout, unavailable, unmark, withdraw } from './redlock.round';
 import { RedlockSubscriptions } from './redlock.subscriptions';
 
 /**
@@ -129,7 +130,19 @@ export class RedlockBackend implements LockBackend {
     const n = round.attempts++;
     if (n > 0 && (n > 2 || round.split))
       await sleepFor(Math.random() * this.o.retryJitter, request.signal);
-    return attemptRound(this.o, this.name, this.processChannel, m, request, round);
+    const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
+    if (request.mode === 'exclusive' && wait > 0) {
+      // A waiting writer marks the masters it finds busy: if it gives up, it takes the marks back.
+      const r = round;
+      const gaveUp = () => {
+        if (r.marked) void unmark(this.o, m, request).catch(() => undefined);
+      };
+      if (r.marked === undefined) request.signal.addEventListener('abort', gaveUp, { once: true });
+      r.marked = true; // until a grant: an attempt that fails may have marked some masters
+    }
+    const result = await attemptRound(this.o, this.name, this.processChannel, m, request, round);
+    if (result.acquired) round.marked = false;
+    return result;
   }
 
   async renew(locks: readonly BackendLock[]): Promise<boolean[]> {

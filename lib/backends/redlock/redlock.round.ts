@@ -12,10 +12,16 @@ import type {
   BackendAcquireResult,
   BackendLock,
 } from '../../interfaces/lock-backend.interface';
-import { ACQUIRE, lockKeys, RELEASE, runScript } from '../redis-client';
+import { ACQUIRE, lockKeys, RELEASE, runScript, UNMARK } from '../redis-client';
 import type { Masters, Round } from './redlock.masters';
 import type { ResolvedRedlockOptions } from './redlock.options';
 import { gather, tally, type Outcome } from './redlock.quorum';
+
+/**
+ * ms a waiting writer's mark keeps readers out after its attempt (plus retryJitter): the engine
+ * re-attempts within its 1 s fallback (a release's wake comes sooner), a round within 0.5 s.
+ */
+const WRITER_MARK_MS = 2_000;
 
 /** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
 const ROUND_TAIL_MS = 50;
@@ -48,7 +54,7 @@ export async function attemptRound(
   else request.signal.addEventListener('abort', onAbort, { once: true });
   const outcomes = await gather(
     n,
-    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 6, args(i))),
+    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 7, args(i))),
     // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
     // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
     // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
@@ -112,6 +118,9 @@ function acquireArgs(
   // every master, so they tend to wake the same one.
   const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
   const score = Date.now();
+  // A waiting writer's mark outlives its next attempt: the engine's fallback pause, the jittered
+  // start and a round (each bounded by a second at most), and a margin.
+  const mark = wait > 0 && request.mode === 'exclusive' ? WRITER_MARK_MS + o.retryJitter : 0;
   return (i: number) => [
     k.writer,
     k.readers,
@@ -119,6 +128,7 @@ function acquireArgs(
     k.queue,
     k.holder,
     k.holders,
+    k.writersWaiting,
     request.owner,
     request.ttl,
     request.mode,
@@ -127,6 +137,8 @@ function acquireArgs(
     score,
     wait + 1_000,
     holderData(request.holder),
+    mark,
+    request.key,
   ];
 }
 
@@ -155,6 +167,21 @@ export async function withdraw(o: ResolvedRedlockOptions, m: Masters, lock: Back
     roundTimeout(o, lock.ttl),
   );
   return tally(outcomes, () => true);
+}
+
+/**
+ * A waiting writer that gave up takes its mark off every master (else it lapses by itself); never
+ * rejects: a master that missed it lets the mark lapse.
+ */
+export async function unmark(o: ResolvedRedlockOptions, m: Masters, request: BackendAttempt) {
+  const k = lockKeys(request.key);
+  const args = [k.writer, k.queue, k.writersWaiting, request.owner, request.key];
+  await gather(
+    m.clients.length,
+    (i) => runScript(m.clients[i], UNMARK, 3, args),
+    (o) => tally(o, () => true).yes >= m.quorum,
+    roundTimeout(o, request.ttl),
+  );
 }
 
 /** Any answer (even an error) from master `i` shows it is not frozen. */
