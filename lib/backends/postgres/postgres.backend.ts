@@ -15,10 +15,10 @@ import {
  * acquire's mutex is a transaction-scoped advisory lock of the key; fences come from a sequence
  * (never reused, monotonic across restarts) taken inside the granting transaction. Across processes
  * the longest-waiting waiter wins (sql-tickets.ts), so a waiting writer is not starved by readers.
- * Release NOTIFYs the key's digest (never the key); waiters sleep on ONE LISTEN connection per backend (the
- * `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by the holder's
- * expiry, and poll while it is down. A lost NOTIFY only delays a waiter (it re-attempts at the
- * fallback pace).
+ * Release NOTIFYs the key's digest (never the key); waiters sleep on ONE LISTEN connection per
+ * backend (the `wakeups`: a dedicated pg Client built from the pool's own settings), bounded by the
+ * holder's expiry, and poll while it is down. A lost NOTIFY only delays a waiter (it re-attempts
+ * at the fallback pace).
  */
 export class PostgresLockBackend extends SqlLockBackend<PgPoolLike> {
   readonly name = 'postgres';

@@ -51,7 +51,8 @@ export function postgresStatements(table: string) {
     grantTicketBare: grant(t, seq, false, true),
     hasHolder: `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = '${HOLDER_COLUMN}' AND NOT attisdropped`,
     // A table a DBA made with the mode check of an older version (createTable: false) refuses
-    // tickets: the backend then keeps no line (any waiter may take a free key) until it is replaced.
+    // tickets: the backend then keeps no line (any waiter may take a free key) until it is
+    // replaced.
     refusesTickets:
       `SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'c' ` +
       `AND pg_get_constraintdef(oid) LIKE '%semaphore%' AND pg_get_constraintdef(oid) NOT LIKE '%${QUEUED}%'`,
@@ -62,7 +63,8 @@ export function postgresStatements(table: string) {
       `clock_timestamp() + $3::bigint * interval '1 microsecond', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ` +
       `ON CONFLICT (lock_key, owner) DO UPDATE SET expires_at = CASE WHEN h.mode = '${QUEUED}' ` +
       `THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE h.expires_at END`,
-    // A waiter that gave up: NOTIFY, so the waiters behind it need not wait for its ticket to lapse.
+    // A waiter that gave up: NOTIFY, so the waiters behind it need not wait for its ticket to
+    // lapse.
     dropTicket:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 AND mode = '${QUEUED}' RETURNING lock_key) ` +
       `SELECT ${notify} FROM gone`,

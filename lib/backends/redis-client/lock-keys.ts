@@ -27,7 +27,10 @@ export interface LockKeys {
   readonly writersWaiting: string;
 }
 
-/** All seven of the Redis backend, in the order the scripts that touch every part of a lock declare their KEYS. */
+/**
+ * The Redis backend's seven, in the order the scripts that touch every part of a lock declare
+ * their KEYS.
+ */
 export function everyLockKey(k: LockKeys): string[] {
   return [k.writer, k.readers, k.fence, k.queue, k.waiters, k.holder, k.holders];
 }

@@ -33,9 +33,9 @@ interface InLine {
  * - else grant: the holder row replaces our own ticket (same primary key).
  * Tickets are rows of the key, so they are read and locked like holders, under the same mutex.
  * A ticket whose waiter died stops counting once expired (ticketMs after its last attempt); a
- * cancelled or timed-out waiter deletes its ticket (on PostgreSQL the delete NOTIFYs the key, so the
- * next waiter goes at once). Semaphore permits neither take nor honour tickets. Beside the rule,
- * this process's side: which of its waiters hold tickets, and their places at their last look
+ * cancelled or timed-out waiter deletes its ticket (on PostgreSQL the delete NOTIFYs the key, so
+ * the next waiter goes at once). Semaphore permits neither take nor honour tickets. Beside the
+ * rule, this process's side: which of its waiters hold tickets, and their places at their last look
  * (what MySQL's waiters blocked on a notify lock go by).
  */
 export class SqlTickets implements SqlWaiterLine {
