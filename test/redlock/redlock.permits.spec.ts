@@ -1,36 +1,15 @@
-import { LockEngine } from '../../lib/core/lock-engine';
 import { InvalidLockOptionsError } from '../../lib/errors/invalid-lock-options.error';
 import type { LockHandle } from '../../lib/core/lease/lock-handle';
-import { RedlockMasters } from './redlock.servers';
+import { redlockFile } from './redlock.servers';
 
 /**
  * Redlock has no native semaphore: `permits` takes permit locks `<key>#<i>`. Its holders must agree
  * on N as every native semaphore's do: a request of N=2 on a key whose holders took N=3 is refused
  * (InvalidLockOptionsError naming `permits` and the holders' N), and leaves nothing held. Before,
- * it found a permit of its own N free and was granted.
+ * it found a permit of its own N free and was granted. Each engine is another process to the
+ * masters (its own clients).
  */
-let masters: RedlockMasters;
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  masters = await RedlockMasters.start(3);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters?.destroy();
-});
-
-/** Another process: an engine over its own clients. */
-async function processEngine(): Promise<LockEngine> {
-  const engine = new LockEngine({
-    backend: await masters.backend(),
-    keyPrefix: 'permits:',
-    defaults: { ttl: 10_000, wait: 0 },
-  });
-  engines.push(engine);
-  return engine;
-}
+const { engine: processEngine } = redlockFile(3, 'permits:', { ttl: 10_000, wait: 0 });
 
 describe('Redlock semaphores of permit locks: holders agree on permits', () => {
   it('refuses N=2 on a key whose two holders took N=3, holding nothing after', async () => {

@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { RedlockBackend } from '../../lib/backends/redlock/redlock.backend';
+import { LockEngine } from '../../lib/core/lock-engine';
 import type { RedlockBackendOptions } from '../../lib/backends/redlock/redlock.options';
 import { lockKeys } from '../../lib/backends/redis-client';
 import { RedisServer } from '../support/redis-server';
@@ -79,4 +80,33 @@ export class RedlockMasters {
     this.closeClients();
     await Promise.all(this.servers.map((s) => s.destroy()));
   }
+}
+
+/**
+ * For one spec file: `count` masters started before its tests and destroyed after them, and
+ * engines that are each another process to the masters (a backend over its own clients), closed
+ * after the file.
+ */
+export function redlockFile(
+  count: number,
+  keyPrefix: string,
+  defaults: { ttl: number; wait: number },
+): { masters(): RedlockMasters; engine(): Promise<LockEngine> } {
+  let masters: RedlockMasters | undefined;
+  const engines: LockEngine[] = [];
+  beforeAll(async () => {
+    masters = await RedlockMasters.start(count);
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.close()));
+    await masters?.destroy();
+  });
+  return {
+    masters: () => masters!,
+    async engine() {
+      const e = new LockEngine({ backend: await masters!.backend(), keyPrefix, defaults });
+      engines.push(e);
+      return e;
+    },
+  };
 }

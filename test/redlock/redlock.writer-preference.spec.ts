@@ -1,38 +1,20 @@
-import { LockEngine } from '../../lib/core/lock-engine';
+import type { LockEngine } from '../../lib/core/lock-engine';
 import { LockAcquireTimeoutError } from '../../lib/errors/lock-acquire-timeout.error';
 import { eventually } from '../support/eventually';
-import { RedlockMasters } from './redlock.servers';
+import { redlockFile } from './redlock.servers';
 
 /**
  * Shared mode on Redlock: a writer waiting in one process keeps the readers of other processes
  * that come after it out (its mark on the masters), so a stream of overlapping readers cannot
  * starve it. Each engine has its own backend and clients: to the masters, a separate process.
  */
-let masters: RedlockMasters;
-const engines: LockEngine[] = [];
-
-beforeAll(async () => {
-  masters = await RedlockMasters.start(3);
-});
-
-afterAll(async () => {
-  await Promise.all(engines.map((e) => e.close()));
-  await masters?.destroy();
-});
-
-async function engine(): Promise<LockEngine> {
-  const e = new LockEngine({
-    backend: await masters.backend(),
-    keyPrefix: 'wp:',
-    defaults: { ttl: 10_000, wait: 30_000 },
-  });
-  engines.push(e);
-  return e;
-}
+const file = redlockFile(3, 'wp:', { ttl: 10_000, wait: 30_000 });
+const engine = file.engine;
+const servers = () => file.masters().servers;
 
 /** Live writer marks of `key` on every master. */
 const marked = (key: string) =>
-  masters.servers.every((s) => Number(s.cli('ZCARD', `{wp:${key}}:ww`)) === 1);
+  servers().every((s) => Number(s.cli('ZCARD', `{wp:${key}}:ww`)) === 1);
 
 describe('redlock: a waiting writer is not starved by readers of other processes', () => {
   it('later readers wait behind it; it is granted when the readers before it leave, then they are', async () => {
@@ -52,7 +34,7 @@ describe('redlock: a waiting writer is not starved by readers of other processes
     await written.release();
     const second = await reading;
     expect(order).toEqual(['writer', 'reader']);
-    expect(masters.servers.every((s) => Number(s.cli('EXISTS', '{wp:k1}:ww')) === 0)).toBe(true);
+    expect(servers().every((s) => Number(s.cli('EXISTS', '{wp:k1}:ww')) === 0)).toBe(true);
     await second.release();
   });
 
@@ -86,14 +68,12 @@ describe('redlock: a waiting writer is not starved by readers of other processes
     await eventually(() => marked('k3'));
     // When each master's mark would lapse, by that master's clock (ms).
     const field = (reply: string, i: number) => Number(reply.split('\n')[i]);
-    const lapses = masters.servers.map((s) =>
+    const lapses = servers().map((s) =>
       field(s.cli('ZRANGE', '{wp:k3}:ww', '0', '0', 'WITHSCORES'), 1),
     );
     await expect(giving).rejects.toThrow(LockAcquireTimeoutError);
-    await eventually(() =>
-      masters.servers.every((s) => Number(s.cli('EXISTS', '{wp:k3}:ww')) === 0),
-    );
-    masters.servers.forEach((s, i) => {
+    await eventually(() => servers().every((s) => Number(s.cli('EXISTS', '{wp:k3}:ww')) === 0));
+    servers().forEach((s, i) => {
       const time = s.cli('TIME');
       const now = field(time, 0) * 1000 + Math.floor(field(time, 1) / 1000);
       expect(now).toBeLessThan(lapses[i]); // taken back, not lapsed
