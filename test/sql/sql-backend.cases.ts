@@ -313,7 +313,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       await next!.release();
     });
 
-    it("a waiter's ticket is not a holder: inspect and list show the holder alone, forceRelease removes the holder and the waiter is granted", async () => {
+    it("a waiter's ticket is not a holder: inspect shows the holder alone and counts the waiter, list shows the holder, forceRelease removes the holder and the waiter is granted", async () => {
       const { engine: a, backend: ops } = engine();
       const k = key('ticket');
       const held = await a.acquire(k, { ttl: 30_000 });
@@ -322,6 +322,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const seen = await ops.inspect!(k);
       expect(seen.holders.map((h) => h.owner)).toEqual([held.owner]);
       expect(seen.fencingToken).toBe(held.fencingToken);
+      expect(seen.waiters).toBe(1); // the ticket
       expect(await ops.list!(k, 10)).toEqual([k]);
       expect(await ops.forceRelease!(k)).toBe(true);
       expect(await ops.forceRelease!(k)).toBe(false); // a ticket alone is nothing to remove
@@ -407,6 +408,7 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
         mode: undefined,
         holders: [],
         fencingToken: undefined,
+        waiters: 0,
       });
       const h = await a.acquire(k, { ttl: 5_000 });
       const seen = await backend.inspect!(k);

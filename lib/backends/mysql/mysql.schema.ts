@@ -94,10 +94,11 @@ export function mysqlStatements(table: string) {
     release: `DELETE FROM ${t} WHERE lock_key = ? AND owner = ?`,
     // Drops the mutex row of a key without holders; an acquire racing with it simply re-creates it.
     dropKey: `DELETE FROM ${keys} WHERE lock_key = ? AND NOT EXISTS (SELECT 1 FROM ${t} WHERE lock_key = ?)`,
-    // Operators: a plain read (no locks) of the key's holder rows, and their delete whatever the
-    // owner (waiters keep their tickets, so their places in line).
-    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence, ${HOLDER_COLUMN} FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
-    inspectBare: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
+    // Operators: a plain read (no locks) of the key's rows (holders, and the tickets counted as
+    // waiters), and the holders' delete whatever the owner (waiters keep their tickets, so their
+    // places in line).
+    inspect: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence, ${HOLDER_COLUMN} FROM ${t} WHERE lock_key = ?`,
+    inspectBare: `SELECT owner, mode, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), expires_at) AS left_us, fence FROM ${t} WHERE lock_key = ?`,
     forceRelease: `DELETE FROM ${t} WHERE lock_key = ? AND mode <> '${QUEUED}'`,
     // Held keys in [from, to) (to NULL: no upper bound), a range of the primary key, LIMIT bounded.
     list: `SELECT DISTINCT lock_key FROM ${t} WHERE lock_key >= ? AND (? IS NULL OR lock_key < ?) AND expires_at > UTC_TIMESTAMP(3) AND mode <> '${QUEUED}' ORDER BY lock_key LIMIT ?`,

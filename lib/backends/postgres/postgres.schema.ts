@@ -80,8 +80,9 @@ export function postgresStatements(table: string) {
     release:
       `WITH gone AS (DELETE FROM ${t} WHERE lock_key = $1 AND owner = $2 RETURNING lock_key) ` +
       `SELECT ${notify} FROM gone`,
-    // Operators: a plain read (no locks) of the key's holder rows, and their delete whatever the
-    // owner (NOTIFY as release; waiters keep their tickets, so their places in line).
+    // Operators: a plain read (no locks) of the key's rows (holders, and the tickets counted as
+    // waiters), and the holders' delete whatever the owner (NOTIFY as release; waiters keep their
+    // tickets, so their places in line).
     inspect: inspect(t, true),
     inspectBare: inspect(t, false),
     forceRelease:
@@ -156,7 +157,7 @@ function grant(t: string, seq: string, holder: boolean, ticket: boolean): string
 function inspect(t: string, holder: boolean): string {
   return (
     `SELECT owner, mode, (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint AS left_us, ` +
-    `fence::text AS fence${holder ? `, ${HOLDER_COLUMN}` : ''} FROM ${t} WHERE lock_key = $1 AND mode <> '${QUEUED}'`
+    `fence::text AS fence${holder ? `, ${HOLDER_COLUMN}` : ''} FROM ${t} WHERE lock_key = $1`
   );
 }
 

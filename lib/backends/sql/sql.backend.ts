@@ -140,7 +140,7 @@ export abstract class SqlLockBackend<P> implements LockBackend {
       ...r,
       leftUs: Number(r.left_us ?? 0),
     }));
-    return toInspection(key, read, this.name);
+    return toInspection(key, read, this.name, this.found.tickets);
   }
 
   /**
