@@ -55,7 +55,7 @@ export function postgresStatements(table: string) {
     // replaced.
     refusesTickets:
       `SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass($1) AND contype = 'c' ` +
-      `AND pg_get_constraintdef(oid) LIKE '%semaphore%' AND pg_get_constraintdef(oid) NOT LIKE '%${QUEUED}%'`,
+      `AND pg_get_constraintdef(oid) LIKE '%exclusive%' AND pg_get_constraintdef(oid) NOT LIKE '%${QUEUED}%'`,
     // A waiter's ticket: dated with its arrival once, later attempts only extend it (never a holder
     // row).
     ticket:
