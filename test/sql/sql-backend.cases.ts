@@ -305,7 +305,9 @@ export function describeSqlBackend(name: string, setup: () => Promise<SqlFixture
       const k = key('gaveup');
       const held = await engine().engine.acquire(k, { ttl: 30_000 });
       const { engine: w } = engine();
-      await expect(w.acquire(k, { wait: 300 })).rejects.toThrow(LockAcquireTimeoutError);
+      const giving = w.acquire(k, { wait: 1_000 });
+      await eventually(async () => (await f.tickets(k)) === 1); // it waits, with a ticket
+      await expect(giving).rejects.toThrow(LockAcquireTimeoutError);
       expect(await eventually(async () => (await f.tickets(k)) === 0)).toBe(true);
       await held.release();
       const next = await engine().engine.tryAcquire(k);
