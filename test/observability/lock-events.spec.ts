@@ -120,10 +120,12 @@ describe('lock events (core)', () => {
     const log = new EventLog();
     const backend = new MemoryLockBackend();
     engine = new LockEngine({ backend, onEvent: log.listener });
-    const handle = await engine.acquire('stuck', { ttl: 90 });
+    // A ttl far longer than any stall of a loaded CI's event loop: the renewal (at a third of it)
+    // finds the key deleted, never the lock's own expiry first.
+    const handle = await engine.acquire('stuck', { ttl: 3_000 });
     expect(await engine.operator.forceRelease('stuck')).toBe(true);
     expect(log.of('forceReleased')[0]).toMatchObject({ key: 'stuck', freed: true });
-    const reason = await untilAborted(handle.signal, 2_000);
+    const reason = await untilAborted(handle.signal, 10_000);
     expect(reason).toBeInstanceOf(LockLostError);
     const lost = await log.next('lost');
     expect(lost).toMatchObject({ key: 'stuck', mode: 'exclusive' });
