@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 
+import { transpiledEnv, transpiledScript } from '../support/transpiled';
+
 /**
  * The clock nemesis's wrapper, in a child process (it replaces the process's clocks and timers):
  * performance.now and Date.now advance at the rate, stay continuous and monotonic across a change,
@@ -9,7 +11,7 @@ import { join } from 'node:path';
 describe('clock rate wrapper', () => {
   it('runs the clocks at the rate and stretches timers', () => {
     const script = `
-      const { installClockRate } = require(${JSON.stringify(join(__dirname, 'clock-rate'))});
+      const { installClockRate } = require(${JSON.stringify(transpiledScript(join(__dirname, 'clock-rate.ts')))});
       const realNow = performance.now.bind(performance);
       const clock = installClockRate();
       const out = {};
@@ -32,9 +34,7 @@ describe('clock rate wrapper', () => {
       }, 100);
     `;
     const out = JSON.parse(
-      execFileSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', script], {
-        encoding: 'utf8',
-      }),
+      execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', env: transpiledEnv() }),
     ) as {
       continuous: boolean;
       ratio: number;
