@@ -14,6 +14,8 @@ import { percentile } from './bench.stats';
  *   memory   the uncontended memory cycle, in this process
  *   handoff  the contended Redis handoff: WORKERS engines (one connection each) on one key in this
  *            process, each holding HOLD_MS and pausing PAUSE_MS between turns
+ *   semaphore  the uncontended Redis semaphore cycle: acquire + release of a permit of one key
+ *            (permits: 3) on one connection
  * Each tree is loaded through its own `index` (its public API: LockEngine, MemoryLockBackend,
  * RedisLockBackend), so it has its own module graph. A tree must live under the project so its
  * imports resolve node_modules, e.g. `git archive <commit> lib | tar -x -C .tmp/old`:
@@ -29,7 +31,7 @@ interface Handle {
   release(): Promise<void>;
 }
 interface Engine {
-  acquire(key: string): Promise<Handle>;
+  acquire(key: string, options?: { permits: number }): Promise<Handle>;
   close(): Promise<void>;
 }
 interface Tree {
@@ -58,11 +60,18 @@ const engineOptions = (backend: object) => ({
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let serial = 0;
 
-function cycleRow(name: string, engine: Engine, close: () => Promise<void>): Row {
+function cycleRow(
+  name: string,
+  engine: Engine,
+  close: () => Promise<void>,
+  permits?: { permits: number },
+): Row {
+  const key = `semaphore:${name}`;
   return {
     name,
     async run(n) {
-      for (let i = 0; i < n; i++) await (await engine.acquire(`cycle:${serial++}`)).release();
+      for (let i = 0; i < n; i++)
+        await (await engine.acquire(permits ? key : `cycle:${serial++}`, permits)).release();
       return n;
     },
     close,
@@ -113,10 +122,11 @@ function rowsFor(kind: string, trees: [string, Tree][], port: number): Row[] {
     if (kind === 'handoff') return handoffRow(name, tree, port);
     const client = redisClient(port);
     const engine = new tree.LockEngine(engineOptions(new tree.RedisLockBackend({ client })));
-    return cycleRow(name, engine, async () => {
+    const close = async () => {
       await engine.close();
       client.disconnect();
-    });
+    };
+    return cycleRow(name, engine, close, kind === 'semaphore' ? { permits: 3 } : undefined);
   });
 }
 
@@ -176,8 +186,8 @@ async function main(): Promise<void> {
   ];
   const kinds = (process.env.CASES ?? 'redis,memory,handoff').split(',');
   for (const k of kinds)
-    if (!['redis', 'memory', 'handoff'].includes(k))
-      throw new Error(`unknown case "${k}" (redis, memory, handoff)`);
+    if (!['redis', 'memory', 'handoff', 'semaphore'].includes(k))
+      throw new Error(`unknown case "${k}" (redis, memory, handoff, semaphore)`);
   const trees = dirs.map((d) => [d, require(resolve(d, 'index')) as Tree] as [string, Tree]);
   const server = kinds.some((k) => k !== 'memory') ? await RedisServer.start() : undefined;
   try {
