@@ -3,24 +3,27 @@
  * The install test (`npm run test:install`, run by .ci/run): what a new user does, on the packed
  * tarball. Packs the package (prepack builds it), checks that the published package.json carries no
  * development scripts and that no published .d.ts imports an optional peer, then for each matrix row
- * creates a scratch Nest app in a temp dir (strict TypeScript, skipLibCheck: false, ioredis the only
- * driver, @nestjs/terminus as `npm i @nestjs/terminus` installs it), installs the tarball and the
- * row's versions from the npm registry (through npm's cache) with a plain `npm install` (no
- * --legacy-peer-deps, no --force), compiles it (module/moduleResolution nodenext; CommonJS apps also
- * with classic node10 resolution, which reads typesVersions), then, on Node 24, Node 22 and this Node 20,
- * boots it against a private redis-server and checks over HTTP: a @Locked route answers 200, then
- * 409 with Retry-After while another request holds the lock, then 200 again; every subpath of
- * `exports` loads (/entries: the app imports a value and a type from each); the package's bin
- * (`npx nestjs-distributed-lock inspect`) shows the app's held lock and its holder's pid; /health
- * answers 200 through Terminus; finally the app calls app.close() and its process must exit by itself.
+ * makes a Nest app in a temp dir, installs the tarball (ioredis the only driver, @nestjs/terminus as
+ * `npm i @nestjs/terminus` installs it) from the npm registry (through npm's cache) with a plain
+ * `npm install` (no --legacy-peer-deps, no --force), writes the scratch app and compiles it strictly
+ * (strict, skipLibCheck: false, module/moduleResolution nodenext). Then, on Node 24, Node 22 and
+ * this Node 20, it boots the app against a private redis-server and checks over HTTP: a @Locked
+ * route answers 200, then 409 with Retry-After while another request holds the lock, then 200
+ * again; every subpath of `exports` loads (/entries: the app imports a value and a type from each);
+ * the package's bin (`npx nestjs-distributed-lock inspect`) shows the app's held lock and its
+ * holder's pid; /health answers 200 through Terminus; finally the app calls app.close() and its
+ * process must exit by itself.
  *
- * Rows: a Nest 12 ES module app ("type": "module", as `nest new` makes), a Nest 12 CommonJS app,
- * Nest 11 CommonJS apps with ioredis 6 and 5.
+ * Rows: Nest 12 apps made by `nest new` itself, ES module (Vitest) and CommonJS (Jest), on the
+ * starter's TypeScript; they are built with `npm run build`, type-checked also with
+ * typescript@latest, and run their own `npm test` and `npm run test:e2e` with the testing guide's
+ * specs added. Nest 11 CommonJS apps with ioredis 6 and 5, assembled on TypeScript 5.9 as Nest 11's
+ * starter had it, also compiled with classic node10 resolution (which reads typesVersions).
  * Usage: node test/install/install-test.js [--rows nest12-esm,nest12-cjs,nest11-cjs,nest11-cjs-ioredis5]
  *        [--keep] (keep the temp dir). Every check runs even after a failure; exit 1 if any failed.
  */
 'use strict';
-const { execFileSync, spawn } = require('node:child_process');
+const { execFileSync, spawn, spawnSync } = require('node:child_process');
 const {
   existsSync,
   mkdtempSync,
@@ -36,11 +39,23 @@ const { dirname, join } = require('node:path');
 const { appFiles, entriesController } = require('./scratch-app');
 
 const root = join(__dirname, '..', '..');
+/**
+ * `starter`: the app is what `nest new --type <esm|cjs>` makes today (its TypeScript, tsconfig,
+ * test runner and specs); the other rows are assembled here with TypeScript 5.9, as Nest 11's
+ * starter had it.
+ */
 const ROWS = {
-  'nest12-esm': { nest: '12', esm: true, ioredis: '6', typesNode: '24' },
-  'nest12-cjs': { nest: '12', esm: false, ioredis: '6', typesNode: '24' },
+  'nest12-esm': { nest: '12', esm: true, ioredis: '6', starter: 'esm' },
+  'nest12-cjs': { nest: '12', esm: false, ioredis: '6', starter: 'cjs' },
   'nest11-cjs': { nest: '11', esm: false, ioredis: '6', typesNode: '20' },
   'nest11-cjs-ioredis5': { nest: '11', esm: false, ioredis: '5', typesNode: '20' },
+};
+/** npm's settings for every install, `nest new`'s own included. */
+const NPM_ENV = {
+  npm_config_audit: 'false',
+  npm_config_fund: 'false',
+  npm_config_prefer_offline: 'true',
+  npm_config_loglevel: 'error',
 };
 /** Each app boots on every Node we support: the pinned Node 24 and Node 22, and this Node 20. */
 const pinnedNode = (major) =>
@@ -81,18 +96,17 @@ function check(row, what, ok, detail = '') {
     `${ok ? 'ok  ' : 'FAIL'} [${row}] ${what}${detail ? `: ${detail}` : ''} (${elapsed()})`,
   );
 }
+/** Runs a command to its end: `out` is its stdout (with its stderr when it failed), `err` its stderr. */
 function run(cmd, argv, cwd, extraEnv = {}) {
-  try {
-    const out = execFileSync(cmd, argv, {
-      cwd,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...extraEnv },
-    });
-    return { ok: true, out };
-  } catch (error) {
-    return { ok: false, out: `${error.stdout ?? ''}${error.stderr ?? ''}`.trim() || String(error) };
-  }
+  const result = spawnSync(cmd, argv, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...NPM_ENV, ...extraEnv },
+  });
+  const ok = result.status === 0;
+  const failure = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() || String(result.error);
+  return { ok, out: ok ? result.stdout : failure, err: result.stderr ?? '' };
 }
 
 /** Runs the installed package's bin in `dir` with `node` first on PATH (its shebang's `node`). */
@@ -234,8 +248,67 @@ function pack(tmp) {
   return join(tmp, info.filename);
 }
 
+/**
+ * `nest new` makes the app and installs it; then the user writes the app's files and installs this
+ * package with the driver and Terminus.
+ */
+function installStarter(name, row, tarball, tmp) {
+  const dirName = `nest${row.nest}-${row.starter}`;
+  const made = run(
+    'npx',
+    [
+      '--yes',
+      `@nestjs/cli@${row.nest}`,
+      'new',
+      `scratch-${dirName}`,
+      ...['--directory', dirName, '--type', row.starter, '--package-manager', 'npm'],
+      ...['--skip-git', '--no-observe', '--skip-skills', '--no-interactive'],
+    ],
+    tmp,
+  );
+  check(
+    name,
+    `nest new --type ${row.starter} (@nestjs/cli@${row.nest})`,
+    made.ok,
+    made.ok ? '' : made.out.slice(-2000),
+  );
+  if (!made.ok) return undefined;
+  const dir = join(tmp, dirName);
+  for (const [file, text] of Object.entries(appFiles(row))) writeFileSync(join(dir, file), text);
+  const result = run(
+    'npm',
+    [
+      'install',
+      ...peerFlags(name, row),
+      tarball,
+      `ioredis@${row.ioredis}`,
+      '@nestjs/terminus',
+      '@types/redis-errors@1', // for tsconfig.strict.json's skipLibCheck: false (see below)
+    ],
+    dir,
+  );
+  check(
+    name,
+    'npm install tarball, ioredis, @nestjs/terminus',
+    result.ok,
+    result.ok ? '' : result.out.slice(0, 2000),
+  );
+  return result.ok ? dir : undefined;
+}
+
+/** A Nest major our peer range does not claim can still be tried (to decide the range). */
+function peerFlags(name, row) {
+  const claimed = PEER_NEST.split('||').some((r) => r.trim().startsWith(`^${row.nest}.`));
+  if (claimed) return [];
+  console.log(
+    `     [${name}] Nest ${row.nest} is outside the peer range ${PEER_NEST}: installing with --legacy-peer-deps`,
+  );
+  return ['--legacy-peer-deps'];
+}
+
 /** Installs the scratch app for a row; rows that differ only in ioredis share one dir (and its install). */
 function install(name, row, tarball, tmp) {
+  if (row.starter) return installStarter(name, row, tarball, tmp);
   const dir = join(tmp, `nest${row.nest}-${row.esm ? 'esm' : 'cjs'}`);
   const fresh = !existsSync(dir);
   const deps = fresh
@@ -273,20 +346,7 @@ function install(name, row, tarball, tmp) {
     );
     for (const [file, text] of Object.entries(appFiles(row))) writeFileSync(join(dir, file), text);
   }
-  // A Nest major our peer range does not claim can still be tried (to decide the range).
-  const claimed = PEER_NEST.split('||').some((r) => r.trim().startsWith(`^${row.nest}.`));
-  const flags = [
-    '--no-audit',
-    '--no-fund',
-    '--prefer-offline',
-    '--loglevel=error',
-    ...(claimed ? [] : ['--legacy-peer-deps']),
-  ];
-  if (!claimed)
-    console.log(
-      `     [${name}] Nest ${row.nest} is outside the peer range ${PEER_NEST}: installing with --legacy-peer-deps`,
-    );
-  const result = run('npm', ['install', ...flags, ...deps], dir);
+  const result = run('npm', ['install', ...peerFlags(name, row), ...deps], dir);
   check(
     name,
     `npm install ${fresh ? 'tarball, Nest, ioredis, typescript 5.9' : `ioredis@${row.ioredis}`}`,
@@ -299,7 +359,9 @@ function install(name, row, tarball, tmp) {
 async function runRow(name, row, tarball, tmp) {
   const dir = install(name, row, tarball, tmp);
   if (!dir) return;
-  const versions = ['@nestjs/core', '@nestjs/terminus', 'ioredis', 'typescript']
+  const runner = { esm: 'vitest', cjs: 'jest' }[row.starter];
+  const versions = ['@nestjs/core', '@nestjs/terminus', 'ioredis', 'typescript', runner]
+    .filter(Boolean)
     .map(
       (p) =>
         `${p} ${JSON.parse(readFileSync(join(dir, 'node_modules', p, 'package.json'), 'utf8')).version}`,
@@ -317,19 +379,27 @@ async function runRow(name, row, tarball, tmp) {
   );
   check(name, 'no published .d.ts imports an optional peer', peers.ok, peers.ok ? '' : peers.out);
   const tscBin = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
-  const tsc = run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
-  // tsc emits even when it reports errors, so the boot below still runs and reports on its own.
-  check(
-    name,
-    `tsc (Nest starter, ${row.esm ? 'ES module' : 'CommonJS'}: strict, skipLibCheck false, nodenext)`,
-    tsc.ok,
-    tsc.ok ? '' : tsc.out.slice(0, 3000),
-  );
+  if (row.starter) {
+    compileStarter(name, dir, tscBin);
+  } else {
+    const tsc = run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
+    // tsc emits even when it reports errors, so the boot below still runs and reports on its own.
+    check(
+      name,
+      `tsc (Nest starter, ${row.esm ? 'ES module' : 'CommonJS'}: strict, skipLibCheck false, nodenext)`,
+      tsc.ok,
+      tsc.ok ? '' : tsc.out.slice(0, 3000),
+    );
+  }
   // Classic resolution ignores `exports`: the root's and every subpath's types must resolve
   // through main/types/typesVersions. Libraries were fully checked above; this pass checks
-  // resolution.
+  // resolution. TypeScript 6 (the starters') refuses node10 as deprecated, so older apps only.
   // The package's own resolution does not depend on the row: check it once.
-  if (!row.esm && !results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))) {
+  if (
+    !row.esm &&
+    !row.starter &&
+    !results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))
+  ) {
     const node10 = run(process.execPath, [tscBin, '-p', 'tsconfig.node10.json'], dir);
     check(
       name,
@@ -339,7 +409,78 @@ async function runRow(name, row, tarball, tmp) {
     );
   }
 
-  for (const [runtime, node] of RUNTIMES) await boot(`${name}, ${runtime}`, dir, node);
+  for (const [runtime, node] of RUNTIMES) {
+    if (runner) await starterSpecs(`${name}, ${runtime}`, dir, node, runner);
+    await boot(`${name}, ${runtime}`, dir, node);
+  }
+}
+
+/**
+ * Builds a `nest new` app as its own scripts do, then checks it more strictly than the starter:
+ * its tsconfig with the libraries' .d.ts checked (specs included), with its TypeScript and with
+ * npm's latest major.
+ */
+function compileStarter(name, dir, tscBin) {
+  const build = run('npm', ['run', 'build'], dir);
+  check(name, 'npm run build (nest build)', build.ok, build.ok ? '' : build.out.slice(0, 3000));
+  const strict = run(process.execPath, [tscBin, '-p', 'tsconfig.strict.json'], dir);
+  check(
+    name,
+    "tsc: the starter's tsconfig (strict, src and specs) with skipLibCheck false",
+    strict.ok,
+    strict.ok ? '' : strict.out.slice(0, 3000),
+  );
+  const latest = run(
+    'npx',
+    ['--yes', '-p', 'typescript@latest', 'tsc', '-p', 'tsconfig.strict.json'],
+    dir,
+  );
+  const version = run('npx', ['--yes', '-p', 'typescript@latest', 'tsc', '--version'], dir);
+  check(
+    name,
+    `the same with typescript@latest (${version.out.trim()})`,
+    latest.ok,
+    latest.ok ? '' : latest.out.slice(0, 3000),
+  );
+}
+
+/**
+ * Runs the app's own `npm test` and `npm run test:e2e` on `node` (first on PATH, for npm and the
+ * scripts): the starter's specs, its e2e spec booting AppModule on a private redis-server, and the
+ * specs of docs/guide/testing.md. Jest loads Nest 12 (ES modules) only on Node >= 24.9 (the
+ * starter's own spec fails alike on older Node), so a Jest app runs them there only.
+ */
+async function starterSpecs(name, dir, node, runner) {
+  const [major, minor] = run(node, ['-p', 'process.versions.node'], dir).out.split('.').map(Number);
+  if (runner === 'jest' && (major < 24 || (major === 24 && minor < 9))) {
+    console.log(
+      `     [${name}] Jest loads Nest 12 on Node >= 24.9 only: the app's specs run on Node 24`,
+    );
+    return;
+  }
+  const redis = await startRedis(dir);
+  try {
+    const env = {
+      PATH: `${dirname(node)}:${process.env.PATH}`,
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+    };
+    for (const script of ['test', 'test:e2e']) {
+      const result = run('npm', ['run', script], dir, env);
+      const passed = /Tests:?\s+(\d+) passed/.exec(stripAnsi(`${result.out}${result.err}`));
+      check(
+        name,
+        `npm run ${script} (${runner}${script === 'test' ? ": the starter's and the testing guide's specs" : ': AppModule on Redis'})`,
+        result.ok,
+        result.ok ? `${passed?.[1] ?? '?'} passed` : result.out.slice(-3000),
+      );
+    }
+  } finally {
+    redis.stop();
+  }
+}
+
+function stripAnsi(text) {
+  return text.replace(/\u001b\[[0-9;]*m/g, '');
 }
 
 /** Boots the built app on `node` and checks it over HTTP. */

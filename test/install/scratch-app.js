@@ -3,9 +3,13 @@
  * The scratch app of the install test, written into a temp dir: what a user writes after
  * `nest new` and `npm install nestjs-distributed-lock ioredis @nestjs/terminus`. Kept as strings
  * (not .ts files in the repo) because it compiles against the packed tarball, not against lib/.
- * `appFiles({ esm })`: an ES module app (`"type": "module"`, relative imports end in `.js`, as
- * `nest new` makes on Nest 12) or a CommonJS one.
+ * `appFiles({ esm, starter })`: an ES module app (`"type": "module"`, relative imports end in
+ * `.js`, as `nest new` makes on Nest 12) or a CommonJS one; `starter`: written into an app that
+ * `nest new` made, so its tsconfig files stay, its AppController and AppService stay in AppModule
+ * (its own specs keep passing), and the specs of docs/guide/testing.md join its specs.
  */
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
 
 const compilerOptions = {
   strict: true,
@@ -78,7 +82,10 @@ export function requestShutdown(): void {
 }
 `;
 
-const appModule = (js) => `import { Module, type OnApplicationShutdown } from '@nestjs/common';
+const appModule = (
+  js,
+  starter,
+) => `import { Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DistributedLockModule, RedisLockBackend, type LockBackend } from 'nestjs-distributed-lock';
 import type { LockBackend as KitLockBackend } from 'nestjs-distributed-lock/backend-kit';
@@ -86,7 +93,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { EntriesController } from './entries.controller${js}';
 import { HealthController } from './health.controller${js}';
 import { OrdersController } from './orders.controller${js}';
-
+${starter ? `import { AppController } from './app.controller${js}';\nimport { AppService } from './app.service${js}';\n` : ''}
 let client: Redis | undefined;
 
 function createBackend(): LockBackend {
@@ -104,7 +111,7 @@ function createBackend(): LockBackend {
     }),
     TerminusModule,
   ],
-  controllers: [OrdersController, HealthController, EntriesController],
+  controllers: [${starter ? 'AppController, ' : ''}OrdersController, HealthController, EntriesController],${starter ? '\n  providers: [AppService],' : ''}
 })
 export class AppModule implements OnApplicationShutdown {
   // You created the client, you close it.
@@ -221,16 +228,44 @@ export class EntriesController {
 }
 `;
 
-/** The app's files; `esm`: an ES module app. tsconfig.node10.json only for CommonJS apps. */
+/** The starter's own tsconfig (src and specs, strict), with the libraries' .d.ts checked too. */
+const tsconfigStrict = {
+  extends: './tsconfig.json',
+  compilerOptions: { skipLibCheck: false, noEmit: true, incremental: false },
+};
+
+/**
+ * The specs of docs/guide/testing.md (its ```ts blocks that call `describe`), as a user copies them
+ * into the app: each imports only packages, so each is a file of its own.
+ */
+const guideSpecs = () => {
+  const guide = readFileSync(join(__dirname, '..', '..', 'docs', 'guide', 'testing.md'), 'utf8');
+  const blocks = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+  return blocks.filter((block) => block.includes('describe('));
+};
+
+/** The app's files. tsconfig.node10.json only for CommonJS apps that are not `nest new`'s. */
 exports.entriesController = entriesController;
-exports.appFiles = ({ esm }) => {
+exports.guideSpecs = guideSpecs;
+exports.appFiles = ({ esm, starter }) => {
   const js = esm ? '.js' : '';
+  const tsconfigs = starter
+    ? { 'tsconfig.strict.json': JSON.stringify(tsconfigStrict, null, 2) }
+    : {
+        'tsconfig.json': JSON.stringify(tsconfig, null, 2),
+        ...(esm ? {} : { 'tsconfig.node10.json': JSON.stringify(tsconfigNode10, null, 2) }),
+      };
+  const specs = starter
+    ? Object.fromEntries(
+        guideSpecs().map((spec, i) => [`src/testing-guide-${i + 1}.spec.ts`, spec]),
+      )
+    : {};
   return {
-    'tsconfig.json': JSON.stringify(tsconfig, null, 2),
-    ...(esm ? {} : { 'tsconfig.node10.json': JSON.stringify(tsconfigNode10, null, 2) }),
+    ...tsconfigs,
+    ...specs,
     'src/main.ts': main(js),
     'src/shutdown.ts': shutdown,
-    'src/app.module.ts': appModule(js),
+    'src/app.module.ts': appModule(js, starter),
     'src/orders.controller.ts': ordersController(js),
     'src/health.controller.ts': healthController,
     'src/entries.controller.ts': entriesController,
