@@ -6,7 +6,7 @@
  * makes a Nest app in a temp dir, installs the tarball (ioredis the only driver, @nestjs/terminus as
  * `npm i @nestjs/terminus` installs it) from the npm registry (through npm's cache) with a plain
  * `npm install` (no --legacy-peer-deps, no --force), writes the scratch app and compiles it strictly
- * (strict, skipLibCheck: false, module/moduleResolution nodenext). Then, on Node 24, Node 22 and
+ * (strict, skipLibCheck: false, module/moduleResolution nodenext). Then, on Node 24, 26, 22 and
  * this Node 20, it boots the app against a private redis-server and checks over HTTP: a @Locked
  * route answers 200, then 409 with Retry-After while another request holds the lock, then 200
  * again; every subpath of `exports` loads (/entries: the app imports a value and a type from each);
@@ -57,7 +57,7 @@ const NPM_ENV = {
   npm_config_prefer_offline: 'true',
   npm_config_loglevel: 'error',
 };
-/** Each app boots on every Node we support: the pinned Node 24 and Node 22, and this Node 20. */
+/** Each app boots on every Node we support: the pinned Node 24, 26 and 22, and this Node 20. */
 const pinnedNode = (major) =>
   join(
     execFileSync('bash', [join(root, 'scripts/node.sh'), major], { encoding: 'utf8' }).trim(),
@@ -65,10 +65,11 @@ const pinnedNode = (major) =>
   );
 const RUNTIMES = [
   ['Node 24', pinnedNode('24')],
+  ['Node 26', pinnedNode('26')],
   ['Node 22', pinnedNode('22')],
 ];
-if (['22', '24'].includes(process.versions.node.split('.')[0]))
-  console.log(`note: on Node ${process.versions.node}, the apps boot on Node 24 and 22 only`);
+if (['22', '24', '26'].includes(process.versions.node.split('.')[0]))
+  console.log(`note: on Node ${process.versions.node}, the apps boot on Node 24, 26 and 22 only`);
 else RUNTIMES.push([`Node ${process.versions.node}`, process.execPath]);
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const PEER_NEST = manifest.peerDependencies['@nestjs/common'];
