@@ -233,6 +233,43 @@ describe('Redis Cluster parity with standalone', () => {
     }
   }, 60_000);
 
+  it('"replicas" on Cluster: a grant whose slot moved since the client read its slot map (MOVED) needs the acks of the new primary', async () => {
+    // ioredis 6.1 resends a redirected command of a pipeline on its own through the cluster: the
+    // script would run on the new primary and the WAIT of its pipeline on the old one.
+    const { key, primary: from } = keyOnFreshPrimary(group, PREFIX, 'moved-grant');
+    const { key: onTo, primary: to } = keyOnFreshPrimary(group, PREFIX, 'moved-target', [from]);
+    // No periodic refresh: the client's slot map names `from` until a MOVED says otherwise.
+    const client = new Cluster(group.addresses, { slotsRefreshInterval: 0 });
+    client.on('error', () => undefined);
+    const acked = new LockEngine({
+      backend: new RedisLockBackend({ client, replicas: { count: 1, timeout: 300 } }),
+      keyPrefix: PREFIX,
+      defaults: { ttl: 30_000, wait: 0 },
+    });
+    const replica = group.replicaOf(to);
+    try {
+      // Both primaries have run the scripts (no NOSCRIPT to send the grant round again).
+      for (const k of [key, onTo]) await (await acked.acquire(k)).release();
+      const slot = keySlot(procs.writerKey(key));
+      const migration = group.openMigration(slot, from, to);
+      migration.moveKeys(100);
+      migration.close();
+      expect(client.slots[slot]?.[0]).toBe(`127.0.0.1:${from}`);
+      group.pause(replica);
+      const outcome = await acked.acquire(key).then(
+        () => 'granted',
+        (e: Error) => e.message,
+      );
+      expect(outcome).toMatch(/only 0 of 1 replicas acknowledged the grant/);
+      expect(await procs.admin().exists(procs.writerKey(key))).toBe(0);
+    } finally {
+      group.resume(replica);
+      await acked.close();
+      client.disconnect();
+      stopSlotRefresh(client);
+    }
+  });
+
   it('a backend closed while its pub/sub connection refreshes the slot map leaves no refresh armed (the process can exit)', async () => {
     // ioredis arms the next periodic refresh when the one under way ends, after disconnect() too,
     // and from there refreshes an empty pool every interval for ever (stopSlotRefresh).

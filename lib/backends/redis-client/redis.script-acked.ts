@@ -5,6 +5,7 @@ import type {
   RedisReply,
 } from './redis-client.types';
 import type { RedisScript } from './redis.script';
+import { keySlot } from '../../backend-kit/cluster-slot';
 
 /** Replies that say a Cluster node did not run the command: its slot is (or moves) elsewhere. */
 const REDIRECT = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /;
@@ -21,11 +22,15 @@ const REDIRECT_DELAY_MS = 100;
  * refresh), or a script served through ASK by a slot's importing node, would have it count the
  * acks of a node that never saw the write.
  *
- * A redirect of the script means it did not run; ioredis does not follow it inside a pipeline
- * whose other command (the WAIT) answered, so it is followed here: MOVED once the client has
- * refreshed its slot map, ASK on the named node's connection after ASKING (the WAIT with it),
- * TRYAGAIN and CLUSTERDOWN after a short pause; at most MAX_REDIRECTS times, then the redirect is
- * the error. A NOSCRIPT goes again with EVAL.
+ * The pipeline goes on the connection of the node that the client's slot map names for the
+ * script's first key, not through the Cluster client: ioredis 6.1 resends a pipelined command
+ * that was redirected on its own through the cluster, which would run the script on another node
+ * and leave the WAIT counting the acks of this one. A node's own pipeline follows no redirect, so
+ * a redirect of the script comes back here, and means it did not run: MOVED is followed once the
+ * client has refreshed its slot map, ASK on the named node's connection after ASKING (the WAIT
+ * with it), TRYAGAIN and CLUSTERDOWN after a short pause; at most MAX_REDIRECTS times, then the
+ * redirect is the error. Only before the client's first slot map (and after one refresh that
+ * found none) does the pipeline go through the Cluster client. A NOSCRIPT goes again with EVAL.
  */
 export async function runScriptThenWait(
   client: RedisClientLike,
@@ -36,8 +41,15 @@ export async function runScriptThenWait(
 ): Promise<[RedisReply, number]> {
   let source = false;
   let asked: RedisNodeLike | undefined;
+  let refreshed = false;
   for (let redirects = 0; ; redirects++) {
-    const pipe = asked?.pipeline ? asked.pipeline() : client.pipeline();
+    const node = asked ?? ownerOf(client, numKeys > 0 ? String(args[0]) : undefined);
+    if (!node?.pipeline && !refreshed) {
+      refreshed = true;
+      await refreshSlots(client);
+      continue;
+    }
+    const pipe = node?.pipeline ? node.pipeline() : client.pipeline();
     if (asked) pipe.asking?.();
     const replies = await sendWithWait(pipe, script, source, numKeys, args, replicas);
     const [[error, reply], [waitError, acked]] = asked ? replies.slice(1) : replies;
@@ -54,10 +66,22 @@ export async function runScriptThenWait(
     const [kind, , address] = error.message.split(' ');
     if (kind === 'ASK') asked = nodeAt(client, address);
     if (asked) continue;
-    if (kind === 'MOVED' && client.refreshSlotsCache)
-      await new Promise<void>((resolve) => client.refreshSlotsCache?.(() => resolve()));
+    if (kind === 'MOVED' && client.refreshSlotsCache) await refreshSlots(client);
     else await new Promise((r) => setTimeout(r, REDIRECT_DELAY_MS));
   }
+}
+
+/** Reads the Cluster client's slot map again (settles also when that failed). */
+function refreshSlots(client: RedisClientLike): Promise<void> {
+  return new Promise<void>((resolve) =>
+    client.refreshSlotsCache ? client.refreshSlotsCache(() => resolve()) : resolve(),
+  );
+}
+
+/** The connection to the primary that the client's slot map names for `key`'s slot. */
+function ownerOf(client: RedisClientLike, key: string | undefined): RedisNodeLike | undefined {
+  if (key === undefined) return undefined;
+  return nodeAt(client, client.slots?.[keySlot(key)]?.[0]);
 }
 
 type Reply = [Error | null, RedisReply];
