@@ -1,5 +1,5 @@
 /**
- * ioredis (5.x and 6.0) ends a Sentinel client for good when its failover detector hears
+ * ioredis 5.x and 6.0 (not 6.1) end a Sentinel client for good when its failover detector hears
  * `+switch-master` while the client is reconnecting: the detector closes the connector while the
  * connector asks a sentinel for the new primary, that connect then fails ("Connection is
  * closed."), and the client goes from `connecting` to `end` with no retry. A failover that

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import Redis60 from 'ioredis-6.0';
 import { Pool } from 'pg';
 import { RedisLockBackend } from '../../lib/backends/redis/redis.backend';
 import { lockKeys } from '../../lib/backends/redis/redis.scripts';
@@ -31,8 +32,8 @@ let clients: Redis[] = [];
 let engines: LockEngine[] = [];
 const report = (line: string) => process.stdout.write(`[sentinel failover] ${line}\n`);
 
-function sentinelClient(): Redis {
-  const c = new Redis({
+function sentinelClient(Client: typeof Redis = Redis): Redis {
+  const c = new Client({
     sentinels: group.sentinelAddresses,
     name: SENTINEL_MASTER_NAME,
     failoverDetector: true,
@@ -128,40 +129,59 @@ describe('Redis Sentinel failovers (1 + 1, 3 sentinels)', () => {
     }
   }, 60_000);
 
-  it('a failover announced while the client reconnects: ioredis ends the client, the backend connects it again', async () => {
-    await group.settled();
-    const client = sentinelClient();
-    const e = engine(client);
-    await e.acquire('race', { wait: 0 }).then((h) => h.release());
-    // The client asks sentinels in its list's order, the first one first; its failover detector
-    // subscribes to +switch-master on all three.
-    const [asked, announcer] = group.sentinels;
-    const detectorListens = () => /cmd=subscribe/.test(group.cli(announcer.port, 'CLIENT', 'LIST'));
-    await eventually(detectorListens);
-    const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-    const reconnecting = new Promise<void>((resolve) => client.once('connecting', () => resolve()));
-    const primary = group.primary();
-    const id = String(await client.client('ID'));
-    // The connection drops and the client reconnects: it asks `asked`, which cannot answer yet.
-    // Meanwhile a failover is announced, and the detector closes the connector under the attempt
-    // (it closes its own subscriptions then, which is how we see it heard the announcement).
-    asked.pause();
-    try {
-      group.cli(primary.port, 'CLIENT', 'KILL', 'ID', id);
-      await reconnecting;
-      expect(group.cli(announcer.port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME)).toBe('OK');
-      await eventually(() => !detectorListens(), 20_000);
-    } finally {
-      asked.resume();
-    }
-    await ended;
-    // ioredis gave up on the client; the backend connects it again, and locks work.
-    const h = await e.acquire('race', { wait: WAIT_MS });
-    expect(h.fencingToken).toBeGreaterThan(0);
-    await h.release();
-    expect(client.status).toBe('ready');
-    await group.settled();
-  }, 60_000);
+  // ioredis 5 and 6.0 end the client there (reconnectAfterSentinelRace); 6.1 reconnects it itself.
+  it.each([
+    { version: '6.1', Client: Redis, ends: false, story: 'ioredis reconnects the client itself' },
+    {
+      version: '6.0',
+      Client: Redis60 as unknown as typeof Redis,
+      ends: true,
+      story: 'ioredis ends the client, the backend connects it again',
+    },
+  ])(
+    'a failover announced while the client reconnects (ioredis $version): $story, and locks work again',
+    async ({ Client, ends }) => {
+      await group.settled();
+      const client = sentinelClient(Client);
+      const e = engine(client);
+      await e.acquire('race', { wait: 0 }).then((h) => h.release());
+      // The client asks sentinels in its list's order, the first one first; its failover detector
+      // subscribes to +switch-master on all three.
+      const [asked, announcer] = group.sentinels;
+      const detectorListens = () =>
+        /cmd=subscribe/.test(group.cli(announcer.port, 'CLIENT', 'LIST'));
+      await eventually(detectorListens);
+      let endedTimes = 0;
+      client.on('end', () => endedTimes++);
+      const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+      const reconnecting = new Promise<void>((resolve) =>
+        client.once('connecting', () => resolve()),
+      );
+      const primary = group.primary();
+      const id = String(await client.client('ID'));
+      // The connection drops and the client reconnects: it asks `asked`, which cannot answer yet.
+      // Meanwhile a failover is announced, and the detector closes the connector under the attempt
+      // (it closes its own subscriptions then, which is how we see it heard the announcement).
+      asked.pause();
+      try {
+        group.cli(primary.port, 'CLIENT', 'KILL', 'ID', id);
+        await reconnecting;
+        expect(group.cli(announcer.port, 'SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME)).toBe('OK');
+        await eventually(() => !detectorListens(), 20_000);
+      } finally {
+        asked.resume();
+      }
+      if (ends) await ended; // ioredis gave up on the client
+      // The client is connected again (by the backend where ioredis ended it), and locks work.
+      const h = await e.acquire('race', { wait: WAIT_MS });
+      expect(h.fencingToken).toBeGreaterThan(0);
+      await h.release();
+      expect(client.status).toBe('ready');
+      if (!ends) expect(endedTimes).toBe(0);
+      await group.settled();
+    },
+    60_000,
+  );
 
   it('the primary paused (SIGSTOP) under 4 contending processes (ttl 30 s, 1 s holds)', async () => {
     await group.settled();
