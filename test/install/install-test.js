@@ -15,9 +15,9 @@
  * process must exit by itself.
  *
  * Rows: Nest 12 apps made by `nest new` itself, ES module (Vitest) and CommonJS (Jest), on the
- * starter's TypeScript; they are built with `npm run build`, type-checked also with
- * typescript@latest, and run their own `npm test` and `npm run test:e2e` with the testing guide's
- * specs added. Nest 11 CommonJS apps with ioredis 6 and 5, assembled on TypeScript 5.9 as Nest 11's
+ * starter's TypeScript; they are built with `npm run build`, linted with `npm run lint`,
+ * type-checked also with typescript@latest, and run their own `npm test` and `npm run test:e2e`
+ * with the testing guide's specs added. Nest 11 CommonJS apps with ioredis 6 and 5, assembled on TypeScript 5.9 as Nest 11's
  * starter had it, also compiled with classic node10 resolution (which reads typesVersions).
  * Usage: node test/install/install-test.js [--rows nest12-esm,nest12-cjs,nest11-cjs,nest11-cjs-ioredis5]
  *        [--keep] (keep the temp dir). Every check runs even after a failure; exit 1 if any failed.
@@ -424,6 +424,13 @@ async function runRow(name, row, tarball, tmp) {
 function compileStarter(name, dir, tscBin) {
   const build = run('npm', ['run', 'build'], dir);
   check(name, 'npm run build (nest build)', build.ok, build.ok ? '' : build.out.slice(0, 3000));
+  const lint = run('npm', ['run', 'lint'], dir);
+  check(
+    name,
+    "npm run lint (the starter's oxlint, type-aware: the app and the guide's specs)",
+    lint.ok,
+    lint.ok ? '' : lint.out.slice(0, 3000),
+  );
   const strict = run(process.execPath, [tscBin, '-p', 'tsconfig.strict.json'], dir);
   check(
     name,
