@@ -110,6 +110,13 @@ function run(cmd, argv, cwd, extraEnv = {}) {
   return { ok, out: ok ? result.stdout : failure, err: result.stderr ?? '' };
 }
 
+/** Runs a command to its end and checks that it succeeded (its output when it did not). */
+function runCheck(name, what, cmd, argv, cwd) {
+  const result = run(cmd, argv, cwd);
+  check(name, what, result.ok, result.ok ? '' : result.out.slice(0, 3000));
+  return result;
+}
+
 /** Runs the installed package's bin in `dir` with `node` first on PATH (its shebang's `node`). */
 function cli(dir, node, argv) {
   const bin = join(dir, 'node_modules', '.bin', 'nestjs-distributed-lock');
@@ -383,13 +390,13 @@ async function runRow(name, row, tarball, tmp) {
   if (row.starter) {
     compileStarter(name, dir, tscBin);
   } else {
-    const tsc = run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
     // tsc emits even when it reports errors, so the boot below still runs and reports on its own.
-    check(
+    runCheck(
       name,
       `tsc (Nest starter, ${row.esm ? 'ES module' : 'CommonJS'}: strict, skipLibCheck false, nodenext)`,
-      tsc.ok,
-      tsc.ok ? '' : tsc.out.slice(0, 3000),
+      process.execPath,
+      [tscBin, '-p', 'tsconfig.json'],
+      dir,
     );
   }
   // Classic resolution ignores `exports`: the root's and every subpath's types must resolve
@@ -401,12 +408,12 @@ async function runRow(name, row, tarball, tmp) {
     !row.starter &&
     !results.some((r) => r.what.startsWith('tsc (moduleResolution node10'))
   ) {
-    const node10 = run(process.execPath, [tscBin, '-p', 'tsconfig.node10.json'], dir);
-    check(
+    runCheck(
       name,
       'tsc (moduleResolution node10: types and typesVersions resolve)',
-      node10.ok,
-      node10.ok ? '' : node10.out.slice(0, 3000),
+      process.execPath,
+      [tscBin, '-p', 'tsconfig.node10.json'],
+      dir,
     );
   }
 
@@ -422,33 +429,30 @@ async function runRow(name, row, tarball, tmp) {
  * npm's latest major.
  */
 function compileStarter(name, dir, tscBin) {
-  const build = run('npm', ['run', 'build'], dir);
-  check(name, 'npm run build (nest build)', build.ok, build.ok ? '' : build.out.slice(0, 3000));
-  const lint = run('npm', ['run', 'lint'], dir);
-  check(
+  runCheck(name, 'npm run build (nest build)', 'npm', ['run', 'build'], dir);
+  runCheck(
     name,
     "npm run lint (the starter's oxlint, type-aware: the app and the guide's specs)",
-    lint.ok,
-    lint.ok ? '' : lint.out.slice(0, 3000),
-  );
-  const strict = run(process.execPath, [tscBin, '-p', 'tsconfig.strict.json'], dir);
-  check(
-    name,
-    "tsc: the starter's tsconfig (strict, src and specs) with skipLibCheck false",
-    strict.ok,
-    strict.ok ? '' : strict.out.slice(0, 3000),
-  );
-  const latest = run(
-    'npx',
-    ['--yes', '-p', 'typescript@latest', 'tsc', '-p', 'tsconfig.strict.json'],
+    'npm',
+    ['run', 'lint'],
     dir,
   );
-  const version = run('npx', ['--yes', '-p', 'typescript@latest', 'tsc', '--version'], dir);
-  check(
+  const strict = ['-p', 'tsconfig.strict.json'];
+  runCheck(
     name,
-    `the same with typescript@latest (${version.out.trim()})`,
-    latest.ok,
-    latest.ok ? '' : latest.out.slice(0, 3000),
+    "tsc: the starter's tsconfig (strict, src and specs) with skipLibCheck false",
+    process.execPath,
+    [tscBin, ...strict],
+    dir,
+  );
+  const latest = ['--yes', '-p', 'typescript@latest', 'tsc'];
+  const version = run('npx', [...latest, '--version'], dir).out.trim();
+  runCheck(
+    name,
+    `the same with typescript@latest (${version})`,
+    'npx',
+    [...latest, ...strict],
+    dir,
   );
 }
 
