@@ -12,6 +12,8 @@ import { createHash } from 'node:crypto';
  *           with each exclusive grant, kept fenceRetention ms (a stale one names an old owner)
  *   {K}:hr  the shared holders' identities: hash owner -> holder data, deleted with each release
  *   {K}:ww  waiting writers: sorted set owner -> until (server ms); readers keep out (Redlock)
+ *   {K}:rw  waiting readers: the same; a writer's release moves them to {K}:rp (Redlock)
+ *   {K}:rp  the read phase's readers, the same: while one is live, writers keep out (Redlock)
  * The tag is `{fullKey}`, or, when the key itself holds a brace (only a literal key can:
  * interpolated values are encoded), `{#<sha1>}fullKey`, so a brace can never split a lock's keys
  * across slots. Both forms are injective and cannot meet.
@@ -25,6 +27,8 @@ export interface LockKeys {
   readonly holder: string;
   readonly holders: string;
   readonly writersWaiting: string;
+  readonly readersWaiting: string;
+  readonly readPhase: string;
 }
 
 /**
@@ -62,6 +66,8 @@ export const lockKeys = recentKeys((fullKey): LockKeys => {
     holder: `${tag}:h`,
     holders: `${tag}:hr`,
     writersWaiting: `${tag}:ww`,
+    readersWaiting: `${tag}:rw`,
+    readPhase: `${tag}:rp`,
   };
 });
 

@@ -131,8 +131,8 @@ export class RedlockBackend implements LockBackend {
     if (n > 0 && (n > 2 || round.split))
       await sleepFor(Math.random() * this.o.retryJitter, request.signal);
     const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
-    if (request.mode === 'exclusive' && wait > 0) {
-      // A waiting writer marks the masters it finds busy: if it gives up, it takes the marks back.
+    if (wait > 0) {
+      // A waiter marks the masters it finds busy: if it gives up, it takes the marks back.
       const r = round;
       const gaveUp = () => {
         if (r.marked) void unmark(this.o, m, request).catch(() => undefined);
@@ -141,7 +141,12 @@ export class RedlockBackend implements LockBackend {
       r.marked = true; // until a grant: an attempt that fails may have marked some masters
     }
     const result = await attemptRound(this.o, this.name, this.processChannel, m, request, round);
-    if (result.acquired) round.marked = false;
+    if (result.acquired && round.marked) {
+      // The masters that granted took our mark off; one that was busy keeps it (and with it
+      // readers, or writers, out) until it lapses, unless we take it back now.
+      void unmark(this.o, m, request).catch(() => undefined);
+      round.marked = false;
+    }
     return result;
   }
 

@@ -22,7 +22,7 @@ export interface Masters {
 export interface Round {
   attempts: number;
   split: boolean;
-  /** A waiting writer's mark may be live on the masters (see UNMARK); undefined: never marked. */
+  /** A waiter's mark may be live on the masters (see UNMARK); undefined: never marked. */
   marked?: boolean;
 }
 

@@ -18,10 +18,10 @@ import type { ResolvedRedlockOptions } from './redlock.options';
 import { gather, tally, type Outcome } from './redlock.quorum';
 
 /**
- * ms a waiting writer's mark keeps readers out after its attempt (plus retryJitter): the engine
- * re-attempts within its 1 s fallback (a release's wake comes sooner), a round within 0.5 s.
+ * ms a waiter's mark lives after its attempt (plus retryJitter): the engine re-attempts within its
+ * 1 s fallback (a release's wake comes sooner), a round within 0.5 s.
  */
-const WRITER_MARK_MS = 2_000;
+const MARK_MS = 2_000;
 
 /** How long past the wait deadline a round may run; below the core's DEADLINE_GRACE_MS. */
 const ROUND_TAIL_MS = 50;
@@ -54,7 +54,7 @@ export async function attemptRound(
   else request.signal.addEventListener('abort', onAbort, { once: true });
   const outcomes = await gather(
     n,
-    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 7, args(i))),
+    (i) => track(m, i, runScript(m.clients[i], ACQUIRE, 9, args(i))),
     // Early when the answer is certain: a majority granted, or a majority said busy. Failures alone
     // do not end the round, so "busy" and "unreachable" are told apart by real answers. A master
     // that let the last round time out (frozen, partitioned) counts as "busy" while it stays
@@ -118,9 +118,10 @@ function acquireArgs(
   // every master, so they tend to wake the same one.
   const wait = (request as Partial<BackendAcquireRequest>).wait ?? 0;
   const score = Date.now();
-  // A waiting writer's mark outlives its next attempt: the engine's fallback pause, the jittered
-  // start and a round (each bounded by a second at most), and a margin.
-  const mark = wait > 0 && request.mode === 'exclusive' ? WRITER_MARK_MS + o.retryJitter : 0;
+  // A waiter's mark outlives its next attempt: the engine's fallback pause, the jittered start and
+  // a round (each bounded by a second at most), and a margin. The engine's last attempt, at the
+  // deadline, comes after the waiter gave up and took its marks back: it sets none.
+  const mark = wait > 0 && !request.signal.aborted ? MARK_MS + o.retryJitter : 0;
   return (i: number) => [
     k.writer,
     k.readers,
@@ -129,6 +130,8 @@ function acquireArgs(
     k.holder,
     k.holders,
     k.writersWaiting,
+    k.readersWaiting,
+    k.readPhase,
     request.owner,
     request.ttl,
     request.mode,
@@ -157,12 +160,22 @@ function highestToken(outcomes: readonly Outcome<unknown>[]): bigint {
 /** Owner-checked release on every master at once; resolves with how many answered. */
 export async function withdraw(o: ResolvedRedlockOptions, m: Masters, lock: BackendLock) {
   const k = lockKeys(lock.key);
-  const args = [k.writer, k.readers, k.queue, k.holders, lock.owner, lock.mode, lock.key];
+  const args = [
+    k.writer,
+    k.readers,
+    k.queue,
+    k.holders,
+    k.readersWaiting,
+    k.readPhase,
+    lock.owner,
+    lock.mode,
+    lock.key,
+  ];
   // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
   // minority must not make every release wait for the round timeout.
   const outcomes = await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], RELEASE, 4, args),
+    (i) => runScript(m.clients[i], RELEASE, 6, args),
     (o) => tally(o, () => true).yes >= m.quorum,
     roundTimeout(o, lock.ttl),
   );
@@ -170,15 +183,24 @@ export async function withdraw(o: ResolvedRedlockOptions, m: Masters, lock: Back
 }
 
 /**
- * A waiting writer that gave up takes its mark off every master (else it lapses by itself); never
- * rejects: a master that missed it lets the mark lapse.
+ * A waiter that gave up takes its mark off every master (else it lapses by itself); never rejects:
+ * a master that missed it lets the mark lapse.
  */
 export async function unmark(o: ResolvedRedlockOptions, m: Masters, request: BackendAttempt) {
   const k = lockKeys(request.key);
-  const args = [k.writer, k.queue, k.writersWaiting, request.owner, request.key];
+  const args = [
+    k.writer,
+    k.queue,
+    k.writersWaiting,
+    k.readersWaiting,
+    k.readPhase,
+    request.owner,
+    request.mode,
+    request.key,
+  ];
   await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], UNMARK, 3, args),
+    (i) => runScript(m.clients[i], UNMARK, 5, args),
     (o) => tally(o, () => true).yes >= m.quorum,
     roundTimeout(o, request.ttl),
   );
