@@ -16,8 +16,9 @@ import { percentile } from './bench.stats';
  *            process, each holding HOLD_MS and pausing PAUSE_MS between turns
  *   semaphore  the uncontended Redis semaphore cycle: acquire + release of a permit of one key
  *            (permits: 3) on one connection
+ *   redlock  the uncontended Redlock cycle over three masters (its own redis-servers)
  * Each tree is loaded through its own `index` (its public API: LockEngine, MemoryLockBackend,
- * RedisLockBackend), so it has its own module graph. A tree must live under the project so its
+ * RedisLockBackend, RedlockBackend), so it has its own module graph. A tree must live under the project so its
  * imports resolve node_modules, e.g. `git archive <commit> lib | tar -x -C .tmp/old`:
  *
  *   LIB=.tmp/old/lib [CASES=redis,memory,handoff] [SECS=20] [BLOCK=100] [WORKERS=8] \
@@ -38,6 +39,7 @@ interface Tree {
   LockEngine: new (options: object) => Engine;
   MemoryLockBackend: new () => object;
   RedisLockBackend: new (options: { client: Redis }) => object;
+  RedlockBackend: new (options: { clients: Redis[] }) => object;
 }
 /** One row of one case: runs about `n` operations and says how many it ran. */
 interface Row {
@@ -112,9 +114,18 @@ function handoffRow(name: string, tree: Tree, port: number): Row {
   return row;
 }
 
-function rowsFor(kind: string, trees: [string, Tree][], port: number): Row[] {
+function rowsFor(kind: string, trees: [string, Tree][], ports: number[]): Row[] {
+  const port = ports[0];
   return trees.map(([dir, tree], i) => {
     const name = `${i}: ${dir}`;
+    if (kind === 'redlock') {
+      const clients = ports.map((p) => redisClient(p));
+      const engine = new tree.LockEngine(engineOptions(new tree.RedlockBackend({ clients })));
+      return cycleRow(name, engine, async () => {
+        await engine.close();
+        clients.forEach((c) => c.disconnect());
+      });
+    }
     if (kind === 'memory')
       return cycleRow(name, new tree.LockEngine(engineOptions(new tree.MemoryLockBackend())), () =>
         Promise.resolve(),
@@ -141,7 +152,8 @@ function cpuOf(pid: number | undefined): number {
   }
 }
 
-async function measure(kind: string, rows: Row[], serverPid?: number): Promise<void> {
+async function measure(kind: string, rows: Row[], serverPids: number[]): Promise<void> {
+  const serverCpu = () => serverPids.reduce((sum, pid) => sum + cpuOf(pid), 0);
   const block = kind === 'handoff' ? Math.max(10, Math.round(BLOCK / 5)) : BLOCK;
   const stats = rows.map(() => ({ ms: 0, ops: 0, cpu: 0, server: 0 }));
   for (const r of rows) await r.run(block * 20); // warm: V8 optimises each row's code
@@ -150,14 +162,14 @@ async function measure(kind: string, rows: Row[], serverPid?: number): Promise<v
   for (let turn = 0; performance.now() < end; turn++) {
     for (let k = 0; k < rows.length; k++) {
       const j = (k + turn) % rows.length; // each row leads in turn
-      const s0 = cpuOf(serverPid);
+      const s0 = serverCpu();
       const c0 = process.cpuUsage();
       const t = performance.now();
       const ops = await rows[j].run(block);
       stats[j].ms += performance.now() - t;
       const used = process.cpuUsage(c0);
       stats[j].cpu += used.user + used.system;
-      stats[j].server += cpuOf(serverPid) - s0;
+      stats[j].server += serverCpu() - s0;
       stats[j].ops += ops;
     }
   }
@@ -186,21 +198,33 @@ async function main(): Promise<void> {
   ];
   const kinds = (process.env.CASES ?? 'redis,memory,handoff').split(',');
   for (const k of kinds)
-    if (!['redis', 'memory', 'handoff', 'semaphore'].includes(k))
-      throw new Error(`unknown case "${k}" (redis, memory, handoff, semaphore)`);
+    if (!['redis', 'memory', 'handoff', 'semaphore', 'redlock'].includes(k))
+      throw new Error(`unknown case "${k}" (redis, memory, handoff, semaphore, redlock)`);
   const trees = dirs.map((d) => [d, require(resolve(d, 'index')) as Tree] as [string, Tree]);
   const server = kinds.some((k) => k !== 'memory') ? await RedisServer.start() : undefined;
+  const masters = kinds.includes('redlock')
+    ? await Promise.all([0, 1, 2].map(() => RedisServer.start()))
+    : [];
   try {
     for (const kind of kinds) {
-      const rows = rowsFor(kind, trees, server?.port ?? 0);
+      const servers = kind === 'redlock' ? masters : server ? [server] : [];
+      const rows = rowsFor(
+        kind,
+        trees,
+        servers.map((x) => x.port),
+      );
       try {
-        await measure(kind, rows, server?.child?.pid);
+        await measure(
+          kind,
+          rows,
+          servers.flatMap((x) => (x.child?.pid === undefined ? [] : [x.child.pid])),
+        );
       } finally {
         await Promise.all(rows.map((r) => r.close()));
       }
     }
   } finally {
-    await server?.destroy();
+    await Promise.all([server, ...masters].map((x) => x?.destroy()));
   }
 }
 

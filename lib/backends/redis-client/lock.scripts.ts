@@ -84,7 +84,7 @@ end
  *   and every registered process is woken. Until each reader of the phase is granted (or its mark
  *   lapses), writers are busy, and readers that came later wait for the next phase. So a stream of
  *   writers cannot starve a waiting reader either, and each phase is bounded.
- * Uncontended exclusive path: EXISTS {K}:r, EXISTS {K}:rp, SET NX PX, and the fence. A grant
+ * Uncontended exclusive path: EXISTS {K}:r {K}:rp, SET NX PX, and the fence. A grant
  * stores the holder's data (host, pid, instance) when `holder` is set, kept fenceRetention ms: an
  * exclusive one as {K}:h = "owner|holder", a shared one in the hash {K}:hr (see lock-keys.ts).
  */
@@ -105,13 +105,13 @@ local function busy(ms)
   return {0, ms}
 end
 if exclusive then
-  if redis.call('EXISTS', KEYS[2]) == 1 then
+  if redis.call('EXISTS', KEYS[2], KEYS[9]) > 0 then
     local now = now_ms()
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
     local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
     if last[1] then return busy(tonumber(last[2]) - now) end
+    if live(KEYS[9], now) > 0 then return busy(-1) end
   end
-  if redis.call('EXISTS', KEYS[9]) == 1 and live(KEYS[9], now_ms()) > 0 then return busy(-1) end
   if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then return busy(redis.call('PTTL', KEYS[1])) end
   if ARGV[9] ~= '0' then redis.call('ZREM', KEYS[7], ARGV[1]) end
 else
@@ -140,19 +140,24 @@ return {1, fence(KEYS[3], ARGV[4])}
 `);
 
 /**
- * release KEYS={K},{K}:r,{K}:q,{K}:hr,{K}:rw,{K}:rp ARGV=owner,mode,message
+ * release KEYS={K},{K}:r,{K}:q,{K}:hr,{K}:ww,{K}:rw,{K}:rp ARGV=owner,mode,message,done
  * Deletes our hold only if it is ours. If processes wait, wakes the earliest registered one that
  * still listens (PUBLISH reached someone; channels nobody hears are dropped): O(1) wake-ups, and
  * no PUBLISH at all when nobody waits. A writer's release that finds readers waiting opens their
- * read phase and wakes every registered process (see ACQUIRE). Returns 1 if released, 0 if it was
- * not ours (or gone).
+ * read phase and wakes every registered process (see ACQUIRE). A holder's release (`done` = 1)
+ * also removes the owner's marks, left where a master was busy for it while others granted.
+ * Returns 1 if released, 0 if it was not ours (or gone).
  */
 export const RELEASE = script(`${NOW_MS_LUA}${WAKE}${LIVE}
+local marks = redis.call('EXISTS', KEYS[5], KEYS[6], KEYS[7]) > 0
+if marks and ARGV[4] == '1' then
+  for i = 5, 7 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+end
 if ARGV[2] == 'exclusive' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
   redis.call('DEL', KEYS[1])
-  if redis.call('EXISTS', KEYS[5]) == 1 and live(KEYS[5], now_ms()) > 0 then
-    redis.call('RENAME', KEYS[5], KEYS[6])
+  if marks and live(KEYS[6], now_ms()) > 0 then
+    redis.call('RENAME', KEYS[6], KEYS[7])
     wake_all(KEYS[3], ARGV[3])
     return 1
   end

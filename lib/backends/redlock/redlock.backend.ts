@@ -141,12 +141,7 @@ export class RedlockBackend implements LockBackend {
       r.marked = true; // until a grant: an attempt that fails may have marked some masters
     }
     const result = await attemptRound(this.o, this.name, this.processChannel, m, request, round);
-    if (result.acquired && round.marked) {
-      // The masters that granted took our mark off; one that was busy keeps it (and with it
-      // readers, or writers, out) until it lapses, unless we take it back now.
-      void unmark(this.o, m, request).catch(() => undefined);
-      round.marked = false;
-    }
+    if (result.acquired) round.marked = false;
     return result;
   }
 
@@ -188,7 +183,7 @@ export class RedlockBackend implements LockBackend {
 
   async release(lock: BackendLock): Promise<void> {
     const m = await this.setup();
-    const c = await withdraw(this.o, m, lock);
+    const c = await withdraw(this.o, m, lock, true);
     if (c.answered < m.quorum)
       throw unavailable(
         this.name,

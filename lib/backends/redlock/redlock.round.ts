@@ -157,25 +157,36 @@ function highestToken(outcomes: readonly Outcome<unknown>[]): bigint {
   return fencingToken;
 }
 
-/** Owner-checked release on every master at once; resolves with how many answered. */
-export async function withdraw(o: ResolvedRedlockOptions, m: Masters, lock: BackendLock) {
+/**
+ * Owner-checked release on every master at once; resolves with how many answered. A holder's
+ * release (`done`) also takes back the marks its wait left on masters that were busy for it while
+ * the others granted; a failed attempt's withdraw keeps them (it waits on).
+ */
+export async function withdraw(
+  o: ResolvedRedlockOptions,
+  m: Masters,
+  lock: BackendLock,
+  done = false,
+) {
   const k = lockKeys(lock.key);
   const args = [
     k.writer,
     k.readers,
     k.queue,
     k.holders,
+    k.writersWaiting,
     k.readersWaiting,
     k.readPhase,
     lock.owner,
     lock.mode,
     lock.key,
+    done ? 1 : 0,
   ];
   // Done once a majority answered: the rest are on their way (or expire by ttl), and a frozen
   // minority must not make every release wait for the round timeout.
   const outcomes = await gather(
     m.clients.length,
-    (i) => runScript(m.clients[i], RELEASE, 6, args),
+    (i) => runScript(m.clients[i], RELEASE, 7, args),
     (o) => tally(o, () => true).yes >= m.quorum,
     roundTimeout(o, lock.ttl),
   );
