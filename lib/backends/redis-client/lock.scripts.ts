@@ -231,14 +231,11 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), readers,
  * Frees the key whoever holds it (an operator's action) and wakes one waiting process like a
  * release. Returns 1 if a hold was removed, else 0. The fence is kept: tokens go on growing.
  */
-export const FORCE_RELEASE = script(`
+export const FORCE_RELEASE = script(`${WAKE}
 local removed = redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[4], KEYS[5])
 if removed == 0 then return 0 end
-while redis.call('EXISTS', KEYS[3]) == 1 do
-  local head = redis.call('ZPOPMIN', KEYS[3])
-  if redis.call('PUBLISH', head[1], ARGV[1]) > 0 then break end
-end
+wake_next(KEYS[3], ARGV[1])
 return 1
 `);
 
