@@ -18,8 +18,9 @@ import { percentile } from './bench.stats';
  *            (permits: 3) on one connection
  *   redlock  the uncontended Redlock cycle over three masters (its own redis-servers)
  * Each tree is loaded through its own `index` (its public API: LockEngine, MemoryLockBackend,
- * RedisLockBackend, RedlockBackend), so it has its own module graph. A tree must live under the project so its
- * imports resolve node_modules, e.g. `git archive <commit> lib | tar -x -C .tmp/old`:
+ * RedisLockBackend, RedlockBackend), so it has its own module graph. A tree must live under the
+ * project so its imports resolve node_modules, e.g.
+ * `git archive <commit> lib | tar -x -C .tmp/old`:
  *
  *   LIB=.tmp/old/lib [CASES=redis,memory,handoff] [SECS=20] [BLOCK=100] [WORKERS=8] \
  *     npx ts-node --transpile-only test/bench/lib.ab.ts
@@ -201,7 +202,9 @@ async function main(): Promise<void> {
     if (!['redis', 'memory', 'handoff', 'semaphore', 'redlock'].includes(k))
       throw new Error(`unknown case "${k}" (redis, memory, handoff, semaphore, redlock)`);
   const trees = dirs.map((d) => [d, require(resolve(d, 'index')) as Tree] as [string, Tree]);
-  const server = kinds.some((k) => k !== 'memory') ? await RedisServer.start() : undefined;
+  const server = kinds.some((k) => k !== 'memory' && k !== 'redlock')
+    ? await RedisServer.start()
+    : undefined;
   const masters = kinds.includes('redlock')
     ? await Promise.all([0, 1, 2].map(() => RedisServer.start()))
     : [];
